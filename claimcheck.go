@@ -1,0 +1,230 @@
+// Package claimcheck is a lifecycle-managed claim-check store for payloads
+// too large for a message bus or workflow engine.
+//
+// A producer puts a payload and gets back a small Ref; a consumer redeems
+// the Ref and gets the exact bytes back, verified against their sha256.
+// Every stored byte has an owner and a deadline: claims expire (max_age),
+// can be finished after their first read with a redelivery window, and are
+// released by consumer acks; finished claims give their blobs back, and
+// unreferenced blobs are collected after a grace period.
+//
+// The Claims interface is the whole public contract. Two implementations
+// satisfy it: the embedded *Store returned by Open (SQLite and local files
+// by default, PostgreSQL and S3 in production), and client.Client, which
+// talks to a `claimcheck serve` process over HTTP. Integrations (Temporal,
+// NATS, Kafka) take a Claims and do not care which one they get.
+package claimcheck
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"time"
+)
+
+// Claims is what producers and consumers use. Both *Store (embedded) and
+// client.Client (remote) implement it.
+type Claims interface {
+	// Put stores the payload read from body in namespace ns and returns
+	// its reference. The body is streamed: it is never held in memory
+	// whole. A payload over the namespace's max_size fails with
+	// ErrTooLarge and leaves nothing stored.
+	Put(ctx context.Context, ns string, body io.Reader, opts PutOptions) (Ref, error)
+
+	// Redeem opens the claim's payload for reading. Only ref.ID (and
+	// ref.Namespace, when set) are used. The returned Payload verifies the
+	// bytes as they stream: its Read returns io.EOF only after the whole
+	// payload matched its size and sha256, and ErrChecksumMismatch
+	// otherwise. A finished claim fails with a *GoneError, an unknown one
+	// with ErrNotFound.
+	Redeem(ctx context.Context, ref Ref) (*Payload, error)
+
+	// Stat returns the claim's state, deadlines and counters. It works on
+	// finished claims too (State is "deleted" and DeleteReason says why).
+	Stat(ctx context.Context, ref Ref) (ClaimInfo, error)
+
+	// Release records that consumer has finished with the claim (an ack).
+	// It is idempotent per consumer name. When the expected number of
+	// consumers have released it, the claim is finished after the
+	// namespace's retention_after_read window.
+	Release(ctx context.Context, ref Ref, consumer string) error
+
+	// Delete finishes the claim now (reason "deleted"). Deleting a claim
+	// that is already finished is not an error.
+	Delete(ctx context.Context, ref Ref) error
+
+	// Policy returns the effective policy of namespace ns: the one in the
+	// config, or the defaults section for a namespace the config does not
+	// name. It fails with ErrNotFound when defaults are switched off and
+	// ns is not configured.
+	Policy(ctx context.Context, ns string) (Policy, error)
+}
+
+// PutOptions are the optional parts of a put.
+type PutOptions struct {
+	// Size is the payload's length when the caller knows it (0 when not).
+	// A body of another length fails the put with ErrInvalidArgument.
+	Size int64
+	// Digest is "sha256:<hex>" of the payload when the caller knows it. A
+	// body that hashes differently fails with ErrChecksumMismatch.
+	Digest string
+	// ContentType is stored with the claim and returned on redeem.
+	ContentType string
+	// Labels are small user metadata stored with the claim.
+	Labels map[string]string
+	// Consumers is the number of distinct releases that finish the claim
+	// (fan-out). 0 means 1.
+	Consumers int
+	// ConsumerNames, when set, names the consumers whose releases count;
+	// Consumers is then its length.
+	ConsumerNames []string
+}
+
+// ClaimState is the life stage of a claim.
+type ClaimState string
+
+// The claim states. pending: being written (or a direct upload not yet
+// confirmed); active: redeemable; deleted: finished, never redeemable
+// again.
+const (
+	StatePending ClaimState = "pending"
+	StateActive  ClaimState = "active"
+	StateDeleted ClaimState = "deleted"
+)
+
+// ClaimInfo is what Stat reports about a claim.
+type ClaimInfo struct {
+	Ref          Ref               `json:"ref"`
+	State        ClaimState        `json:"state"`
+	ContentType  string            `json:"content_type,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Reads        int64             `json:"reads"`
+	FirstReadAt  time.Time         `json:"first_read_at,omitzero"`
+	Releases     int               `json:"releases"`
+	Consumers    int               `json:"consumers"`
+	ReleasedBy   []string          `json:"released_by,omitempty"`
+	DeleteAt     time.Time         `json:"delete_at,omitzero"` // when the claim will be finished, at the latest
+	DeletedAt    time.Time         `json:"deleted_at,omitzero"`
+	DeleteReason GoneReason        `json:"delete_reason,omitempty"`
+}
+
+// Payload is a claim's content being read. Read verifies as it goes: it
+// returns io.EOF only once the bytes matched the ref's size and digest,
+// so a caller that reads to EOF without an error has the exact payload.
+// A short, long or altered stream ends in an error wrapping
+// ErrChecksumMismatch (or the transport's own error), never in io.EOF.
+type Payload struct {
+	Ref         Ref
+	ContentType string
+
+	body io.ReadCloser
+	h    hash.Hash
+	n    int64
+	err  error
+}
+
+// NewPayload wraps body, the payload of ref, in a verifying reader. Both
+// the embedded store and the HTTP client use it, so verification is the
+// same on both sides of the wire.
+func NewPayload(ref Ref, contentType string, body io.ReadCloser) *Payload {
+	return &Payload{Ref: ref, ContentType: contentType, body: body, h: sha256.New()}
+}
+
+// Read reads verified payload bytes.
+func (p *Payload) Read(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.body.Read(b)
+	p.h.Write(b[:n])
+	p.n += int64(n)
+	if p.n > p.Ref.Size {
+		p.err = fmt.Errorf("claim %s: %w: more than the %d bytes recorded", p.Ref.ID, ErrChecksumMismatch, p.Ref.Size)
+		return 0, p.err
+	}
+	switch {
+	case err == io.EOF:
+		if p.n != p.Ref.Size {
+			p.err = fmt.Errorf("claim %s: %w: stream ended after %d of %d bytes", p.Ref.ID, ErrChecksumMismatch, p.n, p.Ref.Size)
+			return n, p.err
+		}
+		if got := "sha256:" + hex.EncodeToString(p.h.Sum(nil)); got != p.Ref.Digest {
+			p.err = fmt.Errorf("claim %s: %w: content hashes to %s, recorded %s", p.Ref.ID, ErrChecksumMismatch, got, p.Ref.Digest)
+			return n, p.err
+		}
+		p.err = io.EOF
+	case err != nil:
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("claim %s: stream cut after %d of %d bytes: %w", p.Ref.ID, p.n, p.Ref.Size, err)
+		}
+		p.err = err
+	}
+	return n, err
+}
+
+// Close releases the underlying stream.
+func (p *Payload) Close() error { return p.body.Close() }
+
+// Bytes reads the whole verified payload and closes it.
+func (p *Payload) Bytes() ([]byte, error) {
+	defer p.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, p.Ref.Size))
+	if _, err := io.Copy(buf, p); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Value is a payload that is either carried inline or offloaded to a
+// claim. Exactly one of Inline and Ref is meaningful: Ref != nil means
+// offloaded.
+type Value struct {
+	Inline []byte
+	Ref    *Ref
+}
+
+// Offloaded reports whether the value is a reference.
+func (v Value) Offloaded() bool { return v.Ref != nil }
+
+// MaybeOffload stores data in a claim when it is at least the namespace's
+// threshold and returns the reference; smaller data comes back inline,
+// untouched. The digest and size are sent up front, so a remote store can
+// skip the upload when it already holds the bytes.
+func MaybeOffload(ctx context.Context, c Claims, ns string, data []byte) (Value, error) {
+	pol, err := c.Policy(ctx, ns)
+	if err != nil {
+		return Value{}, fmt.Errorf("offload to %s: %w", ns, err)
+	}
+	if int64(len(data)) < int64(pol.Threshold) {
+		return Value{Inline: data}, nil
+	}
+	ref, err := c.Put(ctx, ns, bytes.NewReader(data), PutOptions{Size: int64(len(data)), Digest: DigestOf(data)})
+	if err != nil {
+		return Value{}, err
+	}
+	return Value{Ref: &ref}, nil
+}
+
+// Resolve returns the bytes of v: the inline bytes, or the verified
+// payload of its claim.
+func Resolve(ctx context.Context, c Claims, v Value) ([]byte, error) {
+	if v.Ref == nil {
+		return v.Inline, nil
+	}
+	p, err := c.Redeem(ctx, *v.Ref)
+	if err != nil {
+		return nil, err
+	}
+	return p.Bytes()
+}
+
+// DigestOf returns "sha256:<hex>" of data, the digest form refs use.
+func DigestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,293 @@
+// Package meta is the metadata store of claimcheck: namespaces with their
+// quota counters, blobs, claims and their releases.
+//
+// The Store interface is deliberately made of whole operations, each one
+// database transaction, rather than of single queries: every protocol step
+// of the design (create a pending put, commit it, record a read, release,
+// finish a claim, collect a blob) must change the claim, the blob and the
+// namespace counters atomically, and the conformance suite in meta/metatest
+// checks those transactions the same way on every implementation.
+//
+// Rules every implementation keeps:
+//   - Time never comes from the database: every operation takes Now from the
+//     caller (the engine's injected clock), so tests can move time.
+//   - State changes are compare-and-swap on the current state; a lost race
+//     is reported as ErrConflict (or as "nothing to do"), never as damage.
+//   - Every row that is not terminal has a due time (claims.due_at,
+//     blobs.collect_at), indexed, and sweeps read due rows in due order a
+//     page at a time, never the whole table.
+//   - The refcount on a blob is a hint. A blob leaves "orphaned" for
+//     "deleting" only in a transaction that re-checks that no pending or
+//     active claim points at it.
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by every implementation. The engine translates them
+// into the public sentinel errors of package claimcheck.
+var (
+	// ErrNotFound: no row with that id.
+	ErrNotFound = errors.New("meta: not found")
+	// ErrConflict: the row was not in the state the operation requires
+	// (a lost compare-and-swap). The caller reloads and decides.
+	ErrConflict = errors.New("meta: conflict")
+)
+
+// QuotaError is returned when a reservation or commit would exceed a
+// namespace quota. It names the limit and the usage at the time.
+type QuotaError struct {
+	Namespace string
+	Resource  string // "bytes" or "claims"
+	Limit     int64
+	Used      int64 // usage of committed claims
+	Reserved  int64 // held by pending claims
+	Requested int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("namespace %s: quota of %d %s would be exceeded (used %d, reserved %d, requested %d)",
+		e.Namespace, e.Limit, e.Resource, e.Used, e.Reserved, e.Requested)
+}
+
+// ClaimState is the state of a claim row.
+type ClaimState string
+
+// Claim states: pending → active → deleted, or pending → deleted.
+const (
+	ClaimPending ClaimState = "pending"
+	ClaimActive  ClaimState = "active"
+	ClaimDeleted ClaimState = "deleted"
+)
+
+// BlobState is the state of a blob row: staging → committed → orphaned →
+// deleting → deleted, with orphaned → committed on a dedup hit during the
+// grace period, and staging → orphaned when its put fails or is
+// deduplicated onto another blob.
+type BlobState string
+
+// Blob states.
+const (
+	BlobStaging   BlobState = "staging"
+	BlobCommitted BlobState = "committed"
+	BlobOrphaned  BlobState = "orphaned"
+	BlobDeleting  BlobState = "deleting"
+	BlobDeleted   BlobState = "deleted"
+)
+
+// Reasons stored in claims.due_reason and claims.delete_reason. They are
+// the same strings as claimcheck.GoneReason.
+const (
+	ReasonExpired        = "expired"
+	ReasonReleased       = "released"
+	ReasonReadRetention  = "read_retention_over"
+	ReasonDeleted        = "deleted"
+	ReasonNeverConfirmed = "never_confirmed"
+	ReasonAborted        = "aborted"
+)
+
+// Namespace holds a namespace's counters. Limits live in the policy (the
+// config), not here, and are passed to the operations that check them.
+type Namespace struct {
+	Name          string
+	UsedBytes     int64 // sizes of active claims
+	ReservedBytes int64 // reservations of pending claims
+	ActiveClaims  int64
+	PendingClaims int64
+}
+
+// Claim is one row of the claims table.
+type Claim struct {
+	ID        string
+	Namespace string
+	BlobID    string
+	State     ClaimState
+
+	Size          int64 // original size; the declared size (or 0) while pending
+	ReservedBytes int64 // quota reservation held while pending
+	ContentType   string
+	Labels        map[string]string
+
+	CreatedAt time.Time
+	ExpiresAt time.Time // created + max_age; never extended
+	// DueAt is when the claim must be finished (zero once deleted); DueReason
+	// is the reason it will be finished with. Whoever lowers DueAt sets both.
+	DueAt     time.Time
+	DueReason string
+
+	// Policy fields copied at creation, so policy changes only affect new
+	// claims.
+	DeleteAfterRead    bool
+	RetentionAfterRead time.Duration
+	GracePeriod        time.Duration
+
+	Reads       int64
+	FirstReadAt time.Time
+	LastReadAt  time.Time
+
+	Consumers     int      // releases needed to finish (at least 1)
+	ConsumerNames []string // when set, only these names count
+	ReleasedBy    []string // distinct consumers that released, in order
+
+	DeletedAt    time.Time
+	DeleteReason string
+}
+
+// Blob is one row of the blobs table: one stored object.
+type Blob struct {
+	ID          string
+	Namespace   string
+	Digest      string // "sha256:<hex>" of the original bytes; empty while staging
+	Size        int64  // original size
+	StoredSize  int64  // object size
+	Compression string
+	Key         string // object key in blob storage
+	State       BlobState
+	Refcount    int64 // hint only
+	CreatedAt   time.Time
+	StateAt     time.Time // when State last changed
+	// CollectAt is the blob's due time: set while staging, orphaned or
+	// deleting; zero while committed (its claims own its lifetime) and once
+	// deleted.
+	CollectAt time.Time
+	Attempts  int    // failed collection attempts
+	LastError string // last collection error
+	Version   int64  // bumped on every change
+}
+
+// CreatePendingParams describe step 1 of a put.
+type CreatePendingParams struct {
+	Claim Claim // State must be pending; DueAt/DueReason the upload deadline
+	Blob  Blob  // State must be staging; CollectAt at or after the claim's DueAt
+	Now   time.Time
+	// Quota limits of the namespace (0 = unlimited). The reservation is
+	// Claim.ReservedBytes; the claim count includes pending claims.
+	QuotaBytes  int64
+	QuotaClaims int64
+}
+
+// CommitParams describe step 3 of a put: the object is written.
+type CommitParams struct {
+	ClaimID     string
+	BlobID      string // the claim's staging blob
+	Digest      string
+	Size        int64
+	StoredSize  int64
+	Compression string
+	Now         time.Time
+	// DueAt and DueReason are the claim's deadline once active.
+	DueAt     time.Time
+	DueReason string
+	// Dedup allows pointing the claim at an existing committed or orphaned
+	// blob of the same namespace and digest instead of the staging blob.
+	// Only blobs created at or after DedupNotBefore qualify (the lifecycle
+	// safety net: an older object could be expired by the bucket before
+	// this claim's deadline).
+	Dedup          bool
+	DedupNotBefore time.Time
+	QuotaBytes     int64 // byte limit checked against the final size
+}
+
+// CommitResult says which blob the committed claim points at.
+type CommitResult struct {
+	Claim    Claim
+	Blob     Blob
+	DedupHit bool // the claim shares an existing blob; the staging blob was orphaned
+	FlipBack bool // the shared blob was orphaned and is committed again
+}
+
+// FinishResult reports one finished claim.
+type FinishResult struct {
+	Claim         Claim // as it is now (State deleted)
+	PreviousState ClaimState
+	BlobOrphaned  bool // the claim was the blob's last reference
+}
+
+// Store is the metadata store. All methods are safe for concurrent use.
+// Methods that take a Now use it for every comparison and timestamp.
+type Store interface {
+	// CreatePending inserts a staging blob and a pending claim and reserves
+	// quota, in one transaction. It fails with *QuotaError (and inserts
+	// nothing) when the reservation does not fit.
+	CreatePending(ctx context.Context, p CreatePendingParams) error
+
+	// Commit turns a pending claim active (put step 3), in one transaction:
+	// claim pending → active (compare-and-swap; ErrConflict if the claim is
+	// no longer pending, e.g. reaped), dedup onto an existing blob or
+	// staging → committed, reservation → usage. On a *QuotaError nothing
+	// changes.
+	Commit(ctx context.Context, p CommitParams) (CommitResult, error)
+
+	// Claim loads a claim with its releases. ErrNotFound if absent.
+	Claim(ctx context.Context, id string) (Claim, error)
+
+	// Blob loads a blob. ErrNotFound if absent.
+	Blob(ctx context.Context, id string) (Blob, error)
+
+	// RecordRead counts a read of an active claim that is not yet due:
+	// reads+1, first and last read times, and with delete_after_read the
+	// due time is lowered to first read + retention (reason
+	// read_retention_over). ErrConflict if the claim is not active or is
+	// due at now; the caller then finishes it.
+	RecordRead(ctx context.Context, id string, now time.Time) (Claim, error)
+
+	// Release records that consumer released an active claim. It is
+	// idempotent per consumer name (a repeated name changes nothing). When
+	// ConsumerNames is set only those names count; the engine refuses
+	// other names before calling. When the number of distinct counted
+	// releases reaches Consumers, the due time is lowered to
+	// min(due, now + retention) with reason released. ErrConflict if the
+	// claim is not active or is due at now.
+	Release(ctx context.Context, id, consumer string, now time.Time) (Claim, error)
+
+	// FinishClaim finishes a claim: state → deleted with reason, quota
+	// released (reservation or usage), blob reference dropped; if no live
+	// claim references the blob any more it becomes orphaned with
+	// collect_at = now + the claim's grace period (a staging blob: now).
+	// With onlyIfDue the claim is finished only if its due time has passed,
+	// with its stored due reason, and reason is ignored. Finishing an
+	// already deleted (or not yet due) claim changes nothing and returns
+	// done=false.
+	FinishClaim(ctx context.Context, id string, reason string, now time.Time, onlyIfDue bool) (res FinishResult, done bool, err error)
+
+	// FinishDueClaims finishes up to limit claims whose due time is at or
+	// before now, oldest due first, in one transaction, and returns them.
+	// Rows taken by a concurrent caller are skipped, not waited for.
+	FinishDueClaims(ctx context.Context, now time.Time, limit int) ([]FinishResult, error)
+
+	// BeginCollect moves up to limit due blobs (orphaned or staging with
+	// collect_at <= now, and deleting ones whose retry time has come) to
+	// deleting, in one transaction, re-checking for each that no pending or
+	// active claim references it; a blob that is still referenced goes back
+	// to committed instead. Returned blobs are deleting with collect_at =
+	// now + retry: the caller deletes their objects, then calls
+	// FinishCollect. If the caller dies, they come due again at the retry
+	// time.
+	BeginCollect(ctx context.Context, now time.Time, limit int, retry time.Duration) ([]Blob, error)
+
+	// FinishCollect marks deleting blobs deleted (their objects are gone).
+	// Blobs not in deleting are skipped.
+	FinishCollect(ctx context.Context, ids []string, now time.Time) error
+
+	// CollectFailed records a failed object delete: attempts+1, last error,
+	// collect_at = retryAt.
+	CollectFailed(ctx context.Context, id string, cause string, retryAt time.Time) error
+
+	// OldestDue returns the earliest due time over claims and blobs, or
+	// the zero time if nothing is due ever.
+	OldestDue(ctx context.Context) (time.Time, error)
+
+	// Namespace returns a namespace's counters; a namespace without any
+	// claim yet has zero counters (no error).
+	Namespace(ctx context.Context, name string) (Namespace, error)
+
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+
+	// Close releases the database.
+	Close() error
+}

@@ -1,0 +1,334 @@
+package claimcheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"gopkg.in/yaml.v3"
+)
+
+// Built-in policy defaults, used for every field that neither the
+// namespace nor the config's defaults section sets.
+const (
+	DefaultThreshold          Size     = 50 * 1024 // 51,200 bytes: below it MaybeOffload keeps bytes inline
+	DefaultMaxSize            Size     = 5 << 30
+	DefaultCompression                 = CompressionZstd
+	DefaultMaxAge             Duration = Duration(24 * time.Hour)
+	DefaultRetentionAfterRead Duration = Duration(5 * time.Minute)
+	DefaultGracePeriod        Duration = Duration(time.Hour)
+	DefaultURLTTL             Duration = Duration(15 * time.Minute)
+	DefaultConfirmWithin      Duration = Duration(time.Hour)
+
+	// MaxMaxSize caps max_size so that sizes fit the reference budget.
+	MaxMaxSize Size = 1 << 40
+	// MaxNamespaceLen is the longest namespace name; see MaxRefSize.
+	MaxNamespaceLen = 24
+)
+
+// Compression names a compression algorithm for stored objects.
+type Compression string
+
+// The compression settings. Auto compresses with zstd unless a sample of
+// the payload does not shrink (already compressed or random data).
+const (
+	CompressionZstd Compression = "zstd"
+	CompressionGzip Compression = "gzip"
+	CompressionNone Compression = "none"
+	CompressionAuto Compression = "auto"
+)
+
+// Policy is a namespace's rules. In a config file every field is optional:
+// an unset field takes the value of the defaults section, then the
+// built-in default. Policy changes apply to new claims only; a claim keeps
+// the deadlines it was given.
+type Policy struct {
+	Threshold   Size         `yaml:"threshold" json:"threshold"`
+	MaxSize     Size         `yaml:"max_size" json:"max_size"`
+	Compression Compression  `yaml:"compression" json:"compression"`
+	Dedup       *bool        `yaml:"dedup" json:"dedup"`
+	TTL         TTLPolicy    `yaml:"ttl" json:"ttl"`
+	Uploads     UploadPolicy `yaml:"uploads" json:"uploads"`
+	Quota       Quota        `yaml:"quota" json:"quota"`
+}
+
+// TTLPolicy sets a claim's deadlines.
+type TTLPolicy struct {
+	// MaxAge is the hard deadline: nothing outlives created + max_age.
+	MaxAge Duration `yaml:"max_age" json:"max_age"`
+	// DeleteAfterRead finishes the claim RetentionAfterRead after its
+	// first read. Reads inside that window succeed (redelivery).
+	DeleteAfterRead *bool `yaml:"delete_after_read" json:"delete_after_read"`
+	// RetentionAfterRead is the redelivery window after the first read
+	// (with DeleteAfterRead) or after the last release.
+	RetentionAfterRead Duration `yaml:"retention_after_read" json:"retention_after_read"`
+	// GracePeriod is how long an unreferenced blob waits before it is
+	// collected; a dedup hit inside it revives the blob.
+	GracePeriod Duration `yaml:"grace_period" json:"grace_period"`
+}
+
+// UploadPolicy governs direct (presigned) uploads.
+type UploadPolicy struct {
+	URLTTL        Duration `yaml:"url_ttl" json:"url_ttl"`               // lifetime of a presigned URL
+	ConfirmWithin Duration `yaml:"confirm_within" json:"confirm_within"` // unconfirmed uploads are reaped after this
+}
+
+// Quota limits a namespace. Zero means unlimited.
+type Quota struct {
+	Bytes  Size  `yaml:"bytes" json:"bytes"`
+	Claims int64 `yaml:"claims" json:"claims"`
+}
+
+// DedupEnabled reports the effective dedup setting (default on).
+func (p Policy) DedupEnabled() bool { return p.Dedup == nil || *p.Dedup }
+
+// DeletesAfterRead reports the effective delete_after_read setting
+// (default off).
+func (p Policy) DeletesAfterRead() bool {
+	return p.TTL.DeleteAfterRead != nil && *p.TTL.DeleteAfterRead
+}
+
+// BuiltinPolicy returns the built-in defaults.
+func BuiltinPolicy() Policy {
+	no := false
+	yes := true
+	return Policy{
+		Threshold:   DefaultThreshold,
+		MaxSize:     DefaultMaxSize,
+		Compression: DefaultCompression,
+		Dedup:       &yes,
+		TTL: TTLPolicy{
+			MaxAge:             DefaultMaxAge,
+			DeleteAfterRead:    &no,
+			RetentionAfterRead: DefaultRetentionAfterRead,
+			GracePeriod:        DefaultGracePeriod,
+		},
+		Uploads: UploadPolicy{URLTTL: DefaultURLTTL, ConfirmWithin: DefaultConfirmWithin},
+	}
+}
+
+// WithDefaults returns p with every unset field taken from base.
+func (p Policy) WithDefaults(base Policy) Policy {
+	pick := func(v, d Size) Size {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	dur := func(v, d Duration) Duration {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	p.Threshold = pick(p.Threshold, base.Threshold)
+	p.MaxSize = pick(p.MaxSize, base.MaxSize)
+	if p.Compression == "" {
+		p.Compression = base.Compression
+	}
+	if p.Dedup == nil {
+		p.Dedup = base.Dedup
+	}
+	p.TTL.MaxAge = dur(p.TTL.MaxAge, base.TTL.MaxAge)
+	if p.TTL.DeleteAfterRead == nil {
+		p.TTL.DeleteAfterRead = base.TTL.DeleteAfterRead
+	}
+	p.TTL.RetentionAfterRead = dur(p.TTL.RetentionAfterRead, base.TTL.RetentionAfterRead)
+	p.TTL.GracePeriod = dur(p.TTL.GracePeriod, base.TTL.GracePeriod)
+	p.Uploads.URLTTL = dur(p.Uploads.URLTTL, base.Uploads.URLTTL)
+	p.Uploads.ConfirmWithin = dur(p.Uploads.ConfirmWithin, base.Uploads.ConfirmWithin)
+	p.Quota.Bytes = pick(p.Quota.Bytes, base.Quota.Bytes)
+	if p.Quota.Claims == 0 {
+		p.Quota.Claims = base.Quota.Claims
+	}
+	return p
+}
+
+// Validate checks a complete policy (after WithDefaults). The error names
+// the field and the value.
+func (p Policy) Validate() error {
+	if p.Threshold < 0 {
+		return invalidf("threshold %s: must not be negative", p.Threshold)
+	}
+	if p.MaxSize <= 0 {
+		return invalidf("max_size %s: must be positive", p.MaxSize)
+	}
+	if p.MaxSize > MaxMaxSize {
+		return invalidf("max_size %s: at most %s", p.MaxSize, MaxMaxSize)
+	}
+	if p.Threshold > p.MaxSize {
+		return invalidf("threshold %s is larger than max_size %s", p.Threshold, p.MaxSize)
+	}
+	switch p.Compression {
+	case CompressionZstd, CompressionGzip, CompressionNone, CompressionAuto:
+	default:
+		return invalidf("compression %q: want zstd, gzip, none or auto", p.Compression)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"ttl.max_age", p.TTL.MaxAge},
+		{"ttl.retention_after_read", p.TTL.RetentionAfterRead},
+		{"ttl.grace_period", p.TTL.GracePeriod},
+		{"uploads.url_ttl", p.Uploads.URLTTL},
+		{"uploads.confirm_within", p.Uploads.ConfirmWithin},
+	} {
+		if d.v <= 0 {
+			return invalidf("%s %s: must be positive", d.name, d.v)
+		}
+	}
+	if p.TTL.RetentionAfterRead > p.TTL.MaxAge {
+		return invalidf("ttl.retention_after_read %s is longer than ttl.max_age %s", p.TTL.RetentionAfterRead, p.TTL.MaxAge)
+	}
+	if p.Uploads.URLTTL >= p.Uploads.ConfirmWithin {
+		return invalidf("uploads.url_ttl %s must be shorter than uploads.confirm_within %s", p.Uploads.URLTTL, p.Uploads.ConfirmWithin)
+	}
+	if p.Quota.Bytes < 0 {
+		return invalidf("quota.bytes %s: must not be negative", p.Quota.Bytes)
+	}
+	if p.Quota.Claims < 0 {
+		return invalidf("quota.claims %d: must not be negative", p.Quota.Claims)
+	}
+	return nil
+}
+
+var namespacePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
+
+// ValidateNamespace checks a namespace name: 1 to 24 characters of
+// lowercase letters, digits, '-' and '_', starting and ending with a letter
+// or digit. Names are used as object-key prefixes, so nothing else is
+// allowed (no '/', no '.').
+func ValidateNamespace(ns string) error {
+	if ns == "" {
+		return invalidf("namespace: empty name")
+	}
+	if len(ns) > MaxNamespaceLen {
+		return invalidf("namespace %q: longer than %d characters", ns, MaxNamespaceLen)
+	}
+	if !namespacePattern.MatchString(ns) {
+		return invalidf("namespace %q: use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit", ns)
+	}
+	return nil
+}
+
+// Size is a byte count. In YAML and JSON it is a plain integer or a string
+// with a unit: "50KiB", "1MiB", "5GiB", "1.5MB".
+type Size int64
+
+// ParseSize parses "51200", "50KiB", "1MiB", "5GiB" and the like.
+func ParseSize(s string) (Size, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, invalidf("size: empty")
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, invalidf("size %q: must not be negative", s)
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, invalidf("size %q: want a byte count such as 51200, 50KiB or 1GiB", s)
+	}
+	if n > math.MaxInt64 {
+		return 0, invalidf("size %q: too large", s)
+	}
+	return Size(n), nil
+}
+
+// String prints the size with a binary unit (e.g. "50 KiB").
+func (s Size) String() string {
+	if s < 0 {
+		return strconv.FormatInt(int64(s), 10) + " B"
+	}
+	return humanize.IBytes(uint64(s))
+}
+
+// UnmarshalYAML accepts an integer or a string with a unit.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*s = v
+	return nil
+}
+
+// MarshalYAML writes the size with a unit.
+func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// UnmarshalJSON accepts a number or a string with a unit.
+func (s *Size) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		str = string(b)
+	}
+	v, err := ParseSize(str)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Duration is a time span. In YAML and JSON it is Go syntax ("90s", "24h")
+// or a plain number of seconds (the form the older TTL configs use).
+type Duration time.Duration
+
+// ParseDuration parses "90s", "1h30m" or "5400" (seconds).
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if secs, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if secs < 0 || secs > math.MaxInt64/int64(time.Second) {
+			return 0, invalidf("duration %q: out of range", s)
+		}
+		return Duration(time.Duration(secs) * time.Second), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, invalidf("duration %q: want Go syntax such as 90s or 24h, or a number of seconds", s)
+	}
+	if d < 0 {
+		return 0, invalidf("duration %q: must not be negative", s)
+	}
+	return Duration(d), nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML accepts Go syntax or seconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = v
+	return nil
+}
+
+// MarshalYAML writes Go syntax.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes Go syntax.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON accepts Go syntax or seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		str = string(b)
+	}
+	v, err := ParseDuration(str)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,157 @@
+package claimcheck
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// DefaultDataDir is where the embedded defaults keep their files.
+const DefaultDataDir = "./data"
+
+// Config configures a Store. The zero value is valid: SQLite metadata and
+// file blobs under ./data, and every namespace on the built-in policy.
+// In a YAML file (see the README) the fields are:
+//
+//	data: ./data                        # embedded defaults live here
+//	metadata: sqlite:./data/claimcheck.db
+//	storage: file:///var/lib/claimcheck/blobs
+//	defaults: { threshold: 50KiB, ... } # or "defaults: false" to require configured namespaces
+//	namespaces:
+//	  video-processing: { threshold: 1MiB, ttl: { max_age: 24h } }
+type Config struct {
+	// Data is the directory of the embedded defaults (default ./data).
+	Data string `yaml:"data"`
+	// Metadata is the metadata database: "sqlite:PATH" (default
+	// sqlite:<data>/claimcheck.db) or a postgres:// URL.
+	Metadata string `yaml:"metadata"`
+	// Storage is the blob storage URL: file:///DIR (default
+	// <data>/blobs), mem://, or s3://BUCKET?endpoint=…&region=….
+	Storage string `yaml:"storage"`
+	// Defaults is the policy of namespaces the config does not name, and
+	// the base every named namespace inherits unset fields from.
+	Defaults Defaults `yaml:"defaults"`
+	// Namespaces are the configured namespaces by name.
+	Namespaces map[string]Policy `yaml:"namespaces"`
+
+	// Clock is the time source (default the wall clock). Tests pass a
+	// *clock.Fake.
+	Clock clock.Clock `yaml:"-"`
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger `yaml:"-"`
+	// Registerer receives the store's metrics (default: a private
+	// registry, i.e. not exported). Never the global registry implicitly.
+	Registerer prometheus.Registerer `yaml:"-"`
+	// MetaStore and BlobStore, when set, are used instead of opening
+	// Metadata and Storage (tests wrap them to inject faults or count
+	// requests). The Store does not close them.
+	MetaStore meta.Store `yaml:"-"`
+	BlobStore blob.Store `yaml:"-"`
+}
+
+// Defaults is the config's defaults section: a policy, or switched off
+// ("defaults: false") so that only configured namespaces exist.
+type Defaults struct {
+	Disabled bool
+	Policy   Policy
+}
+
+// UnmarshalYAML accepts a policy mapping or a boolean.
+func (d *Defaults) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var on bool
+		if err := n.Decode(&on); err != nil {
+			return fmt.Errorf("line %d: defaults: want a policy or true/false, got %q", n.Line, n.Value)
+		}
+		*d = Defaults{Disabled: !on}
+		return nil
+	}
+	d.Disabled = false
+	return n.Decode(&d.Policy)
+}
+
+// MarshalYAML writes false for disabled defaults, else the policy.
+func (d Defaults) MarshalYAML() (any, error) {
+	if d.Disabled {
+		return false, nil
+	}
+	return d.Policy, nil
+}
+
+// WithDefaults fills the unset locations from Data.
+func (c Config) WithDefaults() Config {
+	if c.Data == "" {
+		c.Data = DefaultDataDir
+	}
+	if c.Metadata == "" {
+		c.Metadata = "sqlite:" + filepath.Join(c.Data, "claimcheck.db")
+	}
+	if c.Storage == "" {
+		dir, err := filepath.Abs(filepath.Join(c.Data, "blobs"))
+		if err != nil {
+			dir = filepath.Join(c.Data, "blobs")
+		}
+		c.Storage = "file://" + filepath.ToSlash(dir)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Policies resolves and validates every namespace policy. It returns the
+// complete policy of each configured namespace and the defaults policy
+// (nil when defaults are disabled). Errors name the namespace and field.
+func (c Config) Policies() (map[string]Policy, *Policy, error) {
+	base := c.Defaults.Policy.WithDefaults(BuiltinPolicy())
+	if err := base.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("defaults: %w", err)
+	}
+	names := make([]string, 0, len(c.Namespaces))
+	for name := range c.Namespaces {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string]Policy, len(names))
+	for _, name := range names {
+		if err := ValidateNamespace(name); err != nil {
+			return nil, nil, fmt.Errorf("namespaces: %w", err)
+		}
+		p := c.Namespaces[name].WithDefaults(base)
+		if err := p.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("namespaces.%s: %w", name, err)
+		}
+		out[name] = p
+	}
+	if c.Defaults.Disabled {
+		if len(out) == 0 {
+			return nil, nil, invalidf("defaults are off and no namespace is configured: add a namespaces section or remove \"defaults: false\"")
+		}
+		return out, nil, nil
+	}
+	return out, &base, nil
+}
+
+// Validate checks the whole config; Open calls it.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if _, _, err := c.Policies(); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(c.Metadata, "sqlite:") && !strings.HasPrefix(c.Metadata, "postgres://") && !strings.HasPrefix(c.Metadata, "postgresql://") && c.MetaStore == nil {
+		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+type getCmd struct {
+	client clientFlags
+	out    string
+}
+
+func newGetCmd(env Env) *cobra.Command {
+	g := &getCmd{}
+	cmd := &cobra.Command{
+		Use:   "get REF|@REFFILE|- [-o OUT]",
+		Short: "Redeem a reference and write the payload (stdout by default)",
+		Long: `Redeem a reference and write the verified payload to OUT or stdout.
+
+With -o the payload is written to a temporary file beside OUT and renamed
+into place only after its size and sha256 matched, so OUT never holds a
+partial payload. On stdout, bytes are written as they arrive and a failed
+verification ends the command with an error (exit code 5).`,
+		Example: `  claimcheck get @ref.json -o payload.json
+  claimcheck put --ns tmp file | claimcheck get - > copy`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return g.run(cmd, env, args[0]) },
+	}
+	g.client.register(cmd, env)
+	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file instead of stdout")
+	return cmd
+}
+
+func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
+	ref, err := readRef(arg, env.Stdin)
+	if err != nil {
+		return err
+	}
+	c, err := g.client.client()
+	if err != nil {
+		return err
+	}
+	p, err := c.Redeem(cmd.Context(), ref)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	src, finish := withProgress(env.Stderr, p, p.Ref.Size, "get")
+	defer finish()
+	if g.out == "" || g.out == "-" {
+		_, err := io.Copy(env.Stdout, src)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(g.out), "."+filepath.Base(g.out)+".partial-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), g.out); err != nil {
+		return fmt.Errorf("moving the payload into place: %w", err)
+	}
+	return nil
+}

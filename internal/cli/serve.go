@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/config"
+	"github.com/claimcheck/claimcheck/server"
+)
+
+// DefaultListen is where serve listens without --listen or a config.
+const DefaultListen = "127.0.0.1:8080"
+
+// fileConfig is the whole YAML file: the store's config plus the
+// server's own settings.
+type fileConfig struct {
+	claimcheck.Config `yaml:",inline"`
+	// Listen is the address to serve on (default 127.0.0.1:8080).
+	Listen string `yaml:"listen"`
+}
+
+// storeFlags locate the store: a config file and the data directory.
+// serve uses them, and so will the operator commands that work on the
+// store directly (fsck, gc, sweep).
+type storeFlags struct {
+	config string
+	data   string
+}
+
+func (f *storeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", "", "YAML config file (see the README's configuration reference)")
+	cmd.Flags().StringVar(&f.data, "data", "", "data directory of the embedded defaults (default ./data)")
+}
+
+// load reads the config file and environment overrides, then applies the
+// flags, which win over both.
+func (f *storeFlags) load(env Env) (fileConfig, error) {
+	var fc fileConfig
+	if err := config.Load(f.config, env.Environ(), &fc); err != nil {
+		return fc, err
+	}
+	if f.data != "" {
+		fc.Data = f.data
+	}
+	return fc, nil
+}
+
+type serveCmd struct {
+	store  storeFlags
+	listen string
+}
+
+func newServeCmd(env Env) *cobra.Command {
+	s := &serveCmd{}
+	cmd := &cobra.Command{
+		Use:   "serve [--config FILE] [--data DIR] [--listen ADDR]",
+		Short: "Run the claimcheck server (embedded defaults: ./data on 127.0.0.1:8080)",
+		Long: `Run the HTTP server. With no flags it keeps SQLite metadata and blob files
+under ./data and listens on 127.0.0.1:8080. Flags override the config file,
+which the CLAIMCHECK_* environment variables override in turn.
+
+It stops gracefully on SIGINT or SIGTERM: in-flight requests may finish.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd, env) },
+	}
+	s.store.register(cmd)
+	cmd.Flags().StringVar(&s.listen, "listen", "", "address to listen on (default "+DefaultListen+")")
+	return cmd
+}
+
+func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
+	ctx := cmd.Context()
+	fc, err := s.store.load(env)
+	if err != nil {
+		return err
+	}
+	if s.listen != "" {
+		fc.Listen = s.listen
+	}
+	if fc.Listen == "" {
+		fc.Listen = DefaultListen
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := fc.Config
+	cfg.Logger = logger
+	cfg.Registerer = reg
+	store, err := claimcheck.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", fc.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", fc.Listen, err)
+	}
+	cfg = cfg.WithDefaults()
+	logger.Info("claimcheck serving", "url", "http://"+ln.Addr().String(), "metadata", cfg.Metadata, "storage", cfg.Storage)
+	h := server.New(server.Config{
+		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger,
+	})
+	return server.Serve(ctx, ln, h, logger)
+}

@@ -1,0 +1,104 @@
+package claimcheck
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Size
+		err  bool
+	}{
+		{"51200", 51200, false},
+		{"50KiB", 51200, false},
+		{"1MiB", 1 << 20, false},
+		{"5GiB", 5 << 30, false},
+		{"1MB", 1000000, false},
+		{"-1", 0, true},
+		{"lots", 0, true},
+		{"", 0, true},
+	} {
+		got, err := ParseSize(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, err=%v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"90s", 90 * time.Second, false},
+		{"24h", 24 * time.Hour, false},
+		{"86400", 24 * time.Hour, false},
+		{"1h30m", 90 * time.Minute, false},
+		{"-5s", 0, true},
+		{"soon", 0, true},
+	} {
+		got, err := ParseDuration(tc.in)
+		if (err != nil) != tc.err || got.D() != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, err=%v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestPolicyValidateNamesFieldAndValue(t *testing.T) {
+	base := BuiltinPolicy()
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Policy)
+		want   []string
+	}{
+		{"retention over max_age", func(p *Policy) {
+			p.TTL.MaxAge = Duration(time.Minute)
+			p.TTL.RetentionAfterRead = Duration(time.Hour)
+		}, []string{"ttl.retention_after_read", "1h0m0s", "ttl.max_age", "1m0s"}},
+		{"url_ttl not below confirm_within", func(p *Policy) {
+			p.Uploads.URLTTL = Duration(2 * time.Hour)
+		}, []string{"uploads.url_ttl", "2h0m0s", "uploads.confirm_within"}},
+		{"threshold over max_size", func(p *Policy) {
+			p.Threshold = 2 << 20
+			p.MaxSize = 1 << 20
+		}, []string{"threshold", "2.0 MiB", "max_size", "1.0 MiB"}},
+		{"unknown compression", func(p *Policy) { p.Compression = "lz4" }, []string{"compression", "lz4"}},
+		{"max_size too big", func(p *Policy) { p.MaxSize = MaxMaxSize + 1 }, []string{"max_size"}},
+		{"negative quota", func(p *Policy) { p.Quota.Claims = -1 }, []string{"quota.claims", "-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base
+			tc.mutate(&p)
+			err := p.Validate()
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("Validate = %v, want ErrInvalidArgument", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	if err := base.Validate(); err != nil {
+		t.Fatalf("built-in policy invalid: %v", err)
+	}
+}
+
+func TestValidateNamespace(t *testing.T) {
+	for _, ok := range []string{"a", "video-processing", "orders_v2", "0"} {
+		if err := ValidateNamespace(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-a", "a-", "A", "a/b", "..", "a.b", strings.Repeat("x", MaxNamespaceLen+1)} {
+		if err := ValidateNamespace(bad); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%q: got %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}

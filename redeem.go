@@ -1,0 +1,243 @@
+package claimcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// maxCASRetries bounds how often an operation reloads a claim after
+// losing a compare-and-swap to a concurrent change. Each loss means the
+// claim changed state, and a claim changes state a bounded number of
+// times, so a handful always suffices.
+const maxCASRetries = 5
+
+// load returns the claim named by ref after the in-line sweep: if its due
+// time has passed it is finished first, so a caller never sees a claim
+// that should already be gone. It answers ErrNotFound for unknown ids and
+// for a namespace that does not match (ids do not leak across
+// namespaces), and a *GoneError for finished claims unless allowDeleted.
+func (s *Store) load(ctx context.Context, op string, ref Ref, allowDeleted bool) (meta.Claim, error) {
+	if !ValidClaimID(ref.ID) {
+		return meta.Claim{}, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
+	}
+	c, err := s.meta.Claim(ctx, ref.ID)
+	if errors.Is(err, meta.ErrNotFound) || (err == nil && ref.Namespace != "" && ref.Namespace != c.Namespace) {
+		s.metrics.notFound.Inc()
+		return meta.Claim{}, fmt.Errorf("%s %s: %w", op, ref.ID, ErrNotFound)
+	}
+	if err != nil {
+		return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+	}
+	now := s.clock.Now()
+	if c.State != meta.ClaimDeleted && !c.DueAt.IsZero() && !c.DueAt.After(now) {
+		res, done, err := s.meta.FinishClaim(ctx, c.ID, "", now, true)
+		if err != nil {
+			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+		}
+		if done {
+			s.metrics.finished.WithLabelValues(res.Claim.DeleteReason).Inc()
+		}
+		if c, err = s.meta.Claim(ctx, ref.ID); err != nil {
+			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+		}
+	}
+	if c.State == meta.ClaimDeleted && !allowDeleted {
+		s.metrics.gone.WithLabelValues(c.DeleteReason).Inc()
+		return c, fmt.Errorf("%s: %w", op, goneOf(c))
+	}
+	return c, nil
+}
+
+func goneOf(c meta.Claim) *GoneError {
+	return &GoneError{ID: c.ID, Reason: GoneReason(c.DeleteReason), At: c.DeletedAt}
+}
+
+// Redeem opens the claim's payload: the object streams through the
+// decompressor and a verifying reader, so corruption surfaces as
+// ErrChecksumMismatch at the latest at the end of the stream.
+func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
+	start := s.clock.Now()
+	var c meta.Claim
+	for attempt := 0; ; attempt++ {
+		var err error
+		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
+			return nil, err
+		}
+		if c.State == meta.ClaimPending {
+			s.metrics.notFound.Inc()
+			return nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, ErrNotFound)
+		}
+		c, err = s.meta.RecordRead(ctx, c.ID, s.clock.Now())
+		if err == nil {
+			break
+		}
+		// Lost a race with a state change (or the due time just passed):
+		// reload, which finishes the claim if it is due.
+		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
+			return nil, metaErr("redeem "+ref.ID, err)
+		}
+	}
+	b, err := s.meta.Blob(ctx, c.BlobID)
+	if err != nil {
+		return nil, metaErr("redeem "+c.ID, err)
+	}
+	obj, err := s.blobs.NewReader(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
+		return nil, fmt.Errorf("redeem %s: the stored object %s is missing", c.ID, b.Key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, ErrUnavailable, err)
+	}
+	src := &sourceReader{r: obj}
+	dec, err := compress.NewReader(b.Compression, src)
+	if err != nil {
+		obj.Close()
+		s.metrics.corruption.Inc()
+		return nil, fmt.Errorf("redeem %s: %w: stored object cannot be decompressed: %v", c.ID, ErrChecksumMismatch, err)
+	}
+	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
+	ref = refOf(c, b)
+	body := &redeemStream{s: s, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
+	return NewPayload(ref, c.ContentType, body), nil
+}
+
+// sourceReader remembers the object store's own read error, so that a
+// decompressor failure can be told apart from a storage failure.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *sourceReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// redeemStream is the decompressed object. Decompression errors that did
+// not come from storage mean the stored bytes are corrupt, which is
+// reported as ErrChecksumMismatch; at the end it records metrics.
+type redeemStream struct {
+	s     *Store
+	ns    string
+	id    string
+	dec   io.ReadCloser
+	src   *sourceReader
+	obj   io.ReadCloser
+	start time.Time
+	n     int64
+	done  bool
+}
+
+func (r *redeemStream) Read(p []byte) (int, error) {
+	n, err := r.dec.Read(p)
+	r.n += int64(n)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	if r.src.err != nil {
+		return n, fmt.Errorf("redeem %s: %w: read object: %v", r.id, ErrUnavailable, r.src.err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return n, err
+	}
+	r.s.metrics.corruption.Inc()
+	return n, fmt.Errorf("redeem %s: %w: stored object is corrupt: %v", r.id, ErrChecksumMismatch, err)
+}
+
+func (r *redeemStream) Close() error {
+	if !r.done {
+		r.done = true
+		r.s.metrics.bytesOut.WithLabelValues(r.ns).Add(float64(r.n))
+		r.s.metrics.redeemDur.WithLabelValues(r.ns).Observe(r.s.clock.Now().Sub(r.start).Seconds())
+	}
+	err := r.dec.Close()
+	return errors.Join(err, r.obj.Close())
+}
+
+// Stat returns the claim's state; a due claim is finished first.
+func (s *Store) Stat(ctx context.Context, ref Ref) (ClaimInfo, error) {
+	c, err := s.load(ctx, "stat", ref, true)
+	if err != nil {
+		return ClaimInfo{}, err
+	}
+	b, err := s.meta.Blob(ctx, c.BlobID)
+	if err != nil {
+		return ClaimInfo{}, metaErr("stat "+c.ID, err)
+	}
+	return infoOf(c, b), nil
+}
+
+func infoOf(c meta.Claim, b meta.Blob) ClaimInfo {
+	info := ClaimInfo{
+		Ref: refOf(c, b), State: ClaimState(c.State), ContentType: c.ContentType, Labels: c.Labels,
+		Reads: c.Reads, FirstReadAt: c.FirstReadAt, Releases: len(c.ReleasedBy), Consumers: c.Consumers,
+		ReleasedBy: c.ReleasedBy, DeleteAt: c.DueAt, DeletedAt: c.DeletedAt, DeleteReason: GoneReason(c.DeleteReason),
+	}
+	return info
+}
+
+// Release records consumer's ack.
+func (s *Store) Release(ctx context.Context, ref Ref, consumer string) error {
+	if len(consumer) > maxConsumerName {
+		return fmt.Errorf("release: %w", invalidf("consumer name: longer than %d characters", maxConsumerName))
+	}
+	for attempt := 0; ; attempt++ {
+		c, err := s.load(ctx, "release", ref, true)
+		if err != nil {
+			return err
+		}
+		if c.State == meta.ClaimDeleted {
+			// A repeated ack of a claim that its releases finished is
+			// still idempotent; anything else is too late.
+			if c.DeleteReason == meta.ReasonReleased && slices.Contains(c.ReleasedBy, consumer) {
+				return nil
+			}
+			s.metrics.gone.WithLabelValues(c.DeleteReason).Inc()
+			return fmt.Errorf("release: %w", goneOf(c))
+		}
+		if c.State == meta.ClaimPending {
+			return fmt.Errorf("release %s: %w: the claim is still being written", c.ID, ErrNotFound)
+		}
+		if len(c.ConsumerNames) > 0 && !slices.Contains(c.ConsumerNames, consumer) {
+			return fmt.Errorf("release %s: %w", c.ID, invalidf("consumer %q is not one of the claim's consumers %v", consumer, c.ConsumerNames))
+		}
+		_, err = s.meta.Release(ctx, c.ID, consumer, s.clock.Now())
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
+			return metaErr("release "+c.ID, err)
+		}
+	}
+}
+
+// Delete finishes the claim now.
+func (s *Store) Delete(ctx context.Context, ref Ref) error {
+	c, err := s.load(ctx, "delete", ref, true)
+	if err != nil {
+		return err
+	}
+	if c.State == meta.ClaimDeleted {
+		return nil
+	}
+	res, done, err := s.meta.FinishClaim(ctx, c.ID, meta.ReasonDeleted, s.clock.Now(), false)
+	if err != nil {
+		return metaErr("delete "+c.ID, err)
+	}
+	if done {
+		s.metrics.finished.WithLabelValues(res.Claim.DeleteReason).Inc()
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package claimcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
+)
+
+// Store is the embedded claim store: the engine behind both the library
+// and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
+// blob.Store and runs every protocol of the design on top of them.
+type Store struct {
+	meta     meta.Store
+	blobs    blob.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	metrics  *metrics
+	policies map[string]Policy
+	defaults *Policy // nil: only configured namespaces exist
+	closers  []io.Closer
+}
+
+var _ Claims = (*Store)(nil)
+
+// Open opens (creating if needed) the store described by cfg.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	policies, defaults, err := cfg.Policies()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(reg)
+
+	s.meta = cfg.MetaStore
+	if s.meta == nil {
+		m, err := sqlmeta.Open(ctx, cfg.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("open metadata %s: %w", cfg.Metadata, err)
+		}
+		s.meta = m
+		s.closers = append(s.closers, m)
+	}
+	s.blobs = cfg.BlobStore
+	if s.blobs == nil {
+		b, err := blob.Open(ctx, cfg.Storage)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open storage %s: %w", cfg.Storage, err)
+		}
+		s.blobs = b
+		s.closers = append(s.closers, b)
+	}
+	return s, nil
+}
+
+// Close releases the databases and storage the Store opened.
+func (s *Store) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i].Close())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// Ready reports whether the metadata database answers.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.meta.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: metadata: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Policy returns the effective policy of namespace ns.
+func (s *Store) Policy(ctx context.Context, ns string) (Policy, error) {
+	if err := ValidateNamespace(ns); err != nil {
+		return Policy{}, err
+	}
+	if p, ok := s.policies[ns]; ok {
+		return p, nil
+	}
+	if s.defaults == nil {
+		return Policy{}, fmt.Errorf("%w: namespace %q is not configured (defaults are off)", ErrNotFound, ns)
+	}
+	return *s.defaults, nil
+}
+
+// MaybeOffload stores data when it reaches the namespace threshold; see
+// the package function MaybeOffload.
+func (s *Store) MaybeOffload(ctx context.Context, ns string, data []byte) (Value, error) {
+	return MaybeOffload(ctx, s, ns, data)
+}
+
+// Resolve returns the bytes of v; see the package function Resolve.
+func (s *Store) Resolve(ctx context.Context, v Value) ([]byte, error) {
+	return Resolve(ctx, s, v)
+}
+
+// cleanupContext is for work that must happen even though the caller's
+// context is done (finishing an aborted put releases its quota now rather
+// than at its due time).
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
+
+// metaErr translates the metadata store's errors into the public ones.
+func metaErr(op string, err error) error {
+	var qe *meta.QuotaError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &qe):
+		return fmt.Errorf("%s: %w: %s", op, ErrQuotaExceeded, qe.Error())
+	case errors.Is(err, meta.ErrNotFound):
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", op, err)
+	default:
+		return fmt.Errorf("%s: %w: %v", op, ErrUnavailable, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // DefaultDataDir is where the embedded defaults keep their files.
@@ -42,6 +43,8 @@ type Config struct {
 	Defaults Defaults `yaml:"defaults"`
 	// Namespaces are the configured namespaces by name.
 	Namespaces map[string]Policy `yaml:"namespaces"`
+	// Sweeper bounds the background sweeper.
+	Sweeper sweep.Config `yaml:"sweeper"`
 
 	// Clock is the time source (default the wall clock). Tests pass a
 	// *clock.Fake.
@@ -149,6 +152,9 @@ func (c Config) Validate() error {
 	c = c.WithDefaults()
 	if _, _, err := c.Policies(); err != nil {
 		return err
+	}
+	if err := c.Sweeper.Validate(); err != nil {
+		return invalidf("%v", err)
 	}
 	if !strings.HasPrefix(c.Metadata, "sqlite:") && !strings.HasPrefix(c.Metadata, "postgres://") && !strings.HasPrefix(c.Metadata, "postgresql://") && c.MetaStore == nil {
 		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)

@@ -14,7 +14,6 @@ type metrics struct {
 	dedupHits  *prometheus.CounterVec   // puts that shared an existing blob
 	putDur     *prometheus.HistogramVec // whole put, body streamed and committed
 	redeemDur  *prometheus.HistogramVec // whole redeem, until the stream ends
-	finished   *prometheus.CounterVec   // claims finished, by reason
 	notFound   prometheus.Counter
 	gone       *prometheus.CounterVec // gone answers, by reason
 	putErrors  *prometheus.CounterVec // failed puts, by kind
@@ -35,13 +34,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Duration of puts, from the first body byte to the commit.", Buckets: buckets}, ns),
 		redeemDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "claimcheck_redeem_duration_seconds",
 			Help: "Duration of redeems, from the lookup to the end of the stream.", Buckets: buckets}, ns),
-		finished:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_claims_deleted_total", Help: "Claims finished, by reason."}, []string{"reason"}),
 		notFound:   prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_claims_not_found_total", Help: "Lookups of claims that do not exist."}),
 		gone:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_claims_gone_total", Help: "Lookups of claims already finished, by reason."}, []string{"reason"}),
 		putErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_put_errors_total", Help: "Failed puts, by kind."}, []string{"kind"}),
 		corruption: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_checksum_mismatches_total", Help: "Redeems whose stored bytes failed verification."}),
 	}
 	reg.MustRegister(m.created, m.redeemed, m.bytesIn, m.bytesOut, m.stored, m.dedupHits,
-		m.putDur, m.redeemDur, m.finished, m.notFound, m.gone, m.putErrors, m.corruption)
+		m.putDur, m.redeemDur, m.notFound, m.gone, m.putErrors, m.corruption)
 	return m
 }

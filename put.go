@@ -39,6 +39,7 @@ const (
 // leaves the same rows due, so nothing is ever stranded.
 func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOptions) (ref Ref, err error) {
 	start := s.clock.Now()
+	s.touch()
 	pol, err := s.Policy(ctx, ns)
 	if err != nil {
 		return Ref{}, fmt.Errorf("put: %w", err)

@@ -28,6 +28,7 @@ func (s *Store) load(ctx context.Context, op string, ref Ref, allowDeleted bool)
 	if !ValidClaimID(ref.ID) {
 		return meta.Claim{}, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
 	}
+	s.touch()
 	c, err := s.meta.Claim(ctx, ref.ID)
 	if errors.Is(err, meta.ErrNotFound) || (err == nil && ref.Namespace != "" && ref.Namespace != c.Namespace) {
 		s.metrics.notFound.Inc()
@@ -43,7 +44,7 @@ func (s *Store) load(ctx context.Context, op string, ref Ref, allowDeleted bool)
 			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
 		}
 		if done {
-			s.metrics.finished.WithLabelValues(res.Claim.DeleteReason).Inc()
+			s.sweepMetrics.ObserveFinished(res)
 		}
 		if c, err = s.meta.Claim(ctx, ref.ID); err != nil {
 			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
@@ -237,7 +238,7 @@ func (s *Store) Delete(ctx context.Context, ref Ref) error {
 		return metaErr("delete "+c.ID, err)
 	}
 	if done {
-		s.metrics.finished.WithLabelValues(res.Claim.DeleteReason).Inc()
+		s.sweepMetrics.ObserveFinished(res)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
+	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // Store is the embedded claim store: the engine behind both the library
@@ -25,6 +26,10 @@ type Store struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	metrics  *metrics
+	// sweeper does the due work nobody asks for in-line; its metrics
+	// also count the in-line finishes.
+	sweeper      *sweep.Sweeper
+	sweepMetrics *sweep.Metrics
 	policies map[string]Policy
 	defaults *Policy // nil: only configured namespaces exist
 	closers  []io.Closer
@@ -48,6 +53,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(reg)
+	s.sweepMetrics = sweep.NewMetrics(reg)
 
 	s.meta = cfg.MetaStore
 	if s.meta == nil {
@@ -68,11 +74,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.blobs = b
 		s.closers = append(s.closers, b)
 	}
+	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	if !cfg.Sweeper.Disabled {
+		s.sweeper.Start(ctx)
+	}
 	return s, nil
 }
 
+// SweepOnce does up to maxOps items of due work now (maxOps <= 0: until
+// nothing is due), whatever the traffic: finish due claims, collect due
+// blobs. It is what `claimcheck sweep --once` runs.
+func (s *Store) SweepOnce(ctx context.Context, maxOps int) (sweep.Result, error) {
+	return s.sweeper.RunOnce(ctx, maxOps)
+}
+
+// touch tells the sweeper the store is busy.
+func (s *Store) touch() { s.sweeper.Touch() }
+
 // Close releases the databases and storage the Store opened.
 func (s *Store) Close() error {
+	if s.sweeper != nil {
+		s.sweeper.Stop()
+	}
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		errs = append(errs, s.closers[i].Close())

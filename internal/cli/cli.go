@@ -99,6 +99,7 @@ Then store and fetch payloads through it:
 		newStatCmd(env),
 		newReleaseCmd(env),
 		newRmCmd(env),
+		newSweepCmd(env),
 	)
 	return root
 }

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+type sweepCmd struct {
+	store  storeFlags
+	once   bool
+	maxOps int
+}
+
+func newSweepCmd(env Env) *cobra.Command {
+	s := &sweepCmd{}
+	cmd := &cobra.Command{
+		Use:   "sweep --once [--config FILE] [--data DIR] [--max-ops N]",
+		Short: "Do the store's due work now: finish due claims, collect orphaned blobs",
+		Long: `Work on the store directly (no server needed, the same --config/--data as
+serve): finish every claim whose due time has passed and delete the objects
+of blobs whose grace period is over. A running server does this by itself;
+this is for operators. It is safe to run while servers are running.
+
+Prints what was done as JSON.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !s.once {
+				return usageError{fmt.Errorf("sweep needs --once (the background sweeper runs inside serve)")}
+			}
+			fc, err := s.store.load(env)
+			if err != nil {
+				return err
+			}
+			cfg := fc.Config
+			cfg.Sweeper.Disabled = true
+			store, err := claimcheck.Open(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			res, err := store.SweepOnce(cmd.Context(), s.maxOps)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(env.Stdout).Encode(map[string]int{
+				"claims_finished": res.ClaimsFinished, "blobs_collected": res.BlobsCollected, "delete_failures": res.DeleteFailures,
+			})
+		},
+	}
+	s.store.register(cmd)
+	cmd.Flags().BoolVar(&s.once, "once", false, "run once now and exit")
+	cmd.Flags().IntVar(&s.maxOps, "max-ops", 0, "stop after this many items (0: until nothing is due)")
+	return cmd
+}

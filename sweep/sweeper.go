@@ -1,0 +1,452 @@
+// Package sweep does claimcheck's due work in the background: it finishes
+// claims whose due time has passed and collects the blobs they orphaned.
+//
+// Due work is mostly done in-line: every operation that loads a claim
+// finishes it first if it is due. The Sweeper is for the rest — claims
+// nobody asks about again — and follows the lockd sweeper design: no
+// scans, only pages of due rows in due order read through the due-time
+// index; bounded runs (max_ops_per_run, max_runtime_per_run, op_delay
+// between pages); maintenance only after idle_grace without traffic,
+// aborted when traffic resumes; and a lag bound, so that under constant
+// traffic a small budget per tick still keeps the oldest due item younger
+// than max_lag. Every step is a compare-and-swap in the metadata store, so
+// stale pages, concurrent sweepers and in-line sweeps never do work twice.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Config bounds the sweeper. Zero fields take the defaults.
+type Config struct {
+	// Disabled turns the background sweeper off (in-line sweeping still
+	// happens; `claimcheck sweep --once` still works).
+	Disabled bool `yaml:"disabled"`
+	// IdleGrace is how long without operations before a maintenance run
+	// starts (default 5m).
+	IdleGrace time.Duration `yaml:"idle_grace"`
+	// OpDelay is the pause between pages of a run (default 100ms).
+	OpDelay time.Duration `yaml:"op_delay"`
+	// MaxOpsPerRun caps the items (claims finished plus blobs collected) of
+	// one run (default 1000).
+	MaxOpsPerRun int `yaml:"max_ops_per_run"`
+	// MaxRuntimePerRun caps the duration of one run (default 30s).
+	MaxRuntimePerRun time.Duration `yaml:"max_runtime_per_run"`
+	// MaxLag is the age of the oldest due item past which the sweeper works
+	// even while traffic is busy (default 1m).
+	MaxLag time.Duration `yaml:"max_lag"`
+	// LagBudget is the items per tick done under traffic when the lag bound
+	// is exceeded (default 100).
+	LagBudget int `yaml:"lag_budget"`
+	// Interval is how often the sweeper wakes up to decide (default 1s).
+	Interval time.Duration `yaml:"interval"`
+	// PageSize is the rows taken per transaction (default 250).
+	PageSize int `yaml:"page_size"`
+	// RetryDelay is the base delay before a failed object delete is
+	// retried; it doubles per attempt up to an hour (default 30s). A blob
+	// in deleting whose sweeper died is retried after RetryDelay too.
+	RetryDelay time.Duration `yaml:"retry_delay"`
+}
+
+// WithDefaults returns c with zero fields set to the defaults.
+func (c Config) WithDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.IdleGrace, 5*time.Minute)
+	def(&c.OpDelay, 100*time.Millisecond)
+	def(&c.MaxRuntimePerRun, 30*time.Second)
+	def(&c.MaxLag, time.Minute)
+	def(&c.Interval, time.Second)
+	def(&c.RetryDelay, 30*time.Second)
+	if c.MaxOpsPerRun == 0 {
+		c.MaxOpsPerRun = 1000
+	}
+	if c.LagBudget == 0 {
+		c.LagBudget = 100
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 250
+	}
+	return c
+}
+
+// Validate refuses negative bounds, naming the field.
+func (c Config) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"idle_grace", c.IdleGrace}, {"op_delay", c.OpDelay}, {"max_runtime_per_run", c.MaxRuntimePerRun},
+		{"max_lag", c.MaxLag}, {"interval", c.Interval}, {"retry_delay", c.RetryDelay}} {
+		if d.v < 0 {
+			return fmt.Errorf("sweeper.%s %s: must not be negative", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max_ops_per_run", c.MaxOpsPerRun}, {"lag_budget", c.LagBudget}, {"page_size", c.PageSize}} {
+		if n.v < 0 {
+			return fmt.Errorf("sweeper.%s %d: must not be negative", n.name, n.v)
+		}
+	}
+	return nil
+}
+
+// Sweeper finishes due claims and collects orphaned blobs.
+type Sweeper struct {
+	cfg     Config
+	meta    meta.Store
+	blobs   blob.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *Metrics
+
+	lastOp atomic.Int64 // unix nanos of the last operation (Touch)
+	runMu  sync.Mutex   // one run at a time in this process
+
+	stopMu sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a sweeper over the given stores. metrics may be shared
+// with the caller (the engine counts in-line finishes in the same
+// counters); nil creates unregistered ones.
+func New(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Sweeper {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics}
+	s.lastOp.Store(clk.Now().UnixNano())
+	return s
+}
+
+// Touch records an operation: the store is busy, so idle maintenance
+// waits (and a running one stops).
+func (s *Sweeper) Touch() { s.lastOp.Store(s.clock.Now().UnixNano()) }
+
+func (s *Sweeper) idleSince() time.Time { return time.Unix(0, s.lastOp.Load()) }
+
+// Start runs the background loop until Stop. It returns at once.
+func (s *Sweeper) Start(ctx context.Context) {
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	go s.loop(ctx, s.done)
+}
+
+// Stop ends the background loop and waits for it. A run in progress stops
+// after its current step; finished work is never redone. Stop is
+// idempotent.
+func (s *Sweeper) Stop() {
+	s.stopMu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel = nil
+	s.stopMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweep: run failed; retrying next tick", "err", err)
+		}
+	}
+}
+
+// Tick decides whether to work now and does one bounded run if so: a
+// maintenance run after idle_grace without operations, or a small run of
+// lag_budget items when the oldest due item is older than max_lag. The
+// loop calls it every interval; tests call it directly with a fake clock.
+func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
+	now := s.clock.Now()
+	oldest, err := s.meta.OldestDue(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	lag := time.Duration(0)
+	if !oldest.IsZero() && oldest.Before(now) {
+		lag = now.Sub(oldest)
+	}
+	s.metrics.Lag.Set(lag.Seconds())
+	if oldest.IsZero() || oldest.After(now) {
+		return Result{}, nil // nothing due
+	}
+	if now.Sub(s.idleSince()) >= s.cfg.IdleGrace {
+		return s.run(ctx, s.cfg.MaxOpsPerRun, true)
+	}
+	if lag > s.cfg.MaxLag {
+		return s.run(ctx, s.cfg.LagBudget, false)
+	}
+	return Result{}, nil
+}
+
+// Result counts the work of one run.
+type Result struct {
+	ClaimsFinished int
+	BlobsCollected int
+	DeleteFailures int
+	Aborted        bool // traffic resumed during a maintenance run
+}
+
+// Ops is the number of items done.
+func (r Result) Ops() int { return r.ClaimsFinished + r.BlobsCollected }
+
+// RunOnce does up to maxOps items of due work now, ignoring idleness and
+// runtime bounds (for `claimcheck sweep --once` and tests); maxOps <= 0
+// means until nothing is due.
+func (s *Sweeper) RunOnce(ctx context.Context, maxOps int) (Result, error) {
+	return s.runBounded(ctx, maxOps, false, 0, 0)
+}
+
+func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, error) {
+	return s.runBounded(ctx, maxOps, idleOnly, s.cfg.MaxRuntimePerRun, s.cfg.OpDelay)
+}
+
+// runBounded pages through due claims, then due blobs, until the budget,
+// the runtime or the due work runs out. Each page is one transaction.
+func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (res Result, err error) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	start := s.clock.Now()
+	startIdle := s.idleSince()
+	defer func() {
+		s.metrics.RunDuration.Observe(s.clock.Now().Sub(start).Seconds())
+		if res.Aborted {
+			s.metrics.Aborts.Inc()
+		}
+	}()
+	remaining := func() int {
+		if maxOps <= 0 {
+			return s.cfg.PageSize
+		}
+		return min(s.cfg.PageSize, maxOps-res.Ops())
+	}
+	for {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if maxOps > 0 && res.Ops() >= maxOps {
+			return res, nil
+		}
+		if maxRuntime > 0 && s.clock.Now().Sub(start) >= maxRuntime {
+			return res, nil
+		}
+		if idleOnly && !s.idleSince().Equal(startIdle) {
+			res.Aborted = true
+			return res, nil
+		}
+		n, err := s.finishClaims(ctx, remaining(), &res)
+		if err != nil {
+			return res, err
+		}
+		m := 0
+		if r := remaining(); r > 0 {
+			if m, err = s.collectBlobs(ctx, r, &res); err != nil {
+				return res, err
+			}
+		}
+		if n == 0 && m == 0 {
+			return res, nil
+		}
+		if opDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(opDelay):
+			}
+		}
+	}
+}
+
+func (s *Sweeper) finishClaims(ctx context.Context, limit int, res *Result) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	done, err := s.meta.FinishDueClaims(ctx, s.clock.Now(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: finish due claims: %w", err)
+	}
+	for _, f := range done {
+		s.metrics.ObserveFinished(f)
+	}
+	res.ClaimsFinished += len(done)
+	s.metrics.ItemsDone.WithLabelValues("claim").Add(float64(len(done)))
+	return len(done), nil
+}
+
+// collectBlobs moves a page of due blobs to deleting, deletes their
+// objects (in batches where the backend can), and marks them deleted. A
+// blob whose delete failed is retried with exponential backoff.
+func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int, error) {
+	now := s.clock.Now()
+	blobs, err := s.meta.BeginCollect(ctx, now, limit, s.cfg.RetryDelay)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: begin collect: %w", err)
+	}
+	if len(blobs) == 0 {
+		return 0, nil
+	}
+	failed := s.deleteObjects(ctx, blobs)
+	var ok []string
+	var bytes int64
+	for _, b := range blobs {
+		if cause, bad := failed[b.Key]; bad {
+			res.DeleteFailures++
+			s.metrics.DeleteFailures.Inc()
+			retry := now.Add(backoff(s.cfg.RetryDelay, b.Attempts+1))
+			// Recording the failure must not be skipped because the run
+			// is stopping; the blob stays deleting and due either way.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := s.meta.CollectFailed(cctx, b.ID, cause.Error(), retry); err != nil {
+				s.log.Warn("sweep: recording a failed delete", "blob", b.ID, "err", err)
+			}
+			cancel()
+			continue
+		}
+		ok = append(ok, b.ID)
+		bytes += b.StoredSize
+	}
+	if len(ok) > 0 {
+		// The objects are gone: record it even if the run is stopping, so
+		// the deletes are not repeated.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := s.meta.FinishCollect(cctx, ok, s.clock.Now()); err != nil {
+			return len(blobs), fmt.Errorf("sweep: finish collect: %w", err)
+		}
+	}
+	res.BlobsCollected += len(ok)
+	s.metrics.ItemsDone.WithLabelValues("blob").Add(float64(len(ok)))
+	s.metrics.BlobsCollected.Add(float64(len(ok)))
+	s.metrics.BytesCollected.Add(float64(bytes))
+	return len(blobs), nil
+}
+
+// deleteObjects deletes the blobs' objects, batched when the backend
+// supports it, and returns the keys that failed.
+func (s *Sweeper) deleteObjects(ctx context.Context, blobs []meta.Blob) map[string]error {
+	failed := map[string]error{}
+	keys := make([]string, len(blobs))
+	for i, b := range blobs {
+		keys[i] = b.Key
+	}
+	if bd, ok := s.blobs.(blob.BatchDeleter); ok && bd.MaxBatch() > 1 {
+		for len(keys) > 0 {
+			n := min(len(keys), bd.MaxBatch())
+			batch := keys[:n]
+			keys = keys[n:]
+			bad, err := bd.DeleteMany(ctx, batch)
+			if err != nil {
+				for _, k := range batch {
+					failed[k] = err
+				}
+				continue
+			}
+			for k, e := range bad {
+				failed[k] = e
+			}
+		}
+		return failed
+	}
+	for _, k := range keys {
+		if err := s.blobs.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			failed[k] = err
+		}
+	}
+	return failed
+}
+
+// backoff is base·2^(attempt-1), at most an hour.
+func backoff(base time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// Metrics are the sweeper's instruments; the engine shares the finished
+// counters for its in-line sweeps.
+type Metrics struct {
+	Finished       *prometheus.CounterVec // claims finished, by reason
+	Lifetime       prometheus.Histogram   // created → finished
+	ItemsDone      *prometheus.CounterVec // by kind: claim, blob
+	DeleteFailures prometheus.Counter
+	BlobsCollected prometheus.Counter
+	BytesCollected prometheus.Counter
+	RunDuration    prometheus.Histogram
+	Aborts         prometheus.Counter
+	Lag            prometheus.Gauge // age of the oldest due item at the last tick
+}
+
+// NewMetrics creates the sweeper metrics and registers them on reg (nil:
+// not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_claims_deleted_total",
+			Help: "Claims finished, by reason (expired, released, read_retention_over, deleted, never_confirmed, aborted)."}, []string{"reason"}),
+		Lifetime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "claimcheck_claim_lifetime_seconds",
+			Help: "Time from a claim's creation to its end.", Buckets: prometheus.ExponentialBuckets(1, 4, 12)}),
+		ItemsDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_sweeper_items_total",
+			Help: "Items of due work done by the background sweeper, by kind."}, []string{"kind"}),
+		DeleteFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_delete_failures_total",
+			Help: "Object deletes that failed and will be retried."}),
+		BlobsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_gc_collected_blobs_total",
+			Help: "Blobs whose objects were deleted."}),
+		BytesCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_gc_collected_bytes_total",
+			Help: "Object bytes reclaimed."}),
+		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "claimcheck_sweeper_run_duration_seconds",
+			Help: "Duration of sweeper runs.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		Aborts: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_sweeper_aborts_total",
+			Help: "Maintenance runs stopped because traffic resumed."}),
+		Lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_sweeper_lag_seconds",
+			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
+			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag)
+	}
+	return m
+}
+
+// ObserveFinished counts one finished claim.
+func (m *Metrics) ObserveFinished(f meta.FinishResult) {
+	m.Finished.WithLabelValues(f.Claim.DeleteReason).Inc()
+	if !f.Claim.DeletedAt.IsZero() && !f.Claim.CreatedAt.IsZero() {
+		m.Lifetime.Observe(f.Claim.DeletedAt.Sub(f.Claim.CreatedAt).Seconds())
+	}
+}

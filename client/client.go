@@ -1,0 +1,310 @@
+// Package client is the Go client of claimcheck's HTTP API (remote mode).
+//
+// A *Client satisfies claimcheck.Claims, like the embedded
+// *claimcheck.Store, so integrations work with either. Payloads are
+// streamed both ways. Errors come back as the root package's sentinel
+// errors (errors.Is(err, claimcheck.ErrNotFound) and friends work across
+// the wire; a finished claim is a *claimcheck.GoneError with its reason),
+// carrying the server's message.
+//
+// Redeemed payloads are verified on this side of the wire too: Redeem
+// returns a claimcheck.Payload built from the reference the server sends,
+// which checks size and sha256 as the bytes arrive, and at the end of the
+// body the server's Claimcheck-Error trailer is checked, so a truncated,
+// altered or server-side failed stream is never handed over as whole.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// policyTTL is how long MaybeOffload reuses a namespace's policy. Policies
+// change only when the server's config does; a threshold that is stale
+// for a few seconds only moves a payload between inline and offloaded.
+const policyTTL = 30 * time.Second
+
+// maxAnswer bounds the JSON answers read into memory (refs, claim info,
+// errors); payloads are streamed and not bounded by it.
+const maxAnswer = 1 << 20
+
+// Client talks to a claimcheck server. It is safe for concurrent use.
+type Client struct {
+	base   *url.URL
+	hc     *http.Client
+	apiKey string
+
+	mu       sync.Mutex
+	policies map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	policy  claimcheck.Policy
+	fetched time.Time
+}
+
+var _ claimcheck.Claims = (*Client)(nil)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests with hc (for
+// TLS settings, proxies, tracing). The default is a client with its own
+// copy of http.DefaultTransport and no overall timeout, since payloads
+// may take long to stream; bound single calls with their context.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.hc = hc }
+}
+
+// WithAPIKey sends key as a bearer token (Authorization: Bearer KEY) with
+// every request.
+func WithAPIKey(key string) Option {
+	return func(c *Client) { c.apiKey = key }
+}
+
+// New returns a client of the server at baseURL, e.g.
+// "http://127.0.0.1:8080" or "https://claims.example.com/prefix/". The
+// URL must be absolute http or https, without query or fragment.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server URL %q: %v", claimcheck.ErrInvalidArgument, baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: server URL %q: want http://HOST[:PORT] or https://…", claimcheck.ErrInvalidArgument, baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("%w: server URL %q: must not have a query, fragment or user info (use WithAPIKey for credentials)", claimcheck.ErrInvalidArgument, baseURL)
+	}
+	c := &Client{base: u, policies: make(map[string]cachedPolicy)}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		c.hc = &http.Client{Transport: t}
+	}
+	return c, nil
+}
+
+// Put streams body into a new claim in namespace ns. With opts.Size set,
+// the body is sent with that Content-Length and must have exactly that
+// many bytes; otherwise it is sent chunked. A body that fails to read
+// aborts the upload, and the server stores nothing.
+func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {
+	op := "put to " + ns
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("put: %w", err)
+	}
+	if opts.Size < 0 {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w: size %d is negative", op, claimcheck.ErrInvalidArgument, opts.Size)
+	}
+	var tracker *bodyTracker
+	if body == nil {
+		body = http.NoBody
+	} else {
+		if opts.Size > 0 {
+			body = &exactReader{r: body, left: opts.Size, size: opts.Size}
+		}
+		// The tracker (and not the caller's reader) is what the transport
+		// sees, so it neither closes the caller's reader nor guesses a
+		// length from its type.
+		tracker = &bodyTracker{r: body}
+		body = tracker
+	}
+	req, err := c.newRequest(ctx, http.MethodPut, body, "v1", "namespaces", ns, "claims")
+	if err != nil {
+		return claimcheck.Ref{}, err
+	}
+	switch {
+	case opts.Size > 0:
+		req.ContentLength = opts.Size
+	case tracker == nil:
+		req.ContentLength = 0
+	default:
+		req.ContentLength = -1 // chunked
+	}
+	if req.ContentLength != 0 {
+		// Lets the server refuse (too large, quota, no such namespace,
+		// already stored) before the body is sent, when the transport has
+		// an ExpectContinueTimeout (the default one does).
+		req.Header.Set("Expect", "100-continue")
+	}
+	h := req.Header
+	if opts.ContentType != "" {
+		h.Set("Content-Type", opts.ContentType)
+	}
+	if opts.Digest != "" {
+		h.Set(api.HeaderDigest, opts.Digest)
+	}
+	if opts.Consumers != 0 {
+		h.Set(api.HeaderConsumers, strconv.Itoa(opts.Consumers))
+	}
+	if len(opts.ConsumerNames) > 0 {
+		h.Set(api.HeaderConsumerNames, api.FormatNames(opts.ConsumerNames))
+	}
+	if len(opts.Labels) > 0 {
+		h.Set(api.HeaderLabels, api.FormatLabels(opts.Labels))
+	}
+	resp, err := c.do(req, http.StatusCreated, op, "")
+	if err != nil {
+		if tracker != nil && tracker.err != nil {
+			// The upload broke because the body did: that is the cause,
+			// whatever the transport or the server made of it.
+			return claimcheck.Ref{}, fmt.Errorf("%s: reading the payload: %w", op, tracker.err)
+		}
+		return claimcheck.Ref{}, err
+	}
+	var ref claimcheck.Ref
+	if err := decodeAnswer(resp, &ref); err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return ref, nil
+}
+
+// Redeem opens the claim's payload. Only ref.ID and ref.Namespace (when
+// set) are sent. The returned Payload verifies the bytes as they stream
+// and checks the server's verdict at the end; it must be closed.
+func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
+	req, err := c.claimRequest(ctx, http.MethodGet, ref, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("redeem: %w", err)
+	}
+	resp, err := c.do(req, http.StatusOK, "redeem "+ref.ID, ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	got, err := claimcheck.ParseRef([]byte(resp.Header.Get(api.HeaderRef)))
+	if err == nil && (got.ID != ref.ID || (ref.Namespace != "" && got.Namespace != ref.Namespace)) {
+		err = fmt.Errorf("the server sent the payload of claim %s in %s", got.ID, got.Namespace)
+	}
+	if err == nil && got.Digest == "" {
+		err = errors.New("the reference has no digest to verify against")
+	}
+	if err != nil {
+		resp.Body.Close()
+		return nil, fmt.Errorf("redeem %s: header %s: %w", ref.ID, api.HeaderRef, err)
+	}
+	body := &trailerChecker{resp: resp, id: ref.ID}
+	return claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body), nil
+}
+
+// Stat returns the claim's state, deadlines and counters.
+func (c *Client) Stat(ctx context.Context, ref claimcheck.Ref) (claimcheck.ClaimInfo, error) {
+	req, err := c.claimRequest(ctx, http.MethodGet, ref, nil, "meta")
+	if err != nil {
+		return claimcheck.ClaimInfo{}, fmt.Errorf("stat: %w", err)
+	}
+	resp, err := c.do(req, http.StatusOK, "stat "+ref.ID, ref.ID)
+	if err != nil {
+		return claimcheck.ClaimInfo{}, err
+	}
+	var info claimcheck.ClaimInfo
+	if err := decodeAnswer(resp, &info); err != nil {
+		return claimcheck.ClaimInfo{}, fmt.Errorf("stat %s: %w", ref.ID, err)
+	}
+	return info, nil
+}
+
+// Release records that consumer has finished with the claim.
+func (c *Client) Release(ctx context.Context, ref claimcheck.Ref, consumer string) error {
+	var body io.Reader
+	if consumer != "" {
+		b, err := json.Marshal(api.ReleaseRequest{Consumer: consumer})
+		if err != nil {
+			return fmt.Errorf("release %s: %w", ref.ID, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.claimRequest(ctx, http.MethodPost, ref, body, "release")
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", api.ContentTypeJSON)
+	}
+	resp, err := c.do(req, http.StatusNoContent, "release "+ref.ID, ref.ID)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Delete finishes the claim now.
+func (c *Client) Delete(ctx context.Context, ref claimcheck.Ref) error {
+	req, err := c.claimRequest(ctx, http.MethodDelete, ref, nil, "")
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	resp, err := c.do(req, http.StatusNoContent, "delete "+ref.ID, ref.ID)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Policy returns the effective policy of namespace ns, fresh from the
+// server.
+func (c *Client) Policy(ctx context.Context, ns string) (claimcheck.Policy, error) {
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return claimcheck.Policy{}, fmt.Errorf("policy: %w", err)
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "namespaces", ns)
+	if err != nil {
+		return claimcheck.Policy{}, err
+	}
+	resp, err := c.do(req, http.StatusOK, "policy of "+ns, "")
+	if err != nil {
+		return claimcheck.Policy{}, err
+	}
+	var info api.NamespaceInfo
+	if err := decodeAnswer(resp, &info); err != nil {
+		return claimcheck.Policy{}, fmt.Errorf("policy of %s: %w", ns, err)
+	}
+	c.mu.Lock()
+	c.policies[ns] = cachedPolicy{policy: info.Policy, fetched: time.Now()}
+	c.mu.Unlock()
+	return info.Policy, nil
+}
+
+// MaybeOffload stores data in a claim when it reaches the namespace's
+// threshold and returns the reference; smaller data comes back inline.
+// See claimcheck.MaybeOffload. The namespace's policy is reused for up to
+// 30 seconds, so small payloads cost no request at all.
+func (c *Client) MaybeOffload(ctx context.Context, ns string, data []byte) (claimcheck.Value, error) {
+	return claimcheck.MaybeOffload(ctx, cachingPolicies{c}, ns, data)
+}
+
+// Resolve returns the bytes of v: the inline bytes, or the verified
+// payload of its claim.
+func (c *Client) Resolve(ctx context.Context, v claimcheck.Value) ([]byte, error) {
+	return claimcheck.Resolve(ctx, c, v)
+}
+
+// cachingPolicies is the Client with Policy answered from the cache while
+// it is fresh.
+type cachingPolicies struct{ *Client }
+
+func (c cachingPolicies) Policy(ctx context.Context, ns string) (claimcheck.Policy, error) {
+	c.mu.Lock()
+	p, ok := c.policies[ns]
+	c.mu.Unlock()
+	if ok && time.Since(p.fetched) < policyTTL {
+		return p.policy, nil
+	}
+	return c.Client.Policy(ctx, ns)
+}

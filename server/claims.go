@@ -1,0 +1,310 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+const (
+	// maxJSONBody bounds the small JSON request bodies (release).
+	maxJSONBody = 64 << 10
+	// streamChunk is the copy buffer of payload responses, and how much
+	// of a payload is read before the status line is sent: a failure
+	// within it (a small corrupt payload) still gets a proper error
+	// status instead of a trailer.
+	streamChunk = 64 << 10
+	// defaultContentType is answered for payloads stored without one.
+	defaultContentType = "application/octet-stream"
+)
+
+// put streams the request body into a new claim.
+func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	opts, err := putOptions(r.Header, r.ContentLength)
+	if err != nil {
+		return err
+	}
+	body := &bodyReader{r: r.Body}
+	ref, err := s.claims.Put(r.Context(), ns, body, opts)
+	if err != nil {
+		if body.err != nil {
+			// The body could not be read: the client sent fewer bytes
+			// than its Content-Length or a broken chunk, and hung up.
+			// Whatever the store made of that, it is the request's fault
+			// (and the store discarded the partial object).
+			return fmt.Errorf("put to %s: %w", ns,
+				invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
+		}
+		return err
+	}
+	w.Header().Set("Location", "/v1/claims/"+ref.ID)
+	writeJSON(w, http.StatusCreated, ref)
+	return nil
+}
+
+// putOptions reads the put's options from the request headers; see
+// docs/HTTP.md. contentLength is the request's (-1 when unknown).
+func putOptions(h http.Header, contentLength int64) (claimcheck.PutOptions, error) {
+	opts := claimcheck.PutOptions{ContentType: h.Get("Content-Type")}
+	if contentLength > 0 {
+		opts.Size = contentLength
+	}
+	if v, ok, err := single(h, api.HeaderDigest); err != nil {
+		return opts, err
+	} else if ok {
+		if opts.Digest, err = api.ParseDigest(v); err != nil {
+			return opts, err
+		}
+	}
+	if v, ok, err := single(h, api.HeaderConsumers); err != nil {
+		return opts, err
+	} else if ok {
+		if opts.Consumers, err = api.ParseConsumers(v); err != nil {
+			return opts, err
+		}
+	}
+	// List headers may come as several lines; joined with commas they
+	// mean the same (RFC 9110 §5.3).
+	var err error
+	if opts.ConsumerNames, err = api.ParseNames(strings.Join(h.Values(api.HeaderConsumerNames), ",")); err != nil {
+		return opts, err
+	}
+	if opts.Labels, err = api.ParseLabels(strings.Join(h.Values(api.HeaderLabels), ",")); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+// single returns the value of a header that must appear at most once.
+func single(h http.Header, name string) (string, bool, error) {
+	switch vs := h.Values(name); len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+		return vs[0], true, nil
+	default:
+		return "", false, invalidf("header %s: sent %d times, at most once allowed", name, len(vs))
+	}
+}
+
+// bodyReader remembers the first error reading the request body, so that
+// a broken upload can be told apart from a store failure.
+type bodyReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// redeem streams a claim's payload. The response is chunked, with the
+// Claimcheck-Error trailer declared up front: once the status line is
+// sent, a failure can no longer change it, so it goes into the trailer
+// and the client, which checks the trailer at the end of the body, never
+// takes the bytes as good.
+func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.claims.Redeem(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	buf := make([]byte, streamChunk)
+	n, rerr := fill(p, buf)
+	if rerr != nil && rerr != io.EOF {
+		return rerr // nothing sent yet
+	}
+	h := w.Header()
+	ct := p.ContentType
+	if ct == "" {
+		ct = defaultContentType
+	}
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Every redeem counts as a read; no cache may answer in the store's
+	// place.
+	h.Set("Cache-Control", "no-store")
+	h.Set(api.HeaderRef, p.Ref.String())
+	h.Set(api.HeaderSize, strconv.FormatInt(p.Ref.Size, 10))
+	// Declaring a trailer also keeps net/http from adding a
+	// Content-Length to short responses: the body is always chunked.
+	h.Set("Trailer", api.TrailerError)
+	w.WriteHeader(http.StatusOK)
+
+	sent := int64(0)
+	for {
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				s.log.Info("redeem: client went away", "claim", ref.ID, "sent", sent, "err", err)
+				return nil
+			}
+			sent += int64(n)
+		}
+		switch {
+		case rerr == io.EOF:
+			return nil
+		case rerr != nil:
+			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", ref.ID, sent, rerr)
+			if r.Context().Err() == nil {
+				s.log.Error("redeem: payload stream failed part-way; the client is told in the trailer", "claim", ref.ID, "sent", sent, "err", rerr)
+			}
+			body, _ := s.errorBody(r, err)
+			b, _ := json.Marshal(body)
+			h.Set(api.TrailerError, asciiJSON(b))
+			return nil
+		}
+		n, rerr = p.Read(buf)
+	}
+}
+
+// fill reads into buf until it is full or the reader fails or ends.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// asciiJSON escapes the non-ASCII characters of a JSON text, so that it
+// can travel as a header value unchanged.
+func asciiJSON(b []byte) string {
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r < utf8.RuneSelf:
+			sb.WriteByte(b[0])
+		case r > 0xFFFF:
+			r -= 0x10000
+			fmt.Fprintf(&sb, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+		default:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		}
+		b = b[size:]
+	}
+	return sb.String()
+}
+
+// headNotAllowed refuses HEAD on a payload: a redeem counts as a read.
+func (s *Server) headNotAllowed(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Allow", "GET, DELETE")
+	writeJSON(w, http.StatusMethodNotAllowed, api.Error{
+		Code:    api.CodeMethodNotAllowed,
+		Message: "HEAD is not allowed on a payload, because a redeem counts as a read; use GET /v1/claims/{id}/meta",
+	})
+	return nil
+}
+
+func (s *Server) stat(w http.ResponseWriter, r *http.Request) error {
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	info, err := s.claims.Stat(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	var req api.ReleaseRequest
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		return invalidf("release body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return invalidf(`release body: want {"consumer":"NAME"} or nothing: %v`, err)
+		}
+		if dec.More() {
+			return invalidf(`release body: want one JSON object, found more`)
+		}
+	}
+	if err := s.claims.Release(r.Context(), ref, req.Consumer); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	if err := s.claims.Delete(r.Context(), ref); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) namespace(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	pol, err := s.claims.Policy(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.NamespaceInfo{Name: ns, Policy: pol})
+	return nil
+}
+
+// claimRef is the claim a request names: the {id} path segment and the
+// optional ns query parameter, which makes the store check that the claim
+// lives in that namespace. The store trusts nothing else of a ref.
+func claimRef(r *http.Request) (claimcheck.Ref, error) {
+	id := r.PathValue("id")
+	if !claimcheck.ValidClaimID(id) {
+		if len(id) > 40 {
+			id = id[:40] + "…"
+		}
+		return claimcheck.Ref{}, invalidf("claim id %q is malformed: want cc_ followed by 22 URL-safe base64 characters", id)
+	}
+	ref := claimcheck.Ref{ID: id}
+	if ns := r.URL.Query().Get("ns"); ns != "" {
+		if err := claimcheck.ValidateNamespace(ns); err != nil {
+			return claimcheck.Ref{}, fmt.Errorf("query parameter ns: %w", err)
+		}
+		ref.Namespace = ns
+	}
+	return ref, nil
+}

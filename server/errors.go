@@ -1,0 +1,65 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// errorBody returns the wire form of err and its status, using the one
+// table in package api. Errors outside it are logged here with their
+// details and answered as "internal"; errors of a request whose client
+// went away are only logged, since nobody will read the answer.
+func (s *Server) errorBody(r *http.Request, err error) (api.Error, int) {
+	if r.Context().Err() != nil {
+		s.log.Info("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		return api.Error{Code: api.CodeCanceled, Message: err.Error()}, api.StatusClientClosedRequest
+	}
+	body, status, ok := api.ErrorOf(err)
+	if !ok {
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		return api.Internal()
+	}
+	if status >= http.StatusInternalServerError {
+		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	return body, status
+}
+
+// writeError answers err as a JSON error. It is the only function that
+// turns an error into a response (the payload stream's trailer uses
+// errorBody too).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	body, status := s.errorBody(r, err)
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers v as JSON with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own types are written; they always marshal.
+		panic(fmt.Sprintf("server: marshal %T: %v", v, err))
+	}
+	h := w.Header()
+	h.Set("Content-Type", api.ContentTypeJSON)
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// notReadyError is a failed readiness check. Whatever the check returned,
+// the answer is 503 unavailable: that is what a load balancer acts on.
+type notReadyError struct{ err error }
+
+func (e notReadyError) Error() string { return "not ready: " + e.err.Error() }
+
+func (e notReadyError) Is(target error) bool { return target == claimcheck.ErrUnavailable }
+
+// invalidf returns an ErrInvalidArgument saying what was wrong.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", claimcheck.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,138 @@
+// Package server is claimcheck's HTTP API: it puts the claimcheck.Claims
+// interface (usually the embedded *claimcheck.Store) on the wire for
+// package client and for any HTTP tool.
+//
+// The wire contract (routes, headers, error codes) lives in package
+// server/api, shared with the client, and is described in docs/HTTP.md.
+// This package adds what only a server needs: the handlers, the one
+// function that writes errors, health and readiness probes, its own
+// request metrics, and Serve with graceful shutdown.
+//
+// Payloads are streamed in both directions and never held in memory
+// whole. A payload response carries no Content-Length: it is chunked with
+// a declared Claimcheck-Error trailer, so that a failure detected part-way
+// (the store's verifying reader finds the stored object corrupt) reaches
+// the client as an error rather than as a silently short or altered body.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// Config configures a Server. Only Claims is required.
+type Config struct {
+	// Claims is the store the API serves.
+	Claims claimcheck.Claims
+	// Ready backs /readyz; nil means always ready. It should be cheap
+	// (a database ping): load balancers call it often.
+	Ready func(ctx context.Context) error
+	// Gatherer is exposed on /metrics; nil means no /metrics route.
+	Gatherer prometheus.Gatherer
+	// Registerer receives the server's own HTTP metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger receives errors the client is not told about (internal
+	// errors, corrupt objects, failed streams); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// readyTimeout bounds one readiness check, so that a hung database makes
+// /readyz fail instead of hang.
+const readyTimeout = 5 * time.Second
+
+// Server is the HTTP API. It implements http.Handler.
+type Server struct {
+	claims  claimcheck.Claims
+	ready   func(ctx context.Context) error
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics // nil: no metrics
+}
+
+// New returns the API handler for cfg. It panics if cfg.Claims is nil or
+// if cfg.Registerer already holds different metrics of the same names:
+// both are programming errors.
+func New(cfg Config) *Server {
+	if cfg.Claims == nil {
+		panic("server: Config.Claims is nil")
+	}
+	s := &Server{claims: cfg.Claims, ready: cfg.Ready, log: cfg.Logger, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if cfg.Registerer != nil {
+		s.metrics = newMetrics(cfg.Registerer)
+	}
+
+	s.handle("PUT /v1/namespaces/{ns}/claims", s.put)
+	s.handle("GET /v1/namespaces/{ns}", s.namespace)
+	s.handle("GET /v1/claims/{id}", s.redeem)
+	// A GET pattern also matches HEAD, and a redeem counts as a read
+	// (delete_after_read starts its window on the first one), so a
+	// curious `curl -I` must not get that far.
+	s.handle("HEAD /v1/claims/{id}", s.headNotAllowed)
+	s.handle("GET /v1/claims/{id}/meta", s.stat)
+	s.handle("POST /v1/claims/{id}/release", s.release)
+	s.handle("DELETE /v1/claims/{id}", s.delete)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		// The process is up and serving; dependencies are /readyz's job.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	s.handle("GET /readyz", s.readyz)
+	if cfg.Gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
+			ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+			ErrorHandling: promhttp.ContinueOnError,
+		}))
+	}
+	return s
+}
+
+// handle registers a handler that may fail; its error is answered by
+// writeError, the only place that turns errors into responses.
+func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// ServeHTTP routes the request. Every request is counted by route (the
+// mux pattern, so the label set stays bounded) and status, and requests
+// that match no route get a JSON error like every other error.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w, req: r}
+	if s.metrics == nil {
+		s.mux.ServeHTTP(rec, r)
+		return
+	}
+	s.metrics.inFlight.Inc()
+	defer s.metrics.inFlight.Dec()
+	start := time.Now()
+	s.mux.ServeHTTP(rec, r)
+	// The mux stored the matched pattern in r.Pattern.
+	s.metrics.observe(r.Pattern, rec.statusCode(), time.Since(start))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.log.Warn("not ready", "err", err)
+			return notReadyError{err}
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ready\n"))
+	return nil
+}

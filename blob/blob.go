@@ -55,8 +55,9 @@ type Store interface {
 
 	// List returns up to pageSize objects whose keys start with prefix, in
 	// key order, after the key token (exclusive; "" starts at the
-	// beginning), and the token for the next page ("" when done). Only
-	// the backstop and fsck list; the steady state never does.
+	// beginning), and the token for the next page ("" when done; a last
+	// page may be empty). pageSize <= 0 lets the store choose. Only the
+	// backstop and fsck list; the steady state never does.
 	List(ctx context.Context, prefix, token string, pageSize int) ([]Object, string, error)
 
 	// Close releases the store.

@@ -1,0 +1,79 @@
+package blob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// maxS3Batch is the most keys one DeleteObjects request takes.
+const maxS3Batch = 1000
+
+// MaxBatch implements BatchDeleter.
+func (b *S3Bucket) MaxBatch() int { return maxS3Batch }
+
+// DeleteMany implements BatchDeleter with one DeleteObjects request. Like
+// Delete, a missing key is not a failure (S3 reports it as deleted anyway).
+// A request-level failure (network, auth, ctx) is the returned error and
+// the map is nil: nothing is known to be deleted.
+func (b *S3Bucket) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if len(keys) > maxS3Batch {
+		return nil, fmt.Errorf("blob: delete %d objects: at most %d per batch", len(keys), maxS3Batch)
+	}
+	failed := make(map[string]error)
+	ids := make([]types.ObjectIdentifier, 0, len(keys))
+	for _, k := range keys {
+		if escapedByGocloud(k) {
+			// gocloud stores such keys escaped; only its own Delete
+			// knows the object's real name.
+			if err := b.Delete(ctx, k); err != nil {
+				failed[k] = err
+			}
+			continue
+		}
+		ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
+	}
+	if len(ids) > 0 {
+		out, err := b.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: aws.String(b.name),
+			// Quiet: the answer lists only the failures.
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("blob: delete %d objects (first %s): %w", len(ids), aws.ToString(ids[0].Key), err)
+		}
+		for _, e := range out.Errors {
+			key, code := aws.ToString(e.Key), aws.ToString(e.Code)
+			if code == "NoSuchKey" {
+				continue
+			}
+			failed[key] = fmt.Errorf("blob: delete %s: %s: %s", key, code, aws.ToString(e.Message))
+		}
+	}
+	if len(failed) == 0 {
+		return nil, nil
+	}
+	return failed, nil
+}
+
+// escapedByGocloud reports whether s3blob would store key under another
+// name (control characters, and the slash of "../"), or refuse it.
+func escapedByGocloud(key string) bool {
+	if !utf8.ValidString(key) || strings.Contains(key, "../") {
+		return true
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 32 {
+			return true
+		}
+	}
+	return false
+}

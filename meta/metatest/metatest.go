@@ -1,0 +1,74 @@
+// Package metatest is the conformance suite of meta.Store. Every
+// implementation runs it from its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		metatest.Run(t, func(t *testing.T) meta.Store { ... a fresh, empty store ... })
+//	}
+//
+// The suite checks the contract written on each Store method — the state
+// transitions, the quota counters after every path, due times that only
+// move earlier, dedup and its interaction with collection — using only
+// the interface, a fake clock and a fresh store per subtest. After every
+// subtest it checks the invariants over all rows the subtest created
+// (counters equal the sums over claims, every non-terminal row has a due
+// time, a live claim never points at a blob being deleted).
+//
+// Tests assert behaviour, never timing; the concurrency test runs many
+// goroutines against one store and checks the end state.
+package metatest
+
+import (
+	"testing"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Run runs the conformance suite. open must return a fresh, empty store
+// for each call; Run closes it when the subtest ends.
+func Run(t *testing.T, open func(t *testing.T) meta.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"CreateCommitRoundTrip", testCreateCommitRoundTrip},
+		{"CreatePendingDuplicateID", testCreatePendingDuplicateID},
+		{"QuotaBytesRefusedLeavesNothing", testQuotaBytesRefused},
+		{"QuotaClaimsRefusedLeavesNothing", testQuotaClaimsRefused},
+		{"CommitQuotaRefusedChangesNothing", testCommitQuotaRefused},
+		{"CommitConflicts", testCommitConflicts},
+		{"DedupHit", testDedupHit},
+		{"DedupFlipBack", testDedupFlipBack},
+		{"DedupDisabled", testDedupDisabled},
+		{"DedupNotBefore", testDedupNotBefore},
+		{"DeletingBlobNotUsedForDedup", testDeletingNotUsedForDedup},
+		{"DedupAcrossNamespaces", testDedupAcrossNamespaces},
+		{"RecordRead", testRecordRead},
+		{"RecordReadDeleteAfterRead", testRecordReadDeleteAfterRead},
+		{"RecordReadDueOnlyMovesEarlier", testRecordReadDueOnlyMovesEarlier},
+		{"RecordReadConflicts", testRecordReadConflicts},
+		{"ReleaseIdempotentPerName", testReleaseIdempotent},
+		{"ReleaseFanOut", testReleaseFanOut},
+		{"ReleaseFanOutNamed", testReleaseFanOutNamed},
+		{"ReleaseConflicts", testReleaseConflicts},
+		{"FinishActive", testFinishActive},
+		{"FinishPending", testFinishPending},
+		{"FinishOnlyIfDue", testFinishOnlyIfDue},
+		{"FinishSharedBlob", testFinishSharedBlob},
+		{"FinishDueClaims", testFinishDueClaims},
+		{"FinishDueClaimsSharedBlob", testFinishDueClaimsSharedBlob},
+		{"BeginCollectGraceOrderLimit", testBeginCollectGraceOrderLimit},
+		{"BeginCollectReconfirms", testBeginCollectReconfirms},
+		{"BeginCollectRetriesDeleting", testBeginCollectRetriesDeleting},
+		{"FinishCollect", testFinishCollect},
+		{"CollectFailed", testCollectFailed},
+		{"OldestDue", testOldestDue},
+		{"NotFound", testNotFound},
+		{"Ping", testPing},
+		{"Concurrent", testConcurrent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, setup(t, open))
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package metatest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+func (h *harness) read(id string) meta.Claim {
+	h.t.Helper()
+	c, err := h.s.RecordRead(h.ctx(), id, h.now())
+	if err != nil {
+		h.t.Fatalf("RecordRead(%s): %v", id, err)
+	}
+	return c
+}
+
+func (h *harness) release(id, consumer string) meta.Claim {
+	h.t.Helper()
+	c, err := h.s.Release(h.ctx(), id, consumer, h.now())
+	if err != nil {
+		h.t.Fatalf("Release(%s, %s): %v", id, consumer, err)
+	}
+	return c
+}
+
+// wantDue checks a claim's due time and reason, both as returned and as
+// stored.
+func (h *harness) wantDue(returned meta.Claim, due time.Time, reason string) {
+	h.t.Helper()
+	for _, c := range []meta.Claim{returned, h.claim(returned.ID)} {
+		if !c.DueAt.Equal(due) || c.DueReason != reason {
+			h.t.Errorf("claim %s due %v (%s), want %v (%s)", c.ID, c.DueAt, c.DueReason, due, reason)
+		}
+	}
+}
+
+func testRecordRead(t *testing.T, h *harness) {
+	res := h.put(put{Retention: 5 * time.Minute})
+	h.clock.Advance(time.Minute)
+	c := h.read(res.Claim.ID)
+	if c.Reads != 1 {
+		t.Errorf("Reads = %d, want 1", c.Reads)
+	}
+	wantTime(t, "FirstReadAt", c.FirstReadAt, epoch.Add(time.Minute))
+	wantTime(t, "LastReadAt", c.LastReadAt, epoch.Add(time.Minute))
+	// Without delete_after_read a read does not move the due time.
+	h.wantDue(c, epoch.Add(24*time.Hour), meta.ReasonExpired)
+
+	h.clock.Advance(time.Minute)
+	c = h.read(res.Claim.ID)
+	stored := h.claim(res.Claim.ID)
+	for _, c := range []meta.Claim{c, stored} {
+		if c.Reads != 2 {
+			t.Errorf("Reads = %d, want 2", c.Reads)
+		}
+		wantTime(t, "FirstReadAt", c.FirstReadAt, epoch.Add(time.Minute))
+		wantTime(t, "LastReadAt", c.LastReadAt, epoch.Add(2*time.Minute))
+	}
+	wantTime(t, "ExpiresAt", stored.ExpiresAt, epoch.Add(24*time.Hour))
+}
+
+func testRecordReadDeleteAfterRead(t *testing.T, h *harness) {
+	res := h.put(put{DeleteAfterRead: true, Retention: 5 * time.Minute})
+	h.clock.Advance(time.Minute)
+	c := h.read(res.Claim.ID)
+	h.wantDue(c, epoch.Add(6*time.Minute), meta.ReasonReadRetention)
+
+	// Redelivery inside the window succeeds and does not extend it.
+	h.clock.Advance(3 * time.Minute)
+	c = h.read(res.Claim.ID)
+	if c.Reads != 2 {
+		t.Errorf("Reads = %d, want 2", c.Reads)
+	}
+	h.wantDue(c, epoch.Add(6*time.Minute), meta.ReasonReadRetention)
+
+	// At the due time the read is refused; the caller finishes the claim.
+	h.clock.Set(epoch.Add(6 * time.Minute))
+	_, err := h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
+	wantErr(t, "read at due time", err, meta.ErrConflict)
+	fr, done, err := h.s.FinishClaim(h.ctx(), res.Claim.ID, "", h.now(), true)
+	if err != nil || !done {
+		t.Fatalf("FinishClaim onlyIfDue: done=%v err=%v", done, err)
+	}
+	if fr.Claim.DeleteReason != meta.ReasonReadRetention {
+		t.Errorf("DeleteReason = %q, want %q", fr.Claim.DeleteReason, meta.ReasonReadRetention)
+	}
+	wantTime(t, "ExpiresAt", h.claim(res.Claim.ID).ExpiresAt, epoch.Add(24*time.Hour))
+}
+
+func testRecordReadDueOnlyMovesEarlier(t *testing.T, h *harness) {
+	res := h.put(put{MaxAge: 10 * time.Minute, DeleteAfterRead: true, Retention: time.Hour})
+	c := h.read(res.Claim.ID)
+	h.wantDue(c, epoch.Add(10*time.Minute), meta.ReasonExpired)
+	wantTime(t, "ExpiresAt", c.ExpiresAt, epoch.Add(10*time.Minute))
+}
+
+func testRecordReadConflicts(t *testing.T, h *harness) {
+	cp := h.pending(put{})
+	_, err := h.s.RecordRead(h.ctx(), cp.Claim.ID, h.now())
+	wantErr(t, "read of pending claim", err, meta.ErrConflict)
+
+	res := h.put(put{MaxAge: time.Hour})
+	h.clock.Set(epoch.Add(time.Hour))
+	_, err = h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
+	wantErr(t, "read of due claim", err, meta.ErrConflict)
+
+	h.finish(res.Claim.ID, meta.ReasonExpired)
+	_, err = h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
+	wantErr(t, "read of deleted claim", err, meta.ErrConflict)
+
+	_, err = h.s.RecordRead(h.ctx(), "c_missing", h.now())
+	wantErr(t, "read of unknown claim", err, meta.ErrNotFound)
+
+	if c := h.claim(cp.Claim.ID); c.Reads != 0 || !c.FirstReadAt.IsZero() {
+		t.Errorf("refused read was counted: %+v", c)
+	}
+}
+
+func testReleaseIdempotent(t *testing.T, h *harness) {
+	res := h.put(put{Retention: 5 * time.Minute})
+	h.clock.Advance(time.Minute)
+	c := h.release(res.Claim.ID, "worker")
+	h.wantDue(c, epoch.Add(6*time.Minute), meta.ReasonReleased)
+	if !slices.Equal(c.ReleasedBy, []string{"worker"}) {
+		t.Errorf("ReleasedBy = %v", c.ReleasedBy)
+	}
+	// The same name again changes nothing, not even the due time.
+	h.clock.Advance(time.Minute)
+	c = h.release(res.Claim.ID, "worker")
+	h.wantDue(c, epoch.Add(6*time.Minute), meta.ReasonReleased)
+	if got := h.claim(res.Claim.ID).ReleasedBy; !slices.Equal(got, []string{"worker"}) {
+		t.Errorf("ReleasedBy after repeat = %v", got)
+	}
+}
+
+func testReleaseFanOut(t *testing.T, h *harness) {
+	res := h.put(put{Consumers: 3, Retention: 5 * time.Minute})
+	h.release(res.Claim.ID, "a")
+	h.clock.Advance(time.Minute)
+	h.release(res.Claim.ID, "b")
+	c := h.release(res.Claim.ID, "a")
+	h.wantDue(c, epoch.Add(24*time.Hour), meta.ReasonExpired)
+	h.clock.Advance(time.Minute)
+	c = h.release(res.Claim.ID, "c")
+	h.wantDue(c, epoch.Add(7*time.Minute), meta.ReasonReleased)
+	if got := h.claim(res.Claim.ID).ReleasedBy; !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("ReleasedBy = %v, want [a b c] in release order", got)
+	}
+	// A fourth name after the claim is released moves nothing.
+	h.clock.Advance(time.Minute)
+	c = h.release(res.Claim.ID, "d")
+	h.wantDue(c, epoch.Add(7*time.Minute), meta.ReasonReleased)
+}
+
+func testReleaseFanOutNamed(t *testing.T, h *harness) {
+	res := h.put(put{Consumers: 2, ConsumerNames: []string{"billing", "search"}, Retention: time.Minute})
+	h.release(res.Claim.ID, "billing")
+	c := h.release(res.Claim.ID, "stranger") // not a listed name: does not count
+	h.wantDue(c, epoch.Add(24*time.Hour), meta.ReasonExpired)
+	c = h.release(res.Claim.ID, "billing")
+	h.wantDue(c, epoch.Add(24*time.Hour), meta.ReasonExpired)
+	c = h.release(res.Claim.ID, "search")
+	h.wantDue(c, epoch.Add(time.Minute), meta.ReasonReleased)
+	got := h.claim(res.Claim.ID).ReleasedBy
+	if !slices.Contains(got, "billing") || !slices.Contains(got, "search") || slices.Contains(got, "stranger") {
+		t.Errorf("ReleasedBy = %v, want billing and search only", got)
+	}
+}
+
+func testReleaseConflicts(t *testing.T, h *harness) {
+	cp := h.pending(put{})
+	_, err := h.s.Release(h.ctx(), cp.Claim.ID, "a", h.now())
+	wantErr(t, "release of pending claim", err, meta.ErrConflict)
+
+	// A release cannot extend the due time.
+	res := h.put(put{MaxAge: time.Hour, Retention: 2 * time.Hour})
+	c := h.release(res.Claim.ID, "a")
+	h.wantDue(c, epoch.Add(time.Hour), meta.ReasonExpired)
+
+	h.clock.Set(epoch.Add(time.Hour))
+	_, err = h.s.Release(h.ctx(), res.Claim.ID, "b", h.now())
+	wantErr(t, "release of due claim", err, meta.ErrConflict)
+	h.finish(res.Claim.ID, meta.ReasonExpired)
+	_, err = h.s.Release(h.ctx(), res.Claim.ID, "b", h.now())
+	wantErr(t, "release of deleted claim", err, meta.ErrConflict)
+	_, err = h.s.Release(h.ctx(), "c_missing", "a", h.now())
+	wantErr(t, "release of unknown claim", err, meta.ErrNotFound)
+}

@@ -1,0 +1,374 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// CreatePending inserts the staging blob and the pending claim of a put
+// and reserves its quota (put step 1).
+func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) error {
+	c, b := p.Claim, p.Blob
+	if err := validatePending(c, b); err != nil {
+		return fmt.Errorf("sqlmeta: create pending claim %s: %w", c.ID, err)
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = p.Now
+	}
+	if b.CreatedAt.IsZero() {
+		b.CreatedAt = p.Now
+	}
+	labels, err := jsonOrNull(c.Labels, len(c.Labels) == 0)
+	if err != nil {
+		return fmt.Errorf("sqlmeta: create pending claim %s: labels: %w", c.ID, err)
+	}
+	names, err := jsonOrNull(c.ConsumerNames, len(c.ConsumerNames) == 0)
+	if err != nil {
+		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
+	}
+	err = s.write(ctx, func(q *txq) error {
+		if err := q.ensureNamespace(c.Namespace); err != nil {
+			return err
+		}
+		n, err := q.loadNamespace(c.Namespace)
+		if err != nil {
+			return err
+		}
+		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
+			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+		}
+		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+		}
+		// The blob row exists before its object is written, so every
+		// object the protocol writes can be found from the database.
+		_, err = q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+			state, refcount, created_at, state_at, collect_at, version)
+			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
+			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
+			b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt))
+		if err != nil {
+			return err
+		}
+		_, err = q.exec(`INSERT INTO claims (`+claimColumns+`)
+			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
+			c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
+			c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
+			boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
+			int64(max(c.Consumers, 1)), names)
+		if err != nil {
+			return err
+		}
+		return q.applyNamespace(c.Namespace, nsDelta{reserved: c.ReservedBytes, pending: 1})
+	})
+	if s.d.isUniqueViolation(err) {
+		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlmeta: create pending claim %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func validatePending(c meta.Claim, b meta.Blob) error {
+	switch {
+	case c.ID == "" || b.ID == "":
+		return errors.New("claim and blob need ids")
+	case c.State != meta.ClaimPending:
+		return fmt.Errorf("claim state is %q, want pending", c.State)
+	case b.State != meta.BlobStaging:
+		return fmt.Errorf("blob state is %q, want staging", b.State)
+	case c.BlobID != b.ID:
+		return fmt.Errorf("claim points at blob %q, not at the new blob %q", c.BlobID, b.ID)
+	case c.Namespace == "" || c.Namespace != b.Namespace:
+		return fmt.Errorf("claim namespace %q and blob namespace %q differ", c.Namespace, b.Namespace)
+	case c.DueAt.IsZero() || b.CollectAt.IsZero():
+		return errors.New("a pending claim and its staging blob need due times")
+	case b.CollectAt.Before(c.DueAt):
+		return errors.New("the staging blob must not come due before its claim")
+	case c.ReservedBytes < 0:
+		return errors.New("negative reservation")
+	}
+	return nil
+}
+
+// Commit turns a pending claim active (put step 3); see meta.Store.
+func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitResult, error) {
+	var res meta.CommitResult
+	err := s.write(ctx, func(q *txq) error {
+		var err error
+		res, err = q.commit(p)
+		return err
+	})
+	if s.d.isUniqueViolation(err) {
+		// Only the dedup index can be violated, and write already ran the
+		// transaction again maxAttempts times.
+		err = fmt.Errorf("concurrent commits of digest %s kept colliding: %w", p.Digest, meta.ErrConflict)
+	}
+	if err != nil {
+		return meta.CommitResult{}, fmt.Errorf("sqlmeta: commit claim %s: %w", p.ClaimID, err)
+	}
+	return res, nil
+}
+
+func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
+	now := p.Now.UnixNano()
+	c, err := q.loadClaim(p.ClaimID, true)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if c.State != meta.ClaimPending {
+		return meta.CommitResult{}, fmt.Errorf("claim is %s, not pending: %w", c.State, meta.ErrConflict)
+	}
+	if c.BlobID != p.BlobID {
+		return meta.CommitResult{}, fmt.Errorf("claim is staged in blob %s, not %s: %w", c.BlobID, p.BlobID, meta.ErrConflict)
+	}
+	staging, err := q.loadBlob(p.BlobID, true)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if staging.State != meta.BlobStaging {
+		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
+	}
+
+	// Reservation → usage. The total only grows when the payload is
+	// larger than its reservation; only then is the limit checked, so a
+	// lowered quota never strands an upload whose bytes were reserved.
+	n, err := q.loadNamespace(c.Namespace)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
+		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
+	}
+
+	// The dedup candidate of this (namespace, digest), locked: from here
+	// on no concurrent finish or collection can change its state.
+	var cand *meta.Blob
+	if p.Digest != "" {
+		b, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs
+			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
+			c.Namespace, p.Digest))
+		switch {
+		case err == nil:
+			cand = &b
+		case !errors.Is(err, sql.ErrNoRows):
+			return meta.CommitResult{}, err
+		}
+	}
+
+	res := meta.CommitResult{}
+	blobID := staging.ID
+	if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
+		// Hit: share the candidate. An orphaned one is live again
+		// (collect_at cleared, so collection no longer sees it).
+		n, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+			refcount = refcount + 1, version = version + 1
+			WHERE id = ? AND state = ?`,
+			now, cand.ID, string(cand.State))
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
+		if n == 0 {
+			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
+		}
+		// Our own object is not needed: collect it now. It keeps no
+		// digest, so it never competes for the dedup index.
+		if _, err := q.exec(`UPDATE blobs SET state = 'orphaned', size = ?, stored_size = ?, compression = ?,
+			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
+			WHERE id = ? AND state = 'staging'`,
+			p.Size, p.StoredSize, p.Compression, now, now, staging.ID); err != nil {
+			return meta.CommitResult{}, err
+		}
+		res.DedupHit = true
+		res.FlipBack = cand.State == meta.BlobOrphaned
+		blobID = cand.ID
+	} else {
+		if cand != nil {
+			// The candidate may not be reused (dedup off, or too old for
+			// the lifecycle rule): the new blob, which lives longest,
+			// becomes the candidate.
+			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ?`, cand.ID); err != nil {
+				return meta.CommitResult{}, err
+			}
+		}
+		_, err := q.exec(`UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
+			WHERE id = ? AND state = 'staging'`,
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+		if q.d.isUniqueViolation(err) {
+			// A concurrent commit of the same digest got the index entry
+			// first (PostgreSQL); run again, now as a dedup hit.
+			return meta.CommitResult{}, fmt.Errorf("%w: %w", errRetry, err)
+		}
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
+	}
+
+	dueAt, dueReason := p.DueAt, p.DueReason
+	if dueAt.IsZero() {
+		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
+	}
+	if _, err := q.exec(`UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
+		WHERE id = ? AND state = 'pending'`,
+		blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
+		return meta.CommitResult{}, err
+	}
+	if err := q.applyNamespace(c.Namespace, nsDelta{
+		used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1,
+	}); err != nil {
+		return meta.CommitResult{}, err
+	}
+
+	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
+	res.Claim = c
+	res.Blob, err = q.loadBlob(blobID, false)
+	return res, err
+}
+
+// Claim loads a claim with its releases.
+func (s *Store) Claim(ctx context.Context, id string) (meta.Claim, error) {
+	var c meta.Claim
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		c, err = q.loadClaim(id, false)
+		return err
+	})
+	if err != nil {
+		return meta.Claim{}, fmt.Errorf("sqlmeta: load claim: %w", err)
+	}
+	return c, nil
+}
+
+// Blob loads a blob.
+func (s *Store) Blob(ctx context.Context, id string) (meta.Blob, error) {
+	var b meta.Blob
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		b, err = q.loadBlob(id, false)
+		return err
+	})
+	if err != nil {
+		return meta.Blob{}, fmt.Errorf("sqlmeta: load blob: %w", err)
+	}
+	return b, nil
+}
+
+// Namespace returns a namespace's counters (zero for an unknown name).
+func (s *Store) Namespace(ctx context.Context, name string) (meta.Namespace, error) {
+	n := meta.Namespace{Name: name}
+	err := s.read(ctx, func(q *txq) error {
+		err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces WHERE name = ?`, name).
+			Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return meta.Namespace{}, fmt.Errorf("sqlmeta: load namespace %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// liveAt checks that a claim can still be read or released at now.
+func liveAt(c meta.Claim, now time.Time) error {
+	if c.State != meta.ClaimActive {
+		return fmt.Errorf("claim is %s, not active: %w", c.State, meta.ErrConflict)
+	}
+	if !c.DueAt.IsZero() && !c.DueAt.After(now) {
+		return fmt.Errorf("claim was due at %s (%s): %w", c.DueAt.Format(time.RFC3339Nano), c.DueReason, meta.ErrConflict)
+	}
+	return nil
+}
+
+// lowerDue returns the earlier of the claim's due time and t, with the
+// reason that goes with it: a due time only ever moves earlier.
+func lowerDue(c meta.Claim, t time.Time, reason string) (time.Time, string) {
+	if c.DueAt.IsZero() || t.Before(c.DueAt) {
+		return t, reason
+	}
+	return c.DueAt, c.DueReason
+}
+
+// RecordRead counts a read of a live claim; see meta.Store.
+func (s *Store) RecordRead(ctx context.Context, id string, now time.Time) (meta.Claim, error) {
+	var c meta.Claim
+	err := s.write(ctx, func(q *txq) error {
+		var err error
+		c, err = q.loadClaim(id, true)
+		if err != nil {
+			return err
+		}
+		if err := liveAt(c, now); err != nil {
+			return err
+		}
+		c.Reads++
+		if c.FirstReadAt.IsZero() {
+			c.FirstReadAt = now
+		}
+		c.LastReadAt = now
+		if c.DeleteAfterRead {
+			c.DueAt, c.DueReason = lowerDue(c, c.FirstReadAt.Add(c.RetentionAfterRead), meta.ReasonReadRetention)
+		}
+		_, err = q.exec(`UPDATE claims SET reads = ?, first_read_at = ?, last_read_at = ?, due_at = ?, due_reason = ?
+			WHERE id = ? AND state = 'active'`,
+			c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason, id)
+		return err
+	})
+	if err != nil {
+		return meta.Claim{}, fmt.Errorf("sqlmeta: record read of claim %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// Release records a consumer's release of a live claim; see meta.Store.
+func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time) (meta.Claim, error) {
+	var c meta.Claim
+	err := s.write(ctx, func(q *txq) error {
+		var err error
+		c, err = q.loadClaim(id, true)
+		if err != nil {
+			return err
+		}
+		if err := liveAt(c, now); err != nil {
+			return err
+		}
+		if len(c.ConsumerNames) > 0 && !slices.Contains(c.ConsumerNames, consumer) {
+			return nil // does not count; the engine refuses such names before calling
+		}
+		if slices.Contains(c.ReleasedBy, consumer) {
+			return nil // idempotent per name
+		}
+		if _, err := q.exec(`INSERT INTO claim_releases (claim_id, consumer, released_at, seq) VALUES (?, ?, ?, ?)`,
+			id, consumer, now.UnixNano(), len(c.ReleasedBy)+1); err != nil {
+			return err
+		}
+		c.ReleasedBy = append(c.ReleasedBy, consumer)
+		if len(c.ReleasedBy) < max(c.Consumers, 1) {
+			return nil
+		}
+		dueAt, reason := lowerDue(c, now.Add(c.RetentionAfterRead), meta.ReasonReleased)
+		if dueAt.Equal(c.DueAt) {
+			return nil
+		}
+		c.DueAt, c.DueReason = dueAt, reason
+		_, err = q.exec(`UPDATE claims SET due_at = ?, due_reason = ? WHERE id = ? AND state = 'active'`,
+			ts(c.DueAt), c.DueReason, id)
+		return err
+	})
+	if err != nil {
+		return meta.Claim{}, fmt.Errorf("sqlmeta: release claim %s by %q: %w", id, consumer, err)
+	}
+	return c, nil
+}

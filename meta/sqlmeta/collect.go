@@ -1,0 +1,191 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// BeginCollect takes a page of due blobs for deletion; see meta.Store.
+//
+// This is the transaction that makes collection safe (ADR-0019): a blob
+// leaves orphaned (or staging) for deleting only after a query over claims
+// in the same transaction found no pending or active claim pointing at it.
+// The refcount is not trusted; a referenced orphaned blob is drift and is
+// repaired here (back to committed, refcount recounted). A staging blob
+// whose pending claim has not been finished yet is simply put off by
+// retry: its claim's sweep comes first.
+func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retry time.Duration) ([]meta.Blob, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []meta.Blob
+	err := s.write(ctx, func(q *txq) error {
+		out = nil
+		nowNS, retryNS := now.UnixNano(), now.Add(retry).UnixNano()
+		rows, err := q.query(`SELECT `+blobColumns+` FROM blobs
+			WHERE collect_at IS NOT NULL AND collect_at <= ? AND state IN ('staging', 'orphaned', 'deleting')
+			ORDER BY collect_at LIMIT ?`+q.d.skipLocked,
+			nowNS, limit)
+		if err != nil {
+			return err
+		}
+		var due []meta.Blob
+		for rows.Next() {
+			b, err := scanBlob(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			due = append(due, b)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+
+		// The re-check, one query per chunk, after the blobs are locked.
+		var check []string
+		for _, b := range due {
+			if b.State != meta.BlobDeleting {
+				check = append(check, b.ID)
+			}
+		}
+		refs := make(map[string]int64)
+		err = chunks(check, func(part []string) error {
+			rows, err := q.query(`SELECT blob_id, COUNT(*) FROM claims
+				WHERE blob_id IN (`+placeholders(len(part))+`) AND state IN ('pending', 'active')
+				GROUP BY blob_id`, anys(part)...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var n int64
+				if err := rows.Scan(&id, &n); err != nil {
+					return err
+				}
+				refs[id] = n
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+
+		for _, b := range due {
+			live := refs[b.ID]
+			var n int64
+			switch {
+			case live > 0 && b.State == meta.BlobOrphaned:
+				_, err = q.exec(`UPDATE blobs SET state = 'committed', refcount = ?, collect_at = NULL, state_at = ?, version = version + 1
+					WHERE id = ? AND state = 'orphaned'`,
+					live, nowNS, b.ID)
+				if err != nil {
+					return err
+				}
+				continue
+			case live > 0: // staging, its pending claim not finished yet
+				_, err = q.exec(`UPDATE blobs SET collect_at = ?, version = version + 1 WHERE id = ? AND state = 'staging'`,
+					retryNS, b.ID)
+				if err != nil {
+					return err
+				}
+				continue
+			case b.State == meta.BlobDeleting: // a previous attempt died or failed
+				n, err = q.exec(`UPDATE blobs SET collect_at = ?, version = version + 1 WHERE id = ? AND state = 'deleting'`,
+					retryNS, b.ID)
+			default:
+				n, err = q.exec(`UPDATE blobs SET state = 'deleting', collect_at = ?, state_at = ?, version = version + 1
+					WHERE id = ? AND state = ?`,
+					retryNS, nowNS, b.ID, string(b.State))
+				b.StateAt = now.UTC()
+			}
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue // changed since the page was read
+			}
+			b.State, b.CollectAt, b.Version = meta.BlobDeleting, now.Add(retry).UTC(), b.Version+1
+			out = append(out, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: begin collect: %w", err)
+	}
+	return out, nil
+}
+
+// FinishCollect marks deleting blobs deleted; others are left alone.
+func (s *Store) FinishCollect(ctx context.Context, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(q *txq) error {
+		return chunks(ids, func(part []string) error {
+			args := append([]any{now.UnixNano()}, anys(part)...)
+			_, err := q.exec(`UPDATE blobs SET state = 'deleted', dedupable = 0, collect_at = NULL, state_at = ?, version = version + 1
+				WHERE id IN (`+placeholders(len(part))+`) AND state = 'deleting'`, args...)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: finish collect: %w", err)
+	}
+	return nil
+}
+
+// CollectFailed records a failed object delete of a deleting blob:
+// attempts+1, the error, and the next attempt's time. ErrConflict if the
+// blob is not deleting, ErrNotFound if there is no such blob.
+func (s *Store) CollectFailed(ctx context.Context, id string, cause string, retryAt time.Time) error {
+	err := s.write(ctx, func(q *txq) error {
+		n, err := q.exec(`UPDATE blobs SET attempts = attempts + 1, last_error = ?, collect_at = ?, version = version + 1
+			WHERE id = ? AND state = 'deleting'`,
+			cause, retryAt.UnixNano(), id)
+		if err != nil || n == 1 {
+			return err
+		}
+		b, err := q.loadBlob(id, false)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("blob is %s, not deleting: %w", b.State, meta.ErrConflict)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: record failed collection of blob %s: %w", id, err)
+	}
+	return nil
+}
+
+// OldestDue returns the earliest due time over claims and blobs (the
+// minimum of each partial index), or the zero time.
+func (s *Store) OldestDue(ctx context.Context) (time.Time, error) {
+	var oldest time.Time
+	err := s.read(ctx, func(q *txq) error {
+		for _, query := range []string{
+			`SELECT MIN(due_at) FROM claims WHERE due_at IS NOT NULL`,
+			`SELECT MIN(collect_at) FROM blobs WHERE collect_at IS NOT NULL`,
+		} {
+			var v sql.NullInt64
+			if err := q.queryRow(query).Scan(&v); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if t := fromTS(v); !t.IsZero() && (oldest.IsZero() || t.Before(oldest)) {
+				oldest = t
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlmeta: oldest due time: %w", err)
+	}
+	return oldest, nil
+}

@@ -1,0 +1,233 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dialect is everything that differs between the SQL databases the store
+// runs on. The queries themselves are written once, in the common subset of
+// SQLite and PostgreSQL, with ? placeholders; anything else belongs here.
+type dialect struct {
+	name string
+
+	// dollarPlaceholders rewrites ? to $1, $2, ... (PostgreSQL).
+	dollarPlaceholders bool
+
+	// lockRow is appended to a SELECT that reads a row the transaction is
+	// going to change, and skipLocked to a SELECT that takes a page of due
+	// rows. Both are empty on SQLite, where a write transaction already
+	// holds the only write lock of the database.
+	lockRow    string
+	skipLocked string
+
+	// migrationLock, when set, is executed first in every migration
+	// transaction so that several processes starting at once apply each
+	// migration once (SQLite needs nothing: BEGIN IMMEDIATE serialises
+	// them).
+	migrationLock string
+
+	// open returns the pool for write transactions and the pool for read
+	// transactions (the same pool where the database needs no split).
+	open func(ctx context.Context, target string) (w, r *sql.DB, err error)
+
+	// isUniqueViolation reports a unique index violation; retryable reports
+	// an error after which the whole transaction may simply be run again
+	// (serialisation failures, deadlocks detected by the server).
+	isUniqueViolation func(error) bool
+	retryable         func(error) bool
+}
+
+// rebind rewrites the ? placeholders of q for the dialect. Queries never
+// contain ? inside string literals, so a plain scan is enough.
+func (d *dialect) rebind(q string) string {
+	if !d.dollarPlaceholders || !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// sqliteDialect: modernc.org/sqlite (pure Go), chosen in docs/adr/0002.
+var sqliteDialect = &dialect{
+	name:              "sqlite",
+	open:              openSQLite,
+	isUniqueViolation: sqliteUniqueViolation,
+	retryable:         func(error) bool { return false },
+}
+
+// postgresDialect: PostgreSQL through pgx's database/sql driver. Several
+// store processes may share one database, so rows are locked explicitly
+// and sweeps skip rows another process is working on.
+var postgresDialect = &dialect{
+	name:               "postgres",
+	dollarPlaceholders: true,
+	lockRow:            " FOR UPDATE",
+	skipLocked:         " FOR UPDATE SKIP LOCKED",
+	// Any constant works; it only has to be the same in every process.
+	migrationLock:     "SELECT pg_advisory_xact_lock(7243018211)",
+	open:              openPostgres,
+	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },
+	retryable: func(err error) bool {
+		c := pgCode(err)
+		return c == "40001" || c == "40P01" // serialization_failure, deadlock_detected
+	},
+}
+
+// sqliteReaders is the size of the SQLite read pool. WAL readers never
+// block the writer or each other, so a few connections let Claim, Blob and
+// Namespace answer while a sweep page is being written.
+const sqliteReaders = 4
+
+// openSQLite opens a database file with two pools.
+//
+// SQLite allows one writer at a time. Instead of letting goroutines race
+// for the write lock and fail with SQLITE_BUSY (a deferred transaction that
+// starts reading and later wants to write cannot wait for the lock, it can
+// only fail), all write transactions go through a pool of exactly one
+// connection: database/sql queues them in Go, in order, and each one starts
+// with BEGIN IMMEDIATE so that it holds the write lock from its first
+// statement (that, and busy_timeout, is what keeps another process — the
+// CLI running fsck against the same file — from failing us mid-transaction).
+// Reads use a separate pool of query_only connections; in WAL mode they see
+// the last committed state without waiting for the writer.
+//
+// Deadlock rule that follows from the one-connection pool: a method never
+// uses a pool while it holds a transaction; everything inside a
+// transaction goes through that transaction.
+//
+// ":memory:" is accepted for quick experiments: one connection serves both
+// reads and writes, because each connection would otherwise see its own
+// empty database.
+func openSQLite(ctx context.Context, path string) (w, r *sql.DB, err error) {
+	if path == "" {
+		return nil, nil, errors.New("sqlite: empty database path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, nil, fmt.Errorf("sqlite: database path %q must not contain '?'", path)
+	}
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	if path == ":memory:" {
+		w, err = sql.Open("sqlite", path+"?"+common+"&_txlock=immediate")
+		if err != nil {
+			return nil, nil, err
+		}
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxLifetime(0)
+		w.SetConnMaxIdleTime(0)
+		return w, w, nil
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+		}
+	}
+	// synchronous=NORMAL is durable across application crashes in WAL mode
+	// and loses at most the last transactions on power loss; the sweeper
+	// tolerates that (every step is idempotent), and it is several times
+	// faster than FULL.
+	wal := common + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	w, err = sql.Open("sqlite", path+"?"+wal+"&_txlock=immediate")
+	if err != nil {
+		return nil, nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// Create the file and switch it to WAL before the readers connect: a
+	// query_only connection cannot change the journal mode.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	r, err = sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	r.SetMaxOpenConns(sqliteReaders)
+	r.SetMaxIdleConns(sqliteReaders)
+	return w, r, nil
+}
+
+func sqliteUniqueViolation(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// openPostgres opens one pool for both reads and writes: PostgreSQL has
+// row locks, so writers do not need to be queued in Go.
+func openPostgres(ctx context.Context, dsn string) (w, r *sql.DB, err error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, db, nil
+}
+
+func pgCode(err error) string {
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// parseDSN picks the dialect from the DSN's scheme and returns what its
+// open function takes.
+func parseDSN(dsn string) (*dialect, string, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		return sqliteDialect, strings.TrimPrefix(dsn, "sqlite://"), nil
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqliteDialect, strings.TrimPrefix(dsn, "sqlite:"), nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgresDialect, dsn, nil
+	}
+	return nil, "", fmt.Errorf("sqlmeta: unsupported database %q: use sqlite:PATH, sqlite://PATH or postgres://...", redact(dsn))
+}
+
+// redact drops anything that could be a password from a DSN shown in an
+// error.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		return dsn[:i+3] + "..."
+	}
+	if len(dsn) > 16 {
+		return dsn[:16] + "..."
+	}
+	return dsn
+}

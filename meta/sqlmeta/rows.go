@@ -1,0 +1,192 @@
+package sqlmeta
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Column lists and scanners for the claims and blobs tables. Every query
+// that returns a whole row uses these, so a new column is added in one
+// place.
+
+const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, content_type, labels,
+	created_at, expires_at, due_at, due_reason, delete_after_read, retention_after_read, grace_period,
+	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason`
+
+const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
+	created_at, state_at, collect_at, attempts, last_error, version`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanClaim(row scanner) (meta.Claim, error) {
+	var (
+		c                                 meta.Claim
+		state                             string
+		labels, consumerNames             sql.NullString
+		created                           int64
+		expires, due, firstRead, lastRead sql.NullInt64
+		deleted                           sql.NullInt64
+		deleteAfterRead, retention, grace int64
+		consumers                         int64
+	)
+	err := row.Scan(&c.ID, &c.Namespace, &c.BlobID, &state, &c.Size, &c.ReservedBytes, &c.ContentType, &labels,
+		&created, &expires, &due, &c.DueReason, &deleteAfterRead, &retention, &grace,
+		&c.Reads, &firstRead, &lastRead, &consumers, &consumerNames, &deleted, &c.DeleteReason)
+	if err != nil {
+		return meta.Claim{}, err
+	}
+	c.State = meta.ClaimState(state)
+	c.CreatedAt = time.Unix(0, created).UTC()
+	c.ExpiresAt = fromTS(expires)
+	c.DueAt = fromTS(due)
+	c.DeleteAfterRead = deleteAfterRead != 0
+	c.RetentionAfterRead = time.Duration(retention)
+	c.GracePeriod = time.Duration(grace)
+	c.FirstReadAt = fromTS(firstRead)
+	c.LastReadAt = fromTS(lastRead)
+	c.Consumers = int(consumers)
+	c.DeletedAt = fromTS(deleted)
+	if labels.Valid {
+		if err := json.Unmarshal([]byte(labels.String), &c.Labels); err != nil {
+			return meta.Claim{}, fmt.Errorf("claim %s: labels: %w", c.ID, err)
+		}
+	}
+	if consumerNames.Valid {
+		if err := json.Unmarshal([]byte(consumerNames.String), &c.ConsumerNames); err != nil {
+			return meta.Claim{}, fmt.Errorf("claim %s: consumer names: %w", c.ID, err)
+		}
+	}
+	return c, nil
+}
+
+func scanBlob(row scanner) (meta.Blob, error) {
+	var (
+		b                meta.Blob
+		digest           sql.NullString
+		state            string
+		created, stateAt int64
+		collect          sql.NullInt64
+		attempts         int64
+	)
+	err := row.Scan(&b.ID, &b.Namespace, &digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &state, &b.Refcount,
+		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version)
+	if err != nil {
+		return meta.Blob{}, err
+	}
+	b.Digest = digest.String
+	b.State = meta.BlobState(state)
+	b.CreatedAt = time.Unix(0, created).UTC()
+	b.StateAt = time.Unix(0, stateAt).UTC()
+	b.CollectAt = fromTS(collect)
+	b.Attempts = int(attempts)
+	return b, nil
+}
+
+// jsonOrNull encodes v as JSON, or NULL when empty.
+func jsonOrNull[T any](v T, empty bool) (any, error) {
+	if empty {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// loadClaim reads one claim with its releases; lock locks the row on
+// databases with row locks.
+func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
+	query := `SELECT ` + claimColumns + ` FROM claims WHERE id = ?`
+	if lock {
+		query += q.d.lockRow
+	}
+	c, err := scanClaim(q.queryRow(query, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
+	}
+	if err != nil {
+		return meta.Claim{}, err
+	}
+	if err := q.loadReleases([]*meta.Claim{&c}); err != nil {
+		return meta.Claim{}, err
+	}
+	return c, nil
+}
+
+// loadReleases fills ReleasedBy of the claims, in release order.
+func (q *txq) loadReleases(cs []*meta.Claim) error {
+	byID := make(map[string]*meta.Claim, len(cs))
+	ids := make([]string, 0, len(cs))
+	for _, c := range cs {
+		byID[c.ID] = c
+		ids = append(ids, c.ID)
+	}
+	return chunks(ids, func(part []string) error {
+		rows, err := q.query(`SELECT claim_id, consumer FROM claim_releases WHERE claim_id IN (`+
+			placeholders(len(part))+`) ORDER BY claim_id, seq`, anys(part)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, consumer string
+			if err := rows.Scan(&id, &consumer); err != nil {
+				return err
+			}
+			c := byID[id]
+			c.ReleasedBy = append(c.ReleasedBy, consumer)
+		}
+		return rows.Err()
+	})
+}
+
+// loadBlob reads one blob; lock locks the row on databases with row locks.
+func (q *txq) loadBlob(id string, lock bool) (meta.Blob, error) {
+	query := `SELECT ` + blobColumns + ` FROM blobs WHERE id = ?`
+	if lock {
+		query += q.d.lockRow
+	}
+	b, err := scanBlob(q.queryRow(query, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Blob{}, fmt.Errorf("blob %s: %w", id, meta.ErrNotFound)
+	}
+	return b, err
+}
+
+// loadNamespace reads a namespace's counters, locking the row on
+// databases with row locks. The row must exist (ensureNamespace).
+func (q *txq) loadNamespace(name string) (meta.Namespace, error) {
+	n := meta.Namespace{Name: name}
+	err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces WHERE name = ?`+q.d.lockRow, name).
+		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
+	return n, err
+}
+
+// ensureNamespace creates a namespace's counter row on first use. The
+// upsert syntax is the same on SQLite (3.24+) and PostgreSQL.
+func (q *txq) ensureNamespace(name string) error {
+	_, err := q.exec(`INSERT INTO namespaces (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, name)
+	return err
+}
+
+// nsDelta is a change to a namespace's counters, summed over a page of
+// claims so that each namespace row is written once per transaction.
+type nsDelta struct {
+	used, reserved, active, pending int64
+}
+
+func (q *txq) applyNamespace(name string, d nsDelta) error {
+	if d == (nsDelta{}) {
+		return nil
+	}
+	_, err := q.exec(`UPDATE namespaces SET used_bytes = used_bytes + ?, reserved_bytes = reserved_bytes + ?,
+		active_claims = active_claims + ?, pending_claims = pending_claims + ? WHERE name = ?`,
+		d.used, d.reserved, d.active, d.pending, name)
+	return err
+}

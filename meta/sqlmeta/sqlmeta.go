@@ -1,0 +1,213 @@
+// Package sqlmeta is the SQL implementation of meta.Store: one set of
+// queries over database/sql, run on SQLite (modernc.org/sqlite, the
+// embedded default) or PostgreSQL (pgx, for several server replicas).
+//
+// The queries are written once, in the subset both databases share, with ?
+// placeholders. What differs — placeholder syntax, row locking, how the
+// connection pool is set up — lives in the dialect struct (dialect.go).
+// The schema is in migrations/, applied at Open.
+//
+// Every method is one transaction. State changes are compare-and-swap
+// (UPDATE ... WHERE id = ? AND state = ?, then the row count is checked),
+// every timestamp comes from the caller's now, and sweeps read due rows
+// from partial indexes on the due-time columns, a page at a time.
+//
+// Concurrency: on SQLite all writes are queued on one connection (see
+// openSQLite), so two transactions never interleave. On PostgreSQL, under
+// READ COMMITTED, rows a transaction is going to change are locked first
+// (SELECT ... FOR UPDATE) and every decision that depends on other rows is
+// taken after the lock, in a later statement, so it sees everything
+// committed before. The blob row is the lock that serialises dedup against
+// finishing and collection: Commit locks the blob it reuses, FinishClaim
+// locks the blob before asking whether a live claim still points at it,
+// and BeginCollect holds the blob (SKIP LOCKED) while it re-checks.
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+var _ meta.Store = (*Store)(nil)
+
+// Store is a meta.Store on a SQL database. Create it with Open.
+type Store struct {
+	d *dialect
+	w *sql.DB // write transactions
+	r *sql.DB // read transactions (the same pool on PostgreSQL)
+}
+
+// Open connects to the database named by dsn and applies pending
+// migrations. Accepted forms:
+//
+//	sqlite:PATH          a database file (parent directories are created)
+//	sqlite://PATH        the same; sqlite:///abs/file.db is an absolute path
+//	sqlite::memory:      a private in-memory database (tests, experiments)
+//	postgres://...       PostgreSQL, any DSN pgx accepts (also postgresql://)
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	d, target, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	w, r, err := d.open(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: open %s database: %w", d.name, err)
+	}
+	s := &Store{d: d, w: w, r: r}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlmeta: ping: %w", err)
+	}
+	if s.r != s.w {
+		if err := s.r.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlmeta: ping: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close closes the connection pools.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// maxAttempts bounds how often a transaction is run again after a
+// retryable failure (PostgreSQL serialisation failures and deadlocks, and
+// the unique-index race of two concurrent commits of the same digest).
+const maxAttempts = 10
+
+// errRetry asks write to run the transaction again from the start.
+var errRetry = errors.New("sqlmeta: transaction must be retried")
+
+// write runs fn in a write transaction and commits it, running it again
+// when it fails in a way that a fresh attempt can fix. fn must only
+// assign its results, so that a repeated run starts clean.
+func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
+	var err error
+	for range maxAttempts {
+		err = s.runTx(ctx, s.w, nil, fn)
+		if err == nil || ctx.Err() != nil || !(errors.Is(err, errRetry) || s.d.retryable(err)) {
+			return err
+		}
+	}
+	return err
+}
+
+// read runs fn in a read-only transaction, so multi-query reads see one
+// snapshot.
+func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
+	return s.runTx(ctx, s.r, &sql.TxOptions{ReadOnly: true}, fn)
+}
+
+func (s *Store) runTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(q *txq) error) error {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(&txq{ctx: ctx, tx: tx, d: s.d}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// txq runs the dialect's rebound queries inside one transaction.
+type txq struct {
+	ctx context.Context
+	tx  *sql.Tx
+	d   *dialect
+}
+
+func (q *txq) exec(query string, args ...any) (int64, error) {
+	res, err := q.tx.ExecContext(q.ctx, q.d.rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q *txq) query(query string, args ...any) (*sql.Rows, error) {
+	return q.tx.QueryContext(q.ctx, q.d.rebind(query), args...)
+}
+
+func (q *txq) queryRow(query string, args ...any) *sql.Row {
+	return q.tx.QueryRowContext(q.ctx, q.d.rebind(query), args...)
+}
+
+// placeholders returns "?, ?, ..." with n marks, for IN lists.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// inChunk bounds IN lists well below every database's parameter limit
+// (SQLite 32766, PostgreSQL 65535).
+const inChunk = 500
+
+// chunks calls fn for consecutive slices of ids of at most inChunk ids.
+func chunks(ids []string, fn func(part []string) error) error {
+	for len(ids) > 0 {
+		n := min(len(ids), inChunk)
+		if err := fn(ids[:n]); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+func anys(ids []string) []any {
+	a := make([]any, len(ids))
+	for i, id := range ids {
+		a[i] = id
+	}
+	return a
+}
+
+// Times are stored as Unix nanoseconds (BIGINT), NULL for the zero time.
+// That covers the years 1678 to 2262.
+
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromTS(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,175 @@
+package sqlmeta
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/metatest"
+)
+
+func openSQLiteStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "db", "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSQLiteConformance(t *testing.T) {
+	metatest.Run(t, func(t *testing.T) meta.Store { return openSQLiteStore(t) })
+}
+
+// TestPostgresConformance runs the suite against the database named by
+// TEST_DATABASE_URL (a postgres:// DSN of a database the test may create
+// schemas in), each subtest in a schema of its own.
+func TestPostgresConformance(t *testing.T) {
+	dsn := os.Getenv("TEST_DATABASE_URL")
+	if dsn == "" {
+		t.Skip("TEST_DATABASE_URL is not set: skipping the PostgreSQL run of the conformance suite")
+	}
+	metatest.Run(t, func(t *testing.T) meta.Store { return openPostgresStore(t, dsn) })
+}
+
+func openPostgresStore(t testing.TB, dsn string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	schema := "metatest_" + strings.ToLower(rand.Text())
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	s, err := Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestOpenDSN(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, dsn := range []string{
+		"sqlite:" + filepath.Join(dir, "a", "b", "one.db"),
+		"sqlite://" + filepath.Join(dir, "two.db"),
+		"sqlite::memory:",
+	} {
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			t.Errorf("Open(%q): %v", dsn, err)
+			continue
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Errorf("Ping(%q): %v", dsn, err)
+		}
+		s.Close()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", "b", "one.db")); err != nil {
+		t.Errorf("database file not created: %v", err)
+	}
+	for _, dsn := range []string{"", "mysql://x", "sqlite:", "sqlite:/tmp/a?b.db"} {
+		if s, err := Open(ctx, dsn); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+		}
+	}
+}
+
+func TestSQLitePragmas(t *testing.T) {
+	s := openSQLiteStore(t)
+	defer s.Close()
+	ctx := context.Background()
+	for _, db := range []*sql.DB{s.w, s.r} {
+		var mode string
+		var fk, sync, busy int
+		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || fk != 1 || busy == 0 || sync != 1 {
+			t.Errorf("journal_mode=%s foreign_keys=%d busy_timeout=%d synchronous=%d", mode, fk, busy, sync)
+		}
+	}
+	if _, err := s.r.ExecContext(ctx, "INSERT INTO namespaces (name) VALUES ('x')"); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+func TestMigrateTwice(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := loadMigrations()
+	if n != len(ms) {
+		t.Errorf("schema_migrations has %d rows, want %d", n, len(ms))
+	}
+
+	// A database from a newer program is refused.
+	if _, err := s.w.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(ctx, dsn); err == nil {
+		s.Close()
+		t.Error("Open accepted a database with a newer schema")
+	}
+}
+
+func TestRebind(t *testing.T) {
+	got := postgresDialect.rebind("UPDATE t SET a = ?, b = ? WHERE id IN (?, ?)")
+	if want := "UPDATE t SET a = $1, b = $2 WHERE id IN ($3, $4)"; got != want {
+		t.Errorf("rebind = %q, want %q", got, want)
+	}
+	if q := "SELECT ?"; sqliteDialect.rebind(q) != q {
+		t.Errorf("sqlite rebind changed the query")
+	}
+}

@@ -2,13 +2,18 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // maxS3Batch is the most keys one DeleteObjects request takes.
@@ -76,4 +81,48 @@ func escapedByGocloud(key string) bool {
 		}
 	}
 	return false
+}
+
+// abortTimeout bounds the clean-up request after a failed multipart upload.
+const abortTimeout = 30 * time.Second
+
+// NewWriter implements Store. On top of Bucket's writer it aborts the
+// multipart upload of a failed write: the transfer manager tries to, but
+// with the caller's context, which is exactly what has been cancelled when
+// a client goes away mid-put, so the parts (up to 16 MiB and more) would
+// otherwise stay billed and invisible until the bucket's abort-incomplete
+// lifecycle rule (DESIGN.md §7.6) removes them a day later.
+func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	w, err := b.Bucket.NewWriter(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &s3Writer{WriteCloser: w, b: b, ctx: ctx, key: key}, nil
+}
+
+type s3Writer struct {
+	io.WriteCloser
+	b   *S3Bucket
+	ctx context.Context
+	key string
+}
+
+func (w *s3Writer) Close() error {
+	err := w.WriteCloser.Close()
+	var mp transfermanager.MultipartUploadError
+	if err == nil || !errors.As(err, &mp) || escapedByGocloud(w.key) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), abortTimeout)
+	defer cancel()
+	_, aerr := w.b.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+		Bucket:   aws.String(w.b.name),
+		Key:      aws.String(w.key),
+		UploadId: aws.String(mp.UploadID()),
+	})
+	var api smithy.APIError
+	if aerr == nil || errors.As(aerr, &api) && api.ErrorCode() == "NoSuchUpload" {
+		return err // aborted now, or the transfer manager managed after all
+	}
+	return errors.Join(err, fmt.Errorf("blob: write %s: abort multipart upload %s: %w", w.key, mp.UploadID(), aerr))
 }

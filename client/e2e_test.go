@@ -1,0 +1,551 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
+	"github.com/claimcheck/claimcheck/server"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// bundle is a client talking over real HTTP to a server in front of the
+// real embedded store (SQLite and files in a temporary directory).
+type bundle struct {
+	store  *claimcheck.Store
+	meta   meta.Store // the store's metadata, to check what is stored
+	clock  *clock.Fake
+	reg    *prometheus.Registry
+	http   *httptest.Server
+	client *client.Client
+	dir    string
+}
+
+// namespaces used by the tests; every other name gets the defaults.
+var testNamespaces = map[string]claimcheck.Policy{
+	"raw":   {Compression: claimcheck.CompressionNone},
+	"small": {MaxSize: 1 << 20, Threshold: 1024},
+	"short": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(time.Hour)}},
+}
+
+// setup starts the server over a fresh store. wrap, if given, wraps the
+// store before the server gets it (fault injection).
+func setup(t *testing.T, wrap ...func(claimcheck.Claims) claimcheck.Claims) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	m, err := sqlmeta.Open(ctx, "sqlite:"+filepath.Join(dir, "claimcheck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	b := &bundle{meta: m, clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), dir: dir}
+	b.store, err = claimcheck.Open(ctx, claimcheck.Config{
+		Data: dir, Namespaces: testNamespaces, MetaStore: m,
+		Clock: b.clock, Logger: logger, Registerer: b.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.store.Close() })
+	var claims claimcheck.Claims = b.store
+	for _, w := range wrap {
+		claims = w(claims)
+	}
+	b.http = httptest.NewServer(server.New(server.Config{
+		Claims: claims, Ready: b.store.Ready, Gatherer: b.reg, Registerer: b.reg, Logger: logger,
+	}))
+	t.Cleanup(b.http.Close)
+	if b.client, err = client.New(b.http.URL); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (b *bundle) put(t *testing.T, ns string, data []byte, opts claimcheck.PutOptions) claimcheck.Ref {
+	t.Helper()
+	ref, err := b.client.Put(context.Background(), ns, bytes.NewReader(data), opts)
+	if err != nil {
+		t.Fatalf("put %d bytes to %s: %v", len(data), ns, err)
+	}
+	return ref
+}
+
+func (b *bundle) redeem(ref claimcheck.Ref) ([]byte, error) {
+	p, err := b.client.Redeem(context.Background(), ref)
+	if err != nil {
+		return nil, err
+	}
+	return p.Bytes()
+}
+
+// objects lists the files in the store's blob directory.
+func (b *bundle) objects(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	root := filepath.Join(b.dir, "blobs")
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, path)
+			keys = append(keys, rel)
+		}
+		return nil
+	})
+	return keys
+}
+
+// assertNothingStored checks, in the store's metadata and on disk, that ns
+// holds no claim, no usage and no reservation, and that no object is left.
+func (b *bundle) assertNothingStored(t *testing.T, ns string) {
+	t.Helper()
+	n, err := b.meta.Namespace(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ActiveClaims != 0 || n.PendingClaims != 0 || n.UsedBytes != 0 || n.ReservedBytes != 0 {
+		t.Errorf("namespace %s after a failed put: %+v, want nothing", ns, n)
+	}
+	if objs := b.objects(t); len(objs) != 0 {
+		t.Errorf("objects left after a failed put: %v", objs)
+	}
+	if got := counterSum(t, b.reg, "claimcheck_claims_created_total"); got != 0 {
+		t.Errorf("claims created: %v, want 0", got)
+	}
+}
+
+// counterSum returns the sum of a counter family's series.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// jsonDoc returns a deterministic JSON document of about n bytes.
+func jsonDoc(n int) []byte {
+	r := mrand.New(mrand.NewPCG(1, 2))
+	var buf bytes.Buffer
+	buf.WriteString(`{"orders":[`)
+	for i := 0; buf.Len() < n; i++ {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, `{"id":%d,"customer":%d,"note":"order %d, shipped by %s","sku":"%x"}`,
+			i, r.IntN(1000), i, []string{"rail", "road", "sea", "air"}[r.IntN(4)], r.Uint64())
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// onlyReader hides the concrete type of a reader (and so its length).
+type onlyReader struct{ io.Reader }
+
+func TestPutRedeemRoundTrip(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	doc := jsonDoc(1_200_000)
+	random := randomBytes(t, 5<<20)
+	tests := []struct {
+		name    string
+		ns      string
+		data    []byte
+		chunked bool // no Size: the body goes chunked, length unknown
+		ct      string
+	}{
+		{name: "json 1.2MB", ns: "orders", data: doc, ct: "application/json"},
+		{name: "random 5MB", ns: "orders", data: random},
+		{name: "random 5MB chunked", ns: "raw", data: random, chunked: true},
+		{name: "json chunked uncompressed", ns: "raw", data: doc, chunked: true, ct: "application/json"},
+		{name: "empty", ns: "orders", data: nil, chunked: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := claimcheck.PutOptions{ContentType: tt.ct}
+			var body io.Reader = onlyReader{bytes.NewReader(tt.data)}
+			if !tt.chunked {
+				opts.Size = int64(len(tt.data))
+				opts.Digest = claimcheck.DigestOf(tt.data)
+			}
+			ref, err := b.client.Put(ctx, tt.ns, body, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.Namespace != tt.ns || ref.Size != int64(len(tt.data)) || ref.Digest != claimcheck.DigestOf(tt.data) {
+				t.Fatalf("ref %v does not describe the %d bytes put", ref, len(tt.data))
+			}
+			p, err := b.client.Redeem(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Ref != ref {
+				t.Errorf("redeemed ref %v, want %v", p.Ref, ref)
+			}
+			wantCT := tt.ct
+			if wantCT == "" {
+				wantCT = "application/octet-stream"
+			}
+			if p.ContentType != wantCT {
+				t.Errorf("content type %q, want %q", p.ContentType, wantCT)
+			}
+			got, err := p.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, tt.data) {
+				t.Fatalf("redeemed %d bytes differ from the %d put", len(got), len(tt.data))
+			}
+		})
+	}
+}
+
+func TestStatReleaseDelete(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	labels := map[string]string{"team": "billing", "odd, key": "a=b&c d+e"}
+	ref := b.put(t, "orders", jsonDoc(100_000), claimcheck.PutOptions{
+		ContentType: "application/json", Labels: labels, ConsumerNames: []string{"audit", "mailer, eu"},
+	})
+
+	info, err := b.client.Stat(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Ref != ref || info.State != claimcheck.StateActive || info.ContentType != "application/json" ||
+		info.Consumers != 2 || info.Reads != 0 || fmt.Sprint(info.Labels) != fmt.Sprint(labels) {
+		t.Fatalf("stat = %+v", info)
+	}
+
+	if err := b.client.Release(ctx, ref, "mailer, eu"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.Release(ctx, ref, "mailer, eu"); err != nil {
+		t.Fatalf("a repeated release must be idempotent: %v", err)
+	}
+	if info, err = b.client.Stat(ctx, ref); err != nil || info.Releases != 1 || !slices.Equal(info.ReleasedBy, []string{"mailer, eu"}) {
+		t.Fatalf("after one release: %+v, %v", info, err)
+	}
+	if err := b.client.Release(ctx, ref, "stranger"); err == nil {
+		t.Error("a release by a consumer that is not named was accepted")
+	}
+
+	if _, err := b.redeem(ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.Delete(ctx, ref); err != nil {
+		t.Fatalf("deleting a finished claim must not be an error: %v", err)
+	}
+	_, err = b.redeem(ref)
+	gone, ok := errors.AsType[*claimcheck.GoneError](err)
+	if !ok || gone.Reason != claimcheck.ReasonDeleted || gone.ID != ref.ID || !errors.Is(err, claimcheck.ErrGone) || errors.Is(err, claimcheck.ErrExpired) {
+		t.Fatalf("redeem after delete: %v, want a *GoneError with reason deleted", err)
+	}
+	if !gone.At.Equal(t0) {
+		t.Errorf("gone at %v, want %v", gone.At, t0)
+	}
+	if !strings.Contains(err.Error(), ref.ID) {
+		t.Errorf("error %q does not name the claim", err)
+	}
+	info, err = b.client.Stat(ctx, ref)
+	if err != nil || info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonDeleted || info.Reads != 1 {
+		t.Fatalf("stat after delete: %+v, %v", info, err)
+	}
+}
+
+func TestReleaseWithoutConsumer(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	ref := b.put(t, "orders", []byte("one consumer, anonymous"), claimcheck.PutOptions{})
+	if err := b.client.Release(ctx, ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	info, err := b.client.Stat(ctx, ref)
+	if err != nil || info.Releases != 1 {
+		t.Fatalf("stat after release: %+v, %v", info, err)
+	}
+}
+
+func TestExpired(t *testing.T) {
+	b := setup(t)
+	ref := b.put(t, "short", []byte("brief"), claimcheck.PutOptions{})
+	b.clock.Advance(time.Hour + time.Second)
+	_, err := b.redeem(ref)
+	gone, ok := errors.AsType[*claimcheck.GoneError](err)
+	if !errors.Is(err, claimcheck.ErrExpired) || !errors.Is(err, claimcheck.ErrGone) || !ok || gone.Reason != claimcheck.ReasonExpired {
+		t.Fatalf("redeem after max_age: %v, want expired", err)
+	}
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusGone || apiErr.Code != "expired" {
+		t.Fatalf("error %#v, want a 410 expired answer", err)
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	ref := b.put(t, "orders", []byte("payload"), claimcheck.PutOptions{})
+
+	unknown := claimcheck.Ref{ID: "cc_AAAAAAAAAAAAAAAAAAAAAA"}
+	if _, err := b.client.Redeem(ctx, unknown); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("redeem of an unknown id: %v, want ErrNotFound", err)
+	}
+	if _, err := b.client.Stat(ctx, unknown); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("stat of an unknown id: %v, want ErrNotFound", err)
+	}
+	if err := b.client.Release(ctx, unknown, ""); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("release of an unknown id: %v, want ErrNotFound", err)
+	}
+	other := ref
+	other.Namespace = "other"
+	if _, err := b.client.Redeem(ctx, other); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("redeem in the wrong namespace: %v, want ErrNotFound", err)
+	}
+	// The id alone is enough.
+	if got, err := b.redeem(claimcheck.Ref{ID: ref.ID}); err != nil || string(got) != "payload" {
+		t.Errorf("redeem by id: %q, %v", got, err)
+	}
+
+	// A malformed id is refused by the client before it is sent...
+	if _, err := b.client.Redeem(ctx, claimcheck.Ref{ID: "nonsense"}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+		t.Errorf("malformed id: %v, want ErrInvalidArgument", err)
+	}
+	// ...and by the server for other clients.
+	resp, err := http.Get(b.http.URL + "/v1/claims/nonsense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /v1/claims/nonsense: %s, want 400", resp.Status)
+	}
+	if _, err := b.client.Put(ctx, "Not/A/Namespace", strings.NewReader("x"), claimcheck.PutOptions{}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+		t.Errorf("put to a malformed namespace: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestCorruptObject flips a byte of a stored object: the client must fail
+// with ErrChecksumMismatch and never hand the bytes over. A small payload
+// fails before the status line (422); a large one fails after the server
+// started streaming, and the trailer carries the verdict.
+func TestCorruptObject(t *testing.T) {
+	for _, size := range []int{10 << 10, 1 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			b := setup(t)
+			data := jsonDoc(size)
+			ref := b.put(t, "raw", data, claimcheck.PutOptions{})
+			objs := b.objects(t)
+			if len(objs) != 1 {
+				t.Fatalf("want one object, have %v", objs)
+			}
+			path := filepath.Join(b.dir, "blobs", objs[0])
+			stored, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(stored, data) {
+				t.Fatal("the object of an uncompressed namespace is not the payload")
+			}
+			stored[len(stored)-100] ^= 0x01
+			if err := os.WriteFile(path, stored, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.redeem(ref)
+			if !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+				t.Fatalf("redeem of a corrupted object: %d bytes, %v; want ErrChecksumMismatch", len(got), err)
+			}
+			if got != nil {
+				t.Fatal("corrupt bytes were handed over")
+			}
+			var apiErr *client.Error
+			if !errors.As(err, &apiErr) || apiErr.Code != "checksum_mismatch" {
+				t.Errorf("error %#v is not the server's checksum_mismatch answer", err)
+			}
+		})
+	}
+}
+
+// failingReader yields n bytes of data, then fails.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+var errDisk = errors.New("disk on fire")
+
+// TestBrokenBody: a body that fails part-way, is shorter or longer than
+// its declared size, or a put cancelled part-way, fails the put and leaves
+// nothing stored.
+func TestBrokenBody(t *testing.T) {
+	data := randomBytes(t, 3<<20)
+	tests := []struct {
+		name string
+		body func() io.Reader
+		size int64
+		want error
+	}{
+		{"fails, chunked", func() io.Reader { return &failingReader{data[:1<<20], errDisk} }, 0, errDisk},
+		{"fails, with length", func() io.Reader { return &failingReader{data[:1<<20], errDisk} }, int64(len(data)), errDisk},
+		{"shorter than declared", func() io.Reader { return bytes.NewReader(data[:1<<20]) }, int64(len(data)), claimcheck.ErrInvalidArgument},
+		{"longer than declared", func() io.Reader { return bytes.NewReader(data) }, 1 << 20, claimcheck.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t)
+			_, err := b.client.Put(context.Background(), "raw", tt.body(), claimcheck.PutOptions{Size: tt.size})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("put: %v, want %v", err, tt.want)
+			}
+			b.waitIdle(t)
+			b.assertNothingStored(t, "raw")
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		b := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		body := &cancellingReader{r: bytes.NewReader(data), after: 1 << 20, cancel: cancel}
+		_, err := b.client.Put(ctx, "raw", body, claimcheck.PutOptions{})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("put: %v, want context.Canceled", err)
+		}
+		b.waitIdle(t)
+		b.assertNothingStored(t, "raw")
+	})
+}
+
+// cancellingReader cancels the put's context once after bytes were read.
+type cancellingReader struct {
+	r      io.Reader
+	after  int
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancellingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	if c.n >= c.after {
+		c.cancel()
+	}
+	return n, err
+}
+
+// waitIdle waits until the server has finished every request: a client
+// may see its upload fail before the server's handler has cleaned up.
+// httptest.Server.Close blocks until then.
+func (b *bundle) waitIdle(t *testing.T) {
+	t.Helper()
+	b.http.Close()
+}
+
+func TestTooLarge(t *testing.T) {
+	data := randomBytes(t, 2<<20)
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			b := setup(t)
+			opts := claimcheck.PutOptions{}
+			if !chunked {
+				opts.Size = int64(len(data))
+			}
+			_, err := b.client.Put(context.Background(), "small", onlyReader{bytes.NewReader(data)}, opts)
+			if !errors.Is(err, claimcheck.ErrTooLarge) {
+				t.Fatalf("put of 2 MiB into a 1 MiB namespace: %v, want ErrTooLarge", err)
+			}
+			if !strings.Contains(err.Error(), "max_size") {
+				t.Errorf("error %q does not name the limit", err)
+			}
+			b.waitIdle(t)
+			b.assertNothingStored(t, "small")
+		})
+	}
+}
+
+func TestMaybeOffloadResolve(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	small := []byte("tiny")
+	v, err := b.client.MaybeOffload(ctx, "small", small)
+	if err != nil || v.Offloaded() || !bytes.Equal(v.Inline, small) {
+		t.Fatalf("small payload: %+v, %v; want it inline", v, err)
+	}
+	large := jsonDoc(10 << 10)
+	v, err = b.client.MaybeOffload(ctx, "small", large)
+	if err != nil || !v.Offloaded() || v.Ref.Size != int64(len(large)) {
+		t.Fatalf("large payload: %+v, %v; want a reference", v, err)
+	}
+	for _, v := range []claimcheck.Value{{Inline: small}, v} {
+		got, err := b.client.Resolve(ctx, v)
+		if err != nil || !bytes.Equal(got, v.Inline) && !bytes.Equal(got, large) {
+			t.Fatalf("resolve %+v: %d bytes, %v", v, len(got), err)
+		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	for _, ns := range []string{"small", "raw", "anything-else"} {
+		want, err := b.store.Policy(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.client.Policy(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("policy of %s over HTTP:\n%+v\nwant\n%+v", ns, got, want)
+		}
+	}
+}

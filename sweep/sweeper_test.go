@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type bundle struct {
 	meta   meta.Store
-	blobs  *blob.Counting
+	blobs  blob.CountingStore
 	clock  *clock.Fake
 	sw     *sweep.Sweeper
 	metric *sweep.Metrics
@@ -148,11 +148,12 @@ func TestTickIdleGraceAndLagBound(t *testing.T) {
 		t.Fatalf("over max_lag under traffic: want the lag budget of 3, did %+v", res)
 	}
 	b.clock.Advance(5 * time.Minute) // idle_grace without operations
-	if res, _ := b.sw.Tick(ctx); res.ClaimsFinished != 10 {
-		t.Fatalf("idle: want a maintenance run of max_ops_per_run=10, did %+v", res)
+	res, _ := b.sw.Tick(ctx)
+	if res.Ops() != 10 || res.BlobsCollected != 3 {
+		t.Fatalf("idle: want a maintenance run of max_ops_per_run=10 (with the 3 blobs past grace), did %+v", res)
 	}
-	if got := b.deleted(t, ids); got != 13 {
-		t.Fatalf("%d claims deleted, want 13", got)
+	if got := b.deleted(t, ids); got != 3+res.ClaimsFinished {
+		t.Fatalf("%d claims deleted, want %d", got, 3+res.ClaimsFinished)
 	}
 	if lag := testutil.ToFloat64(b.metric.Lag); lag <= 60 {
 		t.Fatalf("lag gauge %v, want the age of the oldest due item", lag)
@@ -229,7 +230,9 @@ func TestStoppedMidRunResumesWithoutRepeats(t *testing.T) {
 	}
 	b.clock.Advance(time.Minute) // past the grace period
 	ctx, cancel := context.WithCancel(context.Background())
-	cw.cancel = cancel
+	cw.mu.Lock()
+	cw.cancel, cw.calls = cancel, 0
+	cw.mu.Unlock()
 	res, err := b.sw.RunOnce(ctx, 0)
 	if !errors.Is(err, context.Canceled) || res.BlobsCollected == 0 || res.BlobsCollected >= 100 {
 		t.Fatalf("the run must stop part-way: %+v %v", res, err)
@@ -269,7 +272,9 @@ func TestFailedDeletesAreRetriedWithBackoff(t *testing.T) {
 	fb := &failing{Store: b.blobs, seen: map[string]bool{}}
 	sw := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, b.meta, fb, b.clock, nil, b.metric)
 	b.seed(t, 4, t0.Add(time.Second))
-	b.clock.Advance(2 * time.Minute)
+	b.clock.Advance(time.Second)
+	sw.RunOnce(context.Background(), 0) // finishes the claims; the blobs wait out their grace
+	b.clock.Advance(time.Minute)
 	res, err := sw.RunOnce(context.Background(), 0)
 	if err != nil || res.DeleteFailures != 4 || res.BlobsCollected != 0 {
 		t.Fatalf("first attempt: %+v %v", res, err)
@@ -312,7 +317,9 @@ func TestDeletesAreBatchedWhereTheBackendCan(t *testing.T) {
 	bb := &batching{Store: b.blobs}
 	sw := sweep.New(sweep.Config{PageSize: 20}, b.meta, bb, b.clock, nil, b.metric)
 	b.seed(t, 20, t0.Add(time.Second))
-	b.clock.Advance(2 * time.Minute)
+	b.clock.Advance(time.Second)
+	sw.RunOnce(context.Background(), 0)
+	b.clock.Advance(time.Minute)
 	if res, err := sw.RunOnce(context.Background(), 0); err != nil || res.BlobsCollected != 20 {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -111,37 +111,28 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if opts.Size < 0 {
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w: size %d is negative", op, claimcheck.ErrInvalidArgument, opts.Size)
 	}
-	var tracker *bodyTracker
 	if body == nil {
 		body = http.NoBody
-	} else {
-		if opts.Size > 0 {
-			body = &exactReader{r: body, left: opts.Size, size: opts.Size}
-		}
-		// The tracker (and not the caller's reader) is what the transport
-		// sees, so it neither closes the caller's reader nor guesses a
-		// length from its type.
-		tracker = &bodyTracker{r: body}
-		body = tracker
 	}
-	req, err := c.newRequest(ctx, http.MethodPut, body, "v1", "namespaces", ns, "claims")
+	if opts.Size > 0 {
+		body = &exactReader{r: body, left: opts.Size, size: opts.Size}
+	}
+	// The tracker, not the caller's reader, is what the transport sees,
+	// so it neither closes the caller's reader nor guesses a length from
+	// its type.
+	tracker := &bodyTracker{r: body}
+	req, err := c.newRequest(ctx, http.MethodPut, tracker, "v1", "namespaces", ns, "claims")
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
-	switch {
-	case opts.Size > 0:
+	req.ContentLength = -1 // chunked
+	if opts.Size > 0 {
 		req.ContentLength = opts.Size
-	case tracker == nil:
-		req.ContentLength = 0
-	default:
-		req.ContentLength = -1 // chunked
 	}
-	if req.ContentLength != 0 {
-		// Lets the server refuse (too large, quota, no such namespace,
-		// already stored) before the body is sent, when the transport has
-		// an ExpectContinueTimeout (the default one does).
-		req.Header.Set("Expect", "100-continue")
-	}
+	// Lets the server refuse (too large, quota, no such namespace,
+	// already stored) before the body is sent, when the transport has an
+	// ExpectContinueTimeout (the default one does).
+	req.Header.Set("Expect", "100-continue")
 	h := req.Header
 	if opts.ContentType != "" {
 		h.Set("Content-Type", opts.ContentType)
@@ -160,7 +151,7 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	}
 	resp, err := c.do(req, http.StatusCreated, op, "")
 	if err != nil {
-		if tracker != nil && tracker.err != nil {
+		if tracker.err != nil {
 			// The upload broke because the body did: that is the cause,
 			// whatever the transport or the server made of it.
 			return claimcheck.Ref{}, fmt.Errorf("%s: reading the payload: %w", op, tracker.err)

@@ -44,6 +44,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 			// than its Content-Length or a broken chunk, and hung up.
 			// Whatever the store made of that, it is the request's fault
 			// (and the store discarded the partial object).
+			s.log.Info("put: the request body broke off; nothing was stored", "namespace", ns, "read", body.n, "err", body.err)
 			return fmt.Errorf("put to %s: %w", ns,
 				invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
 		}

@@ -11,22 +11,24 @@ import (
 
 // errorBody returns the wire form of err and its status, using the one
 // table in package api. Errors outside it are logged here with their
-// details and answered as "internal"; errors of a request whose client
-// went away are only logged, since nobody will read the answer.
+// details and answered as "internal", unless the client went away (the
+// request's context is done), in which case nobody reads the answer and
+// the error is only logged.
 func (s *Server) errorBody(r *http.Request, err error) (api.Error, int) {
-	if r.Context().Err() != nil {
+	body, status, ok := api.ErrorOf(err)
+	switch {
+	case ok:
+		if status >= http.StatusInternalServerError {
+			s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		}
+		return body, status
+	case r.Context().Err() != nil:
 		s.log.Info("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
 		return api.Error{Code: api.CodeCanceled, Message: err.Error()}, api.StatusClientClosedRequest
-	}
-	body, status, ok := api.ErrorOf(err)
-	if !ok {
+	default:
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		return api.Internal()
 	}
-	if status >= http.StatusInternalServerError {
-		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	return body, status
 }
 
 // writeError answers err as a JSON error. It is the only function that

@@ -1,0 +1,110 @@
+package compress_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/claimcheck/claimcheck/compress"
+)
+
+// photos returns a ~1.2 MB JSON document shaped like a typical REST API
+// listing (5,000 photo records, pretty-printed the way such APIs answer),
+// the kind of payload that gets offloaded. A fixed seed keeps it identical
+// from run to run.
+func photos() []byte {
+	rng := mrand.New(mrand.NewPCG(2026, 1))
+	words := strings.Fields(`accusamus beatae ad facilis cum similique qui sunt reprehenderit
+		est necessitatibus architecto ut laborum officia porro iusto quasi eius voluptatem
+		nihil fugit odit repellendus natus dolorem magnam tempora molestias voluptate
+		harum omnis dolore aliquam quia perspiciatis expedita soluta rerum earum ipsam
+		sapiente incidunt assumenda distinctio culpa consequatur minima quidem doloribus`)
+	type photo struct {
+		AlbumID      int    `json:"albumId"`
+		ID           int    `json:"id"`
+		Title        string `json:"title"`
+		URL          string `json:"url"`
+		ThumbnailURL string `json:"thumbnailUrl"`
+	}
+	list := make([]photo, 5000)
+	for i := range list {
+		title := make([]string, 5+rng.IntN(7))
+		for j := range title {
+			title[j] = words[rng.IntN(len(words))]
+		}
+		color := fmt.Sprintf("%06x", rng.IntN(1<<24))
+		list[i] = photo{
+			AlbumID:      i/50 + 1,
+			ID:           i + 1,
+			Title:        strings.Join(title, " "),
+			URL:          "https://via.placeholder.com/600/" + color,
+			ThumbnailURL: "https://via.placeholder.com/150/" + color,
+		}
+	}
+	doc, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return doc
+}
+
+// BenchmarkCodecs compares zstd (default level) with gzip level 6 on the
+// same document, through the package's pooled writers and readers, as the
+// server uses them. MB/s are of the original bytes in both directions;
+// ratio is original size / stored size.
+func BenchmarkCodecs(b *testing.B) {
+	doc := photos()
+	codecs := []struct{ name, alg string }{{"zstd", compress.Zstd}, {"gzip6", compress.Gzip}}
+	stored := make(map[string][]byte)
+	for _, c := range codecs {
+		stored[c.alg] = encode(b, c.alg, doc)
+	}
+	ratio := func(alg string) float64 { return float64(len(doc)) / float64(len(stored[alg])) }
+	b.Logf("document %d bytes; stored zstd %d, gzip6 %d", len(doc), len(stored[compress.Zstd]), len(stored[compress.Gzip]))
+
+	for _, c := range codecs {
+		b.Run("compress/"+c.name, func(b *testing.B) {
+			var buf bytes.Buffer
+			buf.Grow(len(doc))
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				w, err := compress.NewWriter(c.alg, &buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := w.Write(doc); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(ratio(c.alg), "ratio")
+		})
+	}
+	for _, c := range codecs {
+		b.Run("decompress/"+c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			src := bytes.NewReader(nil)
+			for b.Loop() {
+				src.Reset(stored[c.alg])
+				r, err := compress.NewReader(c.alg, src)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(doc)) {
+					b.Fatalf("decoded %d bytes, %v", n, err)
+				}
+				r.Close()
+			}
+			b.ReportMetric(ratio(c.alg), "ratio")
+		})
+	}
+}

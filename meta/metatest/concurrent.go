@@ -162,3 +162,56 @@ func (h *harness) wantOneLiveBlobPerDigest(t *testing.T) {
 		}
 	}
 }
+
+// testConcurrentSameDigest commits one new payload from many goroutines
+// at the same moment: exactly one commit writes the blob, every other one
+// shares it. On PostgreSQL this is the unique-index race between two
+// commits that both found no candidate.
+func testConcurrentSameDigest(t *testing.T, h *harness) {
+	const n = 16
+	d := digestOf("same")
+	p := put{Digest: d, Dedup: true}
+	cps := make([]meta.CreatePendingParams, n)
+	for i := range cps {
+		cps[i] = h.pending(p)
+	}
+	start := make(chan struct{})
+	results := make([]meta.CommitResult, n)
+	var wg sync.WaitGroup
+	for i := range cps {
+		wg.Go(func() {
+			<-start
+			res, err := h.s.Commit(h.ctx(), h.commitParams(cps[i], p))
+			if err != nil {
+				t.Errorf("Commit: %v", err)
+			}
+			results[i] = res
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	misses := 0
+	shared := ""
+	for _, r := range results {
+		if !r.DedupHit {
+			misses++
+			shared = r.Blob.ID
+		}
+	}
+	if misses != 1 {
+		t.Fatalf("%d commits wrote their own blob, want exactly 1", misses)
+	}
+	for _, r := range results {
+		if r.Blob.ID != shared || r.Claim.BlobID != shared {
+			t.Errorf("claim %s points at %s, want the shared blob %s", r.Claim.ID, r.Claim.BlobID, shared)
+		}
+	}
+	if b := h.blob(shared); b.State != meta.BlobCommitted || b.Refcount != n {
+		t.Errorf("shared blob = %+v, want committed with refcount %d", b, n)
+	}
+	h.wantOneLiveBlobPerDigest(t)
+	h.wantCounters("ns", counters{used: 100 * n, active: n})
+}

@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"NotFound", testNotFound},
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},
+		{"ConcurrentSameDigest", testConcurrentSameDigest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,12 +13,14 @@ import (
 // BeginCollect takes a page of due blobs for deletion; see meta.Store.
 //
 // This is the transaction that makes collection safe (ADR-0019): a blob
-// leaves orphaned (or staging) for deleting only after a query over claims
-// in the same transaction found no pending or active claim pointing at it.
-// The refcount is not trusted; a referenced orphaned blob is drift and is
-// repaired here (back to committed, refcount recounted). A staging blob
-// whose pending claim has not been finished yet is simply put off by
-// retry: its claim's sweep comes first.
+// leaves orphaned (or staging) for deleting only in an UPDATE whose own
+// WHERE clause finds no pending or active claim pointing at it, in the
+// transaction that holds the blob (on PostgreSQL the page is locked with
+// SKIP LOCKED first, and Commit must lock a blob to point a claim at it).
+// The refcount is not trusted. A referenced orphaned blob is drift and is
+// repaired here (back to committed, refcount recounted); a staging blob
+// whose pending claim has not been finished yet is put off by retry: its
+// claim's sweep comes first.
 func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retry time.Duration) ([]meta.Blob, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -34,7 +36,10 @@ func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retr
 		if err != nil {
 			return err
 		}
-		var due []meta.Blob
+		var (
+			due              []meta.Blob
+			retries, candIDs []string
+		)
 		for rows.Next() {
 			b, err := scanBlob(rows)
 			if err != nil {
@@ -42,78 +47,59 @@ func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retr
 				return err
 			}
 			due = append(due, b)
+			if b.State == meta.BlobDeleting {
+				retries = append(retries, b.ID) // a previous attempt died or failed
+			} else {
+				candIDs = append(candIDs, b.ID)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
 
-		// The re-check, one query per chunk, after the blobs are locked.
-		var check []string
-		for _, b := range due {
-			if b.State != meta.BlobDeleting {
-				check = append(check, b.ID)
-			}
+		taken := make(map[string]bool, len(due))
+		err = chunks(retries, func(part []string) error {
+			args := append([]any{retryNS}, anys(part)...)
+			return q.execReturningIDs(taken, `UPDATE blobs SET collect_at = ?, version = version + 1
+				WHERE state = 'deleting' AND id IN (`+placeholders(len(part))+`) RETURNING id`, args...)
+		})
+		if err != nil {
+			return err
 		}
-		refs := make(map[string]int64)
-		err = chunks(check, func(part []string) error {
-			rows, err := q.query(`SELECT blob_id, COUNT(*) FROM claims
-				WHERE blob_id IN (`+placeholders(len(part))+`) AND state IN ('pending', 'active')
-				GROUP BY blob_id`, anys(part)...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id string
-				var n int64
-				if err := rows.Scan(&id, &n); err != nil {
-					return err
-				}
-				refs[id] = n
-			}
-			return rows.Err()
+		err = chunks(candIDs, func(part []string) error {
+			args := append([]any{retryNS, nowNS}, anys(part)...)
+			return q.execReturningIDs(taken, `UPDATE blobs SET state = 'deleting', collect_at = ?, state_at = ?, version = version + 1
+				WHERE state IN ('staging', 'orphaned') AND id IN (`+placeholders(len(part))+`)
+				AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+				RETURNING id`, args...)
 		})
 		if err != nil {
 			return err
 		}
 
 		for _, b := range due {
-			live := refs[b.ID]
-			var n int64
-			switch {
-			case live > 0 && b.State == meta.BlobOrphaned:
-				_, err = q.exec(`UPDATE blobs SET state = 'committed', refcount = ?, collect_at = NULL, state_at = ?, version = version + 1
-					WHERE id = ? AND state = 'orphaned'`,
-					live, nowNS, b.ID)
-				if err != nil {
-					return err
+			if taken[b.ID] {
+				if b.State != meta.BlobDeleting {
+					b.StateAt = now.UTC()
 				}
+				b.State, b.CollectAt, b.Version = meta.BlobDeleting, now.Add(retry).UTC(), b.Version+1
+				out = append(out, b)
 				continue
-			case live > 0: // staging, its pending claim not finished yet
+			}
+			switch b.State {
+			case meta.BlobOrphaned: // drift: a live claim still points at it
+				_, err = q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?, version = version + 1,
+					refcount = (SELECT COUNT(*) FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+					WHERE id = ? AND state = 'orphaned'`,
+					nowNS, b.ID)
+			case meta.BlobStaging: // its pending claim is not finished yet
 				_, err = q.exec(`UPDATE blobs SET collect_at = ?, version = version + 1 WHERE id = ? AND state = 'staging'`,
 					retryNS, b.ID)
-				if err != nil {
-					return err
-				}
-				continue
-			case b.State == meta.BlobDeleting: // a previous attempt died or failed
-				n, err = q.exec(`UPDATE blobs SET collect_at = ?, version = version + 1 WHERE id = ? AND state = 'deleting'`,
-					retryNS, b.ID)
-			default:
-				n, err = q.exec(`UPDATE blobs SET state = 'deleting', collect_at = ?, state_at = ?, version = version + 1
-					WHERE id = ? AND state = ?`,
-					retryNS, nowNS, b.ID, string(b.State))
-				b.StateAt = now.UTC()
 			}
 			if err != nil {
 				return err
 			}
-			if n == 0 {
-				continue // changed since the page was read
-			}
-			b.State, b.CollectAt, b.Version = meta.BlobDeleting, now.Add(retry).UTC(), b.Version+1
-			out = append(out, b)
 		}
 		return nil
 	})

@@ -112,10 +112,41 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 //     not by the refcount hint — is orphaned, due after the longest grace
 //     period of the claims that just let it go.
 //
+// The work is set-based: one statement per group of rows that get the
+// same values (usually one group), not one per claim. That is what makes
+// a page of a thousand claims cheap on SQLite (fewer statements to
+// compile) and on PostgreSQL (fewer round trips).
+//
 // It returns the claims it finished, in input order; a claim that is no
 // longer in its loaded state (a lost compare-and-swap) is left out.
 func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.FinishResult, error) {
 	nowNS := now.UnixNano()
+
+	// Claims → deleted, grouped by (reason, state).
+	type claimGroup struct {
+		reason string
+		state  meta.ClaimState
+	}
+	groups := make(map[claimGroup][]string)
+	for i, c := range cs {
+		if reasons[i] == "" {
+			reasons[i] = meta.ReasonDeleted
+		}
+		k := claimGroup{reasons[i], c.State}
+		groups[k] = append(groups[k], c.ID)
+	}
+	finished := make(map[string]bool, len(cs))
+	for k, ids := range groups {
+		err := chunks(ids, func(part []string) error {
+			args := append([]any{nowNS, k.reason, string(k.state)}, anys(part)...)
+			return q.execReturningIDs(finished, `UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
+				WHERE state = ? AND id IN (`+placeholders(len(part))+`) RETURNING id`, args...)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
 	type blobRelease struct {
 		claims int64
 		grace  time.Duration
@@ -128,21 +159,11 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		shared  = make(map[string]*blobRelease)
 	)
 	for i, c := range cs {
-		reason := reasons[i]
-		if reason == "" {
-			reason = meta.ReasonDeleted
-		}
-		n, err := q.exec(`UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
-			WHERE id = ? AND state = ?`,
-			nowNS, reason, c.ID, string(c.State))
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
+		if !finished[c.ID] {
 			continue
 		}
 		prev := c.State
-		c.State, c.DueAt, c.DeletedAt, c.DeleteReason = meta.ClaimDeleted, time.Time{}, now, reason
+		c.State, c.DueAt, c.DeletedAt, c.DeleteReason = meta.ClaimDeleted, time.Time{}, now, reasons[i]
 		res = append(res, meta.FinishResult{Claim: c, PreviousState: prev})
 		d := deltas[c.Namespace]
 		switch prev {
@@ -172,14 +193,18 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			return nil, err
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(staging)) {
-		n, err := q.exec(`UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'`,
-			nowNS, nowNS, id)
-		if err != nil {
-			return nil, err
-		}
-		res[staging[id]].BlobOrphaned = n == 1
+
+	orphaned := make(map[string]bool)
+	err := chunks(slices.Sorted(maps.Keys(staging)), func(part []string) error {
+		args := append([]any{nowNS, nowNS}, anys(part)...)
+		return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
+			WHERE state = 'staging' AND id IN (`+placeholders(len(part))+`) RETURNING id`, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for id, i := range staging {
+		res[i].BlobOrphaned = orphaned[id]
 	}
 
 	ids := slices.Sorted(maps.Keys(shared))
@@ -199,22 +224,42 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			return nil, err
 		}
 	}
+	// The refcount hint drops by the number of claims that let go, grouped
+	// by that number; then the blobs without a live claim are orphaned,
+	// grouped by grace period.
+	byCount := make(map[int64][]string)
+	byGrace := make(map[time.Duration][]string)
 	for _, id := range ids {
 		r := shared[id]
-		if _, err := q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
-			WHERE id = ?`, r.claims, r.claims, id); err != nil {
-			return nil, err
-		}
-		n, err := q.exec(`UPDATE blobs SET state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'committed'
-			AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = ? AND claims.state IN ('pending', 'active'))`,
-			now.Add(r.grace).UnixNano(), nowNS, id, id)
+		byCount[r.claims] = append(byCount[r.claims], id)
+		byGrace[r.grace] = append(byGrace[r.grace], id)
+	}
+	for n, ids := range byCount {
+		err := chunks(ids, func(part []string) error {
+			args := append([]any{n, n}, anys(part)...)
+			_, err := q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
+				WHERE id IN (`+placeholders(len(part))+`)`, args...)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		if n == 1 {
-			res[r.last].BlobOrphaned = true
+	}
+	clear(orphaned)
+	for grace, ids := range byGrace {
+		err := chunks(ids, func(part []string) error {
+			args := append([]any{now.Add(grace).UnixNano(), nowNS}, anys(part)...)
+			return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
+				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)
+				AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+				RETURNING id`, args...)
+		})
+		if err != nil {
+			return nil, err
 		}
+	}
+	for id := range orphaned {
+		res[shared[id].last].BlobOrphaned = true
 	}
 	return res, nil
 }

@@ -152,6 +152,24 @@ func (q *txq) queryRow(query string, args ...any) *sql.Row {
 	return q.tx.QueryRowContext(q.ctx, q.d.rebind(query), args...)
 }
 
+// execReturningIDs runs an UPDATE ... RETURNING id (SQLite 3.35+ and
+// PostgreSQL) and adds the returned ids to into.
+func (q *txq) execReturningIDs(into map[string]bool, query string, args ...any) error {
+	rows, err := q.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		into[id] = true
+	}
+	return rows.Err()
+}
+
 // placeholders returns "?, ?, ..." with n marks, for IN lists.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

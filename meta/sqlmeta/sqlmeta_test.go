@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/metatest"
@@ -171,5 +174,74 @@ func TestRebind(t *testing.T) {
 	}
 	if q := "SELECT ?"; sqliteDialect.rebind(q) != q {
 		t.Errorf("sqlite rebind changed the query")
+	}
+}
+
+// TestBeginCollectRepairsDrift makes the drift the refcount and state can
+// only reach through a bug or a crash elsewhere — an orphaned blob that a
+// live claim still points at — and checks that collection re-confirms
+// against the claims, puts the blob back to committed and recounts it.
+func TestBeginCollectRepairsDrift(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLiteStore(t)
+	defer s.Close()
+	now := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)
+	p := meta.CreatePendingParams{
+		Claim: meta.Claim{ID: "c1", Namespace: "ns", BlobID: "b1", State: meta.ClaimPending, ReservedBytes: 10,
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour), DueAt: now.Add(time.Minute), DueReason: meta.ReasonNeverConfirmed},
+		Blob: meta.Blob{ID: "b1", Namespace: "ns", Key: "ns/b1", State: meta.BlobStaging, CollectAt: now.Add(time.Minute)},
+		Now:  now,
+	}
+	if err := s.CreatePending(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, meta.CommitParams{ClaimID: "c1", BlobID: "b1", Digest: "sha256:00", Size: 10, Now: now,
+		DueAt: now.Add(time.Hour), DueReason: meta.ReasonExpired}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ? WHERE id = 'b1'`, now.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.BeginCollect(ctx, now, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("BeginCollect returned %v although claim c1 references b1", got)
+	}
+	b, err := s.Blob(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.State != meta.BlobCommitted || b.Refcount != 1 || !b.CollectAt.IsZero() {
+		t.Errorf("drifted blob after BeginCollect = %+v, want committed, refcount 1, no collect_at", b)
+	}
+}
+
+func TestWriteRetries(t *testing.T) {
+	s := openSQLiteStore(t)
+	defer s.Close()
+	runs := 0
+	err := s.write(context.Background(), func(q *txq) error {
+		runs++
+		if _, err := q.exec(`INSERT INTO namespaces (name) VALUES (?)`, "n"+strconv.Itoa(runs)); err != nil {
+			return err
+		}
+		if runs < 3 {
+			return errRetry
+		}
+		return nil
+	})
+	if err != nil || runs != 3 {
+		t.Fatalf("write: err=%v after %d runs, want success after 3", err, runs)
+	}
+	var n int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM namespaces`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("namespaces after two rolled-back attempts: %d (%v), want 1", n, err)
+	}
+	runs = 0
+	err = s.write(context.Background(), func(q *txq) error { runs++; return errRetry })
+	if !errors.Is(err, errRetry) || runs != maxAttempts {
+		t.Errorf("write that always asks for a retry: err=%v after %d runs, want errRetry after %d", err, runs, maxAttempts)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,23 +223,29 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 	var wg sync.WaitGroup
 	workers := 4
 	perWorker := n / workers
-	stopClock := make(chan struct{})
-	clockDone := make(chan struct{})
-	go func() { // time moves while traffic runs; the sweeper runs alongside
-		defer close(clockDone)
-		for {
-			select {
-			case <-stopClock:
-				return
-			default:
-			}
-			b.clock.Advance(30 * time.Second)
-			if _, err := b.store.SweepOnce(ctx, 200); err != nil {
+	// Time moves with the traffic: every 20 operations the clock advances
+	// 30s and the sweeper, running alongside, is woken for a bounded run.
+	var ops atomic.Int64
+	wake := make(chan struct{}, 1)
+	sweeperDone := make(chan struct{})
+	go func() {
+		defer close(sweeperDone)
+		for range wake {
+			if _, err := b.store.SweepOnce(ctx, 500); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	}()
+	tick := func() {
+		if ops.Add(1)%20 == 0 {
+			b.clock.Advance(30 * time.Second)
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -253,6 +260,7 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				tick()
 				rc := &rec{ref: ref, pol: pol}
 				mu.Lock()
 				recs = append(recs, rc)
@@ -264,6 +272,7 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 				if other == nil {
 					continue
 				}
+				tick()
 				before := b.clock.Now()
 				switch r.IntN(4) {
 				case 0, 1:
@@ -292,8 +301,8 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	close(stopClock)
-	<-clockDone
+	close(wake)
+	<-sweeperDone
 
 	// No claim finished before its deadline.
 	for _, rc := range recs {
@@ -322,7 +331,8 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 		}
 	}
 
-	// Past every deadline and grace period, one sweep reclaims everything.
+	// Past every deadline, one sweep finishes every claim; past the grace
+	// period of the blobs that orphaned, one more collects every object.
 	b.clock.Advance(3 * time.Hour)
 	b.sweep(t)
 	for _, rc := range recs {
@@ -331,6 +341,8 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 			t.Fatalf("%s still %s after every deadline (%v)", rc.ref.ID, info.State, err)
 		}
 	}
+	b.clock.Advance(time.Minute)
+	b.sweep(t)
 	if objs, _, err := mem.List(ctx, "", "", n); err != nil || len(objs) != 0 {
 		t.Fatalf("%d objects remain (%v)", len(objs), err)
 	}

@@ -68,7 +68,7 @@ func TestParseRefRejects(t *testing.T) {
 		{"bad digest", strings.Replace(good, "sha256:ab", "md5:ab", 1), "digest"},
 		{"negative size", strings.Replace(good, `"size":1186475`, `"size":-1`, 1), "negative"},
 		{"bad compression", strings.Replace(good, `"zstd"`, `"lz4"`, 1), "compression"},
-		{"trailing data", good + `{}`, "trailing"},
+		{"trailing data", good + `{}`, "top-level value"},
 		{"too long", `{"type":"claim_check_ref","v":1,"id":"` + strings.Repeat("a", 2000) + `"}`, "too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gcblob "gocloud.dev/blob"
@@ -71,8 +72,8 @@ var (
 //     missing. file://./rel/dir (host ".") is a path relative to the working
 //     directory at the time of Open. Other hosts than "", "localhost" and
 //     "." are refused, because "file://data/blobs" would silently mean
-//     "/blobs". fileblob's query parameters (dir_file_mode, ...) pass
-//     through.
+//     "/blobs"; so is the filesystem root. fileblob's query parameters
+//     (dir_file_mode, ...) pass through.
 //   - mem:// — a fresh in-memory store, for tests.
 //   - s3://bucket?endpoint=URL&region=R&use_path_style=true — S3 or an
 //     S3-compatible service; credentials come from the AWS environment
@@ -113,7 +114,9 @@ func openFile(ctx context.Context, u *url.URL) (Store, error) {
 	default:
 		return nil, fmt.Errorf("blob: open %s: host %q: write file:///absolute/dir or file://./relative/dir", u, u.Host)
 	}
-	if u.Path == "" || u.Path == "/" && u.Host == "." {
+	if strings.Trim(u.Path, "/") == "" {
+		// Never the filesystem root or the bare working directory: the
+		// backstop deletes unknown objects under the bucket.
 		return nil, fmt.Errorf("blob: open %s: no directory", u)
 	}
 	opener := &fileblob.URLOpener{Options: fileblob.Options{

@@ -116,6 +116,8 @@ func TestOpen(t *testing.T) {
 		{url: "file://data/blobs", err: `host "data"`},
 		{url: "file:data/blobs", err: "file:///absolute/dir"},
 		{url: "file://", err: "no directory"},
+		{url: "file:///", err: "no directory"},
+		{url: "file://./", err: "no directory"},
 		{url: "file://" + dir + "?bogus=1", err: "bogus"},
 		{url: "ftp://example.com/x", err: `unsupported scheme "ftp"`},
 		{url: "/plain/path", err: `unsupported scheme ""`},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,11 +41,13 @@ never read into memory whole.`,
 	cmd.Flags().IntVar(&p.consumers, "consumers", 0, "releases needed to finish the claim (fan-out)")
 	cmd.Flags().StringSliceVar(&p.consumerNames, "consumer-names", nil, "names of the consumers whose releases count (comma-separated)")
 	cmd.Flags().StringArrayVar(&p.labels, "label", nil, "label KEY=VALUE stored with the claim (repeatable)")
-	cmd.MarkFlagRequired("ns")
 	return cmd
 }
 
 func (p *putCmd) run(cmd *cobra.Command, env Env, path string) error {
+	if p.ns == "" {
+		return usageError{errors.New("--ns is required: the namespace to store the payload in")}
+	}
 	opts := claimcheck.PutOptions{ContentType: p.contentType, Consumers: p.consumers, ConsumerNames: p.consumerNames}
 	for _, l := range p.labels {
 		k, v, ok := strings.Cut(l, "=")

@@ -21,18 +21,18 @@ import (
 // and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
 // blob.Store and runs every protocol of the design on top of them.
 type Store struct {
-	meta     meta.Store
-	blobs    blob.Store
-	clock    clock.Clock
-	log      *slog.Logger
-	metrics  *metrics
+	meta    meta.Store
+	blobs   blob.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics
 	// sweeper does the due work nobody asks for in-line; its metrics
 	// also count the in-line finishes.
 	sweeper      *sweep.Sweeper
 	sweepMetrics *sweep.Metrics
-	policies map[string]Policy
-	defaults *Policy // nil: only configured namespaces exist
-	closers  []io.Closer
+	policies     map[string]Policy
+	defaults     *Policy // nil: only configured namespaces exist
+	closers      []io.Closer
 }
 
 var _ Claims = (*Store)(nil)

@@ -217,7 +217,7 @@ func parseDSN(dsn string) (*dialect, string, error) {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		return postgresDialect, dsn, nil
 	}
-	return nil, "", fmt.Errorf("sqlmeta: unsupported database %q: use sqlite:PATH, sqlite://PATH or postgres://...", redact(dsn))
+	return nil, "", fmt.Errorf("sqlmeta: unsupported database %q: use sqlite:PATH, sqlite://PATH or a postgres:// URL", redact(dsn))
 }
 
 // redact drops anything that could be a password from a DSN shown in an

@@ -1,0 +1,25 @@
+module github.com/claimcheck/claimcheck/scripts/sqlitebench
+
+go 1.26.0
+
+// Kept out of the main module on purpose: the cgo driver is only measured
+// here, never linked into claimcheck. The replace lets a benchmark reuse
+// the main module's packages if it ever needs to.
+replace github.com/claimcheck/claimcheck => ../..
+
+require (
+	github.com/mattn/go-sqlite3 v1.14.53
+	modernc.org/sqlite v1.61.1
+)
+
+require (
+	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	modernc.org/libc v1.79.0 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+)

@@ -530,6 +530,10 @@ func TestMaybeOffloadResolve(t *testing.T) {
 	if err != nil || !v.Offloaded() || v.Ref.Size != int64(len(large)) {
 		t.Fatalf("large payload: %+v, %v; want a reference", v, err)
 	}
+	// The policy fetched for the first call served the second.
+	if got := counterSum(t, b.reg, "claimcheck_http_requests_total"); got != 2 {
+		t.Errorf("%v requests for two offloads, want 2 (one policy, one put)", got)
+	}
 	for _, v := range []claimcheck.Value{{Inline: small}, v} {
 		got, err := b.client.Resolve(ctx, v)
 		if err != nil || !bytes.Equal(got, v.Inline) && !bytes.Equal(got, large) {
@@ -553,5 +557,53 @@ func TestPolicy(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("policy of %s over HTTP:\n%+v\nwant\n%+v", ns, got, want)
 		}
+	}
+}
+
+// TestClientVerifies: the client checks size and digest itself, so a
+// stream altered or cut on the way (here by a proxy that passes the
+// server's empty trailer on, or none at all) is never taken as whole.
+func TestClientVerifies(t *testing.T) {
+	tests := []struct {
+		name   string
+		mangle func([]byte) []byte
+	}{
+		{"byte flipped", func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"extra bytes", func(b []byte) []byte { return append(b, "tail"...) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t)
+			data := jsonDoc(200 << 10)
+			ref := b.put(t, "orders", data, claimcheck.PutOptions{})
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				resp, err := http.Get(b.http.URL + r.URL.RequestURI())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				for k, v := range resp.Header {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(resp.StatusCode)
+				w.Write(tt.mangle(body))
+			}))
+			defer proxy.Close()
+			c, err := client.New(proxy.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Redeem(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Bytes()
+			if got != nil || !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+				t.Fatalf("mangled stream: %d bytes, %v; want ErrChecksumMismatch", len(got), err)
+			}
+		})
 	}
 }

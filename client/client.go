@@ -150,12 +150,12 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 		h.Set(api.HeaderLabels, api.FormatLabels(opts.Labels))
 	}
 	resp, err := c.do(req, http.StatusCreated, op, "")
+	if berr := tracker.finish(); err != nil && berr != nil {
+		// The upload broke because the body did: that is the cause,
+		// whatever the transport or the server made of it.
+		return claimcheck.Ref{}, fmt.Errorf("%s: reading the payload: %w", op, berr)
+	}
 	if err != nil {
-		if tracker.err != nil {
-			// The upload broke because the body did: that is the cause,
-			// whatever the transport or the server made of it.
-			return claimcheck.Ref{}, fmt.Errorf("%s: reading the payload: %w", op, tracker.err)
-		}
 		return claimcheck.Ref{}, err
 	}
 	var ref claimcheck.Ref

@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -212,17 +214,43 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyTracker remembers the first error reading the caller's body, which
-// is the cause when the upload then fails.
+// bodyTracker stands between the transport and the caller's body. It
+// remembers the first read error, which is the cause when the upload then
+// fails, and stops reading the caller's body once Put has returned: the
+// transport may go on reading in its own goroutine after an early answer
+// (a 413 before the body was sent), and the caller owns the reader again.
 type bodyTracker struct {
-	r   io.Reader
-	err error
+	r io.Reader
+
+	mu   sync.Mutex
+	err  error
+	done bool
 }
 
+var errPutReturned = errors.New("the put has already returned")
+
 func (b *bodyTracker) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	if done {
+		return 0, errPutReturned
+	}
 	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
 	}
 	return n, err
+}
+
+// finish stops further reads and returns the first read error.
+func (b *bodyTracker) finish() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done = true
+	return b.err
 }

@@ -21,6 +21,11 @@
 // finishing and collection: Commit locks the blob it reuses, FinishClaim
 // locks the blob before asking whether a live claim still points at it,
 // and BeginCollect holds the blob (SKIP LOCKED) while it re-checks.
+// Locks are taken in one order — claim, namespace, blobs (sorted by id) —
+// so that transactions wait for each other instead of deadlocking. The
+// namespace row carries the quota counters, so on PostgreSQL the writes
+// that change them (create, commit, finish) are serialised per namespace;
+// that is the price of exact counters checked in the same transaction.
 package sqlmeta
 
 import (

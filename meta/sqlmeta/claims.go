@@ -131,14 +131,6 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if c.BlobID != p.BlobID {
 		return meta.CommitResult{}, fmt.Errorf("claim is staged in blob %s, not %s: %w", c.BlobID, p.BlobID, meta.ErrConflict)
 	}
-	staging, err := q.loadBlob(p.BlobID, true)
-	if err != nil {
-		return meta.CommitResult{}, err
-	}
-	if staging.State != meta.BlobStaging {
-		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
-	}
-
 	// Reservation → usage. The total only grows when the payload is
 	// larger than its reservation; only then is the limit checked, so a
 	// lowered quota never strands an upload whose bytes were reserved.
@@ -149,6 +141,14 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
 		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
 			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
+	}
+	// Locks in the package's order: claim, namespace, then blobs.
+	staging, err := q.loadBlob(p.BlobID, true)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if staging.State != meta.BlobStaging {
+		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
 	}
 
 	// The dedup candidate of this (namespace, digest), locked: from here

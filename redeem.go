@@ -66,25 +66,13 @@ func goneOf(c meta.Claim) *GoneError {
 // ErrChecksumMismatch at the latest at the end of the stream.
 func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 	start := s.clock.Now()
-	var c meta.Claim
-	for attempt := 0; ; attempt++ {
-		var err error
-		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
-			return nil, err
-		}
-		if c.State == meta.ClaimPending {
-			s.metrics.notFound.Inc()
-			return nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, ErrNotFound)
-		}
-		c, err = s.meta.RecordRead(ctx, c.ID, s.clock.Now())
-		if err == nil {
-			break
-		}
-		// Lost a race with a state change (or the due time just passed):
-		// reload, which finishes the claim if it is due.
-		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
-			return nil, metaErr("redeem "+ref.ID, err)
-		}
+	c, err := s.load(ctx, "redeem", ref, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.State == meta.ClaimPending {
+		s.metrics.notFound.Inc()
+		return nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, ErrNotFound)
 	}
 	b, err := s.meta.Blob(ctx, c.BlobID)
 	if err != nil {
@@ -105,6 +93,10 @@ func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 		s.metrics.corruption.Inc()
 		return nil, fmt.Errorf("redeem %s: %w: stored object cannot be decompressed: %v", c.ID, ErrChecksumMismatch, err)
 	}
+	// The read is served from here on: record it (off this path). If the
+	// claim is finished concurrently, its blob stays for the grace period,
+	// longer than any stream.
+	s.reads.add(c.ID, start)
 	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	ref = refOf(c, b)
 	body := &redeemStream{s: s, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
@@ -169,6 +161,9 @@ func (r *redeemStream) Close() error {
 
 // Stat returns the claim's state; a due claim is finished first.
 func (s *Store) Stat(ctx context.Context, ref Ref) (ClaimInfo, error) {
+	if err := s.reads.sync(ctx); err != nil {
+		return ClaimInfo{}, err
+	}
 	c, err := s.load(ctx, "stat", ref, true)
 	if err != nil {
 		return ClaimInfo{}, err
@@ -193,6 +188,9 @@ func infoOf(c meta.Claim, b meta.Blob) ClaimInfo {
 func (s *Store) Release(ctx context.Context, ref Ref, consumer string) error {
 	if len(consumer) > maxConsumerName {
 		return fmt.Errorf("release: %w", invalidf("consumer name: longer than %d characters", maxConsumerName))
+	}
+	if err := s.reads.sync(ctx); err != nil {
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		c, err := s.load(ctx, "release", ref, true)
@@ -226,6 +224,9 @@ func (s *Store) Release(ctx context.Context, ref Ref, consumer string) error {
 
 // Delete finishes the claim now.
 func (s *Store) Delete(ctx context.Context, ref Ref) error {
+	if err := s.reads.sync(ctx); err != nil {
+		return err
+	}
 	c, err := s.load(ctx, "delete", ref, true)
 	if err != nil {
 		return err

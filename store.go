@@ -30,6 +30,7 @@ type Store struct {
 	// also count the in-line finishes.
 	sweeper      *sweep.Sweeper
 	sweepMetrics *sweep.Metrics
+	reads        *readRecorder
 	policies     map[string]Policy
 	defaults     *Policy // nil: only configured namespaces exist
 	closers      []io.Closer
@@ -74,6 +75,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.blobs = b
 		s.closers = append(s.closers, b)
 	}
+	s.reads = newReadRecorder(s.meta, s.log)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)
@@ -88,6 +90,10 @@ func (s *Store) SweepOnce(ctx context.Context, maxOps int) (sweep.Result, error)
 	return s.sweeper.RunOnce(ctx, maxOps)
 }
 
+// Sweeper returns the store's background sweeper, for operators and
+// benchmarks that drive it by hand.
+func (s *Store) Sweeper() *sweep.Sweeper { return s.sweeper }
+
 // touch tells the sweeper the store is busy.
 func (s *Store) touch() { s.sweeper.Touch() }
 
@@ -95,6 +101,9 @@ func (s *Store) touch() { s.sweeper.Touch() }
 func (s *Store) Close() error {
 	if s.sweeper != nil {
 		s.sweeper.Stop()
+	}
+	if s.reads != nil {
+		s.reads.close()
 	}
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {

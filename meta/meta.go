@@ -200,6 +200,12 @@ type CommitResult struct {
 	FlipBack bool // the shared blob was orphaned and is committed again
 }
 
+// Read is one served read of a claim.
+type Read struct {
+	ClaimID string
+	At      time.Time
+}
+
 // FinishResult reports one finished claim.
 type FinishResult struct {
 	Claim         Claim // as it is now (State deleted)
@@ -228,12 +234,15 @@ type Store interface {
 	// Blob loads a blob. ErrNotFound if absent.
 	Blob(ctx context.Context, id string) (Blob, error)
 
-	// RecordRead counts a read of an active claim that is not yet due:
-	// reads+1, first and last read times, and with delete_after_read the
-	// due time is lowered to first read + retention (reason
-	// read_retention_over). ErrConflict if the claim is not active or is
-	// due at now; the caller then finishes it.
-	RecordRead(ctx context.Context, id string, now time.Time) (Claim, error)
+	// RecordReads records reads that were served, in one transaction (the
+	// engine batches them off the redeem path). Each read of an active
+	// claim counts: reads+1, the earliest At becomes the first read time
+	// and the latest the last, and with delete_after_read the due time is
+	// lowered to min(due, first read + retention) with reason
+	// read_retention_over. A read counts even if the claim is due by now
+	// (its bytes were served). Reads of claims that are pending, finished
+	// or unknown change nothing; their ids are returned in skipped.
+	RecordReads(ctx context.Context, reads []Read) (skipped []string, err error)
 
 	// Release records that consumer released an active claim. It is
 	// idempotent per consumer name (a repeated name changes nothing). When

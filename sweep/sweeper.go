@@ -232,6 +232,14 @@ func (s *Sweeper) RunOnce(ctx context.Context, maxOps int) (Result, error) {
 	return s.runBounded(ctx, maxOps, false, 0, 0)
 }
 
+// Run does one maintenance-sized run now, with the configured bounds
+// (max_ops_per_run, max_runtime_per_run, op_delay) but without waiting
+// for idleness or stopping for traffic: the most the sweeper ever does at
+// once. Benchmarks use it to measure the sweeper at full budget.
+func (s *Sweeper) Run(ctx context.Context) (Result, error) {
+	return s.run(ctx, s.cfg.MaxOpsPerRun, false)
+}
+
 func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, error) {
 	return s.runBounded(ctx, maxOps, idleOnly, s.cfg.MaxRuntimePerRun, s.cfg.OpDelay)
 }

@@ -85,8 +85,8 @@ func testConcurrent(t *testing.T, h *harness) {
 						t.Errorf("FinishCollect: %v", err)
 					}
 				case 3:
-					if _, err := h.s.RecordRead(ctx, pick(rng), now); err != nil && !errors.Is(err, meta.ErrConflict) {
-						t.Errorf("RecordRead: %v", err)
+					if _, err := h.s.RecordReads(ctx, []meta.Read{{ClaimID: pick(rng), At: now}}); err != nil {
+						t.Errorf("RecordReads: %v", err)
 					}
 				case 4:
 					if _, err := h.s.Release(ctx, pick(rng), fmt.Sprint("w", w), now); err != nil && !errors.Is(err, meta.ErrConflict) {

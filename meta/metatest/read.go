@@ -8,13 +8,15 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
+// read records one read of id at the harness's now and returns the claim
+// as stored afterwards.
 func (h *harness) read(id string) meta.Claim {
 	h.t.Helper()
-	c, err := h.s.RecordRead(h.ctx(), id, h.now())
-	if err != nil {
-		h.t.Fatalf("RecordRead(%s): %v", id, err)
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, At: h.now()}})
+	if err != nil || len(skipped) != 0 {
+		h.t.Fatalf("RecordReads(%s): skipped %v, %v", id, skipped, err)
 	}
-	return c
+	return h.claim(id)
 }
 
 func (h *harness) release(id, consumer string) meta.Claim {
@@ -76,10 +78,9 @@ func testRecordReadDeleteAfterRead(t *testing.T, h *harness) {
 	}
 	h.wantDue(c, epoch.Add(6*time.Minute), meta.ReasonReadRetention)
 
-	// At the due time the read is refused; the caller finishes the claim.
+	// At the due time the claim is finished (the engine does it in-line
+	// before serving a read).
 	h.clock.Set(epoch.Add(6 * time.Minute))
-	_, err := h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
-	wantErr(t, "read at due time", err, meta.ErrConflict)
 	fr, done, err := h.s.FinishClaim(h.ctx(), res.Claim.ID, "", h.now(), true)
 	if err != nil || !done {
 		t.Fatalf("FinishClaim onlyIfDue: done=%v err=%v", done, err)
@@ -97,25 +98,54 @@ func testRecordReadDueOnlyMovesEarlier(t *testing.T, h *harness) {
 	wantTime(t, "ExpiresAt", c.ExpiresAt, epoch.Add(10*time.Minute))
 }
 
-func testRecordReadConflicts(t *testing.T, h *harness) {
+func testRecordReadsBatch(t *testing.T, h *harness) {
+	a := h.put(put{DeleteAfterRead: true, Retention: 5 * time.Minute})
+	b := h.put(put{})
+	h.clock.Advance(time.Minute)
+	// Reads of one batch may arrive out of order: the earliest is the first.
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
+		{ClaimID: a.Claim.ID, At: epoch.Add(2 * time.Minute)},
+		{ClaimID: b.Claim.ID, At: epoch.Add(time.Minute)},
+		{ClaimID: a.Claim.ID, At: epoch.Add(time.Minute)},
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("RecordReads: skipped %v, %v", skipped, err)
+	}
+	ca := h.claim(a.Claim.ID)
+	if ca.Reads != 2 || h.claim(b.Claim.ID).Reads != 1 {
+		t.Errorf("reads: a=%d b=%d, want 2 and 1", ca.Reads, h.claim(b.Claim.ID).Reads)
+	}
+	wantTime(t, "FirstReadAt", ca.FirstReadAt, epoch.Add(time.Minute))
+	wantTime(t, "LastReadAt", ca.LastReadAt, epoch.Add(2*time.Minute))
+	h.wantDue(ca, epoch.Add(6*time.Minute), meta.ReasonReadRetention)
+}
+
+func testRecordReadsSkips(t *testing.T, h *harness) {
 	cp := h.pending(put{})
-	_, err := h.s.RecordRead(h.ctx(), cp.Claim.ID, h.now())
-	wantErr(t, "read of pending claim", err, meta.ErrConflict)
-
-	res := h.put(put{MaxAge: time.Hour})
+	done := h.put(put{MaxAge: time.Hour})
+	h.finish(done.Claim.ID, meta.ReasonExpired)
+	due := h.put(put{MaxAge: time.Hour})
 	h.clock.Set(epoch.Add(time.Hour))
-	_, err = h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
-	wantErr(t, "read of due claim", err, meta.ErrConflict)
 
-	h.finish(res.Claim.ID, meta.ReasonExpired)
-	_, err = h.s.RecordRead(h.ctx(), res.Claim.ID, h.now())
-	wantErr(t, "read of deleted claim", err, meta.ErrConflict)
-
-	_, err = h.s.RecordRead(h.ctx(), "c_missing", h.now())
-	wantErr(t, "read of unknown claim", err, meta.ErrNotFound)
-
-	if c := h.claim(cp.Claim.ID); c.Reads != 0 || !c.FirstReadAt.IsZero() {
-		t.Errorf("refused read was counted: %+v", c)
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
+		{ClaimID: cp.Claim.ID, At: h.now()},
+		{ClaimID: done.Claim.ID, At: h.now()},
+		{ClaimID: "c_missing", At: h.now()},
+		{ClaimID: due.Claim.ID, At: h.now()}, // served just before it fell due: counts
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(skipped, []string{cp.Claim.ID, done.Claim.ID, "c_missing"}) {
+		t.Errorf("skipped %v, want the pending, the deleted and the unknown claim", skipped)
+	}
+	for _, id := range []string{cp.Claim.ID, done.Claim.ID} {
+		if c := h.claim(id); c.Reads != 0 || !c.FirstReadAt.IsZero() {
+			t.Errorf("skipped read was counted: %+v", c)
+		}
+	}
+	if c := h.claim(due.Claim.ID); c.Reads != 1 {
+		t.Errorf("read of an active claim that is due by now: Reads = %d, want 1", c.Reads)
 	}
 }
 

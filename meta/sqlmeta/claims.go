@@ -301,35 +301,46 @@ func lowerDue(c meta.Claim, t time.Time, reason string) (time.Time, string) {
 	return c.DueAt, c.DueReason
 }
 
-// RecordRead counts a read of a live claim; see meta.Store.
-func (s *Store) RecordRead(ctx context.Context, id string, now time.Time) (meta.Claim, error) {
-	var c meta.Claim
+// RecordReads records served reads in one transaction; see meta.Store.
+func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, error) {
+	var skipped []string
 	err := s.write(ctx, func(q *txq) error {
-		var err error
-		c, err = q.loadClaim(id, true)
-		if err != nil {
-			return err
+		skipped = nil
+		for _, r := range reads {
+			c, err := q.loadClaim(r.ClaimID, true)
+			if errors.Is(err, meta.ErrNotFound) {
+				skipped = append(skipped, r.ClaimID)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if c.State != meta.ClaimActive {
+				skipped = append(skipped, r.ClaimID)
+				continue
+			}
+			c.Reads++
+			if c.FirstReadAt.IsZero() || r.At.Before(c.FirstReadAt) {
+				c.FirstReadAt = r.At
+			}
+			if r.At.After(c.LastReadAt) {
+				c.LastReadAt = r.At
+			}
+			if c.DeleteAfterRead {
+				c.DueAt, c.DueReason = lowerDue(c, c.FirstReadAt.Add(c.RetentionAfterRead), meta.ReasonReadRetention)
+			}
+			if _, err := q.exec(`UPDATE claims SET reads = ?, first_read_at = ?, last_read_at = ?, due_at = ?, due_reason = ?
+				WHERE id = ? AND state = 'active'`,
+				c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason, c.ID); err != nil {
+				return err
+			}
 		}
-		if err := liveAt(c, now); err != nil {
-			return err
-		}
-		c.Reads++
-		if c.FirstReadAt.IsZero() {
-			c.FirstReadAt = now
-		}
-		c.LastReadAt = now
-		if c.DeleteAfterRead {
-			c.DueAt, c.DueReason = lowerDue(c, c.FirstReadAt.Add(c.RetentionAfterRead), meta.ReasonReadRetention)
-		}
-		_, err = q.exec(`UPDATE claims SET reads = ?, first_read_at = ?, last_read_at = ?, due_at = ?, due_reason = ?
-			WHERE id = ? AND state = 'active'`,
-			c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason, id)
-		return err
+		return nil
 	})
 	if err != nil {
-		return meta.Claim{}, fmt.Errorf("sqlmeta: record read of claim %s: %w", id, err)
+		return nil, fmt.Errorf("sqlmeta: record %d reads: %w", len(reads), err)
 	}
-	return c, nil
+	return skipped, nil
 }
 
 // Release records a consumer's release of a live claim; see meta.Store.

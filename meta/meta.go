@@ -290,6 +290,16 @@ type Store interface {
 	// the zero time if nothing is due ever.
 	OldestDue(ctx context.Context) (time.Time, error)
 
+	// TryLease takes or renews the named lease for holder until now+ttl.
+	// It succeeds when the lease is free, expired at now, or already held
+	// by holder, and reports false (no error) when another holder has it.
+	// Jobs that need one runner across replicas hold a lease while they
+	// run.
+	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+
+	// ReleaseLease gives the lease up if holder has it.
+	ReleaseLease(ctx context.Context, name, holder string) error
+
 	// Namespace returns a namespace's counters; a namespace without any
 	// claim yet has zero counters (no error).
 	Namespace(ctx context.Context, name string) (Namespace, error)

@@ -15,9 +15,11 @@ package sweep
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +118,7 @@ type Sweeper struct {
 	log     *slog.Logger
 	metrics *Metrics
 
+	holder string       // this sweeper's name in the maintenance lease
 	lastOp atomic.Int64 // unix nanos of the last operation (Touch)
 	runMu  sync.Mutex   // one run at a time in this process
 
@@ -134,7 +137,7 @@ func New(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics}
+	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
 	s.lastOp.Store(clk.Now().UnixNano())
 	return s
 }
@@ -206,12 +209,32 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		return Result{}, nil // nothing due
 	}
 	if now.Sub(s.idleSince()) >= s.cfg.IdleGrace {
-		return s.run(ctx, s.cfg.MaxOpsPerRun, true)
+		// One maintenance runner across all replicas: the lease outlives
+		// the longest run, and a runner that dies lets it expire.
+		ok, err := s.meta.TryLease(ctx, MaintenanceLease, s.holder, now, s.cfg.MaxRuntimePerRun+s.cfg.Interval)
+		if err != nil {
+			return Result{}, err
+		}
+		if ok {
+			defer s.meta.ReleaseLease(context.WithoutCancel(ctx), MaintenanceLease, s.holder)
+			return s.run(ctx, s.cfg.MaxOpsPerRun, true)
+		}
 	}
 	if lag > s.cfg.MaxLag {
 		return s.run(ctx, s.cfg.LagBudget, false)
 	}
 	return Result{}, nil
+}
+
+// MaintenanceLease is the lease a sweeper holds during a maintenance run.
+const MaintenanceLease = "sweeper-maintenance"
+
+// holderName names this process in leases: host, pid and a random part.
+func holderName() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }
 
 // Result counts the work of one run.

@@ -344,3 +344,26 @@ func TestStartStopInFakeTime(t *testing.T) {
 		}
 	})
 }
+
+func TestOneMaintenanceRunnerAcrossReplicas(t *testing.T) {
+	cfg := sweep.Config{IdleGrace: time.Minute, MaxLag: time.Hour, MaxOpsPerRun: 5, PageSize: 5, OpDelay: time.Nanosecond}
+	b := setup(t, cfg)
+	other := sweep.New(cfg, b.meta, b.blobs, b.clock, nil, nil) // a second replica
+	b.seed(t, 20, t0.Add(time.Second))
+	b.clock.Advance(2 * time.Minute)
+	// The other replica holds the maintenance lease (it is mid-run).
+	if ok, err := b.meta.TryLease(context.Background(), sweep.MaintenanceLease, "replica-2", b.clock.Now(), time.Minute); err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	if res, err := b.sw.Tick(context.Background()); err != nil || res.Ops() != 0 {
+		t.Fatalf("a maintenance run while another replica holds the lease: %+v %v", res, err)
+	}
+	b.clock.Advance(time.Minute) // the holder died: its lease expires
+	if res, err := b.sw.Tick(context.Background()); err != nil || res.Ops() != 5 {
+		t.Fatalf("after the lease expired: %+v %v", res, err)
+	}
+	// A finished run gives the lease back at once.
+	if res, err := other.Tick(context.Background()); err != nil || res.Ops() != 5 {
+		t.Fatalf("the next replica's run: %+v %v", res, err)
+	}
+}

@@ -63,6 +63,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"FinishCollect", testFinishCollect},
 		{"CollectFailed", testCollectFailed},
 		{"OldestDue", testOldestDue},
+		{"Lease", testLease},
+		{"LeaseConcurrent", testLeaseConcurrent},
 		{"NotFound", testNotFound},
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},

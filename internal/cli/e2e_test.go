@@ -113,9 +113,6 @@ func photosJSON(n int) []byte {
 }
 
 func TestCLIEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts a server")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	url := startServer(t, bin, dir)
@@ -218,9 +215,6 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesBadConfig(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")

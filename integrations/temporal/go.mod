@@ -1,0 +1,12 @@
+module github.com/claimcheck/claimcheck/integrations/temporal
+
+go 1.26.8
+
+require github.com/claimcheck/claimcheck v0.0.0
+
+require (
+	go.temporal.io/sdk v1.50.0 // indirect
+	go.temporal.io/server v1.32.0 // indirect
+)
+
+replace github.com/claimcheck/claimcheck => ../..

@@ -1,0 +1,2 @@
+// Package kafka carries claim-check envelopes over Kafka records.
+package kafka

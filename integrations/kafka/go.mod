@@ -1,0 +1,16 @@
+module github.com/claimcheck/claimcheck/integrations/kafka
+
+go 1.26.0
+
+require github.com/claimcheck/claimcheck v0.0.0
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/twmb/franz-go v1.22.2 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.0 // indirect
+)
+
+replace github.com/claimcheck/claimcheck => ../..

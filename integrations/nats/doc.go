@@ -1,0 +1,2 @@
+// Package nats carries claim-check envelopes over NATS JetStream.
+package nats

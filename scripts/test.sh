@@ -24,6 +24,19 @@ done
 short=-short
 if [ "${CLAIMCHECK_TEST_LONG:-}" = 1 ]; then short=; fi
 
+# Real PostgreSQL and MinIO for the suites that need them (DESIGN.md §11),
+# started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
+# skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
+# TEST_S3_URL already set is used as it is.
+if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
+  services=$(mktemp -d)
+  trap './scripts/minio.sh stop "$services"; ./scripts/postgres.sh stop "$services"; rm -rf "$services"' EXIT
+  echo "== services"
+  trap 'exit 130' INT TERM # run the EXIT trap on a signal too
+  if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$services"); eval "$env"; fi
+  if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$services"); eval "$env"; fi
+fi
+
 echo "== go test -race $short"
 for i in "${!modules[@]}"; do
   echo "-- ${paths[$i]}"

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Start or stop a throw-away MinIO server (S3) for the tests.
+#
+#   eval "$(scripts/minio.sh start DIR)"   # prints export TEST_S3_URL=... and the AWS keys
+#   scripts/minio.sh stop DIR
+#
+# MinIO is built once with `go install` at a pinned version into a cache
+# directory outside the repository (${XDG_CACHE_HOME:-~/.cache}/claimcheck)
+# and reused from there; the first build takes a few minutes. The server
+# keeps its objects in DIR/minio, listens on 127.0.0.1 only, on free ports,
+# and gets one bucket, "claimcheck-test".
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+
+# The version DESIGN.md §11 lists as known to build and work here.
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/minio-$MINIO_VERSION"
+bucket=claimcheck-test
+user=claimcheck
+secret=claimcheck-secret-key
+
+binary() {
+  if [ -x "$cache/minio" ]; then echo "$cache/minio"; return 0; fi
+  log "building MinIO $MINIO_VERSION into $cache (once; takes a few minutes)"
+  mkdir -p "$cache"
+  # Outside the repository, so go.work and go.mod do not apply.
+  (cd "$cache" && GOWORK=off GOFLAGS= GOBIN="$cache/bin.tmp" go install "github.com/minio/minio@$MINIO_VERSION") >&2
+  mv "$cache/bin.tmp/minio" "$cache/minio"
+  rmdir "$cache/bin.tmp"
+  echo "$cache/minio"
+}
+
+start() {
+  local dir=$1
+  local bin; bin=$(binary)
+  mkdir -p "$dir/minio/data"
+  local port cport tries=0 pid
+  while :; do
+    port=$(free_port)
+    cport=$(free_port)
+    MINIO_ROOT_USER=$user MINIO_ROOT_PASSWORD=$secret MINIO_BROWSER=off \
+      MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
+      setsid "$bin" server --quiet --address "127.0.0.1:$port" --console-address "127.0.0.1:$cport" \
+      "$dir/minio/data" >"$dir/minio/server.log" 2>&1 </dev/null &
+    pid=$!
+    echo "$pid" >"$dir/minio/pid"
+    local i
+    for i in $(seq 1 300); do
+      if curl -fs "http://127.0.0.1:$port/minio/health/ready" >/dev/null 2>&1; then break; fi
+      if ! kill -0 "$pid" 2>/dev/null; then break; fi
+      sleep 0.1 # polling a starting server's health endpoint
+    done
+    if curl -fs "http://127.0.0.1:$port/minio/health/ready" >/dev/null 2>&1; then break; fi
+    kill "$pid" 2>/dev/null || true
+    tries=$((tries + 1))
+    if [ $tries -ge 5 ]; then
+      cat "$dir/minio/server.log" >&2
+      return 1
+    fi
+  done
+  # Create the bucket with a signed S3 request (no MinIO client needed).
+  curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$user:$secret" \
+    -X PUT "http://127.0.0.1:$port/$bucket" >/dev/null
+  log "MinIO on 127.0.0.1:$port (objects in $dir/minio/data, bucket $bucket)"
+  echo "export AWS_ACCESS_KEY_ID='$user' AWS_SECRET_ACCESS_KEY='$secret' AWS_REGION=us-east-1"
+  echo "export TEST_S3_URL='s3://$bucket?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true'"
+}
+
+stop() {
+  local dir=$1
+  [ -f "$dir/minio/pid" ] || return 0
+  local pid; pid=$(cat "$dir/minio/pid")
+  # Only the server this script started (its recorded pid).
+  if kill "$pid" 2>/dev/null; then
+    local i
+    for i in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1 # waiting for our own server to exit
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$dir/minio/pid"
+}
+
+case "${1:-}" in
+  start) start "${2:?usage: $0 start DIR}" ;;
+  stop) stop "${2:?usage: $0 stop DIR}" ;;
+  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

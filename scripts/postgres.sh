@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Start or stop a throw-away PostgreSQL server for the tests.
+#
+#   eval "$(scripts/postgres.sh start DIR)"   # prints export TEST_DATABASE_URL=...
+#   scripts/postgres.sh stop DIR
+#
+# The cluster lives in DIR/pg (initdb'd fresh), listens on 127.0.0.1 only,
+# on a free port, with trust authentication for local test users. It uses
+# the system's server binaries (Debian: /usr/lib/postgresql/*/bin); when
+# they are missing and we are root, it installs them with apt-get and says
+# so. PostgreSQL refuses to run as root, so as root the server runs as an
+# unprivileged user: "postgres" when it exists, else a system user
+# "claimcheck-pg" created here (idempotently).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+
+find_bindir() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then
+      echo "$d"; return 0
+    fi
+  done
+  if command -v initdb >/dev/null && command -v postgres >/dev/null && command -v pg_ctl >/dev/null; then
+    dirname "$(command -v initdb)"; return 0
+  fi
+  return 1
+}
+
+bindir() {
+  if find_bindir; then return 0; fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    log "PostgreSQL server binaries not found (initdb, pg_ctl, postgres); install the postgresql package"
+    return 1
+  fi
+  log "PostgreSQL server binaries not found: installing the postgresql package with apt-get"
+  # The package's post-install may create and start a default cluster on
+  # port 5432; we never use it (our own cluster runs on a free port).
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+  find_bindir
+}
+
+# as_pg_user runs a command as the cluster's owner.
+as_pg_user() {
+  if [ "$(id -u)" = 0 ]; then
+    # From /: the caller's working directory may not be readable by it.
+    (cd / && runuser -u "$pguser" -- "$@")
+  else
+    "$@"
+  fi
+}
+
+start() {
+  local dir=$1
+  local bin; bin=$(bindir)
+  pguser=$(id -un)
+  if [ "$(id -u)" = 0 ]; then
+    if getent passwd postgres >/dev/null; then
+      pguser=postgres
+    else
+      pguser=claimcheck-pg
+      if ! getent passwd "$pguser" >/dev/null; then
+        log "creating system user $pguser to run PostgreSQL (it refuses to run as root)"
+        useradd --system --no-create-home --shell /usr/sbin/nologin "$pguser" 2>/dev/null ||
+          getent passwd "$pguser" >/dev/null
+      fi
+    fi
+  fi
+  mkdir -p "$dir/pg"
+  chmod 755 "$dir"
+  chown "$pguser" "$dir/pg"
+  chmod 700 "$dir/pg"
+  as_pg_user "$bin/initdb" -D "$dir/pg/data" -U postgres --auth=trust -E UTF8 --no-instructions >"$dir/pg/initdb.log" 2>&1 ||
+    { cat "$dir/pg/initdb.log" >&2; return 1; }
+  local port tries=0
+  while :; do
+    port=$(free_port)
+    # -k: the socket goes into our dir, not /var/run/postgresql (which
+    # may not exist or not be writable by this user).
+    if as_pg_user "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 \
+      -o "-h 127.0.0.1 -p $port -k $dir/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      start >/dev/null; then
+      break
+    fi
+    tries=$((tries + 1))
+    if [ $tries -ge 5 ]; then
+      cat "$dir/pg/server.log" >&2
+      return 1
+    fi
+  done
+  echo "$bin" >"$dir/pg/bindir"
+  echo "$pguser" >"$dir/pg/user"
+  as_pg_user "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -q -c "CREATE DATABASE claimcheck_test" >/dev/null
+  log "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data in $dir/pg/data, run as $pguser)"
+  echo "export TEST_DATABASE_URL='postgres://postgres@127.0.0.1:$port/claimcheck_test?sslmode=disable'"
+}
+
+stop() {
+  local dir=$1
+  [ -f "$dir/pg/bindir" ] || return 0
+  local bin; bin=$(cat "$dir/pg/bindir")
+  pguser=$(cat "$dir/pg/user")
+  # Our own server only: pg_ctl stops the postmaster whose pid file is in
+  # our data directory.
+  as_pg_user "$bin/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -f "$dir/pg/bindir"
+}
+
+case "${1:-}" in
+  start) start "${2:?usage: $0 start DIR}" ;;
+  stop) stop "${2:?usage: $0 stop DIR}" ;;
+  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

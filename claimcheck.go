@@ -200,10 +200,19 @@ func MaybeOffload(ctx context.Context, c Claims, ns string, data []byte) (Value,
 	if err != nil {
 		return Value{}, fmt.Errorf("offload to %s: %w", ns, err)
 	}
-	if int64(len(data)) < int64(pol.Threshold) {
+	return OffloadAt(ctx, c, ns, data, int64(pol.Threshold), PutOptions{})
+}
+
+// OffloadAt is MaybeOffload with the threshold given by the caller (a
+// publisher that read the namespace policy once, or overrides it) and put
+// options for the claim (fan-out consumers, content type, labels). Size
+// and Digest are always set from data, whatever opts says.
+func OffloadAt(ctx context.Context, c Claims, ns string, data []byte, threshold int64, opts PutOptions) (Value, error) {
+	if int64(len(data)) < threshold {
 		return Value{Inline: data}, nil
 	}
-	ref, err := c.Put(ctx, ns, bytes.NewReader(data), PutOptions{Size: int64(len(data)), Digest: DigestOf(data)})
+	opts.Size, opts.Digest = int64(len(data)), DigestOf(data)
+	ref, err := c.Put(ctx, ns, bytes.NewReader(data), opts)
 	if err != nil {
 		return Value{}, err
 	}

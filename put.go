@@ -69,6 +69,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
 		CreatedAt: now, StateAt: now, CollectAt: uploadDeadline,
+	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start); done {
+		return ref, err // a dedup hit: the body is never read
+	}
 	}
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
@@ -102,6 +105,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	res, err := s.meta.Commit(ctx, meta.CommitParams{
 		ClaimID: claim.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
+	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
+		return Ref{}, err
+	}
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 	})
@@ -111,12 +117,11 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	if err != nil {
 		return Ref{}, metaErr("put to "+ns, err)
 	}
+		s.gcMetrics.casConflicts.Inc()
 	s.metrics.created.WithLabelValues(ns).Inc()
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
-	if res.DedupHit {
-		s.metrics.dedupHits.WithLabelValues(ns).Inc()
-	}
+	s.observeDedup(ns, res, w.size)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil
 }

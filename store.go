@@ -26,6 +26,8 @@ type Store struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	metrics *metrics
+	// gcMetrics count dedup savings and commit conflicts (dedup.go).
+	gcMetrics *gcMetrics
 	// sweeper does the due work nobody asks for in-line; its metrics
 	// also count the in-line finishes.
 	sweeper      *sweep.Sweeper
@@ -54,6 +56,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(reg)
+	s.gcMetrics = newGCMetrics(reg)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
 	s.meta = cfg.MetaStore

@@ -117,6 +117,7 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if opts.Size > 0 {
 		body = &exactReader{r: body, left: opts.Size, size: opts.Size}
 	}
+	opts = withDigest(body, opts)
 	// The tracker, not the caller's reader, is what the transport sees,
 	// so it neither closes the caller's reader nor guesses a length from
 	// its type.

@@ -300,6 +300,46 @@ type Store interface {
 	// ReleaseLease gives the lease up if holder has it.
 	ReleaseLease(ctx context.Context, name, holder string) error
 
+	// CommitExisting is the digest-first put: in one transaction, if a
+	// committed or orphaned dedup candidate of (namespace, digest) with the
+	// claim's size exists (created at or after DedupNotBefore), it inserts
+	// the claim active on it (an orphaned one flips back to committed),
+	// charges the claim's size and count to the namespace and returns
+	// hit=true. Otherwise it changes nothing and returns hit=false (the
+	// caller uploads). *QuotaError (nothing changed) when a hit would
+	// exceed a quota.
+	CommitExisting(ctx context.Context, p CommitExistingParams) (res CommitResult, hit bool, err error)
+
+	// Blobs returns up to limit blobs in any state with id > afterID, in
+	// id order (the backstop's and fsck's paged walk).
+	Blobs(ctx context.Context, afterID string, limit int) ([]Blob, error)
+
+	// LiveRefs counts the pending and active claims referencing each of
+	// the given blobs (absent ids count 0). Read-only.
+	LiveRefs(ctx context.Context, blobIDs []string) (map[string]int64, error)
+
+	// FixRefcounts recounts, in one transaction, the live claims of the
+	// given blobs and repairs their refcount hints; a committed blob with
+	// no live claim becomes orphaned with collect_at = now + grace. Blobs
+	// in other states keep their state (collection re-checks claims
+	// anyway). It returns the blobs it changed.
+	FixRefcounts(ctx context.Context, blobIDs []string, now time.Time, grace time.Duration) ([]RefFix, error)
+
+	// BlobsByKeys returns the blobs that are not deleted and own one of
+	// the given object keys, by key.
+	BlobsByKeys(ctx context.Context, keys []string) (map[string]Blob, error)
+
+	// Cursor returns the named cursor ("" if unset); SetCursor stores it.
+	// Paged jobs keep their position there to resume after a stop.
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+
+	// AppendEvents appends events to the log (Seq is assigned; At comes
+	// from the caller's clock); Events returns up to limit events with seq > afterSeq, in
+	// order.
+	AppendEvents(ctx context.Context, events []Event) error
+	Events(ctx context.Context, afterSeq int64, limit int) ([]Event, error)
+
 	// Namespace returns a namespace's counters; a namespace without any
 	// claim yet has zero counters (no error).
 	Namespace(ctx context.Context, name string) (Namespace, error)

@@ -1,0 +1,58 @@
+package meta
+
+import "time"
+
+// Types of the garbage-collection operations of Store: the digest-first
+// put (CommitExisting), the backstop's paged reads and repairs, and the
+// events log.
+
+// CommitExistingParams describe a put whose digest and size are known
+// before its body (DESIGN §7 put step 4): if a blob with that content can
+// be shared, the claim is created active on it at once and the body is
+// never read.
+type CommitExistingParams struct {
+	// Claim is the new claim: ID, Namespace, Size (the declared size),
+	// ContentType, Labels, CreatedAt, ExpiresAt, DueAt/DueReason (its
+	// deadline once active) and the policy fields. State and BlobID are
+	// set by the operation.
+	Claim  Claim
+	Digest string
+	Now    time.Time
+	// Only blobs created at or after DedupNotBefore qualify (as in
+	// CommitParams).
+	DedupNotBefore time.Time
+	QuotaBytes     int64 // 0 = unlimited
+	QuotaClaims    int64 // 0 = unlimited
+}
+
+// RefFix reports one blob whose refcount hint disagreed with the live
+// claims that reference it, or that the backstop orphaned.
+type RefFix struct {
+	BlobID     string
+	Namespace  string
+	State      BlobState // state before the fix
+	Refcount   int64     // stored hint before the fix
+	Live       int64     // pending and active claims that reference it
+	Orphaned   bool      // committed with no live claim: now orphaned with grace
+	StoredSize int64     // the blob's object size
+}
+
+// Event is one row of the events log: something an operator should see
+// later (a missing object, a repaired drift). Kinds are short snake_case
+// names; Detail is free text for humans.
+type Event struct {
+	Seq       int64 // assigned on append, increasing
+	At        time.Time
+	Kind      string
+	Namespace string
+	ClaimID   string
+	BlobID    string
+	Detail    string
+}
+
+// Event kinds written by the garbage collector.
+const (
+	EventObjectMissing = "object_missing" // a blob row whose object is gone
+	EventRefcountDrift = "refcount_drift" // a refcount hint repaired
+	EventDebrisDeleted = "debris_deleted" // an object without a row, collected
+)

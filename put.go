@@ -17,6 +17,11 @@ import (
 // sampleSize is how much of a payload "auto" compression looks at.
 const sampleSize = 64 << 10
 
+// copyBufferSize is the chunk a put streams through hash, compressor and
+// object writer: large enough that a megabyte costs a handful of system
+// calls, small enough that many concurrent puts stay cheap.
+const copyBufferSize = 256 << 10
+
 // Limits on put options; the HTTP layer enforces header sizes too.
 const (
 	maxLabels       = 32
@@ -64,14 +69,14 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
 	}
+	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start); done {
+		return ref, err // a dedup hit: the body is never read
+	}
 	blobID := newBlobID()
 	claim.BlobID = blobID
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
 		CreatedAt: now, StateAt: now, CollectAt: uploadDeadline,
-	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start); done {
-		return ref, err // a dedup hit: the body is never read
-	}
 	}
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
@@ -100,24 +105,24 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	if err != nil {
 		return Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
+	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
+		return Ref{}, err
+	}
 
 	now = s.clock.Now()
 	res, err := s.meta.Commit(ctx, meta.CommitParams{
 		ClaimID: claim.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
-	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
-		return Ref{}, err
-	}
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 	})
 	if errors.Is(err, meta.ErrConflict) {
+		s.gcMetrics.casConflicts.Inc()
 		return Ref{}, fmt.Errorf("put to %s: %w", ns, &GoneError{ID: claim.ID, Reason: ReasonNeverConfirmed, At: now})
 	}
 	if err != nil {
 		return Ref{}, metaErr("put to "+ns, err)
 	}
-		s.gcMetrics.casConflicts.Inc()
 	s.metrics.created.WithLabelValues(ns).Inc()
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
@@ -224,7 +229,7 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 	h := sha256.New()
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
-	size, err := io.CopyBuffer(io.MultiWriter(zw, h), readerOnly{src}, make([]byte, 32<<10))
+	size, err := io.CopyBuffer(io.MultiWriter(zw, h), readerOnly{src}, make([]byte, copyBufferSize))
 	if err != nil {
 		zw.Close()
 		if ctx.Err() != nil {

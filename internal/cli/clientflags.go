@@ -43,6 +43,17 @@ func (f *clientFlags) client() (*client.Client, error) {
 	return c, nil
 }
 
+// claim reads the REF argument and makes the client: the first steps of
+// every command that works on one claim.
+func (f *clientFlags) claim(arg string, stdin io.Reader) (claimcheck.Ref, *client.Client, error) {
+	ref, err := readRef(arg, stdin)
+	if err != nil {
+		return claimcheck.Ref{}, nil, err
+	}
+	c, err := f.client()
+	return ref, c, err
+}
+
 // readRef reads a reference given on the command line: inline JSON,
 // @FILE, or - for standard input. A bare claim id is accepted too.
 func readRef(arg string, stdin io.Reader) (claimcheck.Ref, error) {

@@ -36,11 +36,7 @@ verification ends the command with an error (exit code 5).`,
 }
 
 func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
-	ref, err := readRef(arg, env.Stdin)
-	if err != nil {
-		return err
-	}
-	c, err := g.client.client()
+	ref, c, err := g.client.claim(arg, env.Stdin)
 	if err != nil {
 		return err
 	}

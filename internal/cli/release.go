@@ -18,11 +18,7 @@ consumers have released it, it is deleted after the namespace's
 retention_after_read window.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := readRef(args[0], env.Stdin)
-			if err != nil {
-				return err
-			}
-			c, err := r.client.client()
+			ref, c, err := r.client.claim(args[0], env.Stdin)
 			if err != nil {
 				return err
 			}

@@ -11,11 +11,7 @@ func newRmCmd(env Env) *cobra.Command {
 		Short: "Delete a claim now (later redeems answer gone: deleted)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := readRef(args[0], env.Stdin)
-			if err != nil {
-				return err
-			}
-			c, err := r.client.client()
+			ref, c, err := r.client.claim(args[0], env.Stdin)
 			if err != nil {
 				return err
 			}

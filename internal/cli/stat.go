@@ -15,11 +15,7 @@ func newStatCmd(env Env) *cobra.Command {
 		Short: "Show a claim's state, deadlines, reads and releases (JSON)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := readRef(args[0], env.Stdin)
-			if err != nil {
-				return err
-			}
-			c, err := s.client.client()
+			ref, c, err := s.client.claim(args[0], env.Stdin)
 			if err != nil {
 				return err
 			}

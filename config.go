@@ -45,6 +45,11 @@ type Config struct {
 	Namespaces map[string]Policy `yaml:"namespaces"`
 	// Sweeper bounds the background sweeper.
 	Sweeper sweep.Config `yaml:"sweeper"`
+	// Lifecycle is what the store does with the bucket's lifecycle rules
+	// at start on storage that has them (S3): "manage" (default) creates
+	// and repairs them, "check" only reports drift, "off" ignores them.
+	// See safetynet.go and ADR 0020.
+	Lifecycle string `yaml:"lifecycle"`
 
 	// Clock is the time source (default the wall clock). Tests pass a
 	// *clock.Fake.
@@ -105,6 +110,9 @@ func (c Config) WithDefaults() Config {
 		}
 		c.Storage = "file://" + filepath.ToSlash(dir)
 	}
+	if c.Lifecycle == "" {
+		c.Lifecycle = LifecycleManage
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -155,6 +163,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Sweeper.Validate(); err != nil {
 		return invalidf("%v", err)
+	}
+	switch c.Lifecycle {
+	case LifecycleManage, LifecycleCheck, LifecycleOff:
+	default:
+		return invalidf("lifecycle %q: want manage, check or off", c.Lifecycle)
 	}
 	if !strings.HasPrefix(c.Metadata, "sqlite:") && !strings.HasPrefix(c.Metadata, "postgres://") && !strings.HasPrefix(c.Metadata, "postgresql://") && c.MetaStore == nil {
 		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)

@@ -115,6 +115,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
+		// Lifecycle safety net: never share an object the bucket may
+		// expire before this claim's deadline (safetynet.go).
+		DedupNotBefore: s.dedupNotBefore(ns, expires),
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		s.gcMetrics.casConflicts.Inc()

@@ -35,6 +35,10 @@ type Store struct {
 	reads        *readRecorder
 	policies     map[string]Policy
 	defaults     *Policy // nil: only configured namespaces exist
+	// lifecycle and rules: the safety net (safetynet.go). rules are the
+	// bucket's lifecycle rules in force after the start-up check.
+	lifecycle *lifecycleMetrics
+	rules     []blob.LifecycleRule
 	closers      []io.Closer
 }
 
@@ -58,12 +62,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.metrics = newMetrics(reg)
 	s.gcMetrics = newGCMetrics(reg)
 	s.sweepMetrics = sweep.NewMetrics(reg)
+	s.lifecycle = newLifecycleMetrics(reg)
 
 	s.meta = cfg.MetaStore
 	if s.meta == nil {
 		m, err := sqlmeta.Open(ctx, cfg.Metadata)
 		if err != nil {
-			return nil, fmt.Errorf("open metadata %s: %w", cfg.Metadata, err)
+			return nil, fmt.Errorf("open metadata %s: %w", redactURL(cfg.Metadata), err)
 		}
 		s.meta = m
 		s.closers = append(s.closers, m)
@@ -77,6 +82,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		s.blobs = b
 		s.closers = append(s.closers, b)
+	}
+	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open storage %s: %w", redactURL(cfg.Storage), err)
 	}
 	s.reads = newReadRecorder(s.meta, s.log)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)

@@ -2,7 +2,11 @@ package blob
 
 import (
 	"context"
+	"crypto/rand"
+	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,4 +51,86 @@ func TestS3CancelledMultipart(t *testing.T) {
 	for _, up := range out.Uploads {
 		t.Errorf("incomplete upload left: %s %s", aws.ToString(up.Key), aws.ToString(up.UploadId))
 	}
+}
+
+// TestS3Lifecycle round-trips lifecycle rules through a bucket of its own
+// (rules are per bucket, and other tests share TEST_S3_URL's).
+func TestS3Lifecycle(t *testing.T) {
+	u := os.Getenv("TEST_S3_URL")
+	if u == "" {
+		t.Skip("TEST_S3_URL not set")
+	}
+	b := newTestBucket(t, u)
+	ctx := t.Context()
+	if rules, err := b.LifecycleRules(ctx); err != nil || len(rules) != 0 {
+		t.Fatalf("LifecycleRules of a new bucket = %v, %v; want none", rules, err)
+	}
+	want := []LifecycleRule{
+		{ID: "claimcheck:ns:a", Prefix: "a/", ExpireDays: 3},
+		// {ID: "claimcheck:abort-multipart", Prefix: "", AbortMultipartDays: 1},
+	}
+	if err := b.PutLifecycleRules(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.LifecycleRules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(x, y LifecycleRule) int { return strings.Compare(y.ID, x.ID) })
+	if !slices.Equal(got, want) {
+		t.Errorf("LifecycleRules = %+v, want %+v", got, want)
+	}
+	if err := b.PutLifecycleRules(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rules, err := b.LifecycleRules(ctx); err != nil || len(rules) != 0 {
+		t.Errorf("LifecycleRules after clearing = %v, %v; want none", rules, err)
+	}
+}
+
+// newTestBucket creates a fresh bucket next to the one u names and opens
+// it; the bucket is removed when the test ends.
+func newTestBucket(t *testing.T, u string) *S3Bucket {
+	t.Helper()
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	base := s.(*S3Bucket)
+	name := "claimcheck-" + strings.ToLower(rand.Text())[:12]
+	if _, err := base.client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.Host = name
+	s2, err := Open(t.Context(), pu.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s2.(*S3Bucket)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for token := ""; ; {
+			objs, next, err := b.List(ctx, "", token, 1000)
+			if err != nil {
+				break
+			}
+			for _, o := range objs {
+				_ = b.Delete(ctx, o.Key)
+			}
+			if next == "" {
+				break
+			}
+			token = next
+		}
+		if _, err := b.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
+			t.Logf("delete bucket %s: %v", name, err)
+		}
+		b.Close()
+	})
+	return b
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 		{"NestedKeys", testNestedKeys},
 		{"PartialRead", testPartialRead},
 		{"Concurrent", testConcurrent},
+		{"PresignPut", testPresignPut},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -182,15 +184,74 @@ func sqliteUniqueViolation(err error) bool {
 	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
+// Pool defaults for PostgreSQL. Each replica holds at most
+// pgMaxConns connections, so N replicas need N × pool_max_conns of the
+// server's max_connections (100 by default).
+const (
+	pgMaxConns        = 16
+	pgMaxConnLifetime = 30 * time.Minute
+	pgMaxConnIdleTime = 5 * time.Minute
+)
+
+// pgPool is the pool configuration taken from a DSN's query.
+type pgPool struct {
+	maxConns             int
+	maxLifetime, maxIdle time.Duration
+}
+
+// pgPoolParams takes the pool parameters out of a postgres:// URL (pgx
+// would send unknown parameters to the server as settings, which fails):
+//
+//	pool_max_conns=16           open connections per process (idle ones kept too)
+//	pool_max_conn_lifetime=30m  close connections older than this (rolling restarts of a proxy)
+//	pool_max_conn_idle_time=5m  close connections idle this long
+func pgPoolParams(dsn string) (string, pgPool, error) {
+	p := pgPool{maxConns: pgMaxConns, maxLifetime: pgMaxConnLifetime, maxIdle: pgMaxConnIdleTime}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", p, fmt.Errorf("sqlmeta: %s: %w", redact(dsn), err)
+	}
+	q := u.Query()
+	if v := q.Get("pool_max_conns"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return "", p, fmt.Errorf("sqlmeta: pool_max_conns %q: want a positive integer", v)
+		}
+		p.maxConns = n
+	}
+	for _, d := range []struct {
+		name string
+		into *time.Duration
+	}{{"pool_max_conn_lifetime", &p.maxLifetime}, {"pool_max_conn_idle_time", &p.maxIdle}} {
+		if v := q.Get(d.name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return "", p, fmt.Errorf("sqlmeta: %s %q: want a duration like 30m (0: no limit)", d.name, v)
+			}
+			*d.into = x
+		}
+		q.Del(d.name)
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), p, nil
+}
+
 // openPostgres opens one pool for both reads and writes: PostgreSQL has
 // row locks, so writers do not need to be queued in Go.
 func openPostgres(ctx context.Context, dsn string) (w, r *sql.DB, err error) {
+	dsn, pool, err := pgPoolParams(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(16)
+	db.SetMaxOpenConns(pool.maxConns)
+	db.SetMaxIdleConns(pool.maxConns)
+	db.SetConnMaxLifetime(pool.maxLifetime)
+	db.SetConnMaxIdleTime(pool.maxIdle)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, nil, err

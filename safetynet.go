@@ -230,10 +230,10 @@ func (s *Store) dedupNotBefore(ns string, expires time.Time) time.Time {
 	return expires.Add(lifecycleMargin - time.Duration(days)*24*time.Hour)
 }
 
-// redactURL drops the password and query of a URL shown in errors and
+// RedactURL drops the password and query of a URL shown in errors and
 // logs: a postgres:// DSN may carry a password, a storage URL endpoint
 // parameters.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		return raw

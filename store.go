@@ -39,7 +39,7 @@ type Store struct {
 	// bucket's lifecycle rules in force after the start-up check.
 	lifecycle *lifecycleMetrics
 	rules     []blob.LifecycleRule
-	closers      []io.Closer
+	closers   []io.Closer
 }
 
 var _ Claims = (*Store)(nil)
@@ -68,7 +68,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.meta == nil {
 		m, err := sqlmeta.Open(ctx, cfg.Metadata)
 		if err != nil {
-			return nil, fmt.Errorf("open metadata %s: %w", redactURL(cfg.Metadata), err)
+			return nil, fmt.Errorf("open metadata %s: %w", RedactURL(cfg.Metadata), err)
 		}
 		s.meta = m
 		s.closers = append(s.closers, m)
@@ -85,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open storage %s: %w", redactURL(cfg.Storage), err)
+		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
 	s.reads = newReadRecorder(s.meta, s.log)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)

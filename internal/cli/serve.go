@@ -103,7 +103,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 		return fmt.Errorf("listen on %s: %w", fc.Listen, err)
 	}
 	cfg = cfg.WithDefaults()
-	logger.Info("claimcheck serving", "url", "http://"+ln.Addr().String(), "metadata", cfg.Metadata, "storage", cfg.Storage)
+	logger.Info("claimcheck serving", "url", "http://"+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage))
 	h := server.New(server.Config{
 		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger,
 	})

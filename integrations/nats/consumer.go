@@ -13,6 +13,10 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
+// settleTimeout bounds the ack, release, dead-letter publish or term of a
+// message whose handler has run.
+const settleTimeout = 30 * time.Second
+
 // Message is a consumed message with its payload resolved.
 type Message struct {
 	// Msg is the JetStream message as delivered (for an offloaded body,
@@ -153,14 +157,18 @@ func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (Outcome, erro
 		return c.nak(msg, fmt.Errorf("resolve: %w", err))
 	}
 	herr := c.handler(ctx, m)
+	// The handler has run: settle the message even if ctx ends now, or
+	// its work would be done again for nothing.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	if m.Err != nil {
 		c.resolveError(msg.Subject(), m.Err)
-		return c.terminate(ctx, m)
+		return c.terminate(sctx, m)
 	}
 	if herr != nil {
 		return c.nak(msg, herr)
 	}
-	return c.Ack(ctx, m)
+	return c.Ack(sctx, m)
 }
 
 // Resolve reads the payload of msg. A reference that can never be

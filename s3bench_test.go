@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,15 +113,28 @@ func BenchmarkS3PutRedeem1MiB(b *testing.B) {
 // BenchmarkMetaSmallClaims measures small-claim throughput (put + redeem
 // of 1 KiB, objects in memory so only the metadata store differs) with
 // concurrent callers, on SQLite and on PostgreSQL.
+//
+// "one-namespace" puts every claim in one namespace, whose counter row
+// every put updates (twice) under a row lock; "namespace-per-caller"
+// spreads the callers over namespaces, the way several tenants would.
 func BenchmarkMetaSmallClaims(b *testing.B) {
-	for _, backend := range []string{"sqlite", "postgres"} {
-		b.Run(backend, func(b *testing.B) {
+	for _, bc := range []struct {
+		backend string
+		spread  bool
+	}{{"sqlite", false}, {"postgres", false}, {"sqlite", true}, {"postgres", true}} {
+		name := bc.backend + "/one-namespace"
+		if bc.spread {
+			name = bc.backend + "/namespace-per-caller"
+		}
+		b.Run(name, func(b *testing.B) {
+			pol := claimcheck.Policy{Threshold: 1, Compression: claimcheck.CompressionNone, Dedup: new(bool)}
 			cfg := claimcheck.Config{
 				Data: b.TempDir(), Storage: "mem://",
-				Namespaces: map[string]claimcheck.Policy{"bench": {Threshold: 1, Compression: claimcheck.CompressionNone, Dedup: new(bool)}},
-				Sweeper:    sweep.Config{Disabled: true},
+				Defaults: claimcheck.Defaults{Policy: pol},
+				Sweeper:  sweep.Config{Disabled: true},
 			}
-			if backend == "postgres" {
+			var callers atomic.Int64
+			if bc.backend == "postgres" {
 				cfg.Metadata, _ = testsvc.Postgres(b)
 			}
 			s, err := claimcheck.Open(context.Background(), cfg)
@@ -133,8 +147,12 @@ func BenchmarkMetaSmallClaims(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				data := make([]byte, 1024)
+				ns := "bench"
+				if bc.spread {
+					ns = fmt.Sprintf("bench-%d", callers.Add(1))
+				}
 				for pb.Next() {
-					ref, err := s.Put(ctx, "bench", bytes.NewReader(data), claimcheck.PutOptions{})
+					ref, err := s.Put(ctx, ns, bytes.NewReader(data), claimcheck.PutOptions{})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -60,6 +60,15 @@ type Config struct {
 	// retried; it doubles per attempt up to an hour (default 30s). A blob
 	// in deleting whose sweeper died is retried after RetryDelay too.
 	RetryDelay time.Duration `yaml:"retry_delay"`
+	// BackstopInterval is how often the GC backstop (backstop.go) starts
+	// a pass over all blob rows and the bucket (default 6h; negative turns
+	// it off). A pass in progress continues at every idle tick until done.
+	BackstopInterval time.Duration `yaml:"backstop_interval"`
+	// BackstopGrace is the grace period the backstop gives: a committed
+	// blob it finds without a live claim is collected no earlier than
+	// this, and an object without a row only once it is this old
+	// (default 1h).
+	BackstopGrace time.Duration `yaml:"backstop_grace"`
 }
 
 // WithDefaults returns c with zero fields set to the defaults.
@@ -75,6 +84,8 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxLag, time.Minute)
 	def(&c.Interval, time.Second)
 	def(&c.RetryDelay, 30*time.Second)
+	def(&c.BackstopInterval, 6*time.Hour)
+	def(&c.BackstopGrace, time.Hour)
 	if c.MaxOpsPerRun == 0 {
 		c.MaxOpsPerRun = 1000
 	}
@@ -93,7 +104,7 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"idle_grace", c.IdleGrace}, {"op_delay", c.OpDelay}, {"max_runtime_per_run", c.MaxRuntimePerRun},
-		{"max_lag", c.MaxLag}, {"interval", c.Interval}, {"retry_delay", c.RetryDelay}} {
+		{"max_lag", c.MaxLag}, {"interval", c.Interval}, {"retry_delay", c.RetryDelay}, {"backstop_grace", c.BackstopGrace}} {
 		if d.v < 0 {
 			return fmt.Errorf("sweeper.%s %s: must not be negative", d.name, d.v)
 		}
@@ -118,7 +129,9 @@ type Sweeper struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	holder string       // this sweeper's name in the maintenance lease
+	holder   string // this sweeper's name in the maintenance lease
+	backstop *Backstop
+
 	lastOp atomic.Int64 // unix nanos of the last operation (Touch)
 	runMu  sync.Mutex   // one run at a time in this process
 
@@ -138,6 +151,7 @@ func New(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logg
 		log = slog.Default()
 	}
 	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
+	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)
 	s.lastOp.Store(clk.Now().UnixNano())
 	return s
 }
@@ -187,6 +201,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep: run failed; retrying next tick", "err", err)
 		}
+		s.tickBackstop(ctx)
 	}
 }
 
@@ -381,6 +396,7 @@ func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int
 		}
 	}
 	res.BlobsCollected += len(ok)
+	s.metrics.GC.Candidates.Add(float64(len(blobs)))
 	s.metrics.ItemsDone.WithLabelValues("blob").Add(float64(len(ok)))
 	s.metrics.BlobsCollected.Add(float64(len(ok)))
 	s.metrics.BytesCollected.Add(float64(bytes))
@@ -442,6 +458,7 @@ type Metrics struct {
 	RunDuration    prometheus.Histogram
 	Aborts         prometheus.Counter
 	Lag            prometheus.Gauge // age of the oldest due item at the last tick
+	GC             *GCMetrics       // backstop and collection candidates
 }
 
 // NewMetrics creates the sweeper metrics and registers them on reg (nil:
@@ -467,6 +484,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_sweeper_lag_seconds",
 			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
 	}
+	m.GC = newGCMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
 			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag)

@@ -100,6 +100,8 @@ Then store and fetch payloads through it:
 		newReleaseCmd(env),
 		newRmCmd(env),
 		newSweepCmd(env),
+		newGCCmd(env),
+		newFsckCmd(env),
 	)
 	return root
 }

@@ -69,6 +69,12 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},
 		{"ConcurrentSameDigest", testConcurrentSameDigest},
+		{"CommitExistingHit", testCommitExistingHit},
+		{"CommitExistingFlipBack", testCommitExistingFlipBack},
+		{"CommitExistingMissChangesNothing", testCommitExistingMissChangesNothing},
+		{"CommitExistingQuota", testCommitExistingQuota},
+		{"BlobsPagingAndKeys", testBlobsPagingAndKeys},
+		{"CursorAndEvents", testCursorAndEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,381 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// The backstop (DESIGN §7.9, ADR-0010) is the low-frequency full pass that
+// repairs what the steady state cannot see: refcount hints that drifted,
+// committed blobs that lost their last claim without being orphaned,
+// objects without a row (debris of crashed writes) and rows without an
+// object. The steady state never lists the bucket; the backstop does, a
+// page at a time.
+//
+// A pass has two phases, each paged, and its position is a cursor in the
+// metadata store, saved after every page, so a pass interrupted by a crash,
+// a lost lease or a budget resumes where it stopped:
+//
+//	blobs:<start>:<after id>    walking blob rows in id order
+//	objects:<start>:<after key> walking the bucket in key order
+//	done:<finished>             idle until the next interval
+//
+// Every change is made by a metadata operation that re-checks the rows it
+// touches in its own transaction, so the pass is safe under concurrent
+// puts, releases and collections: it never deletes anything itself except
+// objects that have no row at all (and are older than the grace period),
+// and it never deletes a row.
+
+// BackstopLease is the lease the backstop holds while it runs, so one
+// replica runs it.
+const BackstopLease = "gc-backstop"
+
+// BackstopCursor is the name of the backstop's cursor.
+const BackstopCursor = "gc-backstop"
+
+// BackstopResult counts the work of a backstop run.
+type BackstopResult struct {
+	BlobsScanned   int   `json:"blobs_scanned"`
+	DriftFixed     int   `json:"refcount_drift_fixed"`
+	Orphaned       int   `json:"blobs_orphaned"`
+	ObjectsListed  int   `json:"objects_listed"`
+	DebrisDeleted  int   `json:"debris_deleted"`
+	DebrisBytes    int64 `json:"debris_bytes"`
+	MissingObjects int   `json:"missing_objects"`
+	Pages          int   `json:"pages"`
+	PassDone       bool  `json:"pass_done"` // a whole pass finished in this run
+	Skipped        bool  `json:"skipped"`   // another replica holds the lease
+}
+
+// Backstop runs the backstop passes.
+type Backstop struct {
+	cfg     Config
+	meta    meta.Store
+	blobs   blob.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *Metrics
+	holder  string
+}
+
+// NewBackstop returns the backstop over the given stores; metrics nil
+// creates unregistered ones.
+func NewBackstop(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Backstop {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Backstop{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
+}
+
+// Due reports whether a pass should run at now: one is in progress, or
+// the last finished at least backstop_interval ago (or never ran).
+func (bs *Backstop) Due(ctx context.Context, now time.Time) (bool, error) {
+	cur, err := bs.meta.Cursor(ctx, BackstopCursor)
+	if err != nil {
+		return false, err
+	}
+	phase, at, _ := parseCursor(cur)
+	if phase != "done" {
+		return true, nil
+	}
+	return !now.Before(at.Add(bs.cfg.BackstopInterval)), nil
+}
+
+// Run continues (or starts) a pass and works until it finishes or
+// maxPages pages are done (maxPages <= 0: until the pass finishes), with
+// op_delay between pages. It holds the backstop lease while it runs and
+// returns Skipped when another replica has it.
+func (bs *Backstop) Run(ctx context.Context, maxPages int) (res BackstopResult, err error) {
+	ttl := bs.cfg.MaxRuntimePerRun + bs.cfg.Interval
+	ok, err := bs.meta.TryLease(ctx, BackstopLease, bs.holder, bs.clock.Now(), ttl)
+	if err != nil {
+		return res, fmt.Errorf("sweep: backstop lease: %w", err)
+	}
+	if !ok {
+		res.Skipped = true
+		return res, nil
+	}
+	defer bs.meta.ReleaseLease(context.WithoutCancel(ctx), BackstopLease, bs.holder)
+
+	cur, err := bs.meta.Cursor(ctx, BackstopCursor)
+	if err != nil {
+		return res, fmt.Errorf("sweep: backstop cursor: %w", err)
+	}
+	phase, start, pos := parseCursor(cur)
+	if phase == "done" || phase == "" {
+		phase, start, pos = "blobs", bs.clock.Now(), ""
+	}
+	for maxPages <= 0 || res.Pages < maxPages {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		// Renew the lease page by page: a long pass outlives one TTL.
+		if ok, err := bs.meta.TryLease(ctx, BackstopLease, bs.holder, bs.clock.Now(), ttl); err != nil || !ok {
+			return res, errors.Join(err, errLeaseLost(ok))
+		}
+		var next string
+		var more bool
+		switch phase {
+		case "blobs":
+			next, more, err = bs.blobPage(ctx, pos, &res)
+			if err == nil && !more {
+				phase, next = "objects", ""
+			}
+		case "objects":
+			next, more, err = bs.objectPage(ctx, pos, &res)
+			if err == nil && !more {
+				phase, start, next = "done", bs.clock.Now(), ""
+				res.PassDone = true
+			}
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Pages++
+		pos = next
+		if err := bs.meta.SetCursor(ctx, BackstopCursor, formatCursor(phase, start, pos)); err != nil {
+			return res, fmt.Errorf("sweep: backstop cursor: %w", err)
+		}
+		if phase == "done" {
+			bs.metrics.GC.Passes.Inc()
+			return res, nil
+		}
+		if bs.cfg.OpDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(bs.cfg.OpDelay):
+			}
+		}
+	}
+	return res, nil
+}
+
+func errLeaseLost(ok bool) error {
+	if ok {
+		return nil
+	}
+	return errors.New("sweep: backstop lease lost to another replica")
+}
+
+// blobPage reconciles one page of blob rows after id after: refcounts
+// recounted from claims (both directions), committed blobs without a live
+// claim orphaned with grace, and objects of live rows checked.
+func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopResult) (string, bool, error) {
+	page, err := bs.meta.Blobs(ctx, after, bs.cfg.PageSize)
+	if err != nil {
+		return "", false, fmt.Errorf("sweep: backstop: %w", err)
+	}
+	if len(page) == 0 {
+		return "", false, nil
+	}
+	res.BlobsScanned += len(page)
+	var ids []string
+	for _, b := range page {
+		if b.State == meta.BlobCommitted || b.State == meta.BlobOrphaned || b.State == meta.BlobDeleting {
+			ids = append(ids, b.ID)
+		}
+	}
+	now := bs.clock.Now()
+	fixes, err := bs.meta.FixRefcounts(ctx, ids, now, bs.cfg.BackstopGrace)
+	if err != nil {
+		return "", false, fmt.Errorf("sweep: backstop: %w", err)
+	}
+	var events []meta.Event
+	for _, f := range fixes {
+		if f.Orphaned {
+			res.Orphaned++
+			bs.metrics.GC.Orphaned.Inc()
+		}
+		if f.Refcount != f.Live {
+			res.DriftFixed++
+			bs.metrics.GC.DriftFixed.Inc()
+			events = append(events, meta.Event{At: now, Kind: meta.EventRefcountDrift, Namespace: f.Namespace, BlobID: f.BlobID,
+				Detail: fmt.Sprintf("state %s: refcount %d, live claims %d", f.State, f.Refcount, f.Live)})
+		}
+	}
+	missing, err := MissingObjects(ctx, bs.meta, bs.blobs, page)
+	if err != nil {
+		return "", false, err
+	}
+	for _, b := range missing {
+		res.MissingObjects++
+		bs.metrics.GC.MissingObjects.Inc()
+		bs.log.Error("gc: a blob's object is missing; the row is kept", "blob", b.ID, "namespace", b.Namespace, "key", b.Key, "state", b.State)
+		events = append(events, meta.Event{At: now, Kind: meta.EventObjectMissing, Namespace: b.Namespace, BlobID: b.ID,
+			Detail: fmt.Sprintf("state %s, key %s: object not found", b.State, b.Key)})
+	}
+	if err := bs.meta.AppendEvents(ctx, events); err != nil {
+		return "", false, fmt.Errorf("sweep: backstop: %w", err)
+	}
+	return page[len(page)-1].ID, len(page) == bs.cfg.PageSize, nil
+}
+
+// MissingObjects returns the blobs of page that are committed or orphaned
+// and whose object does not exist. A blob whose row changed state in the
+// meantime (collected under us) is not missing: its row is reloaded
+// before it is reported.
+func MissingObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) ([]meta.Blob, error) {
+	var out []meta.Blob
+	for _, bl := range page {
+		if bl.State != meta.BlobCommitted && bl.State != meta.BlobOrphaned {
+			continue
+		}
+		if _, err := b.Attributes(ctx, bl.Key); err == nil {
+			continue
+		} else if !errors.Is(err, blob.ErrNotFound) {
+			return nil, fmt.Errorf("sweep: check object of blob %s: %w", bl.ID, err)
+		}
+		now, err := m.Blob(ctx, bl.ID)
+		if err != nil {
+			return nil, fmt.Errorf("sweep: reload blob %s: %w", bl.ID, err)
+		}
+		if now.State == meta.BlobCommitted || now.State == meta.BlobOrphaned {
+			out = append(out, now)
+		}
+	}
+	return out, nil
+}
+
+// objectPage lists one page of the bucket after key after and collects
+// debris: objects no live row owns, older than the grace period. The row
+// of every object the put protocol writes exists before the object's
+// first byte, so an object without a row is never an upload in progress;
+// the age check also spares the temp files of writes in progress (the
+// file backend's "<key>.<hex>.tmp", whose time moves while written).
+func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopResult) (string, bool, error) {
+	debris, next, listed, err := Debris(ctx, bs.meta, bs.blobs, after, bs.cfg.PageSize, bs.clock.Now().Add(-bs.cfg.BackstopGrace))
+	if err != nil {
+		return "", false, err
+	}
+	res.ObjectsListed += listed
+	now := bs.clock.Now()
+	var events []meta.Event
+	for _, o := range debris {
+		if err := bs.blobs.Delete(ctx, o.Key); err != nil {
+			bs.log.Warn("gc: deleting debris failed; next pass retries", "key", o.Key, "err", err)
+			continue
+		}
+		res.DebrisDeleted++
+		res.DebrisBytes += o.Size
+		bs.metrics.GC.DebrisDeleted.Inc()
+		bs.metrics.BytesCollected.Add(float64(o.Size))
+		events = append(events, meta.Event{At: now, Kind: meta.EventDebrisDeleted,
+			Detail: fmt.Sprintf("key %s, %d bytes, modified %s", o.Key, o.Size, o.ModTime.UTC().Format(time.RFC3339))})
+	}
+	if err := bs.meta.AppendEvents(ctx, events); err != nil {
+		return "", false, fmt.Errorf("sweep: backstop: %w", err)
+	}
+	return next, next != "", nil
+}
+
+// Debris lists one page of the bucket after key after and returns the
+// objects that no live blob row owns and that were last modified before
+// olderThan, the token of the next page ("" at the end) and the number
+// of objects listed. It changes nothing (fsck uses it too).
+func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
+	objs, next, err := b.List(ctx, "", after, pageSize)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("sweep: list objects after %q: %w", after, err)
+	}
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	owners, err := m.BlobsByKeys(ctx, keys)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("sweep: look up object owners: %w", err)
+	}
+	for _, o := range objs {
+		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(olderThan) {
+			continue
+		}
+		debris = append(debris, o)
+	}
+	return debris, next, len(objs), nil
+}
+
+func formatCursor(phase string, at time.Time, pos string) string {
+	return phase + ":" + strconv.FormatInt(at.UnixNano(), 10) + ":" + pos
+}
+
+// parseCursor splits a cursor; an unreadable one starts a new pass.
+func parseCursor(s string) (phase string, at time.Time, pos string) {
+	parts := strings.SplitN(s, ":", 3)
+	if len(parts) != 3 {
+		return "", time.Time{}, ""
+	}
+	n, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", time.Time{}, ""
+	}
+	return parts[0], time.Unix(0, n), parts[2]
+}
+
+// GCMetrics are the garbage collector's instruments beyond the collection
+// counters of Metrics.
+type GCMetrics struct {
+	Candidates     prometheus.Counter // blobs taken for deletion after re-confirmation
+	DriftFixed     prometheus.Counter // refcount hints repaired by the backstop
+	Orphaned       prometheus.Counter // committed blobs without a claim, orphaned by the backstop
+	MissingObjects prometheus.Counter // blob rows whose object is missing
+	DebrisDeleted  prometheus.Counter // objects without a row, deleted
+	Passes         prometheus.Counter // backstop passes finished
+}
+
+func newGCMetrics(reg prometheus.Registerer) *GCMetrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &GCMetrics{
+		Candidates:     c("claimcheck_gc_candidates_total", "Blobs moved to deleting after the grace period and the re-check that no live claim references them."),
+		DriftFixed:     c("claimcheck_gc_refcount_drift_fixed_total", "Refcount hints repaired by the backstop."),
+		Orphaned:       c("claimcheck_gc_backstop_orphaned_total", "Committed blobs without a live claim that the backstop orphaned."),
+		MissingObjects: c("claimcheck_gc_missing_objects_total", "Blob rows found by the backstop whose object does not exist (rows are kept)."),
+		DebrisDeleted:  c("claimcheck_gc_debris_deleted_total", "Objects without a blob row, older than the grace period, deleted by the backstop."),
+		Passes:         c("claimcheck_gc_backstop_passes_total", "Backstop passes finished."),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Candidates, m.DriftFixed, m.Orphaned, m.MissingObjects, m.DebrisDeleted, m.Passes)
+	}
+	return m
+}
+
+// Backstop returns the sweeper's backstop (for `claimcheck gc` and tests).
+func (s *Sweeper) Backstop() *Backstop { return s.backstop }
+
+// tickBackstop runs the backstop from the background loop: only while the
+// store is idle (the maintenance rule of the sweeper), a bounded number of
+// pages per tick, so a long pass spreads over many ticks and traffic is
+// never starved.
+func (s *Sweeper) tickBackstop(ctx context.Context) {
+	if s.cfg.BackstopInterval < 0 {
+		return
+	}
+	now := s.clock.Now()
+	if now.Sub(s.idleSince()) < s.cfg.IdleGrace {
+		return
+	}
+	due, err := s.backstop.Due(ctx, now)
+	if err != nil || !due {
+		return
+	}
+	pages := max(1, s.cfg.MaxOpsPerRun/max(1, s.cfg.PageSize))
+	if _, err := s.backstop.Run(ctx, pages); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: backstop page failed; retrying next tick", "err", err)
+	}
+}

@@ -1,0 +1,158 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Report is what Inspect found: the read-only view behind
+// `claimcheck gc --dry-run` and `claimcheck fsck`.
+type Report struct {
+	At    time.Time `json:"at"`
+	Blobs int       `json:"blobs_scanned"`
+
+	// Reclaimable: blobs due for collection now (grace over).
+	Reclaimable Reclaim `json:"reclaimable"`
+	// InGrace: blobs orphaned but still within their grace period.
+	InGrace Reclaim `json:"in_grace"`
+
+	Drift          []Drift       `json:"refcount_drift"`
+	Missing        []meta.Blob   `json:"missing_objects"`
+	StuckDeleting  []meta.Blob   `json:"stuck_deleting"`
+	Debris         []blob.Object `json:"debris"`
+	ObjectsListed  int           `json:"objects_listed"`
+	DebrisBytes    int64         `json:"debris_bytes"`
+	StuckThreshold string        `json:"stuck_threshold"`
+}
+
+// Reclaim sums a set of blobs waiting for collection.
+type Reclaim struct {
+	Count  int       `json:"count"`
+	Bytes  int64     `json:"bytes"` // object bytes
+	Oldest time.Time `json:"oldest,omitzero"`
+}
+
+func (r *Reclaim) add(b meta.Blob, t time.Time) {
+	r.Count++
+	r.Bytes += b.StoredSize
+	if r.Oldest.IsZero() || t.Before(r.Oldest) {
+		r.Oldest = t
+	}
+}
+
+// Drift is a blob whose refcount hint disagrees with its live claims.
+type Drift struct {
+	BlobID   string         `json:"blob_id"`
+	State    meta.BlobState `json:"state"`
+	Refcount int64          `json:"refcount"`
+	Live     int64          `json:"live_claims"`
+}
+
+// Damaged reports whether fsck should fail: anything out of place.
+func (r Report) Damaged() bool {
+	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0
+}
+
+// Inspect walks every blob row and the whole bucket, a page at a time, and
+// reports without changing anything. A deleting blob counts as stuck once
+// it has been deleting longer than stuckAfter; objects without a row count
+// as debris once older than grace (younger ones may be writes in
+// progress). withObjects=false skips the object checks (gc --dry-run).
+func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, grace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
+	r := Report{At: now.UTC(), StuckThreshold: stuckAfter.String()}
+	after := ""
+	for {
+		page, err := m.Blobs(ctx, after, pageSize)
+		if err != nil {
+			return r, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		after = page[len(page)-1].ID
+		r.Blobs += len(page)
+		var ids []string
+		for _, bl := range page {
+			switch bl.State {
+			case meta.BlobStaging, meta.BlobOrphaned, meta.BlobDeleting:
+				if !bl.CollectAt.IsZero() && !bl.CollectAt.After(now) {
+					r.Reclaimable.add(bl, bl.StateAt)
+				} else if bl.State == meta.BlobOrphaned {
+					r.InGrace.add(bl, bl.StateAt)
+				}
+			}
+			if bl.State == meta.BlobDeleting && now.Sub(bl.StateAt) > stuckAfter {
+				r.StuckDeleting = append(r.StuckDeleting, bl)
+			}
+			if bl.State == meta.BlobCommitted || bl.State == meta.BlobOrphaned {
+				ids = append(ids, bl.ID)
+			}
+		}
+		live, err := m.LiveRefs(ctx, ids)
+		if err != nil {
+			return r, err
+		}
+		for _, bl := range page {
+			if bl.State != meta.BlobCommitted && bl.State != meta.BlobOrphaned {
+				continue
+			}
+			// An orphaned blob keeps refcount 0 and no claim: consistent.
+			if n := live[bl.ID]; n != bl.Refcount || (bl.State == meta.BlobCommitted && n == 0) {
+				r.Drift = append(r.Drift, Drift{BlobID: bl.ID, State: bl.State, Refcount: bl.Refcount, Live: n})
+			}
+		}
+		if withObjects {
+			missing, err := MissingObjects(ctx, m, b, page)
+			if err != nil {
+				return r, err
+			}
+			r.Missing = append(r.Missing, missing...)
+		}
+		if len(page) < pageSize {
+			break
+		}
+	}
+	if !withObjects {
+		return r, nil
+	}
+	token := ""
+	for {
+		debris, next, listed, err := Debris(ctx, m, b, token, pageSize, now.Add(-grace))
+		if err != nil {
+			return r, err
+		}
+		r.ObjectsListed += listed
+		for _, o := range debris {
+			r.Debris = append(r.Debris, o)
+			r.DebrisBytes += o.Size
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	return r, nil
+}
+
+// String is a one-line summary.
+func (r Reclaim) String() string {
+	if r.Count == 0 {
+		return "0 blobs"
+	}
+	return fmt.Sprintf("%d blobs, %d bytes, oldest since %s", r.Count, r.Bytes, r.Oldest.UTC().Format(time.RFC3339))
+}
+
+// StuckDeletingAfter is how long a blob may stay in deleting before fsck
+// reports it: far longer than a delete takes, long enough for a few
+// retries of a failing one.
+const StuckDeletingAfter = time.Hour
+
+// Inspect reports on the sweeper's stores with its configuration (grace
+// for debris: backstop_grace); see the package function Inspect.
+func (s *Sweeper) Inspect(ctx context.Context, withObjects bool) (Report, error) {
+	return Inspect(ctx, s.meta, s.blobs, s.clock.Now(), s.cfg.BackstopGrace, StuckDeletingAfter, s.cfg.PageSize, withObjects)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -207,4 +208,139 @@ func mustConsumer(b *testing.B, e *benchEnv, stream string) jetstream.Consumer {
 		b.Fatal(err)
 	}
 	return cons
+}
+
+// lane is one way of sending a body: send publishes body i, recv
+// consumes and settles the message it gets.
+type lane struct {
+	send func(i int) error
+	recv func(jetstream.Msg) error
+	it   jetstream.MessagesContext
+	took time.Duration
+}
+
+// interleave alternates one message through a and one through b, b.N
+// times, timing each lane alone, so that both see the same machine load
+// (the benchmark machine is shared). It reports both rates and their
+// ratio.
+func interleave(b *testing.B, name1 string, a *lane, name2 string, c *lane) {
+	b.Helper()
+	b.ResetTimer()
+	for i := range b.N {
+		order := []*lane{a, c}
+		if i%2 == 1 { // which lane goes first alternates: no order effect
+			order[0], order[1] = c, a
+		}
+		for _, l := range order {
+			start := time.Now()
+			if err := l.send(i); err != nil {
+				b.Fatal(err)
+			}
+			msg, err := l.it.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.recv(msg); err != nil {
+				b.Fatal(err)
+			}
+			l.took += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	ra, rc := float64(b.N)/a.took.Seconds(), float64(b.N)/c.took.Seconds()
+	b.ReportMetric(ra, name1+"-msgs/s")
+	b.ReportMetric(rc, name2+"-msgs/s")
+	b.ReportMetric(ra/rc, "ratio")
+}
+
+// messages creates stream with subject and a durable pull consumer on it,
+// and returns its message iterator.
+func (e *benchEnv) messages(b *testing.B, stream, subject string) jetstream.MessagesContext {
+	b.Helper()
+	if _, err := e.js.CreateStream(e.ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{subject}}); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := e.js.CreateOrUpdateConsumer(e.ctx, stream, jetstream.ConsumerConfig{Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(it.Stop)
+	return it
+}
+
+func (e *benchEnv) envelopeLane(b *testing.B, subject string, data func(i int) []byte) *lane {
+	b.Helper()
+	pub, err := NewPublisher(e.ctx, e.store, e.js, PublisherConfig{Namespace: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it := e.messages(b, "ENV", subject)
+	c, err := NewConsumer(e.store, mustConsumer(b, e, "ENV"), func(context.Context, *Message) error { return nil }, ConsumerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &lane{it: it,
+		send: func(i int) error { _, err := pub.Publish(e.ctx, subject, data(i)); return err },
+		recv: func(msg jetstream.Msg) error {
+			if out, err := c.Handle(e.ctx, msg); out != Acked || err != nil {
+				return fmt.Errorf("handle: %s, %w", out, err)
+			}
+			return nil
+		}}
+}
+
+// BenchmarkInterleaved is the side-by-side comparison quoted in
+// docs/PERFORMANCE.md: one message at a time (publish, receive, settle),
+// alternating between the two ways, on one server and one store.
+func BenchmarkInterleaved(b *testing.B) {
+	b.Run("1MiB/envelope-vs-objectstore", func(b *testing.B) {
+		e := setupBench(b)
+		base := body(1 << 20)
+		env := e.envelopeLane(b, "env.big", stamped(base))
+		obj, err := e.js.CreateObjectStore(e.ctx, jetstream.ObjectStoreConfig{Bucket: "bodies"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := stamped(base)
+		os := &lane{it: e.messages(b, "OBJ", "obj.big"),
+			send: func(i int) error {
+				name := fmt.Sprintf("body-%d", i)
+				if _, err := obj.PutBytes(e.ctx, name, next(i)); err != nil {
+					return err
+				}
+				_, err := e.js.Publish(e.ctx, "obj.big", []byte(name))
+				return err
+			},
+			recv: func(msg jetstream.Msg) error {
+				name := string(msg.Data())
+				data, err := obj.GetBytes(e.ctx, name)
+				if err != nil {
+					return err
+				}
+				if len(data) != len(base) {
+					return fmt.Errorf("object %s: %d bytes", name, len(data))
+				}
+				if err := obj.Delete(e.ctx, name); err != nil {
+					return err
+				}
+				return msg.DoubleAck(e.ctx)
+			}}
+		interleave(b, "envelope", env, "objectstore", os)
+	})
+	b.Run("1KiB/envelope-vs-plain", func(b *testing.B) {
+		e := setupBench(b)
+		base := body(1 << 10)
+		env := e.envelopeLane(b, "env.small", func(int) []byte { return base })
+		plain := &lane{it: e.messages(b, "RAW", "raw.small"),
+			send: func(int) error {
+				_, err := e.js.PublishMsg(e.ctx, &natsgo.Msg{Subject: "raw.small", Data: base})
+				return err
+			},
+			recv: func(msg jetstream.Msg) error { return msg.DoubleAck(e.ctx) }}
+		interleave(b, "envelope", env, "plain", plain)
+	})
 }

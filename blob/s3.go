@@ -126,3 +126,44 @@ func (w *s3Writer) Close() error {
 	}
 	return errors.Join(err, fmt.Errorf("blob: write %s: abort multipart upload %s: %w", w.key, mp.UploadID(), aerr))
 }
+
+// NewReader implements Store with one GetObject, without gocloud's reader
+// in between: on the redeem path its per-call bookkeeping cost about as
+// much as the transfer itself (docs/PERFORMANCE.md). Keys gocloud would
+// have escaped still go through it, so both agree on the object's name.
+func (b *S3Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
+	if escapedByGocloud(key) {
+		return b.Bucket.NewReader(ctx, key)
+	}
+	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		var api smithy.APIError
+		if errors.As(err, &nsk) || errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
+			err = ErrNotFound
+		}
+		return nil, fmt.Errorf("blob: read %s: %w", key, err)
+	}
+	return &s3Reader{body: out.Body, key: key}, nil
+}
+
+type s3Reader struct {
+	body io.ReadCloser
+	key  string
+}
+
+func (r *s3Reader) Read(p []byte) (int, error) {
+	n, err := r.body.Read(p)
+	if err == nil || err == io.EOF {
+		// io.EOF must reach the caller unwrapped (io.Copy, io.ReadAll).
+		return n, err
+	}
+	return n, fmt.Errorf("blob: read %s: %w", r.key, err)
+}
+
+func (r *s3Reader) Close() error {
+	if err := r.body.Close(); err != nil {
+		return fmt.Errorf("blob: read %s: %w", r.key, err)
+	}
+	return nil
+}

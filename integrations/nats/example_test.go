@@ -45,7 +45,7 @@ func Example() {
 		panic(err)
 	}
 	pub.Publish(ctx, "orders.created", bytes.Repeat([]byte("x"), 4096)) // at the threshold or above: a ref
-	pub.Publish(ctx, "orders.created", []byte("small"))                  // below: inline
+	pub.Publish(ctx, "orders.created", []byte("small"))                 // below: inline
 
 	cons, _ := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{
 		Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy})

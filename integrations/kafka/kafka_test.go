@@ -231,3 +231,27 @@ func TestPublishFailureDeletesClaim(t *testing.T) {
 		t.Errorf("orphans deleted = %v", v)
 	}
 }
+
+// TestPublishAbortDeletesEarlierClaims: a call whose later record cannot
+// be published produces nothing and deletes the claims it made for the
+// earlier records.
+func TestPublishAbortDeletesEarlierClaims(t *testing.T) {
+	e := setup(t)
+	rec := &recorder{Claims: e.store}
+	pub, err := NewPublisher(e.ctx, rec, e.prod, PublisherConfig{Namespace: nsAcks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pub.Publish(e.ctx,
+		&kgo.Record{Topic: topic, Value: body(4 << 10)},
+		&kgo.Record{Topic: topic, Value: body(4 << 10), Headers: []kgo.RecordHeader{{Key: HeaderRef, Value: []byte("{}")}}})
+	if !errors.Is(err, claimcheck.ErrInvalidArgument) {
+		t.Fatalf("publish = %v, want invalid argument (the record has a ref header)", err)
+	}
+	if len(rec.refs) != 1 {
+		t.Fatalf("%d claims created", len(rec.refs))
+	}
+	if info, err := e.store.Stat(e.ctx, rec.refs[0]); err != nil || info.State != claimcheck.StateDeleted {
+		t.Fatalf("claim of the aborted call: %+v, %v", info, err)
+	}
+}

@@ -108,7 +108,7 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 	refs := make([]*claimcheck.Ref, len(records))
 	for i, r := range records {
 		if slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return h.Key == HeaderRef }) {
-			return p.abort(ctx, refs[:i], fmt.Errorf("publish to %s: %w: the record already has a %s header", r.Topic, claimcheck.ErrInvalidArgument, HeaderRef))
+			return p.abort(ctx, records, refs[:i], fmt.Errorf("publish to %s: %w: the record already has a %s header", r.Topic, claimcheck.ErrInvalidArgument, HeaderRef))
 		}
 		v, err := claimcheck.OffloadAt(ctx, p.claims, p.cfg.Namespace, r.Value, p.threshold, claimcheck.PutOptions{
 			ContentType: p.cfg.ContentType, Labels: p.cfg.Labels,
@@ -118,7 +118,7 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 			if m != nil {
 				m.publishFailures.WithLabelValues(r.Topic).Inc()
 			}
-			return p.abort(ctx, refs[:i], fmt.Errorf("publish to %s: offload: %w", r.Topic, err))
+			return p.abort(ctx, records, refs[:i], fmt.Errorf("publish to %s: offload: %w", r.Topic, err))
 		}
 		if !v.Offloaded() {
 			out[i] = r
@@ -158,11 +158,11 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 }
 
 // abort deletes the claims made for a call that produces nothing.
-func (p *Publisher) abort(ctx context.Context, refs []*claimcheck.Ref, err error) error {
+func (p *Publisher) abort(ctx context.Context, records []*kgo.Record, refs []*claimcheck.Ref, err error) error {
 	errs := []error{err}
-	for _, ref := range refs {
+	for i, ref := range refs {
 		if ref != nil {
-			if derr := p.dropOrphan(ctx, "", *ref, nil); derr != nil {
+			if derr := p.dropOrphan(ctx, records[i].Topic, *ref, nil); derr != nil {
 				errs = append(errs, derr)
 			}
 		}
@@ -179,7 +179,7 @@ func (p *Publisher) dropOrphan(ctx context.Context, topic string, ref claimcheck
 	if err := p.claims.Delete(ctx, ref); err != nil {
 		return errors.Join(cause, fmt.Errorf("delete claim %s of the failed publish (it ends at max_age): %w", ref.ID, err))
 	}
-	if p.cfg.Metrics != nil && topic != "" {
+	if p.cfg.Metrics != nil {
 		p.cfg.Metrics.orphansDeleted.WithLabelValues(topic).Inc()
 	}
 	return cause

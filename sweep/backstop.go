@@ -289,6 +289,9 @@ func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopR
 // of objects listed. It changes nothing (fsck uses it too).
 func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
 	objs, next, err := b.List(ctx, "", after, pageSize)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, "", 0, nil // the file backend's directory does not exist yet: nothing stored
+	}
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("sweep: list objects after %q: %w", after, err)
 	}

@@ -28,7 +28,7 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts 
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
 	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
-		DedupNotBefore: s.digestFirstNotBefore(ctx, pol, c.ExpiresAt),
+		DedupNotBefore: s.digestFirstNotBefore(ns, c.ExpiresAt),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 	})
 	if err != nil {
@@ -53,12 +53,12 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts 
 	return refOf(res.Claim, res.Blob), true, nil
 }
 
-// digestFirstNotBefore is the oldest creation time of a blob the claim may
-// share. Zero (no limit) unless the storage expires objects by itself
-// (bucket lifecycle rules), which the production-backends work sets up;
-// until then every live blob qualifies.
-func (s *Store) digestFirstNotBefore(context.Context, Policy, time.Time) time.Time {
-	return time.Time{}
+// digestFirstNotBefore is the oldest creation time of a blob the claim
+// may share: the same bound as the upload path's commit (the lifecycle
+// safety net, safetynet.go), so a digest-first hit never shares an object
+// the bucket could expire before this claim's deadline.
+func (s *Store) digestFirstNotBefore(ns string, expires time.Time) time.Time {
+	return s.dedupNotBefore(ns, expires)
 }
 
 // observeDedup counts a dedup hit: the hit, the bytes not written, and

@@ -38,12 +38,14 @@ func TestRemoteClient(t *testing.T) {
 	}
 	cons := e.durable(t, "billing")
 	var told error
+	var ref claimcheck.Ref
 	c, err := NewConsumer(remote, cons, func(_ context.Context, m *Message) error {
 		if m.Err != nil {
 			told = m.Err
 			return nil
 		}
 		sameBytes(t, m.Body, payload)
+		ref = *m.Ref
 		return errors.New("not yet")
 	}, ConsumerConfig{})
 	if err != nil {
@@ -51,6 +53,11 @@ func TestRemoteClient(t *testing.T) {
 	}
 	if out, _ := c.Handle(e.ctx, next(t, cons)); out != Nakked {
 		t.Fatalf("first delivery: %s", out)
+	}
+	// Stat (through the client) waits for the store's batched read
+	// receipts, so the read is on record before the clock jumps.
+	if info, err := remote.Stat(e.ctx, ref); err != nil || info.Reads != 1 {
+		t.Fatalf("after the first delivery: %+v, %v", info, err)
 	}
 	e.clock.Advance(retention + time.Second)
 	if out, err := c.Handle(e.ctx, next(t, cons)); out != Terminated || !errors.Is(err, claimcheck.ErrGone) {

@@ -188,7 +188,8 @@ func TestServePostgresS3(t *testing.T) {
 
 // TestReplicasConcurrent runs three servers on one PostgreSQL and one
 // MinIO under concurrent put/redeem/release load, kills one with SIGKILL
-// mid-run, and then checks the whole store: no live claim lost, namespace
+// mid-run, and then checks the whole store (fsck clean, and directly): no
+// live claim lost, namespace
 // counters equal to the sums over claims, every claim finished once its
 // deadline passed and its object reclaimed after grace, and no claim
 // finished twice (the survivors' finish counters plus the killed one's
@@ -341,8 +342,10 @@ func TestReplicasConcurrent(t *testing.T) {
 	}
 	survivors := replicas[1:]
 
-	// Counters equal the sums over claims, in one snapshot.
+	// Counters equal the sums over claims, in one snapshot; fsck (read
+	// only, beside the running survivors) finds no damage.
 	checkCounters(t, db)
+	fsck(t, bin, cfg)
 
 	// Every live claim is still there, through a survivor.
 	ctx := context.Background()
@@ -374,6 +377,7 @@ func TestReplicasConcurrent(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the servers run on the wall clock
 	}
 	checkCounters(t, db)
+	fsck(t, bin, cfg)
 
 	var finished, created int
 	if err := db.QueryRow(`SELECT COUNT(*) FILTER (WHERE state = 'deleted'), COUNT(*) FROM claims`).Scan(&finished, &created); err != nil {
@@ -434,5 +438,15 @@ func checkCounters(t *testing.T, db *sql.DB) {
 	}
 	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		t.Fatal(err)
+	}
+}
+
+// fsck runs `claimcheck fsck` on the replicas' store and fails the test
+// on any finding.
+func fsck(t *testing.T, bin, cfg string) {
+	t.Helper()
+	out, stderr, code := run(t, bin, nil, "fsck", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("fsck: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -350,3 +350,19 @@ func TestRandomDeadlinesUnderTraffic(t *testing.T) {
 		t.Fatalf("only %d claims were put", len(recs))
 	}
 }
+
+// Read receipts are written off the redeem path; a redeem right after the
+// first read must still see the window that read started, however fast
+// the clock moves in between.
+func TestRedeliveryWindowIsExactRightAfterTheFirstRead(t *testing.T) {
+	b := setup(t, lifecycleNamespaces)
+	for i := range 50 {
+		ref := b.put(t, "dar", []byte(fmt.Sprintf("payload %d", i)))
+		if _, err := b.redeem(t, ref); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(5 * time.Minute) // the window is exactly over
+		_, err := b.redeem(t, ref)
+		wantGone(t, err, claimcheck.ReasonReadRetention)
+	}
+}

@@ -16,6 +16,11 @@ import (
 // redeem never waits for the metadata writer, which on SQLite is shared
 // with puts and the sweeper's pages.
 //
+// A redeem of a claim whose own earlier receipt is not written yet waits
+// for it, so that the redelivery window is exact even
+// when reads follow each other within milliseconds (or a test's fake clock
+// jumps past the window between them).
+//
 // What this gives up: a crash loses the receipts of the last moments. A
 // lost first read of a delete_after_read claim only means the claim lives
 // until max_age, the safe direction; it is never deleted early. Operations
@@ -26,6 +31,7 @@ type readRecorder struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
+	unsaved  map[string]int // claim id → receipts queued or being written
 	pending  []meta.Read
 	round    chan struct{} // closed once the current pending batch is written
 	inflight chan struct{} // the round being written now, nil when idle
@@ -37,10 +43,11 @@ type readRecorder struct {
 func newReadRecorder(m meta.Store, log *slog.Logger) *readRecorder {
 	r := &readRecorder{
 		meta: m, log: log,
-		round: make(chan struct{}),
-		wake:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		unsaved: map[string]int{},
+		round:   make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	go r.loop()
 	return r
@@ -50,11 +57,19 @@ func newReadRecorder(m meta.Store, log *slog.Logger) *readRecorder {
 func (r *readRecorder) add(id string, at time.Time) {
 	r.mu.Lock()
 	r.pending = append(r.pending, meta.Read{ClaimID: id, At: at})
+	r.unsaved[id]++
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// unsavedFor reports whether a receipt for claim id is not written yet.
+func (r *readRecorder) unsavedFor(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unsaved[id] > 0
 }
 
 // sync waits until every receipt queued before the call is written.
@@ -100,6 +115,11 @@ func (r *readRecorder) writeBatch() {
 	defer func() {
 		r.mu.Lock()
 		r.inflight = nil
+		for _, rd := range batch {
+			if r.unsaved[rd.ClaimID]--; r.unsaved[rd.ClaimID] <= 0 {
+				delete(r.unsaved, rd.ClaimID)
+			}
+		}
 		r.mu.Unlock()
 		close(round)
 	}()

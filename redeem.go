@@ -66,6 +66,13 @@ func goneOf(c meta.Claim) *GoneError {
 // ErrChecksumMismatch at the latest at the end of the stream.
 func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 	start := s.clock.Now()
+	if s.reads.unsavedFor(ref.ID) {
+		// An earlier read of this claim may have started its redelivery
+		// window: write it before deciding.
+		if err := s.reads.sync(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c, err := s.load(ctx, "redeem", ref, false)
 	if err != nil {
 		return nil, err

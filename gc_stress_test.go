@@ -23,7 +23,7 @@ import (
 )
 
 // gcStressOps is the number of operations of TestGCStress: 10,000 by
-// default (2,000 under the race detector), more with CLAIMCHECK_GC_STRESS_OPS (the long
+// default (1,500 under the race detector), more with CLAIMCHECK_GC_STRESS_OPS (the long
 // run in docs/PERFORMANCE.md uses 1,000,000).
 func gcStressOps(t *testing.T) int {
 	if v := os.Getenv("CLAIMCHECK_GC_STRESS_OPS"); v != "" {
@@ -38,7 +38,7 @@ func gcStressOps(t *testing.T) int {
 		// transaction costs ~30x more, and 10,000 operations take over
 		// five minutes. The race run checks the interleavings with fewer
 		// operations; the full-size stress pass (no -race) runs 10,000.
-		return 2_000
+		return 1_500
 	}
 	return 10_000
 }

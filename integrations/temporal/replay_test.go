@@ -17,9 +17,9 @@ import (
 // ResumableWorkflow runs a step, waits for a signal, then runs the next
 // step on the first one's output. The wait lets a test replace the worker
 // between the steps.
-func ResumableWorkflow(ctx workflow.Context) (State, error) {
+func ResumableWorkflow(ctx workflow.Context, n int) (State, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	var s State
+	s := State{N: n}
 	if err := workflow.ExecuteActivity(ctx, Step, s).Get(ctx, &s); err != nil {
 		return s, err
 	}
@@ -73,7 +73,7 @@ func TestReplayAfterWorkerRestartResolvesReferences(t *testing.T) {
 
 	w1 := newWorker()
 	wfID := "replay-" + t.Name()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: tq}, ResumableWorkflow)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: tq}, ResumableWorkflow, pipelinePhotos())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,10 +180,10 @@ func (s *Store) FixRefcounts(ctx context.Context, blobIDs []string, now time.Tim
 	var out []meta.RefFix
 	err := s.write(ctx, func(q *txq) error {
 		out = nil
-		live := make(map[string]int64, len(ids))
-		if err := q.liveRefs(ids, live); err != nil {
-			return err
-		}
+		// Lock the blobs first (sorted: the package's lock order), then
+		// count: a put that points a new claim at one of them must lock it
+		// too, so the count cannot miss a claim committed meanwhile.
+		blobs := make([]meta.Blob, 0, len(ids))
 		for _, id := range ids {
 			b, err := q.loadBlob(id, true)
 			if errors.Is(err, meta.ErrNotFound) {
@@ -192,6 +192,15 @@ func (s *Store) FixRefcounts(ctx context.Context, blobIDs []string, now time.Tim
 			if err != nil {
 				return err
 			}
+			blobs = append(blobs, b)
+		}
+		live := make(map[string]int64, len(ids))
+		if err := q.liveRefs(ids, live); err != nil {
+			return err
+		}
+		for _, b := range blobs {
+			var err error
+			id := b.ID
 			n := live[id]
 			fix := meta.RefFix{BlobID: id, Namespace: b.Namespace, State: b.State, Refcount: b.Refcount, Live: n, StoredSize: b.StoredSize}
 			switch {

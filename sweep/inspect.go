@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,7 +102,19 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 				continue
 			}
 			// An orphaned blob keeps refcount 0 and no claim: consistent.
-			if n := live[bl.ID]; n != bl.Refcount || (bl.State == meta.BlobCommitted && n == 0) {
+			n := live[bl.ID]
+			if n == bl.Refcount && (bl.State != meta.BlobCommitted || n > 0) {
+				continue
+			}
+			// The page and the count are two reads. Every change to a
+			// blob's claims also writes the blob (refcount, version), so
+			// an unchanged version means the count belongs to this row;
+			// a changed one is traffic, not drift (the next run sees it).
+			again, err := m.Blob(ctx, bl.ID)
+			if err != nil {
+				return r, err
+			}
+			if again.Version == bl.Version {
 				r.Drift = append(r.Drift, Drift{BlobID: bl.ID, State: bl.State, Refcount: bl.Refcount, Live: n})
 			}
 		}
@@ -127,6 +140,11 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 		}
 		r.ObjectsListed += listed
 		for _, o := range debris {
+			// Listed before a concurrent collection deleted it (its row
+			// is deleted now): gone, not debris.
+			if _, err := b.Attributes(ctx, o.Key); errors.Is(err, blob.ErrNotFound) {
+				continue
+			}
 			r.Debris = append(r.Debris, o)
 			r.DebrisBytes += o.Size
 		}

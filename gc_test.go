@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
@@ -240,4 +242,56 @@ func TestBackstopResumes(t *testing.T) {
 	if due, _ := bs.Due(ctx, g.clock.Now().Add(7*time.Hour)); !due {
 		t.Error("backstop not due 7h after a finished pass (interval 6h)")
 	}
+}
+
+// TestDedupMetrics: a digest-first put onto an orphan in its grace period
+// counts a hit, the bytes not stored and a flip-back.
+func TestDedupMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := setup(t, func(c *claimcheck.Config) { c.Registerer = reg })
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("metric "), 1000)
+	ref, err := b.store.Put(ctx, "plain", bytes.NewReader(data), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	opts := claimcheck.PutOptions{Digest: claimcheck.DigestOf(data), Size: int64(len(data))}
+	if _, err := b.store.Put(ctx, "plain", failingBody{}, opts); err != nil {
+		t.Fatalf("digest-first put read its body or failed: %v", err)
+	}
+	for name, want := range map[string]float64{
+		"claimcheck_dedup_hits_total":        1,
+		"claimcheck_dedup_bytes_saved_total": float64(len(data)),
+		"claimcheck_dedup_flip_backs_total":  1,
+	} {
+		if got := sumMetric(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// failingBody fails the test's put if it is read at all.
+type failingBody struct{}
+
+func (failingBody) Read([]byte) (int, error) { return 0, errors.New("the body was read") }
+
+func sumMetric(t *testing.T, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }

@@ -24,26 +24,46 @@ done
 short=-short
 if [ "${CLAIMCHECK_TEST_LONG:-}" = 1 ]; then short=; fi
 
+# Scratch space for the services and the test log, removed on exit.
+work=$(mktemp -d)
+services_started=
+cleanup() {
+  if [ -n "$services_started" ]; then
+    ./scripts/minio.sh stop "$work" || true
+    ./scripts/postgres.sh stop "$work" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM # run the EXIT trap on a signal too
+
 # Real PostgreSQL and MinIO for the suites that need them (DESIGN.md §11),
 # started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
 # skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
 # TEST_S3_URL already set is used as it is.
 if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
-  services=$(mktemp -d)
-  trap './scripts/minio.sh stop "$services"; ./scripts/postgres.sh stop "$services"; rm -rf "$services"' EXIT
   echo "== services"
-  trap 'exit 130' INT TERM # run the EXIT trap on a signal too
-  if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$services"); eval "$env"; fi
-  if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$services"); eval "$env"; fi
+  services_started=1
+  if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$work"); eval "$env"; fi
+  if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
 fi
+
+# Every go test run's output also goes to one log, summed up at the end.
+log="$work/test.log"
 
 echo "== go test -race $short"
 for i in "${!modules[@]}"; do
   echo "-- ${paths[$i]}"
-  (cd "${modules[$i]}" && go test -race $short -count=1 -timeout 30m ./...)
+  (cd "${modules[$i]}" && go test -race $short -count=1 -timeout 30m ./...) 2>&1 | tee -a "$log"
 done
 
 # The stress tests at full size, without the race detector (which slows
 # the pure-Go SQLite driver tenfold); -race above ran them at short size.
 echo "== stress tests at full size"
-go test -count=1 -timeout 30m -run 'Stress|RandomDeadlines|Concurrent' ./...
+go test -count=1 -timeout 30m -run 'Stress|RandomDeadlines|Concurrent' ./... 2>&1 | tee -a "$log"
+
+# One closing line for the whole run: packages whose tests ran and passed,
+# and failures (a failure has already stopped the script, through pipefail).
+passed=$(grep -E '^ok ' "$log" | grep -vc 'no tests to run' || true)
+failed=$(grep -cE '^(FAIL|--- FAIL)' "$log" || true)
+echo "packages: $passed passed, $failed failed"

@@ -114,3 +114,18 @@ func hitFailpointAfterObjectWrite(ctx context.Context) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
+
+// discardObject deletes the object of a put whose commit was refused
+// (meta.ErrConflict: the claim was no longer pending, or the transaction
+// rolled back). Its staging blob was never committed, so no claim can
+// reference the object, but the sweeper may already have collected the
+// row while the object was still being written, which would leave the
+// object behind with a deleted row. Best effort: if this fails too, the
+// backstop collects the object as debris after its grace period.
+func (s *Store) discardObject(ctx context.Context, key string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := s.blobs.Delete(cctx, key); err != nil {
+		s.log.Warn("put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
+	}
+}

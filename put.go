@@ -121,6 +121,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		s.gcMetrics.casConflicts.Inc()
+		s.discardObject(ctx, staging.Key)
 		return Ref{}, fmt.Errorf("put to %s: %w", ns, &GoneError{ID: claim.ID, Reason: ReasonNeverConfirmed, At: now})
 	}
 	if err != nil {

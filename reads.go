@@ -16,8 +16,8 @@ import (
 // redeem never waits for the metadata writer, which on SQLite is shared
 // with puts and the sweeper's pages.
 //
-// A redeem of a claim whose own earlier receipt is not written yet waits
-// for it, so that the redelivery window is exact even
+// A redeem of a delete_after_read claim whose own earlier receipt is not
+// written yet waits for it, so that the redelivery window is exact even
 // when reads follow each other within milliseconds (or a test's fake clock
 // jumps past the window between them).
 //

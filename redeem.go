@@ -66,16 +66,23 @@ func goneOf(c meta.Claim) *GoneError {
 // ErrChecksumMismatch at the latest at the end of the stream.
 func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 	start := s.clock.Now()
-	if s.reads.unsavedFor(ref.ID) {
-		// An earlier read of this claim may have started its redelivery
-		// window: write it before deciding.
-		if err := s.reads.sync(ctx); err != nil {
-			return nil, err
-		}
-	}
+	// Checked before the load: if no receipt of this claim is unwritten
+	// now, the row we load already reflects every earlier read.
+	unsaved := s.reads.unsavedFor(ref.ID)
 	c, err := s.load(ctx, "redeem", ref, false)
 	if err != nil {
 		return nil, err
+	}
+	if unsaved && c.DeleteAfterRead {
+		// An earlier read may have started the redelivery window: write
+		// it, then decide again. Only delete_after_read claims wait;
+		// for the others a receipt changes no decision.
+		if err := s.reads.sync(ctx); err != nil {
+			return nil, err
+		}
+		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
+			return nil, err
+		}
 	}
 	if c.State == meta.ClaimPending {
 		s.metrics.notFound.Inc()

@@ -225,14 +225,18 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 	return page[len(page)-1].ID, len(page) == bs.cfg.PageSize, nil
 }
 
-// MissingObjects returns the blobs of page that are committed or orphaned
-// and whose object does not exist. A blob whose row changed state in the
+// MissingObjects returns the blobs of page that are committed, or
+// orphaned after being committed, and whose object does not exist. A blob whose row changed state in the
 // meantime (collected under us) is not missing: its row is reloaded
 // before it is reported.
 func MissingObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) ([]meta.Blob, error) {
 	var out []meta.Blob
 	for _, bl := range page {
-		if bl.State != meta.BlobCommitted && bl.State != meta.BlobOrphaned {
+		// Without a digest the blob never held committed content: a
+		// staging blob orphaned by an aborted put (its object may never
+		// have been written) or by a dedup hit. Only committed content
+		// can be missing.
+		if (bl.State != meta.BlobCommitted && bl.State != meta.BlobOrphaned) || bl.Digest == "" {
 			continue
 		}
 		if _, err := b.Attributes(ctx, bl.Key); err == nil {

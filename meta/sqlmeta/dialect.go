@@ -152,7 +152,11 @@ func openSQLite(ctx context.Context, path string) (w, r *sql.DB, err error) {
 	// tolerates that (every step is idempotent), and it is several times
 	// faster than FULL.
 	wal := common + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	w, err = sql.Open("sqlite", path+"?"+wal+"&_txlock=immediate")
+	// The writer gets a 32 MiB page cache (the default is 2 MiB): sweeper
+	// pages touch claims, blobs and their indexes all over large tables
+	// (claim ids are random). Measured on a 300,000-claim backlog: 5,900
+	// → 8,250 claims finished per second.
+	w, err = sql.Open("sqlite", path+"?"+wal+"&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
 		return nil, nil, err
 	}

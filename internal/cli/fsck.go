@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/claimcheck/claimcheck"
 )
 
 // errDamage makes fsck exit non-zero after its report.
@@ -33,13 +31,7 @@ blobs stuck in deleting for over an hour. Exits 1 if it finds any of them;
 'claimcheck gc' repairs all but missing objects, which need an operator.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fc, err := f.store.load(env)
-			if err != nil {
-				return err
-			}
-			cfg := fc.Config
-			cfg.Sweeper.Disabled = true
-			store, err := claimcheck.Open(cmd.Context(), cfg)
+			store, err := f.store.openOffline(cmd.Context(), env)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -33,13 +32,7 @@ With --dry-run nothing changes: it prints what would be reclaimed now
 (count, bytes, oldest) and what is still within its grace period.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fc, err := g.store.load(env)
-			if err != nil {
-				return err
-			}
-			cfg := fc.Config
-			cfg.Sweeper.Disabled = true
-			store, err := claimcheck.Open(cmd.Context(), cfg)
+			store, err := g.store.openOffline(cmd.Context(), env)
 			if err != nil {
 				return err
 			}

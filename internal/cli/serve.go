@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,6 +50,19 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 		fc.Data = f.data
 	}
 	return fc, nil
+}
+
+// openOffline opens the store for an operator command: the same config
+// and data as serve, with the background sweeper off (the command does
+// the work itself, once).
+func (f *storeFlags) openOffline(ctx context.Context, env Env) (*claimcheck.Store, error) {
+	fc, err := f.load(env)
+	if err != nil {
+		return nil, err
+	}
+	cfg := fc.Config
+	cfg.Sweeper.Disabled = true
+	return claimcheck.Open(ctx, cfg)
 }
 
 type serveCmd struct {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/claimcheck/claimcheck"
 )
 
 type sweepCmd struct {
@@ -31,13 +29,7 @@ Prints what was done as JSON.`,
 			if !s.once {
 				return usageError{fmt.Errorf("sweep needs --once (the background sweeper runs inside serve)")}
 			}
-			fc, err := s.store.load(env)
-			if err != nil {
-				return err
-			}
-			cfg := fc.Config
-			cfg.Sweeper.Disabled = true
-			store, err := claimcheck.Open(cmd.Context(), cfg)
+			store, err := s.store.openOffline(cmd.Context(), env)
 			if err != nil {
 				return err
 			}

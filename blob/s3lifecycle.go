@@ -31,6 +31,9 @@ func (b *S3Bucket) LifecycleRules(ctx context.Context) ([]LifecycleRule, error) 
 		if r.Status != types.ExpirationStatusEnabled {
 			continue
 		}
+		// Rules written by older tools carry the prefix in the deprecated
+		// top-level field; they still expire objects, so they count.
+		//lint:ignore SA1019 reading legacy rules is the point
 		lr := LifecycleRule{ID: aws.ToString(r.ID), Prefix: aws.ToString(r.Prefix)}
 		if f := r.Filter; f != nil {
 			switch {

@@ -79,3 +79,31 @@ func (e *GoneError) Is(target error) bool {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
+
+// Permanent reports whether an error from redeeming a reference will be
+// the same on every retry: the claim is gone or unknown, its bytes are
+// corrupt, or the reference is malformed. Consumers of a message bus use
+// it to stop redelivering a message that can never be resolved.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrGone) || errors.Is(err, ErrNotFound) ||
+		errors.Is(err, ErrChecksumMismatch) || errors.Is(err, ErrInvalidArgument)
+}
+
+// ResolveFailure names why resolving a reference failed, for metric
+// labels: the gone reason, not_found, checksum_mismatch, invalid_ref, or
+// unavailable for anything a retry may fix.
+func ResolveFailure(err error) string {
+	var gone *GoneError
+	switch {
+	case errors.As(err, &gone):
+		return string(gone.Reason)
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrChecksumMismatch):
+		return "checksum_mismatch"
+	case errors.Is(err, ErrInvalidArgument):
+		return "invalid_ref"
+	default:
+		return "unavailable"
+	}
+}

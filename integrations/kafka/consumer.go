@@ -242,7 +242,7 @@ func resolve(ctx context.Context, claims claimcheck.Claims, rec *kgo.Record) (*M
 	switch {
 	case err == nil:
 		m.Body = body
-	case permanent(err):
+	case claimcheck.Permanent(err):
 		m.Err = err
 	default:
 		return nil, err
@@ -268,31 +268,6 @@ func (c *Consumer) deadLetter(ctx context.Context, m *Message) error {
 
 func (c *Consumer) resolveError(topic string, err error) {
 	if c.cfg.Metrics != nil {
-		c.cfg.Metrics.resolveErrors.WithLabelValues(topic, c.cfg.Group, errorReason(err)).Inc()
-	}
-}
-
-// permanent reports whether a redeem error will be the same on every
-// re-read: the claim is gone or unknown, its bytes are corrupt, or the
-// reference is malformed.
-func permanent(err error) bool {
-	return errors.Is(err, claimcheck.ErrGone) || errors.Is(err, claimcheck.ErrNotFound) ||
-		errors.Is(err, claimcheck.ErrChecksumMismatch) || errors.Is(err, claimcheck.ErrInvalidArgument)
-}
-
-// errorReason is the metric label of a resolve error.
-func errorReason(err error) string {
-	var gone *claimcheck.GoneError
-	switch {
-	case errors.As(err, &gone):
-		return string(gone.Reason)
-	case errors.Is(err, claimcheck.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, claimcheck.ErrChecksumMismatch):
-		return "checksum_mismatch"
-	case errors.Is(err, claimcheck.ErrInvalidArgument):
-		return "invalid_ref"
-	default:
-		return "unavailable"
+		c.cfg.Metrics.resolveErrors.WithLabelValues(topic, c.cfg.Group, claimcheck.ResolveFailure(err)).Inc()
 	}
 }

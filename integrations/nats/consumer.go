@@ -191,7 +191,7 @@ func (c *Consumer) Resolve(ctx context.Context, msg jetstream.Msg) (*Message, er
 	switch {
 	case err == nil:
 		m.Body = body
-	case permanent(err):
+	case claimcheck.Permanent(err):
 		m.Err = err
 	default:
 		return nil, err
@@ -277,31 +277,6 @@ func (c *Consumer) count(subject string, out Outcome) {
 
 func (c *Consumer) resolveError(subject string, err error) {
 	if c.cfg.Metrics != nil {
-		c.cfg.Metrics.resolveErrors.WithLabelValues(subject, c.cfg.Name, errorReason(err)).Inc()
-	}
-}
-
-// permanent reports whether a redeem error will be the same on every
-// redelivery: the claim is gone or unknown, its bytes are corrupt, or the
-// reference is malformed.
-func permanent(err error) bool {
-	return errors.Is(err, claimcheck.ErrGone) || errors.Is(err, claimcheck.ErrNotFound) ||
-		errors.Is(err, claimcheck.ErrChecksumMismatch) || errors.Is(err, claimcheck.ErrInvalidArgument)
-}
-
-// errorReason is the metric label of a resolve error.
-func errorReason(err error) string {
-	var gone *claimcheck.GoneError
-	switch {
-	case errors.As(err, &gone):
-		return string(gone.Reason)
-	case errors.Is(err, claimcheck.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, claimcheck.ErrChecksumMismatch):
-		return "checksum_mismatch"
-	case errors.Is(err, claimcheck.ErrInvalidArgument):
-		return "invalid_ref"
-	default:
-		return "unavailable"
+		c.cfg.Metrics.resolveErrors.WithLabelValues(subject, c.cfg.Name, claimcheck.ResolveFailure(err)).Inc()
 	}
 }

@@ -27,8 +27,10 @@ const DefaultDataDir = "./data"
 //	metadata: sqlite:./data/claimcheck.db
 //	storage: file:///var/lib/claimcheck/blobs
 //	defaults: { threshold: 50KiB, ... } # or "defaults: false" to require configured namespaces
+//	tenants:                            # optional; "default" always exists
+//	  acme: { quota: { bytes: 1TiB } }
 //	namespaces:
-//	  video-processing: { threshold: 1MiB, ttl: { max_age: 24h } }
+//	  video-processing: { tenant: acme, threshold: 1MiB, ttl: { max_age: 24h } }
 type Config struct {
 	// Data is the directory of the embedded defaults (default ./data).
 	Data string `yaml:"data"`
@@ -43,6 +45,10 @@ type Config struct {
 	Defaults Defaults `yaml:"defaults"`
 	// Namespaces are the configured namespaces by name.
 	Namespaces map[string]Policy `yaml:"namespaces"`
+	// Tenants are the declared tenants by name. DefaultTenant exists
+	// without being declared; any other tenant a namespace names must be
+	// declared here, so a typo cannot create a tenant of its own.
+	Tenants map[string]TenantPolicy `yaml:"tenants"`
 	// Sweeper bounds the background sweeper.
 	Sweeper sweep.Config `yaml:"sweeper"`
 	// Lifecycle is what the store does with the bucket's lifecycle rules
@@ -144,7 +150,13 @@ func (c Config) Policies() (map[string]Policy, *Policy, error) {
 		if err := p.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("namespaces.%s: %w", name, err)
 		}
+		if !c.HasTenant(p.Tenant) {
+			return nil, nil, invalidf("namespaces.%s: tenant %q is not declared in the tenants section", name, p.Tenant)
+		}
 		out[name] = p
+	}
+	if !c.HasTenant(base.Tenant) {
+		return nil, nil, invalidf("defaults: tenant %q is not declared in the tenants section", base.Tenant)
 	}
 	if c.Defaults.Disabled {
 		if len(out) == 0 {
@@ -155,11 +167,34 @@ func (c Config) Policies() (map[string]Policy, *Policy, error) {
 	return out, &base, nil
 }
 
+// HasTenant reports whether tenant exists: DefaultTenant always does,
+// others when the tenants section declares them.
+func (c Config) HasTenant(tenant string) bool {
+	if tenant == DefaultTenant {
+		return true
+	}
+	_, ok := c.Tenants[tenant]
+	return ok
+}
+
 // Validate checks the whole config; Open calls it.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	if _, _, err := c.Policies(); err != nil {
 		return err
+	}
+	tenants := make([]string, 0, len(c.Tenants))
+	for name := range c.Tenants {
+		tenants = append(tenants, name)
+	}
+	sort.Strings(tenants)
+	for _, name := range tenants {
+		if err := ValidateTenant(name); err != nil {
+			return fmt.Errorf("tenants: %w", err)
+		}
+		if err := c.Tenants[name].Validate(); err != nil {
+			return fmt.Errorf("tenants.%s: %w", name, err)
+		}
 	}
 	if err := c.Sweeper.Validate(); err != nil {
 		return invalidf("%v", err)

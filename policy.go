@@ -48,6 +48,9 @@ const (
 // built-in default. Policy changes apply to new claims only; a claim keeps
 // the deadlines it was given.
 type Policy struct {
+	// Tenant owns the namespace (default DefaultTenant). API keys of
+	// other tenants never see its claims.
+	Tenant      string       `yaml:"tenant" json:"tenant,omitempty"`
 	Threshold   Size         `yaml:"threshold" json:"threshold"`
 	MaxSize     Size         `yaml:"max_size" json:"max_size"`
 	Compression Compression  `yaml:"compression" json:"compression"`
@@ -98,6 +101,7 @@ func BuiltinPolicy() Policy {
 	no := false
 	yes := true
 	return Policy{
+		Tenant:      DefaultTenant,
 		Threshold:   DefaultThreshold,
 		MaxSize:     DefaultMaxSize,
 		Compression: DefaultCompression,
@@ -126,6 +130,9 @@ func (p Policy) WithDefaults(base Policy) Policy {
 		}
 		return v
 	}
+	if p.Tenant == "" {
+		p.Tenant = base.Tenant
+	}
 	p.Threshold = pick(p.Threshold, base.Threshold)
 	p.MaxSize = pick(p.MaxSize, base.MaxSize)
 	if p.Compression == "" {
@@ -152,6 +159,9 @@ func (p Policy) WithDefaults(base Policy) Policy {
 // Validate checks a complete policy (after WithDefaults). The error names
 // the field and the value.
 func (p Policy) Validate() error {
+	if err := ValidateTenant(p.Tenant); err != nil {
+		return err
+	}
 	if p.Threshold < 0 {
 		return invalidf("threshold %s: must not be negative", p.Threshold)
 	}

@@ -157,6 +157,9 @@ type Blob struct {
 	Attempts  int    // failed collection attempts
 	LastError string // last collection error
 	Version   int64  // bumped on every change
+	// DeadAt is when the blob was parked as a dead letter (deleting, no
+	// collect_at; see DeadLetterStore); zero otherwise.
+	DeadAt time.Time
 }
 
 // CreatePendingParams describe step 1 of a put.
@@ -216,6 +219,8 @@ type FinishResult struct {
 // Store is the metadata store. All methods are safe for concurrent use.
 // Methods that take a Now use it for every comparison and timestamp.
 type Store interface {
+	KeyStore // API keys (keys.go)
+
 	// CreatePending inserts a staging blob and a pending claim and reserves
 	// quota, in one transaction. It fails with *QuotaError (and inserts
 	// nothing) when the reservation does not fit.
@@ -349,4 +354,7 @@ type Store interface {
 
 	// Close releases the database.
 	Close() error
+
+	QuotaStore      // namespace listings and the quota audit (quota.go)
+	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
 }

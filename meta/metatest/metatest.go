@@ -75,6 +75,10 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"CommitExistingQuota", testCommitExistingQuota},
 		{"BlobsPagingAndKeys", testBlobsPagingAndKeys},
 		{"CursorAndEvents", testCursorAndEvents},
+		{"ParkAndRetryDeadLetter", testParkAndRetry},
+		{"RetryAllDeadLetters", testRetryAllDeadLetters},
+		{"ParkConflicts", testParkConflicts},
+		{"QuotaAudit", testQuotaAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

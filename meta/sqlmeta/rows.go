@@ -19,7 +19,7 @@ const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, conte
 	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason`
 
 const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
-	created_at, state_at, collect_at, attempts, last_error, version`
+	created_at, state_at, collect_at, attempts, last_error, version, dead_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -70,11 +70,11 @@ func scanBlob(row scanner) (meta.Blob, error) {
 		digest           sql.NullString
 		state            string
 		created, stateAt int64
-		collect          sql.NullInt64
+		collect, dead    sql.NullInt64
 		attempts         int64
 	)
 	err := row.Scan(&b.ID, &b.Namespace, &digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &state, &b.Refcount,
-		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version)
+		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead)
 	if err != nil {
 		return meta.Blob{}, err
 	}
@@ -84,6 +84,7 @@ func scanBlob(row scanner) (meta.Blob, error) {
 	b.StateAt = time.Unix(0, stateAt).UTC()
 	b.CollectAt = fromTS(collect)
 	b.Attempts = int(attempts)
+	b.DeadAt = fromTS(dead)
 	return b, nil
 }
 

@@ -1,0 +1,158 @@
+package metatest
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// uploadOf is the Upload row of the pending claim cp.
+func uploadOf(cp meta.CreatePendingParams, key string) meta.Upload {
+	return meta.Upload{
+		ClaimID: cp.Claim.ID, Namespace: cp.Claim.Namespace, BlobID: cp.Blob.ID, Key: cp.Blob.Key,
+		Size: cp.Claim.ReservedBytes, Digest: randomDigest(), ContentType: "text/csv",
+		IdempotencyKey: key, CreatedAt: cp.Now,
+	}
+}
+
+func testUploadRoundTrip(t *testing.T, h *harness) {
+	cp := h.pending(put{})
+	u := uploadOf(cp, "")
+	got, created, err := h.s.CreateUpload(h.ctx(), u)
+	if err != nil || !created {
+		t.Fatalf("CreateUpload = %v, %v", created, err)
+	}
+	if got != u {
+		t.Errorf("CreateUpload returned %+v, want %+v", got, u)
+	}
+	loaded, err := h.s.Upload(h.ctx(), cp.Claim.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded != u {
+		t.Errorf("Upload = %+v, want %+v", loaded, u)
+	}
+	// Commit and finish do not touch the upload row.
+	res := h.commit(cp, put{Size: u.Size, Digest: u.Digest})
+	h.finish(res.Claim.ID, meta.ReasonDeleted)
+	if loaded, err = h.s.Upload(h.ctx(), cp.Claim.ID); err != nil || loaded != u {
+		t.Errorf("Upload after finish = %+v, %v", loaded, err)
+	}
+	if _, _, err := h.s.CreateUpload(h.ctx(), u); !errors.Is(err, meta.ErrConflict) {
+		t.Errorf("second CreateUpload of one claim = %v, want ErrConflict", err)
+	}
+}
+
+func testUploadNotFound(t *testing.T, h *harness) {
+	if _, err := h.s.Upload(h.ctx(), "c_none"); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("Upload(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := h.s.UploadByKey(h.ctx(), "ns", "k"); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("UploadByKey(unknown) = %v, want ErrNotFound", err)
+	}
+	// A plain put's pending claim is not an upload.
+	cp := h.pending(put{})
+	if _, err := h.s.Upload(h.ctx(), cp.Claim.ID); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("Upload(put's claim) = %v, want ErrNotFound", err)
+	}
+	u := uploadOf(cp, "")
+	u.ClaimID = "c_none"
+	if _, _, err := h.s.CreateUpload(h.ctx(), u); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("CreateUpload(unknown claim) = %v, want ErrNotFound", err)
+	}
+	h.finish(cp.Claim.ID, meta.ReasonAborted)
+}
+
+func testUploadIdempotencyKey(t *testing.T, h *harness) {
+	first := h.pending(put{})
+	u1 := uploadOf(first, "key-1")
+	if _, created, err := h.s.CreateUpload(h.ctx(), u1); err != nil || !created {
+		t.Fatalf("CreateUpload = %v, %v", created, err)
+	}
+	second := h.pending(put{})
+	got, created, err := h.s.CreateUpload(h.ctx(), uploadOf(second, "key-1"))
+	if err != nil || created {
+		t.Fatalf("CreateUpload with a used key = created %v, %v; want the existing upload", created, err)
+	}
+	if got != u1 {
+		t.Errorf("CreateUpload with a used key returned %+v, want %+v", got, u1)
+	}
+	if byKey, err := h.s.UploadByKey(h.ctx(), "ns", "key-1"); err != nil || byKey != u1 {
+		t.Errorf("UploadByKey = %+v, %v", byKey, err)
+	}
+	// Keys are per namespace.
+	other := h.pending(put{NS: "other"})
+	if _, created, err := h.s.CreateUpload(h.ctx(), uploadOf(other, "key-1")); err != nil || !created {
+		t.Errorf("same key in another namespace: created %v, %v", created, err)
+	}
+	h.finish(second.Claim.ID, meta.ReasonAborted)
+}
+
+func testUploadIdempotencyConcurrent(t *testing.T, h *harness) {
+	const n = 8
+	cps := make([]meta.CreatePendingParams, n)
+	for i := range cps {
+		cps[i] = h.pending(put{})
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners = map[string]int{}
+		made    int
+	)
+	for i := range n {
+		wg.Go(func() {
+			got, created, err := h.s.CreateUpload(h.ctx(), uploadOf(cps[i], "same"))
+			if err != nil {
+				t.Errorf("CreateUpload: %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			winners[got.ClaimID]++
+			if created {
+				made++
+			}
+		})
+	}
+	wg.Wait()
+	if made != 1 || len(winners) != 1 {
+		t.Errorf("%d inits with one key: %d created, answered with %d different uploads; want 1 and 1", n, made, len(winners))
+	}
+	for _, cp := range cps {
+		if winners[cp.Claim.ID] == 0 {
+			h.finish(cp.Claim.ID, meta.ReasonAborted)
+		}
+	}
+}
+
+func testSecret(t *testing.T, h *harness) {
+	const n = 6
+	got := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := h.s.Secret(h.ctx(), "upload-url", []byte{byte(i + 1), 2, 3})
+			if err != nil {
+				t.Errorf("Secret: %v", err)
+			}
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		if !bytes.Equal(got[i], got[0]) || len(got[i]) != 3 {
+			t.Fatalf("Secret answers differ: %x", got)
+		}
+	}
+	again, err := h.s.Secret(h.ctx(), "upload-url", []byte("other"))
+	if err != nil || !bytes.Equal(again, got[0]) {
+		t.Errorf("Secret later = %x, %v; want the stored %x", again, err, got[0])
+	}
+	if other, err := h.s.Secret(h.ctx(), "another", []byte("x")); err != nil || string(other) != "x" {
+		t.Errorf("Secret(another) = %q, %v", other, err)
+	}
+}

@@ -1,0 +1,133 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+const uploadColumns = `claim_id, namespace, blob_id, object_key, size, digest, content_type, idempotency_key, created_at`
+
+func scanUpload(row scanner) (meta.Upload, error) {
+	var (
+		u       meta.Upload
+		key     sql.NullString
+		created int64
+	)
+	if err := row.Scan(&u.ClaimID, &u.Namespace, &u.BlobID, &u.Key, &u.Size, &u.Digest, &u.ContentType, &key, &created); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return meta.Upload{}, meta.ErrNotFound
+		}
+		return meta.Upload{}, err
+	}
+	u.IdempotencyKey = key.String
+	u.CreatedAt = fromTS(sql.NullInt64{Int64: created, Valid: true})
+	return u, nil
+}
+
+// CreateUpload records the upload of a pending claim; see
+// meta.UploadStore. The insert skips on any conflict (ON CONFLICT DO
+// NOTHING, the same on both databases), and the row that holds the key is
+// then read in a later statement: on PostgreSQL the insert has waited for
+// a concurrent transaction holding the same key, so the read sees it.
+func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) (meta.Upload, bool, error) {
+	if u.ClaimID == "" || u.Namespace == "" || u.BlobID == "" || u.Key == "" || u.Digest == "" {
+		return meta.Upload{}, false, fmt.Errorf("sqlmeta: create upload %q: claim id, namespace, blob id, key and digest are required", u.ClaimID)
+	}
+	var (
+		got     meta.Upload
+		created bool
+	)
+	err := s.write(ctx, func(q *txq) error {
+		got, created = meta.Upload{}, false
+		c, err := q.loadClaim(u.ClaimID, true)
+		if err != nil {
+			return err
+		}
+		if c.Namespace != u.Namespace || c.BlobID != u.BlobID {
+			return fmt.Errorf("claim %s is in %s on blob %s, not in %s on %s: %w", c.ID, c.Namespace, c.BlobID, u.Namespace, u.BlobID, meta.ErrConflict)
+		}
+		n, err := q.exec(`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`,
+			u.ClaimID, u.Namespace, u.BlobID, u.Key, u.Size, u.Digest, u.ContentType,
+			nullString(u.IdempotencyKey), u.CreatedAt.UnixNano())
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			got, created = u, true
+			return nil
+		}
+		if u.IdempotencyKey != "" {
+			got, err = scanUpload(q.queryRow(`SELECT `+uploadColumns+` FROM uploads WHERE namespace = ? AND idempotency_key = ?`,
+				u.Namespace, u.IdempotencyKey))
+			if err == nil && got.ClaimID != u.ClaimID {
+				return nil
+			}
+			if !errors.Is(err, meta.ErrNotFound) && err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("claim %s already has an upload: %w", u.ClaimID, meta.ErrConflict)
+	})
+	if err != nil {
+		return meta.Upload{}, false, fmt.Errorf("sqlmeta: create upload %s: %w", u.ClaimID, err)
+	}
+	return got, created, nil
+}
+
+// Upload loads the upload of a claim.
+func (s *Store) Upload(ctx context.Context, id string) (meta.Upload, error) {
+	var u meta.Upload
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		u, err = scanUpload(q.queryRow(`SELECT `+uploadColumns+` FROM uploads WHERE claim_id = ?`, id))
+		return err
+	})
+	if err != nil {
+		return meta.Upload{}, fmt.Errorf("sqlmeta: load upload %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// UploadByKey loads the upload with an idempotency key.
+func (s *Store) UploadByKey(ctx context.Context, ns, key string) (meta.Upload, error) {
+	var u meta.Upload
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		u, err = scanUpload(q.queryRow(`SELECT `+uploadColumns+` FROM uploads WHERE namespace = ? AND idempotency_key = ?`, ns, key))
+		return err
+	})
+	if err != nil {
+		return meta.Upload{}, fmt.Errorf("sqlmeta: load upload of key %q in %s: %w", key, ns, err)
+	}
+	return u, nil
+}
+
+// Secret returns the named secret, storing candidate if there is none;
+// the first writer wins and everyone reads its value.
+func (s *Store) Secret(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	if len(candidate) == 0 {
+		return nil, fmt.Errorf("sqlmeta: secret %s: empty candidate", name)
+	}
+	var value string
+	err := s.write(ctx, func(q *txq) error {
+		if _, err := q.exec(`INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+			name, hex.EncodeToString(candidate)); err != nil {
+			return err
+		}
+		return q.queryRow(`SELECT value FROM secrets WHERE name = ?`, name).Scan(&value)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: secret %s: %w", name, err)
+	}
+	b, err := hex.DecodeString(value)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: secret %s: stored value is not hex: %w", name, err)
+	}
+	return b, nil
+}

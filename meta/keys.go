@@ -1,0 +1,44 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// APIKey is one row of the api_keys table: a credential of a tenant with
+// one role, optionally limited to one namespace. Only a hash of the
+// secret is stored; the secret itself is shown once, when it is made.
+type APIKey struct {
+	ID        string // public identifier, part of the token (never secret)
+	Tenant    string
+	Role      string // "producer", "consumer" or "admin"
+	Namespace string // "" = every namespace of the tenant
+	Name      string // a label for humans ("ci-uploader")
+	// Hash is the hex sha256 of the token's secret part.
+	Hash      string
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is valid
+}
+
+// Revoked reports whether the key has been revoked.
+func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// KeyStore keeps API keys. Lookups are never cached by implementations:
+// a revoke must take effect on the next request.
+type KeyStore interface {
+	// CreateKey inserts a key. ErrConflict if the id exists.
+	CreateKey(ctx context.Context, k APIKey) error
+
+	// Key loads a key by id, revoked or not. ErrNotFound if absent.
+	Key(ctx context.Context, id string) (APIKey, error)
+
+	// Keys lists the keys of tenant ("" = every tenant), revoked ones
+	// included, in creation order.
+	Keys(ctx context.Context, tenant string) ([]APIKey, error)
+
+	// RevokeKey sets revoked_at = now on the key if it belongs to tenant
+	// ("" = any tenant) and is not revoked yet, and returns the key as it
+	// is now. Revoking a revoked key changes nothing and is no error.
+	// ErrNotFound if no such key (or it belongs to another tenant).
+	RevokeKey(ctx context.Context, id, tenant string, now time.Time) (APIKey, error)
+}

@@ -1,0 +1,107 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+const keyColumns = `id, tenant, role, namespace, name, hash, created_at, revoked_at`
+
+func scanKey(sc interface{ Scan(...any) error }) (meta.APIKey, error) {
+	var k meta.APIKey
+	var created int64
+	var revoked sql.NullInt64
+	if err := sc.Scan(&k.ID, &k.Tenant, &k.Role, &k.Namespace, &k.Name, &k.Hash, &created, &revoked); err != nil {
+		return k, err
+	}
+	k.CreatedAt = time.Unix(0, created).UTC()
+	if revoked.Valid {
+		k.RevokedAt = time.Unix(0, revoked.Int64).UTC()
+	}
+	return k, nil
+}
+
+// CreateKey inserts an API key; see meta.KeyStore.
+func (s *Store) CreateKey(ctx context.Context, k meta.APIKey) error {
+	err := s.write(ctx, func(q *txq) error {
+		_, err := q.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
+			k.ID, k.Tenant, k.Role, k.Namespace, k.Name, k.Hash, k.CreatedAt.UnixNano())
+		return err
+	})
+	if s.d.isUniqueViolation(err) {
+		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlmeta: create key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+// Key loads an API key; see meta.KeyStore. It reads the row every time
+// (no cache), so a revoke is seen by the next request.
+func (s *Store) Key(ctx context.Context, id string) (meta.APIKey, error) {
+	var k meta.APIKey
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		k, err = scanKey(q.queryRow(`SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		err = meta.ErrNotFound
+	}
+	if err != nil {
+		return meta.APIKey{}, fmt.Errorf("sqlmeta: key %s: %w", id, err)
+	}
+	return k, nil
+}
+
+// Keys lists API keys; see meta.KeyStore.
+func (s *Store) Keys(ctx context.Context, tenant string) ([]meta.APIKey, error) {
+	var out []meta.APIKey
+	err := s.read(ctx, func(q *txq) error {
+		out = out[:0]
+		rows, err := q.query(`SELECT `+keyColumns+` FROM api_keys WHERE ? = '' OR tenant = ? ORDER BY created_at, id`, tenant, tenant)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			k, err := scanKey(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: list keys: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeKey revokes an API key; see meta.KeyStore.
+func (s *Store) RevokeKey(ctx context.Context, id, tenant string, now time.Time) (meta.APIKey, error) {
+	var k meta.APIKey
+	err := s.write(ctx, func(q *txq) error {
+		if _, err := q.exec(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND (? = '' OR tenant = ?) AND revoked_at IS NULL`,
+			now.UnixNano(), id, tenant, tenant); err != nil {
+			return err
+		}
+		var err error
+		k, err = scanKey(q.queryRow(`SELECT `+keyColumns+` FROM api_keys WHERE id = ? AND (? = '' OR tenant = ?)`, id, tenant, tenant))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		err = meta.ErrNotFound
+	}
+	if err != nil {
+		return meta.APIKey{}, fmt.Errorf("sqlmeta: revoke key %s: %w", id, err)
+	}
+	return k, nil
+}

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"CommitExistingQuota", testCommitExistingQuota},
 		{"BlobsPagingAndKeys", testBlobsPagingAndKeys},
 		{"CursorAndEvents", testCursorAndEvents},
+		{"Keys", testKeys},
 		{"ParkAndRetryDeadLetter", testParkAndRetry},
 		{"RetryAllDeadLetters", testRetryAllDeadLetters},
 		{"ParkConflicts", testParkConflicts},

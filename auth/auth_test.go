@@ -1,0 +1,150 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
+)
+
+func setup(t *testing.T) (*auth.Service, meta.Store, *clock.Fake) {
+	t.Helper()
+	m, err := sqlmeta.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	clk := clock.NewFake(time.Date(2026, 1, 9, 13, 0, 0, 0, time.UTC))
+	return auth.New(m, clk), m, clk
+}
+
+func TestCreateAuthenticateRevoke(t *testing.T) {
+	s, m, _ := setup(t)
+	ctx := t.Context()
+	k, token, err := s.Create(ctx, auth.CreateParams{Tenant: "acme", Role: auth.RoleProducer, Namespace: "orders", Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(token, auth.TokenPrefix+k.ID+"_") {
+		t.Fatalf("token %q does not start with the prefix and key id %s", token, k.ID)
+	}
+	// Only a hash is stored.
+	row, err := m.Key(ctx, k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, _ := auth.ParseToken(token)
+	if strings.Contains(row.Hash, secret) || len(row.Hash) != 64 {
+		t.Fatalf("stored hash %q must be a sha256 hex, not the secret", row.Hash)
+	}
+	got, err := s.Authenticate(ctx, token, "")
+	if err != nil || got.ID != k.ID || got.Tenant != "acme" || got.Role != auth.RoleProducer || got.Namespace != "orders" {
+		t.Fatalf("Authenticate = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "Bearer x", token[:len(token)-1] + "A", auth.TokenPrefix + strings.Repeat("a", 16) + "_" + secret, token + "x"} {
+		if _, err := s.Authenticate(ctx, bad, ""); !errors.Is(err, claimcheck.ErrUnauthenticated) {
+			t.Errorf("Authenticate(%q) = %v, want ErrUnauthenticated", bad, err)
+		}
+	}
+	if _, err := s.Revoke(ctx, k.ID, "other"); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Fatalf("revoke by another tenant = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Revoke(ctx, k.ID, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, token, ""); !errors.Is(err, claimcheck.ErrUnauthenticated) {
+		t.Fatalf("a revoked key must fail at once, got %v", err)
+	}
+	ks, err := s.List(ctx, "acme")
+	if err != nil || len(ks) != 1 || ks[0].RevokedAt.IsZero() {
+		t.Fatalf("List = %+v, %v; want the one revoked key", ks, err)
+	}
+}
+
+func TestCreateValidates(t *testing.T) {
+	s, _, _ := setup(t)
+	for _, p := range []auth.CreateParams{
+		{Tenant: "", Role: auth.RoleAdmin},
+		{Tenant: "Acme", Role: auth.RoleAdmin},
+		{Tenant: "acme", Role: "root"},
+		{Tenant: "acme", Role: auth.RoleAdmin, Namespace: "a/b"},
+		{Tenant: "acme", Role: auth.RoleAdmin, Name: "bad\nname"},
+	} {
+		if _, _, err := s.Create(t.Context(), p); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+			t.Errorf("Create(%+v) = %v, want ErrInvalidArgument", p, err)
+		}
+	}
+}
+
+func TestRoles(t *testing.T) {
+	want := map[auth.Role]string{
+		auth.RoleProducer: "put stat release delete namespace",
+		auth.RoleConsumer: "redeem stat release namespace",
+		auth.RoleAdmin:    "put redeem stat release delete namespace keys admin",
+	}
+	all := []auth.Op{auth.OpPut, auth.OpRedeem, auth.OpStat, auth.OpRelease, auth.OpDelete, auth.OpNamespace, auth.OpKeys, auth.OpAdmin}
+	for role, ops := range want {
+		allowed := strings.Fields(ops)
+		for _, op := range all {
+			in := false
+			for _, a := range allowed {
+				in = in || a == string(op)
+			}
+			if role.Allows(op) != in {
+				t.Errorf("%s.Allows(%s) = %v, want %v", role, op, role.Allows(op), in)
+			}
+		}
+	}
+}
+
+// TestFailureEventsSampled: a flood of bad tokens writes a bounded number
+// of auth_failed events, never the secret, and the count of the ones left
+// out reaches the log with the next recorded event.
+func TestFailureEventsSampled(t *testing.T) {
+	s, m, clk := setup(t)
+	ctx := context.Background()
+	k, token, err := s.Create(ctx, auth.CreateParams{Tenant: "acme", Role: auth.RoleConsumer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, _ := auth.ParseToken(token)
+	wrong := token[:len(token)-2] + "xx"
+	for range 1000 {
+		s.Authenticate(ctx, wrong, "127.0.0.1:5555")
+	}
+	clk.Advance(time.Second)
+	s.Authenticate(ctx, "garbage", "")
+	evs, err := m.Events(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var last meta.Event
+	for _, e := range evs {
+		if e.Kind != auth.EventAuthFailed {
+			continue
+		}
+		n++
+		last = e
+		if strings.Contains(e.Detail, secret) || strings.Contains(e.Detail, secret[:20]) {
+			t.Fatalf("event %q holds the secret", e.Detail)
+		}
+		if n == 1 && !strings.Contains(e.Detail, "key "+k.ID) {
+			t.Fatalf("event %q does not name the key id", e.Detail)
+		}
+	}
+	if n != 21 {
+		t.Fatalf("%d auth_failed events after 1001 failures, want 20 (burst) + 1 (a second later)", n)
+	}
+	if !strings.Contains(last.Detail, "980 earlier failures not recorded") {
+		t.Fatalf("last event %q does not report the 980 sampled-out failures", last.Detail)
+	}
+}

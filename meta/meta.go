@@ -221,6 +221,9 @@ type FinishResult struct {
 type Store interface {
 	KeyStore // API keys (keys.go)
 
+	// UploadStore: direct uploads (meta/uploads.go).
+	UploadStore
+
 	// CreatePending inserts a staging blob and a pending claim and reserves
 	// quota, in one transaction. It fails with *QuotaError (and inserts
 	// nothing) when the reservation does not fit.

@@ -69,6 +69,11 @@ type Config struct {
 	// this, and an object without a row only once it is this old
 	// (default 1h).
 	BackstopGrace time.Duration `yaml:"backstop_grace"`
+	// MaxAttempts is how many failed deletes of a blob's object are made
+	// before the blob is parked as a dead letter (deadletter.go; default
+	// 10). A parked blob keeps its row and object until an operator runs
+	// `claimcheck dlq retry`.
+	MaxAttempts int `yaml:"max_attempts"`
 }
 
 // WithDefaults returns c with zero fields set to the defaults.
@@ -95,6 +100,9 @@ func (c Config) WithDefaults() Config {
 	if c.PageSize == 0 {
 		c.PageSize = 250
 	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
 	return c
 }
 
@@ -112,7 +120,7 @@ func (c Config) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"max_ops_per_run", c.MaxOpsPerRun}, {"lag_budget", c.LagBudget}, {"page_size", c.PageSize}} {
+	}{{"max_ops_per_run", c.MaxOpsPerRun}, {"lag_budget", c.LagBudget}, {"page_size", c.PageSize}, {"max_attempts", c.MaxAttempts}} {
 		if n.v < 0 {
 			return fmt.Errorf("sweeper.%s %d: must not be negative", n.name, n.v)
 		}
@@ -220,6 +228,7 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		lag = now.Sub(oldest)
 	}
 	s.metrics.Lag.Set(lag.Seconds())
+	s.refreshDeadLetters(ctx)
 	if oldest.IsZero() || oldest.After(now) {
 		return Result{}, nil // nothing due
 	}
@@ -373,14 +382,7 @@ func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int
 		if cause, bad := failed[b.Key]; bad {
 			res.DeleteFailures++
 			s.metrics.DeleteFailures.Inc()
-			retry := now.Add(backoff(s.cfg.RetryDelay, b.Attempts+1))
-			// Recording the failure must not be skipped because the run
-			// is stopping; the blob stays deleting and due either way.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := s.meta.CollectFailed(cctx, b.ID, cause.Error(), retry); err != nil {
-				s.log.Warn("sweep: recording a failed delete", "blob", b.ID, "err", err)
-			}
-			cancel()
+			s.deleteFailed(ctx, b, cause, now)
 			continue
 		}
 		ok = append(ok, b.ID)
@@ -459,6 +461,7 @@ type Metrics struct {
 	Aborts         prometheus.Counter
 	Lag            prometheus.Gauge // age of the oldest due item at the last tick
 	GC             *GCMetrics       // backstop and collection candidates
+	Reaper         *ReaperMetrics   // reaped pending claims, refunds, dead letters (deadletter.go)
 }
 
 // NewMetrics creates the sweeper metrics and registers them on reg (nil:
@@ -485,6 +488,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
 	}
 	m.GC = newGCMetrics(reg)
+	m.Reaper = newReaperMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
 			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag)
@@ -495,6 +499,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // ObserveFinished counts one finished claim.
 func (m *Metrics) ObserveFinished(f meta.FinishResult) {
 	m.Finished.WithLabelValues(f.Claim.DeleteReason).Inc()
+	m.Reaper.observe(f)
 	if !f.Claim.DeletedAt.IsZero() && !f.Claim.CreatedAt.IsZero() {
 		m.Lifetime.Observe(f.Claim.DeletedAt.Sub(f.Claim.CreatedAt).Seconds())
 	}

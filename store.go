@@ -40,6 +40,8 @@ type Store struct {
 	lifecycle *lifecycleMetrics
 	rules     []blob.LifecycleRule
 	closers   []io.Closer
+	// uploads: direct uploads' URL key and metrics (upload.go).
+	uploads *uploads
 }
 
 var _ Claims = (*Store)(nil)
@@ -63,6 +65,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.gcMetrics = newGCMetrics(reg)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 	s.lifecycle = newLifecycleMetrics(reg)
+	s.uploads = newUploads(reg)
 
 	s.meta = cfg.MetaStore
 	if s.meta == nil {

@@ -81,6 +81,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ParkConflicts", testParkConflicts},
 		{"QuotaAudit", testQuotaAudit},
 	}
+	tests = append(tests, holdTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, setup(t, open))

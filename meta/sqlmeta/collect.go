@@ -157,7 +157,7 @@ func (s *Store) OldestDue(ctx context.Context) (time.Time, error) {
 	var oldest time.Time
 	err := s.read(ctx, func(q *txq) error {
 		for _, query := range []string{
-			`SELECT MIN(due_at) FROM claims WHERE due_at IS NOT NULL`,
+			`SELECT MIN(due_at) FROM claims WHERE due_at IS NOT NULL AND parked = 0`,
 			`SELECT MIN(collect_at) FROM blobs WHERE collect_at IS NOT NULL`,
 		} {
 			var v sql.NullInt64

@@ -59,7 +59,7 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 	err := s.write(ctx, func(q *txq) error {
 		res = nil
 		rows, err := q.query(`SELECT `+claimColumns+` FROM claims
-			WHERE due_at IS NOT NULL AND due_at <= ? AND state IN ('pending', 'active')
+			WHERE due_at IS NOT NULL AND due_at <= ? AND parked = 0 AND state IN ('pending', 'active')
 			ORDER BY due_at LIMIT ?`+q.d.skipLocked,
 			now.UnixNano(), limit)
 		if err != nil {
@@ -122,6 +122,12 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.FinishResult, error) {
 	nowNS := now.UnixNano()
 
+	// Legal holds (holds.go): claims of a held namespace are parked
+	// instead, and the UPDATE below re-checks every hold itself.
+	if err := q.parkHeldNamespaces(cs); err != nil {
+		return nil, err
+	}
+
 	// Claims → deleted, grouped by (reason, state).
 	type claimGroup struct {
 		reason string
@@ -137,10 +143,14 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	}
 	finished := make(map[string]bool, len(cs))
 	for k, ids := range groups {
+		guard := ""
+		if k.state == meta.ClaimActive {
+			guard = holdGuard
+		}
 		err := chunks(ids, func(part []string) error {
 			args := append([]any{nowNS, k.reason, string(k.state)}, anys(part)...)
 			return q.execReturningIDs(finished, `UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
-				WHERE state = ? AND id IN (`+placeholders(len(part))+`) RETURNING id`, args...)
+				WHERE state = ? AND id IN (`+placeholders(len(part))+`)`+guard+` RETURNING id`, args...)
 		})
 		if err != nil {
 			return nil, err

@@ -1,9 +1,10 @@
 package claimcheck
 
-import "context"
+import (
+	"context"
 
-// actorKey is the context key of the acting principal.
-type actorKey struct{}
+	"github.com/claimcheck/claimcheck/meta"
+)
 
 // WithActor returns a context that names who acts: the id of the API key
 // that authenticated the request (the HTTP server sets it), or a name
@@ -11,11 +12,12 @@ type actorKey struct{}
 // store records it with every lifecycle event, so the audit trail says
 // who created, redeemed, released or deleted a claim.
 func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
+	// Stored where the metadata store looks for it, so the actor reaches
+	// the events it writes in the same transaction as each change.
+	return meta.WithActor(ctx, actor)
 }
 
 // ActorFrom returns the actor set by WithActor, or "" when none is.
 func ActorFrom(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(string)
-	return a
+	return meta.ActorFrom(ctx)
 }

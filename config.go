@@ -51,6 +51,8 @@ type Config struct {
 	Tenants map[string]TenantPolicy `yaml:"tenants"`
 	// Sweeper bounds the background sweeper.
 	Sweeper sweep.Config `yaml:"sweeper"`
+	// Events configures the audit trail (audit.go).
+	Events EventsConfig `yaml:"events"`
 	// Lifecycle is what the store does with the bucket's lifecycle rules
 	// at start on storage that has them (S3): "manage" (default) creates
 	// and repairs them, "check" only reports drift, "off" ignores them.

@@ -53,10 +53,13 @@ func newReadRecorder(m meta.Store, log *slog.Logger) *readRecorder {
 	return r
 }
 
-// add queues the receipt of a served read.
-func (r *readRecorder) add(id string, at time.Time) {
+// add queues the receipt of a served read by actor. The receipt carries
+// the actor because it is written later, in a batch with other callers'
+// receipts; the metadata store writes the "redeemed" audit event from it
+// in the same transaction.
+func (r *readRecorder) add(id string, at time.Time, actor string) {
 	r.mu.Lock()
-	r.pending = append(r.pending, meta.Read{ClaimID: id, At: at})
+	r.pending = append(r.pending, meta.Read{ClaimID: id, At: at, Actor: actor})
 	r.unsaved[id]++
 	r.mu.Unlock()
 	select {

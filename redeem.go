@@ -39,7 +39,9 @@ func (s *Store) load(ctx context.Context, op string, ref Ref, allowDeleted bool)
 	}
 	now := s.clock.Now()
 	if c.State != meta.ClaimDeleted && !c.DueAt.IsZero() && !c.DueAt.After(now) {
-		res, done, err := s.meta.FinishClaim(ctx, c.ID, "", now, true)
+		// Due work done in-line is the sweeper's work, whoever's request
+		// found it: the audit trail names the sweeper, not the caller.
+		res, done, err := s.meta.FinishClaim(WithActor(ctx, meta.ActorSweeper), c.ID, "", now, true)
 		if err != nil {
 			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
 		}
@@ -110,7 +112,7 @@ func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 	// The read is served from here on: record it (off this path). If the
 	// claim is finished concurrently, its blob stays for the grace period,
 	// longer than any stream.
-	s.reads.add(c.ID, start)
+	s.reads.add(c.ID, start, ActorFrom(ctx))
 	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	ref = refOf(c, b)
 	body := &redeemStream{s: s, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}

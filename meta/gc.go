@@ -48,6 +48,11 @@ type Event struct {
 	ClaimID   string
 	BlobID    string
 	Detail    string
+	// Actor is who caused it: an API key id, a name such as "sweeper",
+	// or "" when unknown. Reason is the finishing reason of lifecycle
+	// events (audit.go).
+	Actor  string
+	Reason string
 }
 
 // Event kinds written by the garbage collector.

@@ -207,6 +207,7 @@ type CommitResult struct {
 type Read struct {
 	ClaimID string
 	At      time.Time
+	Actor   string // who redeemed it, for the audit trail
 }
 
 // FinishResult reports one finished claim.
@@ -359,6 +360,8 @@ type Store interface {
 
 	// Close releases the database.
 	Close() error
+
+	AuditStore // the events log of the audit trail (audit.go)
 
 	QuotaStore      // namespace listings and the quota audit (quota.go)
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)

@@ -81,6 +81,8 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/claims/{id}/meta", s.stat)
 	s.handle("POST /v1/claims/{id}/release", s.release)
 	s.handle("DELETE /v1/claims/{id}", s.delete)
+	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
+	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		// The process is up and serving; dependencies are /readyz's job.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

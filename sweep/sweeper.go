@@ -74,6 +74,9 @@ type Config struct {
 	// 10). A parked blob keeps its row and object until an operator runs
 	// `claimcheck dlq retry`.
 	MaxAttempts int `yaml:"max_attempts"`
+	// EventRetention is how long audit events are kept (events.go); zero
+	// or negative keeps them. Set from the config's events section.
+	EventRetention time.Duration `yaml:"-"`
 }
 
 // WithDefaults returns c with zero fields set to the defaults.
@@ -140,8 +143,9 @@ type Sweeper struct {
 	holder   string // this sweeper's name in the maintenance lease
 	backstop *Backstop
 
-	lastOp atomic.Int64 // unix nanos of the last operation (Touch)
-	runMu  sync.Mutex   // one run at a time in this process
+	lastOp    atomic.Int64 // unix nanos of the last operation (Touch)
+	lastPrune atomic.Int64 // unix nanos of the last events pruning (events.go)
+	runMu     sync.Mutex   // one run at a time in this process
 
 	stopMu sync.Mutex
 	cancel context.CancelFunc
@@ -210,6 +214,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 			s.log.Warn("sweep: run failed; retrying next tick", "err", err)
 		}
 		s.tickBackstop(ctx)
+		s.tickEvents(ctx)
 	}
 }
 
@@ -296,6 +301,9 @@ func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, e
 func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (res Result, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	if meta.ActorFrom(ctx) == "" {
+		ctx = meta.WithActor(ctx, meta.ActorSweeper) // the audit trail's name for due work
+	}
 	start := s.clock.Now()
 	startIdle := s.idleSince()
 	defer func() {
@@ -459,9 +467,10 @@ type Metrics struct {
 	BytesCollected prometheus.Counter
 	RunDuration    prometheus.Histogram
 	Aborts         prometheus.Counter
-	Lag            prometheus.Gauge // age of the oldest due item at the last tick
-	GC             *GCMetrics       // backstop and collection candidates
-	Reaper         *ReaperMetrics   // reaped pending claims, refunds, dead letters (deadletter.go)
+	Lag            prometheus.Gauge   // age of the oldest due item at the last tick
+	EventsPruned   prometheus.Counter // audit events deleted by retention
+	GC             *GCMetrics         // backstop and collection candidates
+	Reaper         *ReaperMetrics     // reaped pending claims, refunds, dead letters (deadletter.go)
 }
 
 // NewMetrics creates the sweeper metrics and registers them on reg (nil:
@@ -486,12 +495,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Maintenance runs stopped because traffic resumed."}),
 		Lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_sweeper_lag_seconds",
 			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
+		EventsPruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_events_pruned_total",
+			Help: "Audit events deleted because they were older than events.retention."}),
 	}
 	m.GC = newGCMetrics(reg)
 	m.Reaper = newReaperMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
-			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag)
+			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag, m.EventsPruned)
 	}
 	return m
 }

@@ -232,7 +232,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 
 	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
 	res.Claim = c
-	res.Blob, err = q.loadBlob(blobID, false)
+	if res.Blob, err = q.loadBlob(blobID, false); err != nil {
+		return meta.CommitResult{}, err
+	}
+	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, meta.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
 }
 
@@ -306,6 +309,7 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 	var skipped []string
 	err := s.write(ctx, func(q *txq) error {
 		skipped = nil
+		var events []meta.Event
 		for _, r := range reads {
 			c, err := q.loadClaim(r.ClaimID, true)
 			if errors.Is(err, meta.ErrNotFound) {
@@ -334,8 +338,12 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 				c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason, c.ID); err != nil {
 				return err
 			}
+			events = append(events, meta.Event{At: r.At, Kind: meta.EventRedeemed, Namespace: c.Namespace,
+				ClaimID: c.ID, BlobID: c.BlobID, Actor: r.Actor})
 		}
-		return nil
+		// The redeem events ride with the batched receipts: no write on
+		// the redeem path (reads.go in the root package).
+		return q.appendEvents(events)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: record %d reads: %w", len(reads), err)
@@ -366,6 +374,10 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 			return err
 		}
 		c.ReleasedBy = append(c.ReleasedBy, consumer)
+		if err := q.appendEvents([]meta.Event{{At: now, Kind: meta.EventReleased, Namespace: c.Namespace,
+			ClaimID: c.ID, BlobID: c.BlobID, Actor: meta.ActorFrom(q.ctx), Detail: consumer}}); err != nil {
+			return err
+		}
 		if len(c.ReleasedBy) < max(c.Consumers, 1) {
 			return nil
 		}

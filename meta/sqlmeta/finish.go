@@ -271,5 +271,11 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	for id := range orphaned {
 		res[shared[id].last].BlobOrphaned = true
 	}
+	// The audit trail records each finish in the transaction that made it
+	// (audit.go), so a finish is never logged without happening or the
+	// other way round.
+	if err := q.appendEvents(finishEvents(res, meta.ActorFrom(q.ctx))); err != nil {
+		return nil, err
+	}
 	return res, nil
 }

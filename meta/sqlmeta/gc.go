@@ -100,9 +100,11 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 		if err != nil {
 			return err
 		}
-		res.Blob, err = q.loadBlob(cand.ID, false)
-		hit = err == nil
-		return err
+		if res.Blob, err = q.loadBlob(cand.ID, false); err != nil {
+			return err
+		}
+		hit = true
+		return q.appendEvents([]meta.Event{createdEvent(res.Claim, res.Blob, p.Now, meta.ActorFrom(q.ctx), true)})
 	})
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
@@ -294,24 +296,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []meta.Event) error {
 		return nil
 	}
 	err := s.write(ctx, func(q *txq) error {
-		var last sql.NullInt64
-		if err := q.queryRow(`SELECT MAX(seq) FROM events`).Scan(&last); err != nil {
-			return err
-		}
-		seq := last.Int64
-		for _, e := range events {
-			seq++
-			_, err := q.exec(`INSERT INTO events (seq, at, kind, namespace, claim_id, blob_id, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail)
-			if q.d.isUniqueViolation(err) {
-				// A concurrent appender took the number (PostgreSQL).
-				return fmt.Errorf("%w: %w", errRetry, err)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return q.appendEvents(slices.Clone(events))
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: append %d events: %w", len(events), err)
@@ -323,23 +308,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []meta.Event) error {
 func (s *Store) Events(ctx context.Context, afterSeq int64, limit int) ([]meta.Event, error) {
 	var out []meta.Event
 	err := s.read(ctx, func(q *txq) error {
-		out = nil
-		rows, err := q.query(`SELECT seq, at, kind, namespace, claim_id, blob_id, detail FROM events
-			WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var e meta.Event
-			var at int64
-			if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail); err != nil {
-				return err
-			}
-			e.At = time.Unix(0, at).UTC()
-			out = append(out, e)
-		}
-		return rows.Err()
+		var err error
+		out, err = q.events(`WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: events after %d: %w", afterSeq, err)

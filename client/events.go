@@ -1,0 +1,52 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+var _ claimcheck.Auditor = (*Client)(nil)
+
+// ClaimEvents returns a page of the claim's audit trail; see
+// claimcheck.Auditor.
+func (c *Client) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
+	req, err := c.claimRequest(ctx, http.MethodGet, ref, nil, "events")
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	v := api.FormatEventQuery(q)
+	if ref.Namespace != "" {
+		v.Set("ns", ref.Namespace)
+	}
+	req.URL.RawQuery = v.Encode()
+	return c.events(req, "events of "+ref.ID, ref.ID)
+}
+
+// NamespaceEvents returns a page of a namespace's audit trail.
+func (c *Client) NamespaceEvents(ctx context.Context, ns string, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "namespaces", ns, "events")
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	req.URL.RawQuery = api.FormatEventQuery(q).Encode()
+	return c.events(req, "events of "+ns, "")
+}
+
+func (c *Client) events(req *http.Request, op, id string) ([]claimcheck.Event, error) {
+	resp, err := c.do(req, http.StatusOK, op, id)
+	if err != nil {
+		return nil, err
+	}
+	var page api.EventsPage
+	if err := decodeAnswer(resp, &page); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return page.Events, nil
+}

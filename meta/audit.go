@@ -1,0 +1,71 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// The audit trail: every lifecycle change of a claim appends an Event in
+// the transaction that makes the change, stamped with the actor that
+// caused it. Implementations write these events themselves (they alone
+// know which compare-and-swaps won); the caller names the actor in the
+// context with WithActor, or, for read receipts that are written later
+// in batches, in Read.Actor.
+
+// Lifecycle event kinds. Reason carries the finishing reason of expired,
+// deleted and reaped events (one of the Reason constants).
+const (
+	EventCreated  = "created"  // a claim became active (put committed, dedup hit included)
+	EventRedeemed = "redeemed" // a read was served (written with the batched read receipts)
+	EventReleased = "released" // a consumer released the claim; Detail is the consumer name
+	EventExpired  = "expired"  // finished at max_age
+	EventDeleted  = "deleted"  // finished for another reason: deleted, released, read_retention_over
+	EventReaped   = "reaped"   // a pending claim finished: never_confirmed or aborted
+)
+
+// ActorSweeper is the actor of work the background sweeper does by itself.
+const ActorSweeper = "sweeper"
+
+// FinishEventKind is the event kind that records a claim finished with
+// reason.
+func FinishEventKind(reason string) string {
+	switch reason {
+	case ReasonExpired:
+		return EventExpired
+	case ReasonNeverConfirmed, ReasonAborted:
+		return EventReaped
+	}
+	return EventDeleted
+}
+
+type actorKey struct{}
+
+// WithActor returns a context naming who acts; implementations stamp the
+// events of operations called with it. The root package's WithActor
+// stores the actor here, so the id set by the HTTP layer reaches the
+// metadata store without every operation taking a parameter for it.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorFrom returns the actor set by WithActor, or "".
+func ActorFrom(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
+// AuditStore reads and prunes the events log. Part of Store.
+type AuditStore interface {
+	// ClaimEvents returns up to limit events of one claim with seq >
+	// afterSeq, in seq order (an indexed lookup, not a scan of the log).
+	ClaimEvents(ctx context.Context, claimID string, afterSeq int64, limit int) ([]Event, error)
+
+	// NamespaceEvents returns up to limit events of a namespace at or
+	// after since with seq > afterSeq, in seq order.
+	NamespaceEvents(ctx context.Context, namespace string, since time.Time, afterSeq int64, limit int) ([]Event, error)
+
+	// PruneEvents deletes up to limit events older than before, oldest
+	// first, in one transaction, and returns how many it deleted. The
+	// caller repeats it page by page while it returns limit.
+	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// EventsPage is the body of GET /v1/claims/{id}/events and GET
+// /v1/namespaces/{ns}/events. Next is the after parameter of the next
+// page; it is 0 when this page was the last.
+type EventsPage struct {
+	Events []claimcheck.Event `json:"events"`
+	Next   int64              `json:"next,omitempty"`
+}
+
+// Query parameters of the events routes.
+const (
+	QueryAfter = "after" // return events with seq > after
+	QuerySince = "since" // RFC 3339 time: events at or after it
+	QueryLimit = "limit" // page size, 1 to claimcheck.MaxEventPage
+)
+
+// ParseEventQuery reads the query parameters of the events routes. Each
+// parameter may be given once; unknown parameters other than ns (the
+// namespace check of claim routes) are refused, so a typo is not
+// silently ignored.
+func ParseEventQuery(v url.Values) (claimcheck.EventQuery, error) {
+	var q claimcheck.EventQuery
+	for name, vals := range v {
+		switch name {
+		case QueryAfter, QuerySince, QueryLimit, "ns":
+		default:
+			return q, queryErr(name, "unknown parameter; known: after, since, limit, ns")
+		}
+		if len(vals) != 1 {
+			return q, queryErr(name, "given %d times, want once", len(vals))
+		}
+	}
+	if s := v.Get(QueryAfter); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return q, queryErr(QueryAfter, "%q: want a sequence number (a non-negative integer)", clip(s))
+		}
+		q.After = n
+	}
+	if s := v.Get(QueryLimit); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > claimcheck.MaxEventPage {
+			return q, queryErr(QueryLimit, "%q: want 1 to %d", clip(s), claimcheck.MaxEventPage)
+		}
+		q.Limit = n
+	}
+	if s := v.Get(QuerySince); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return q, queryErr(QuerySince, "%q: want an RFC 3339 time such as 2026-01-09T13:24:00Z", clip(s))
+		}
+		q.Since = t.UTC()
+	}
+	return q, nil
+}
+
+// FormatEventQuery is the inverse of ParseEventQuery.
+func FormatEventQuery(q claimcheck.EventQuery) url.Values {
+	v := url.Values{}
+	if q.After > 0 {
+		v.Set(QueryAfter, strconv.FormatInt(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set(QueryLimit, strconv.Itoa(q.Limit))
+	}
+	if !q.Since.IsZero() {
+		v.Set(QuerySince, q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+func queryErr(name, format string, args ...any) error {
+	return fmt.Errorf("%w: query parameter %s: %s", claimcheck.ErrInvalidArgument, name, fmt.Sprintf(format, args...))
+}
+
+// clip shortens an echoed value, so an error message stays small
+// whatever the client sent.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

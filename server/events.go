@@ -1,0 +1,79 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// auditor is the store's audit trail, when it keeps one.
+func (s *Server) auditor() (claimcheck.Auditor, error) {
+	a, ok := s.claims.(claimcheck.Auditor)
+	if !ok {
+		return nil, fmt.Errorf("events: %w: this server's store keeps no audit trail", claimcheck.ErrUnavailable)
+	}
+	return a, nil
+}
+
+// claimEvents answers GET /v1/claims/{id}/events: a page of the claim's
+// audit trail.
+func (s *Server) claimEvents(w http.ResponseWriter, r *http.Request) error {
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	q, err := api.ParseEventQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	a, err := s.auditor()
+	if err != nil {
+		return err
+	}
+	es, err := a.ClaimEvents(r.Context(), ref, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventsPage(es, q))
+	return nil
+}
+
+// namespaceEvents answers GET /v1/namespaces/{ns}/events.
+func (s *Server) namespaceEvents(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	q, err := api.ParseEventQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	a, err := s.auditor()
+	if err != nil {
+		return err
+	}
+	es, err := a.NamespaceEvents(r.Context(), ns, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventsPage(es, q))
+	return nil
+}
+
+// eventsPage says where the next page starts when this one is full.
+func eventsPage(es []claimcheck.Event, q claimcheck.EventQuery) api.EventsPage {
+	p := api.EventsPage{Events: es}
+	if p.Events == nil {
+		p.Events = []claimcheck.Event{}
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = claimcheck.MaxEventPage
+	}
+	if len(es) >= limit && len(es) > 0 {
+		p.Next = es[len(es)-1].Seq
+	}
+	return p
+}

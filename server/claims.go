@@ -276,19 +276,6 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) namespace(w http.ResponseWriter, r *http.Request) error {
-	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
-	pol, err := s.claims.Policy(r.Context(), ns)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, api.NamespaceInfo{Name: ns, Policy: pol})
-	return nil
-}
-
 // claimRef is the claim a request names: the {id} path segment and the
 // optional ns query parameter, which makes the store check that the claim
 // lives in that namespace. The store trusts nothing else of a ref.

@@ -72,7 +72,8 @@ func New(cfg Config) *Server {
 	}
 
 	s.handle("PUT /v1/namespaces/{ns}/claims", s.put)
-	s.handle("GET /v1/namespaces/{ns}", s.namespace)
+	s.handle("GET /v1/namespaces", s.namespaces)
+	s.handle("GET /v1/namespaces/{ns}", s.namespaceInfo)
 	s.handle("GET /v1/claims/{id}", s.redeem)
 	// A GET pattern also matches HEAD, and a redeem counts as a read
 	// (delete_after_read starts its window on the first one), so a
@@ -81,9 +82,6 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/claims/{id}/meta", s.stat)
 	s.handle("POST /v1/claims/{id}/release", s.release)
 	s.handle("DELETE /v1/claims/{id}", s.delete)
-	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
-	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
-	s.mux.HandleFunc("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential
 	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
 	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -102,6 +102,8 @@ Then store and fetch payloads through it:
 		newSweepCmd(env),
 		newGCCmd(env),
 		newFsckCmd(env),
+		newNsCmd(env),
+		newDLQCmd(env),
 	)
 	return root
 }

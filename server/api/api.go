@@ -53,9 +53,11 @@ type ReleaseRequest struct {
 	Consumer string `json:"consumer,omitempty"`
 }
 
-// NamespaceInfo is the body of GET /v1/namespaces/{ns}. Usage counters
-// will be added beside the policy.
-type NamespaceInfo struct {
-	Name   string            `json:"name"`
-	Policy claimcheck.Policy `json:"policy"`
+// NamespaceInfo is the body of GET /v1/namespaces/{ns}: the policy, the
+// quota limits and the usage (reservations and counts included).
+type NamespaceInfo = claimcheck.NamespaceInfo
+
+// NamespaceList is the body of GET /v1/namespaces.
+type NamespaceList struct {
+	Namespaces []claimcheck.NamespaceInfo `json:"namespaces"`
 }

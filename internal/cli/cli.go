@@ -95,6 +95,7 @@ Then store and fetch payloads through it:
 	root.AddCommand(
 		newServeCmd(env),
 		newPutCmd(env),
+		newUploadCmd(env),
 		newGetCmd(env),
 		newStatCmd(env),
 		newReleaseCmd(env),

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+type uploadCmd struct {
+	client         clientFlags
+	ns             string
+	contentType    string
+	consumers      int
+	consumerNames  []string
+	labels         []string
+	idempotencyKey string
+}
+
+func newUploadCmd(env Env) *cobra.Command {
+	u := &uploadCmd{}
+	cmd := &cobra.Command{
+		Use:   "upload --ns NS FILE",
+		Short: "Store a file by direct upload (init, PUT, confirm) and print its reference",
+		Long: `Store FILE in namespace NS the way a browser or mobile client would: ask
+the server for an upload (declaring the size and sha256), PUT the bytes
+straight to the URL it answers (object storage, or the server itself),
+then confirm, and print the reference as one line of JSON, like put.
+
+FILE must be a regular file: its sha256 is computed before the upload.
+With --idempotency-key, running the command again (after a network
+failure, say) continues the same upload instead of starting another.`,
+		Example: `  claimcheck upload --ns media video.mp4 > ref.json
+  claimcheck upload --ns media --idempotency-key job-42 --content-type video/mp4 video.mp4`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return u.run(cmd, env, args[0]) },
+	}
+	u.client.register(cmd, env)
+	cmd.Flags().StringVar(&u.ns, "ns", "", "namespace to store in (required)")
+	cmd.Flags().StringVar(&u.contentType, "content-type", "", "content type stored with the claim")
+	cmd.Flags().IntVar(&u.consumers, "consumers", 0, "releases needed to finish the claim (fan-out)")
+	cmd.Flags().StringSliceVar(&u.consumerNames, "consumer-names", nil, "names of the consumers whose releases count (comma-separated)")
+	cmd.Flags().StringArrayVar(&u.labels, "label", nil, "label KEY=VALUE stored with the claim (repeatable)")
+	cmd.Flags().StringVar(&u.idempotencyKey, "idempotency-key", "", "the same key (per namespace) continues the same upload")
+	return cmd
+}
+
+func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
+	if u.ns == "" {
+		return usageError{errors.New("--ns is required: the namespace to store the payload in")}
+	}
+	if path == "-" {
+		return usageError{errors.New("upload needs a file, not standard input: the size and sha256 are declared before the bytes are sent (use put for a stream)")}
+	}
+	req := claimcheck.UploadRequest{ContentType: u.contentType, Consumers: u.consumers,
+		ConsumerNames: u.consumerNames, IdempotencyKey: u.idempotencyKey}
+	for _, l := range u.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return usageError{fmt.Errorf("--label %q: want KEY=VALUE", l)}
+		}
+		if req.Labels == nil {
+			req.Labels = map[string]string{}
+		}
+		req.Labels[k] = v
+	}
+	c, err := u.client.client()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return usageError{fmt.Errorf("%s is not a regular file", path)}
+	}
+	req.Size = st.Size()
+	h := sha256.New()
+	body, finish := withProgress(env.Stderr, f, req.Size, "sha256")
+	_, err = io.Copy(h, body)
+	finish()
+	if err != nil {
+		return fmt.Errorf("hashing %s: %w", path, err)
+	}
+	req.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+
+	ctx := cmd.Context()
+	up, err := c.InitUpload(ctx, u.ns, req)
+	if err != nil {
+		return err
+	}
+	if up.State == claimcheck.StatePending {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		body, finish := withProgress(env.Stderr, f, req.Size, "upload")
+		err := c.SendUpload(ctx, up, body)
+		finish()
+		if err != nil {
+			return err
+		}
+	}
+	// Confirm also when the upload was already confirmed (a repeated
+	// idempotency key): it answers the same reference.
+	ref, err := c.ConfirmUpload(ctx, up.ID)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(env.Stdout).Encode(ref)
+}

@@ -33,6 +33,9 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrPermissionDenied: the credentials do not allow the operation.
 	ErrPermissionDenied = errors.New("permission denied")
+	// ErrRateLimited: the caller sent too much at once (a per-key rate or
+	// stream limit of the server); retry after the time the answer says.
+	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable: a backend (database, object storage) failed; the
 	// operation may succeed when retried.
 	ErrUnavailable = errors.New("unavailable")

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
+)
+
+// Authorisation (ADR 0060). When Config.Auth is set, every /v1 route
+// needs a bearer API key, and what it may touch is decided here, before
+// the handler runs, from one table of routes: the operation a route
+// performs and what it names (a namespace or a claim). A /v1 route
+// missing from the table is refused to every key, so a route added later
+// without an entry fails closed.
+//
+// Answers: no or a bad key is 401 unauthenticated; a role that may not do
+// the operation, or a key limited to another namespace of its own tenant
+// on a namespace route, is 403 permission_denied. A claim outside the
+// key's tenant or namespace is 404 not_found, exactly like a claim that
+// does not exist, so ids do not leak existence; so is another tenant's
+// namespace.
+
+// target is what a route names.
+type target int
+
+const (
+	targetNone      target = iota // the tenant itself (keys)
+	targetNamespace               // the {ns} path value
+	targetClaim                   // the {id} path value, a claim id
+)
+
+type routeRule struct {
+	op     auth.Op
+	target target
+}
+
+// routeRules is the permission table of the routes; the role table is
+// in package auth.
+var routeRules = map[string]routeRule{
+	"PUT /v1/namespaces/{ns}/claims":   {auth.OpPut, targetNamespace},
+	"GET /v1/namespaces/{ns}":          {auth.OpNamespace, targetNamespace},
+	"GET /v1/namespaces/{ns}/events":   {auth.OpAdmin, targetNamespace},
+	"GET /v1/claims/{id}":              {auth.OpRedeem, targetClaim},
+	"HEAD /v1/claims/{id}":             {auth.OpRedeem, targetClaim},
+	"GET /v1/claims/{id}/meta":         {auth.OpStat, targetClaim},
+	"POST /v1/claims/{id}/release":     {auth.OpRelease, targetClaim},
+	"DELETE /v1/claims/{id}":           {auth.OpDelete, targetClaim},
+	"GET /v1/claims/{id}/events":       {auth.OpAdmin, targetClaim},
+	"POST /v1/namespaces/{ns}/uploads": {auth.OpPut, targetNamespace},
+	"POST /v1/keys":                    {auth.OpKeys, targetNone},
+	"GET /v1/keys":                     {auth.OpKeys, targetNone},
+	"DELETE /v1/keys/{key}":            {auth.OpKeys, targetNone},
+}
+
+// keyCtx is the context key of the authenticated *auth.Key.
+type keyCtx struct{}
+
+// KeyFrom returns the API key that authenticated the request, if auth is
+// on.
+func KeyFrom(ctx context.Context) (auth.Key, bool) {
+	k, ok := ctx.Value(keyCtx{}).(auth.Key)
+	return k, ok
+}
+
+// authenticate checks the request's bearer token. It returns the request
+// with the key and the actor (the key id, for the audit trail) in its
+// context.
+func (s *Server) authenticate(r *http.Request) (*http.Request, auth.Key, error) {
+	h := r.Header.Values("Authorization")
+	if len(h) == 0 {
+		return r, auth.Key{}, fmt.Errorf("%w: this server needs an API key: send Authorization: Bearer %s…", claimcheck.ErrUnauthenticated, auth.TokenPrefix)
+	}
+	scheme, token, ok := strings.Cut(h[0], " ")
+	if len(h) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") {
+		return r, auth.Key{}, fmt.Errorf("%w: want one header Authorization: Bearer %s…", claimcheck.ErrUnauthenticated, auth.TokenPrefix)
+	}
+	key, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token), remoteHost(r))
+	if err != nil {
+		return r, auth.Key{}, err
+	}
+	ctx := context.WithValue(r.Context(), keyCtx{}, key)
+	ctx = claimcheck.WithActor(ctx, key.ID)
+	return r.WithContext(ctx), key, nil
+}
+
+// authorize decides whether key may perform the route of pattern on what
+// the request names.
+func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error {
+	rule, ok := routeRules[pattern]
+	if !ok {
+		return fmt.Errorf("%w: %s is not open to API keys", claimcheck.ErrPermissionDenied, pattern)
+	}
+	if !key.Role.Allows(rule.op) {
+		return fmt.Errorf("%w: role %s may not %s (key %s)", claimcheck.ErrPermissionDenied, key.Role, rule.op, key.ID)
+	}
+	switch rule.target {
+	case targetNamespace:
+		ns := r.PathValue("ns")
+		if err := claimcheck.ValidateNamespace(ns); err != nil {
+			return err
+		}
+		pol, err := s.claims.Policy(r.Context(), ns)
+		if err != nil {
+			return err
+		}
+		if pol.Tenant != key.Tenant {
+			return fmt.Errorf("%w: namespace %q", claimcheck.ErrNotFound, ns)
+		}
+		if !key.Covers(pol.Tenant, ns) {
+			return fmt.Errorf("%w: key %s is limited to namespace %s", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
+		}
+	case targetClaim:
+		id := r.PathValue("id")
+		if !claimcheck.ValidClaimID(id) {
+			return nil // the handler answers invalid_argument
+		}
+		notFound := fmt.Errorf("%w: claim %s", claimcheck.ErrNotFound, id)
+		ns, err := s.claimNamespace(r.Context(), id)
+		if errors.Is(err, claimcheck.ErrNotFound) {
+			return notFound
+		}
+		if err != nil {
+			return err
+		}
+		pol, err := s.claims.Policy(r.Context(), ns)
+		if errors.Is(err, claimcheck.ErrNotFound) {
+			return notFound // its namespace is no longer configured
+		}
+		if err != nil {
+			return err
+		}
+		if !key.Covers(pol.Tenant, ns) {
+			return notFound
+		}
+	case targetNone:
+		// Key administration is for tenant-wide admins: a key limited to
+		// one namespace could otherwise mint a key without that limit.
+		if key.Namespace != "" {
+			return fmt.Errorf("%w: key %s is limited to namespace %s; managing keys needs a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
+		}
+	}
+	return nil
+}
+
+// remoteHost is the client's address without the port, for events and
+// for limiting clients without a key.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

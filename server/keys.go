@@ -1,0 +1,78 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// Failed authentications per client address: a burst, then one a second
+// (limits.go answers the rest with rate_limited before any lookup).
+const (
+	authFailureRate  = 1.0
+	authFailureBurst = 20
+)
+
+// keyInfo is the wire form of k.
+func keyInfo(k auth.Key) api.KeyInfo {
+	return api.KeyInfo{ID: k.ID, Tenant: k.Tenant, Role: string(k.Role), Namespace: k.Namespace,
+		Name: k.Name, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+// createKey answers POST /v1/keys: a new key in the caller's tenant.
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
+	admin, _ := KeyFrom(r.Context())
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		return invalidf("key request body: %v", err)
+	}
+	var req api.CreateKeyRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return invalidf(`key request body: want {"role":"producer|consumer|admin","namespace":"…","name":"…"}: %v`, err)
+	}
+	role, err := auth.ParseRole(req.Role)
+	if err != nil {
+		return err
+	}
+	k, token, err := s.auth.Create(r.Context(), auth.CreateParams{Tenant: admin.Tenant, Role: role, Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
+		return err
+	}
+	s.log.Info("API key created", "key", k.ID, "tenant", k.Tenant, "role", k.Role, "namespace", k.Namespace, "by", admin.ID)
+	writeJSON(w, http.StatusCreated, api.CreatedKey{KeyInfo: keyInfo(k), Token: token})
+	return nil
+}
+
+// listKeys answers GET /v1/keys: the keys of the caller's tenant.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	admin, _ := KeyFrom(r.Context())
+	ks, err := s.auth.List(r.Context(), admin.Tenant)
+	if err != nil {
+		return err
+	}
+	out := api.KeyList{Keys: make([]api.KeyInfo, len(ks))}
+	for i, k := range ks {
+		out.Keys[i] = keyInfo(k)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// revokeKey answers DELETE /v1/keys/{key}. A key of another tenant is
+// not_found. The revoke holds from the next request on.
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
+	admin, _ := KeyFrom(r.Context())
+	k, err := s.auth.Revoke(r.Context(), r.PathValue("key"), admin.Tenant)
+	if err != nil {
+		return err
+	}
+	s.log.Info("API key revoked", "key", k.ID, "tenant", k.Tenant, "by", admin.ID)
+	writeJSON(w, http.StatusOK, keyInfo(k))
+	return nil
+}

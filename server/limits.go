@@ -1,0 +1,328 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
+)
+
+// Limits protect the server from slow, greedy or hostile clients (ADR
+// 0061). It is the `server:` section of the config file. In server.New
+// and Serve a zero field means "no limit" (tests and embedders decide);
+// `claimcheck serve` starts from WithDefaults, and a negative value
+// switches a limit off there.
+//
+// Body sizes are the namespaces' max_size (the store refuses a put whose
+// Content-Length is over it before reading the body, and stops reading
+// at the limit otherwise), so they are not repeated here.
+type Limits struct {
+	// MaxHeaderBytes bounds the request line and headers (default 64KiB).
+	MaxHeaderBytes claimcheck.Size `yaml:"max_header_bytes"`
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// headers (default 10s; slowloris).
+	ReadHeaderTimeout claimcheck.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout is the longest pause while reading a request body
+	// (default 1m). It is renewed on every read, so a long upload at any
+	// steady speed is fine; a client that stops sending is cut off.
+	ReadTimeout claimcheck.Duration `yaml:"read_timeout"`
+	// WriteTimeout is the longest pause while writing a response (default
+	// 1m), renewed on every write, so a long download is never cut off
+	// while the client keeps reading.
+	WriteTimeout claimcheck.Duration `yaml:"write_timeout"`
+	// IdleTimeout closes keep-alive connections unused this long
+	// (default 2m).
+	IdleTimeout claimcheck.Duration `yaml:"idle_timeout"`
+	// MaxStreamsPerKey bounds the payload streams (puts, redeems,
+	// uploads) one API key (or, without auth, one client address) has
+	// open at once (default 32).
+	MaxStreamsPerKey int `yaml:"max_streams_per_key"`
+	// RateLimit is the requests per second one key (or client address)
+	// may make on /v1 on average, with bursts of RateBurst (defaults 100
+	// and 200).
+	RateLimit float64 `yaml:"rate_limit"`
+	RateBurst int     `yaml:"rate_burst"`
+}
+
+// The defaults of `claimcheck serve`.
+const (
+	DefaultMaxHeaderBytes    claimcheck.Size     = 64 << 10
+	DefaultReadHeaderTimeout claimcheck.Duration = claimcheck.Duration(10 * time.Second)
+	DefaultReadTimeout       claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultWriteTimeout      claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultIdleTimeout       claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
+	DefaultMaxStreamsPerKey                      = 32
+	DefaultRateLimit                             = 100.0
+	DefaultRateBurst                             = 200
+)
+
+// WithDefaults fills the zero fields with the defaults and turns negative
+// ones (switched off) into zero.
+func (l Limits) WithDefaults() Limits {
+	num := func(v, d float64) float64 {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return d
+		}
+		return v
+	}
+	l.MaxHeaderBytes = claimcheck.Size(num(float64(l.MaxHeaderBytes), float64(DefaultMaxHeaderBytes)))
+	l.ReadHeaderTimeout = claimcheck.Duration(num(float64(l.ReadHeaderTimeout), float64(DefaultReadHeaderTimeout)))
+	l.ReadTimeout = claimcheck.Duration(num(float64(l.ReadTimeout), float64(DefaultReadTimeout)))
+	l.WriteTimeout = claimcheck.Duration(num(float64(l.WriteTimeout), float64(DefaultWriteTimeout)))
+	l.IdleTimeout = claimcheck.Duration(num(float64(l.IdleTimeout), float64(DefaultIdleTimeout)))
+	l.MaxStreamsPerKey = int(num(float64(l.MaxStreamsPerKey), DefaultMaxStreamsPerKey))
+	l.RateLimit = num(l.RateLimit, DefaultRateLimit)
+	l.RateBurst = int(num(float64(l.RateBurst), DefaultRateBurst))
+	return l
+}
+
+// Validate checks limits after WithDefaults; errors name the field.
+func (l Limits) Validate() error {
+	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 4<<10 {
+		return fmt.Errorf("%w: server.max_header_bytes %s: at least 4KiB", claimcheck.ErrInvalidArgument, l.MaxHeaderBytes)
+	}
+	if l.RateLimit > 0 && l.RateBurst < 1 {
+		return fmt.Errorf("%w: server.rate_burst %d: at least 1 when rate_limit is set", claimcheck.ErrInvalidArgument, l.RateBurst)
+	}
+	return nil
+}
+
+// maxTracked bounds the per-client limiter maps; beyond it, clients whose
+// bucket is full again (idle) are forgotten.
+const maxTracked = 10000
+
+// limiters is a token bucket per client (key id or address).
+type limiters struct {
+	mu    sync.Mutex
+	limit rate.Limit
+	burst int
+	m     map[string]*rate.Limiter
+}
+
+func newLimiters(perSecond float64, burst int) *limiters {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &limiters{limit: rate.Limit(perSecond), burst: max(burst, 1), m: make(map[string]*rate.Limiter)}
+}
+
+// take spends one token of client's bucket. It returns 0 when the request
+// may go ahead, else how long until a token is there (nothing spent).
+func (l *limiters) take(client string, now time.Time) time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.m[client]
+	if lim == nil {
+		if len(l.m) >= maxTracked {
+			for k, v := range l.m {
+				if v.TokensAt(now) >= float64(l.burst) {
+					delete(l.m, k)
+				}
+			}
+		}
+		lim = rate.NewLimiter(l.limit, l.burst)
+		l.m[client] = lim
+	}
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// streams counts the open payload streams per client.
+type streams struct {
+	mu  sync.Mutex
+	max int
+	n   map[string]int
+}
+
+// acquire takes a stream slot; ok is false when client has max open.
+func (s *streams) acquire(client string) (release func(), ok bool) {
+	if s == nil || s.max <= 0 {
+		return func() {}, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[client] >= s.max {
+		return nil, false
+	}
+	s.n[client]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.n[client]--; s.n[client] <= 0 {
+			delete(s.n, client)
+		}
+	}, true
+}
+
+// streamOps are the operations that move a payload.
+func streamOp(op auth.Op) bool { return op == auth.OpPut || op == auth.OpRedeem }
+
+// rateLimited is a refused request with the time after which a retry may
+// succeed.
+type rateLimited struct {
+	limit      string
+	retryAfter time.Duration
+}
+
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("%s: %s; retry after %s", claimcheck.ErrRateLimited, e.limit, e.retryAfter.Round(time.Second))
+}
+
+func (e *rateLimited) Is(target error) bool { return target == claimcheck.ErrRateLimited }
+
+// retryAfterSeconds is the Retry-After value of d: whole seconds, at
+// least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Max(1, math.Ceil(d.Seconds()))), 10)
+}
+
+// writeLimited answers a rate_limited error with its Retry-After.
+func (s *Server) writeLimited(w http.ResponseWriter, r *http.Request, err error) {
+	if rl, ok := errors.AsType[*rateLimited](err); ok {
+		w.Header().Set("Retry-After", retryAfterSeconds(rl.retryAfter))
+	}
+	s.writeError(w, r, err)
+}
+
+// progressBody renews the connection's read deadline before every read
+// of the request body, so ReadTimeout bounds a pause, not the upload. At
+// the end of the body it clears the deadline: net/http then reads the
+// connection in the background to notice a client hang-up, and a stale
+// deadline there would cancel the request while the store commits.
+type progressBody struct {
+	io.ReadCloser
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// progressWriter renews the connection's write deadline before every
+// write of the response, so WriteTimeout bounds a stalled reader, never
+// a long download.
+type progressWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *progressWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	_ = w.rc.Flush()
+}
+
+// guard runs the checks every /v1 request passes before its handler:
+// authentication and authorisation (when auth is on), the per-client rate
+// limit, the per-client stream limit and the slow-client deadlines. It
+// returns the request to hand on and a cleanup, or false after it has
+// answered the request itself.
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
+	now := time.Now()
+	client := "addr:" + remoteHost(r)
+	if s.auth != nil {
+		// Addresses that keep failing to authenticate are slowed down
+		// before their tokens cost a database lookup.
+		if wait := s.authFailures.peek(client, now); wait > 0 {
+			s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: wait})
+			return w, r, nil, false
+		}
+		r2, key, err := s.authenticate(r)
+		if err != nil {
+			if errors.Is(err, claimcheck.ErrUnauthenticated) {
+				s.authFailures.take(client, now)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="claimcheck"`)
+			}
+			s.writeError(w, r, err)
+			return w, r, nil, false
+		}
+		r = r2
+		client = "key:" + key.ID
+		if err := s.authorize(r, pattern, key); err != nil {
+			s.writeError(w, r, err)
+			return w, r, nil, false
+		}
+	}
+	if wait := s.rate.take(client, now); wait > 0 {
+		s.writeLimited(w, r, &rateLimited{
+			limit:      fmt.Sprintf("rate limit of %g requests/s (burst %d) per key exceeded (server.rate_limit)", s.limits.RateLimit, s.limits.RateBurst),
+			retryAfter: wait,
+		})
+		return w, r, nil, false
+	}
+	done := func() {}
+	if streamOp(routeRules[pattern].op) {
+		release, ok := s.streams.acquire(client)
+		if !ok {
+			s.writeLimited(w, r, &rateLimited{
+				limit:      fmt.Sprintf("%d payload streams open at once per key (server.max_streams_per_key)", s.limits.MaxStreamsPerKey),
+				retryAfter: time.Second,
+			})
+			return w, r, nil, false
+		}
+		done = release
+	}
+	if d := time.Duration(s.limits.ReadTimeout); d > 0 && r.Body != nil && r.Body != http.NoBody {
+		r.Body = &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
+	}
+	if d := time.Duration(s.limits.WriteTimeout); d > 0 {
+		rc := http.NewResponseController(w)
+		w = &progressWriter{ResponseWriter: w, rc: rc, d: d}
+		release := done
+		done = func() {
+			// No stale deadline may reach the next request on this
+			// connection (net/http only resets it with a server-wide
+			// WriteTimeout, which would cut long downloads).
+			_ = rc.SetWriteDeadline(time.Time{})
+			release()
+		}
+	}
+	return w, r, done, true
+}
+
+// peek reports how long until client's bucket has a token, spending
+// nothing.
+func (l *limiters) peek(client string, now time.Time) time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.m[client]
+	if lim == nil || lim.TokensAt(now) >= 1 {
+		return 0
+	}
+	return time.Duration((1 - lim.TokensAt(now)) / float64(l.limit) * float64(time.Second))
+}

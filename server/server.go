@@ -19,12 +19,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
 )
 
 // Config configures a Server. Only Claims is required.
@@ -41,6 +43,13 @@ type Config struct {
 	// Logger receives errors the client is not told about (internal
 	// errors, corrupt objects, failed streams); nil means slog.Default().
 	Logger *slog.Logger
+	// Auth, when set, requires an API key on every /v1 route and limits
+	// each key to its tenant, role and namespace (auth.go, ADR 0060).
+	// ClaimNamespace must then be set too: *claimcheck.Store's.
+	Auth           *auth.Service
+	ClaimNamespace func(ctx context.Context, id string) (string, error)
+	// Limits bound each client (limits.go); zero fields: no limit.
+	Limits Limits
 }
 
 // readyTimeout bounds one readiness check, so that a hung database makes
@@ -54,6 +63,13 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics // nil: no metrics
+
+	auth           *auth.Service // nil: auth off
+	claimNamespace func(ctx context.Context, id string) (string, error)
+	limits         Limits
+	rate           *limiters // per key (or address); nil: no rate limit
+	authFailures   *limiters // per address, failed authentications only
+	streams        *streams
 }
 
 // New returns the API handler for cfg. It panics if cfg.Claims is nil or
@@ -63,7 +79,19 @@ func New(cfg Config) *Server {
 	if cfg.Claims == nil {
 		panic("server: Config.Claims is nil")
 	}
-	s := &Server{claims: cfg.Claims, ready: cfg.Ready, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Auth != nil && cfg.ClaimNamespace == nil {
+		panic("server: Config.Auth is set without Config.ClaimNamespace")
+	}
+	s := &Server{claims: cfg.Claims, ready: cfg.Ready, log: cfg.Logger, mux: http.NewServeMux(),
+		auth: cfg.Auth, claimNamespace: cfg.ClaimNamespace, limits: cfg.Limits,
+		rate:    newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
+		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}}}
+	if s.auth != nil {
+		s.authFailures = newLimiters(authFailureRate, authFailureBurst)
+		s.handle("POST /v1/keys", s.createKey)
+		s.handle("GET /v1/keys", s.listKeys)
+		s.handle("DELETE /v1/keys/{key}", s.revokeKey)
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -102,7 +130,16 @@ func New(cfg Config) *Server {
 // handle registers a handler that may fail; its error is answered by
 // writeError, the only place that turns errors into responses.
 func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+	guarded := strings.Contains(pattern, " /v1/")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if guarded {
+			var done func()
+			var ok bool
+			if w, r, done, ok = s.guard(w, r, pattern); !ok {
+				return
+			}
+			defer done()
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

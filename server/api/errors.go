@@ -22,6 +22,7 @@ const (
 	CodeUnauthenticated  = "unauthenticated"
 	CodePermissionDenied = "permission_denied"
 	CodeUnavailable      = "unavailable"
+	CodeRateLimited      = "rate_limited"
 
 	// CodeInternal is every error outside the table. The server logs the
 	// details and answers only a generic message.
@@ -74,6 +75,8 @@ var errorCodes = []struct {
 	{claimcheck.ErrPermissionDenied, CodePermissionDenied, http.StatusForbidden},
 	{claimcheck.ErrInvalidArgument, CodeInvalidArgument, http.StatusBadRequest},
 	{claimcheck.ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
+	// 429 with Retry-After: a per-key rate or stream limit of the server.
+	{claimcheck.ErrRateLimited, CodeRateLimited, http.StatusTooManyRequests},
 }
 
 // ErrorOf returns the wire form of err and its HTTP status. ok is false

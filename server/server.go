@@ -110,6 +110,9 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/claims/{id}/meta", s.stat)
 	s.handle("POST /v1/claims/{id}/release", s.release)
 	s.handle("DELETE /v1/claims/{id}", s.delete)
+	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
+	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
+	s.mux.HandleFunc("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential
 	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
 	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

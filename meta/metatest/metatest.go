@@ -83,6 +83,11 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RetryAllDeadLetters", testRetryAllDeadLetters},
 		{"ParkConflicts", testParkConflicts},
 		{"QuotaAudit", testQuotaAudit},
+		{"UploadRoundTrip", testUploadRoundTrip},
+		{"UploadNotFound", testUploadNotFound},
+		{"UploadIdempotencyKey", testUploadIdempotencyKey},
+		{"UploadIdempotencyConcurrent", testUploadIdempotencyConcurrent},
+		{"Secret", testSecret},
 	}
 	tests = append(tests, holdTests...)
 	for _, tc := range tests {

@@ -32,7 +32,8 @@ type target int
 const (
 	targetNone      target = iota // the tenant itself (keys)
 	targetNamespace               // the {ns} path value
-	targetClaim                   // the {id} path value, a claim id
+	targetClaim                   // the {id} path value, a claim id (or upload id, the same)
+	targetList                    // a listing the handler filters (visibleNamespaces)
 )
 
 type routeRule struct {
@@ -46,6 +47,13 @@ var routeRules = map[string]routeRule{
 	"PUT /v1/namespaces/{ns}/claims":   {auth.OpPut, targetNamespace},
 	"GET /v1/namespaces/{ns}":          {auth.OpNamespace, targetNamespace},
 	"GET /v1/namespaces/{ns}/events":   {auth.OpAdmin, targetNamespace},
+	"GET /v1/namespaces":               {auth.OpNamespace, targetList},
+	"GET /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
+	"PUT /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
+	"DELETE /v1/namespaces/{ns}/hold":  {auth.OpAdmin, targetNamespace},
+	"PUT /v1/claims/{id}/hold":         {auth.OpAdmin, targetClaim},
+	"DELETE /v1/claims/{id}/hold":      {auth.OpAdmin, targetClaim},
+	"POST /v1/uploads/{id}/confirm":    {auth.OpPut, targetClaim},
 	"GET /v1/claims/{id}":              {auth.OpRedeem, targetClaim},
 	"HEAD /v1/claims/{id}":             {auth.OpRedeem, targetClaim},
 	"GET /v1/claims/{id}/meta":         {auth.OpStat, targetClaim},
@@ -146,6 +154,22 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 		}
 	}
 	return nil
+}
+
+// visibleNamespaces keeps the namespaces the request's key covers (all
+// of them when auth is off): a tenant never learns another's names.
+func (s *Server) visibleNamespaces(ctx context.Context, list []claimcheck.NamespaceInfo) []claimcheck.NamespaceInfo {
+	key, ok := KeyFrom(ctx)
+	if !ok {
+		return list
+	}
+	var out []claimcheck.NamespaceInfo
+	for _, ns := range list {
+		if key.Covers(ns.Policy.Tenant, ns.Name) {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // remoteHost is the client's address without the port, for events and

@@ -35,7 +35,7 @@ type authBundle struct {
 // actorLog records the actor of every put, to check that the server
 // passes the key id on for the audit trail.
 type actorLog struct {
-	claimcheck.Claims
+	*claimcheck.Store
 	mu      sync.Mutex
 	actors  []string
 	entered chan struct{} // when set, every Put sends on it once it began
@@ -49,7 +49,7 @@ func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts clai
 	if entered != nil {
 		entered <- struct{}{}
 	}
-	return a.Claims.Put(ctx, ns, body, opts)
+	return a.Store.Put(ctx, ns, body, opts)
 }
 
 func setupAuth(t *testing.T, limits server.Limits) *authBundle {
@@ -76,7 +76,7 @@ func setupAuth(t *testing.T, limits server.Limits) *authBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.store.Close() })
-	b.actors = &actorLog{Claims: b.store}
+	b.actors = &actorLog{Store: b.store}
 	b.http = httptest.NewServer(server.New(server.Config{
 		Claims: b.actors, Logger: logger, Auth: b.auth, ClaimNamespace: b.store.ClaimNamespace, Limits: limits,
 	}))
@@ -258,6 +258,29 @@ func TestIsolationMatrix(t *testing.T) {
 			t.Errorf("%s create key: %s %s", name, resp.Status, body)
 		}
 		cells += 2
+		// Namespace listing: exactly the namespaces the key covers.
+		resp, body = b.do(t, token, http.MethodGet, "/v1/namespaces", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s list namespaces: %s %s", name, resp.Status, body)
+		}
+		var nl api.NamespaceList
+		if err := json.Unmarshal(body, &nl); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, n := range nl.Namespaces {
+			got = append(got, n.Name)
+		}
+		var want []string
+		for _, ns := range []string{"a1", "a2", "b1"} {
+			if tenantOf[ns] == k.tenant && (k.ns == "" || k.ns == ns) {
+				want = append(want, ns)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s list namespaces = %v, want %v", name, got, want)
+		}
+		cells++
 	}
 	t.Logf("%d cells checked", cells)
 

@@ -43,6 +43,7 @@ func (s *Server) namespaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	list = s.visibleNamespaces(r.Context(), list) // auth: the key's own (auth.go)
 	if list == nil {
 		list = []claimcheck.NamespaceInfo{}
 	}

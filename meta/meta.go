@@ -349,7 +349,8 @@ type Store interface {
 	AppendEvents(ctx context.Context, events []Event) error
 	Events(ctx context.Context, afterSeq int64, limit int) ([]Event, error)
 
-	HoldStore // legal holds (holds.go)
+	HoldStore    // legal holds (holds.go)
+	DataKeyStore // data keys of encrypted namespaces (datakeys.go)
 
 	// Namespace returns a namespace's counters; a namespace without any
 	// claim yet has zero counters (no error).

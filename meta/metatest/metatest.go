@@ -90,6 +90,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Secret", testSecret},
 	}
 	tests = append(tests, holdTests...)
+	tests = append(tests, dataKeyTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, setup(t, open))

@@ -1,0 +1,145 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Data keys of encrypted namespaces (meta.DataKeyStore, migration 0014).
+
+const dataKeyColumns = `id, namespace, master_key_id, wrapped, created_at, destroyed_at`
+
+func scanDataKey(row scanner) (meta.DataKey, error) {
+	var (
+		k         meta.DataKey
+		wrapped   string
+		created   int64
+		destroyed sql.NullInt64
+	)
+	if err := row.Scan(&k.ID, &k.Namespace, &k.MasterKeyID, &wrapped, &created, &destroyed); err != nil {
+		return meta.DataKey{}, err
+	}
+	k.CreatedAt = time.Unix(0, created).UTC()
+	k.DestroyedAt = fromTS(destroyed)
+	if wrapped != "" {
+		b, err := base64.StdEncoding.DecodeString(wrapped)
+		if err != nil {
+			return meta.DataKey{}, fmt.Errorf("data key %s: wrapped key: %w", k.ID, err)
+		}
+		k.Wrapped = b
+	}
+	return k, nil
+}
+
+func (q *txq) liveDataKey(ns string, lock bool) (meta.DataKey, error) {
+	query := `SELECT ` + dataKeyColumns + ` FROM data_keys WHERE namespace = ? AND destroyed_at IS NULL`
+	if lock {
+		query += q.d.lockRow
+	}
+	k, err := scanDataKey(q.queryRow(query, ns))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.DataKey{}, fmt.Errorf("live data key of %s: %w", ns, meta.ErrNotFound)
+	}
+	return k, err
+}
+
+// CreateDataKey inserts k unless ns has a live key; see meta.DataKeyStore.
+func (s *Store) CreateDataKey(ctx context.Context, k meta.DataKey) (meta.DataKey, error) {
+	if k.ID == "" || k.Namespace == "" || len(k.Wrapped) == 0 || k.MasterKeyID == "" {
+		return meta.DataKey{}, fmt.Errorf("sqlmeta: create data key: id, namespace, master key id and wrapped key are required")
+	}
+	var live meta.DataKey
+	err := s.write(ctx, func(q *txq) error {
+		// The partial unique index allows one live key per namespace; a
+		// concurrent creator's insert does nothing and both read the
+		// winner.
+		if _, err := q.exec(`INSERT INTO data_keys (`+dataKeyColumns+`) VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING`,
+			k.ID, k.Namespace, k.MasterKeyID, base64.StdEncoding.EncodeToString(k.Wrapped), k.CreatedAt.UnixNano()); err != nil {
+			return err
+		}
+		var err error
+		live, err = q.liveDataKey(k.Namespace, false)
+		return err
+	})
+	if err != nil {
+		return meta.DataKey{}, fmt.Errorf("sqlmeta: create data key of %s: %w", k.Namespace, err)
+	}
+	return live, nil
+}
+
+// LiveDataKey returns the live key of ns; see meta.DataKeyStore.
+func (s *Store) LiveDataKey(ctx context.Context, ns string) (meta.DataKey, error) {
+	var k meta.DataKey
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		k, err = q.liveDataKey(ns, false)
+		return err
+	})
+	if err != nil {
+		return meta.DataKey{}, fmt.Errorf("sqlmeta: %w", err)
+	}
+	return k, nil
+}
+
+// DataKey loads a key by id; see meta.DataKeyStore.
+func (s *Store) DataKey(ctx context.Context, id string) (meta.DataKey, error) {
+	var k meta.DataKey
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		k, err = scanDataKey(q.queryRow(`SELECT `+dataKeyColumns+` FROM data_keys WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("data key %s: %w", id, meta.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return meta.DataKey{}, fmt.Errorf("sqlmeta: %w", err)
+	}
+	return k, nil
+}
+
+// DestroyDataKey shreds the live key of ns; see meta.DataKeyStore.
+func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (meta.DataKey, error) {
+	var k meta.DataKey
+	err := s.write(ctx, func(q *txq) error {
+		// Lock order as in SetNamespaceHold: the namespace row first, so
+		// a hold and a shred of one namespace are serialised.
+		if err := q.ensureNamespace(ns); err != nil {
+			return err
+		}
+		if _, err := q.loadNamespace(ns); err != nil {
+			return err
+		}
+		if h, err := q.namespaceHold(ns); err != nil {
+			return err
+		} else if h != nil {
+			return fmt.Errorf("namespace %s is on legal hold (%q): %w", ns, h.Reason, meta.ErrHeld)
+		}
+		var held int64
+		if err := q.queryRow(`SELECT COUNT(*) FROM claims WHERE namespace = ? AND held_at IS NOT NULL AND state = 'active'`, ns).Scan(&held); err != nil {
+			return err
+		}
+		if held > 0 {
+			return fmt.Errorf("%d claims of namespace %s are on legal hold: %w", held, ns, meta.ErrHeld)
+		}
+		var err error
+		if k, err = q.liveDataKey(ns, true); err != nil {
+			return err
+		}
+		if _, err := q.exec(`UPDATE data_keys SET wrapped = '', destroyed_at = ? WHERE id = ? AND destroyed_at IS NULL`, now.UnixNano(), k.ID); err != nil {
+			return err
+		}
+		k.Wrapped, k.DestroyedAt = nil, now.UTC()
+		return nil
+	})
+	if err != nil {
+		return meta.DataKey{}, fmt.Errorf("sqlmeta: destroy data key of %s: %w", ns, err)
+	}
+	return k, nil
+}

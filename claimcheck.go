@@ -111,6 +111,9 @@ type ClaimInfo struct {
 	DeleteAt     time.Time         `json:"delete_at,omitzero"` // when the claim will be finished, at the latest
 	DeletedAt    time.Time         `json:"deleted_at,omitzero"`
 	DeleteReason GoneReason        `json:"delete_reason,omitempty"`
+	// Holds are the legal holds that keep the claim (holds.go); while
+	// there is one, DeleteAt is the deadline it will have once lifted.
+	Holds []Hold `json:"holds,omitempty"`
 }
 
 // Payload is a claim's content being read. Read verifies as it goes: it

@@ -188,7 +188,9 @@ func (s *Store) Stat(ctx context.Context, ref Ref) (ClaimInfo, error) {
 	if err != nil {
 		return ClaimInfo{}, metaErr("stat "+c.ID, err)
 	}
-	return infoOf(c, b), nil
+	info := infoOf(c, b)
+	info.Holds, err = s.holdsOf(ctx, c)
+	return info, err
 }
 
 func infoOf(c meta.Claim, b meta.Blob) ClaimInfo {
@@ -232,6 +234,12 @@ func (s *Store) Release(ctx context.Context, ref Ref, consumer string) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, meta.ErrConflict) && s.refuseHeld(ctx, "release", c) != nil {
+			// Past its deadline but kept by a legal hold: there is no
+			// deadline left to lower, and it finishes when the hold is
+			// lifted. The ack is accepted.
+			return nil
+		}
 		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
 			return metaErr("release "+c.ID, err)
 		}
@@ -250,12 +258,18 @@ func (s *Store) Delete(ctx context.Context, ref Ref) error {
 	if c.State == meta.ClaimDeleted {
 		return nil
 	}
+	if err := s.refuseHeld(ctx, "delete", c); err != nil {
+		return err
+	}
 	res, done, err := s.meta.FinishClaim(ctx, c.ID, meta.ReasonDeleted, s.clock.Now(), false)
 	if err != nil {
 		return metaErr("delete "+c.ID, err)
 	}
 	if done {
 		s.sweepMetrics.ObserveFinished(res)
+	} else if c.State == meta.ClaimActive {
+		// Not finished: a hold set meanwhile won the row (holds.go).
+		return s.refuseHeld(ctx, "delete", c)
 	}
 	return nil
 }

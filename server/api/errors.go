@@ -75,6 +75,7 @@ var errorCodes = []struct {
 	{claimcheck.ErrPermissionDenied, CodePermissionDenied, http.StatusForbidden},
 	{claimcheck.ErrInvalidArgument, CodeInvalidArgument, http.StatusBadRequest},
 	{claimcheck.ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
+	{claimcheck.ErrHeld, CodeHeld, http.StatusConflict}, // legal hold (holds.go)
 	// 429 with Retry-After: a per-key rate or stream limit of the server.
 	{claimcheck.ErrRateLimited, CodeRateLimited, http.StatusTooManyRequests},
 }

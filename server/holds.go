@@ -1,0 +1,132 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// Legal holds (ADR 0065): admin routes that set and lift holds on a claim
+// or a namespace. They need a store that implements claimcheck.Holder.
+
+func (s *Server) holder() (claimcheck.Holder, error) {
+	h, ok := s.claims.(claimcheck.Holder)
+	if !ok {
+		return nil, fmt.Errorf("%w: this server's store does not support legal holds", claimcheck.ErrUnavailable)
+	}
+	return h, nil
+}
+
+// holdReason reads the optional {"reason": "..."} body.
+func holdReason(w http.ResponseWriter, r *http.Request) (string, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		return "", invalidf("hold body: %v", err)
+	}
+	var req api.HoldRequest
+	if len(bytes.TrimSpace(b)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return "", invalidf(`hold body: want {"reason":"TEXT"} or nothing: %v`, err)
+		}
+		if dec.More() {
+			return "", invalidf(`hold body: want one JSON object, found more`)
+		}
+	}
+	return req.Reason, nil
+}
+
+func (s *Server) setClaimHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.holder()
+	if err != nil {
+		return err
+	}
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	reason, err := holdReason(w, r)
+	if err != nil {
+		return err
+	}
+	if err := h.SetHold(r.Context(), ref, reason); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) clearClaimHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.holder()
+	if err != nil {
+		return err
+	}
+	ref, err := claimRef(r)
+	if err != nil {
+		return err
+	}
+	if err := h.ClearHold(r.Context(), ref); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.holder()
+	if err != nil {
+		return err
+	}
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	reason, err := holdReason(w, r)
+	if err != nil {
+		return err
+	}
+	if err := h.SetNamespaceHold(r.Context(), ns, reason); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) clearNamespaceHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.holder()
+	if err != nil {
+		return err
+	}
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	if err := h.ClearNamespaceHold(r.Context(), ns); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.holder()
+	if err != nil {
+		return err
+	}
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	hold, err := h.NamespaceHold(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.NamespaceHold{Hold: hold})
+	return nil
+}

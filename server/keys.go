@@ -17,8 +17,8 @@ const (
 	authFailureBurst = 20
 )
 
-// keyInfo is the wire form of k.
-func keyInfo(k auth.Key) api.KeyInfo {
+// KeyInfo is the wire form of k (the HTTP API's and `claimcheck keys --json`'s).
+func KeyInfo(k auth.Key) api.KeyInfo {
 	return api.KeyInfo{ID: k.ID, Tenant: k.Tenant, Role: string(k.Role), Namespace: k.Namespace,
 		Name: k.Name, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 }
@@ -45,7 +45,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("API key created", "key", k.ID, "tenant", k.Tenant, "role", k.Role, "namespace", k.Namespace, "by", admin.ID)
-	writeJSON(w, http.StatusCreated, api.CreatedKey{KeyInfo: keyInfo(k), Token: token})
+	writeJSON(w, http.StatusCreated, api.CreatedKey{KeyInfo: KeyInfo(k), Token: token})
 	return nil
 }
 
@@ -58,7 +58,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := api.KeyList{Keys: make([]api.KeyInfo, len(ks))}
 	for i, k := range ks {
-		out.Keys[i] = keyInfo(k)
+		out.Keys[i] = KeyInfo(k)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -73,6 +73,6 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("API key revoked", "key", k.ID, "tenant", k.Tenant, "by", admin.ID)
-	writeJSON(w, http.StatusOK, keyInfo(k))
+	writeJSON(w, http.StatusOK, KeyInfo(k))
 	return nil
 }

@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/claimcheck/claimcheck"
 )
 
 const (
@@ -22,26 +25,61 @@ const (
 	idleTimeout = 2 * time.Minute
 )
 
-// Serve answers HTTP requests on ln with h until ctx is done, then shuts
+// Options tune ServeWith.
+type Options struct {
+	// Limits supplies the connection-level limits: MaxHeaderBytes,
+	// ReadHeaderTimeout and IdleTimeout (zero: Serve's defaults). The
+	// per-request ones belong to the handler (Config.Limits).
+	Limits Limits
+	// TLS, when set, makes the server speak HTTPS (HTTP/2 and HTTP/1.1)
+	// with its certificates.
+	TLS *tls.Config
+}
+
+// The server sets no ReadTimeout or WriteTimeout: they would bound whole
+// payload streams. The handler renews per-read and per-write deadlines
+// instead (limits.go).
+
+// Serve is ServeWith with the default options: plain HTTP, a
+// ReadHeaderTimeout of 10s and an IdleTimeout of 2m.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	return ServeWith(ctx, ln, h, logger, Options{})
+}
+
+// ServeWith answers HTTP requests on ln with h until ctx is done, then shuts
 // down gracefully: it stops accepting connections and gives in-flight
 // requests up to ShutdownTimeout to finish, then closes the rest. It
 // returns nil after a clean shutdown and an error if serving failed or
 // in-flight requests had to be cut off. Serve closes ln.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, opts Options) error {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	orDefault := func(v claimcheck.Duration, d time.Duration) time.Duration {
+		if v > 0 {
+			return time.Duration(v)
+		}
+		return d
+	}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: orDefault(opts.Limits.ReadHeaderTimeout, readHeaderTimeout),
+		IdleTimeout:       orDefault(opts.Limits.IdleTimeout, idleTimeout),
+		MaxHeaderBytes:    int(opts.Limits.MaxHeaderBytes), // 0: net/http's 1 MiB
+		TLSConfig:         opts.TLS,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		// Request contexts deliberately do not derive from ctx: a
 		// cancelled ctx starts the graceful shutdown, it must not abort
 		// the requests that shutdown waits for.
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if opts.TLS != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 
 	select {
 	case err := <-served:

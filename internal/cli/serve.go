@@ -24,6 +24,11 @@ type fileConfig struct {
 	claimcheck.Config `yaml:",inline"`
 	// Listen is the address to serve on (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
+	// Auth requires API keys on every /v1 route (serve --auth; ADR 0060).
+	Auth bool `yaml:"auth"`
+	// HTTP holds the server's limits and TLS files (serve_http.go). Not
+	// "server": CLAIMCHECK_SERVER is the client's server URL.
+	HTTP httpConfig `yaml:"http"`
 }
 
 // storeFlags locate the store: a config file and the data directory.
@@ -68,6 +73,7 @@ func (f *storeFlags) openOffline(ctx context.Context, env Env) (*claimcheck.Stor
 type serveCmd struct {
 	store  storeFlags
 	listen string
+	http   httpFlags
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -85,6 +91,7 @@ It stops gracefully on SIGINT or SIGTERM: in-flight requests may finish.`,
 	}
 	s.store.register(cmd)
 	cmd.Flags().StringVar(&s.listen, "listen", "", "address to listen on (default "+DefaultListen+")")
+	s.http.register(cmd)
 	return cmd
 }
 
@@ -99,6 +106,11 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	}
 	if fc.Listen == "" {
 		fc.Listen = DefaultListen
+	}
+	s.http.apply(&fc)
+	limits, tlsConf, err := fc.HTTP.load()
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	reg := prometheus.NewRegistry()
@@ -117,9 +129,17 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 		return fmt.Errorf("listen on %s: %w", fc.Listen, err)
 	}
 	cfg = cfg.WithDefaults()
-	logger.Info("claimcheck serving", "url", "http://"+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage))
-	h := server.New(server.Config{
-		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger,
-	})
-	return server.Serve(ctx, ln, h, logger)
+	scheme := "http://"
+	if tlsConf != nil {
+		scheme = "https://"
+	}
+	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil)
+	scfg := server.Config{
+		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
+	}
+	if err := secureServer(ctx, &scfg, store, fc.Auth, ln.Addr(), env.Stderr, logger); err != nil {
+		return err
+	}
+	h := server.New(scfg)
+	return server.ServeWith(ctx, ln, h, logger, server.Options{Limits: limits, TLS: tlsConf})
 }

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/claimcheck/claimcheck/server"
+)
+
+// TestServeWarnsWithoutAuth: serve warns loudly, on stderr and in the
+// log, when auth is off and the address is reachable from other
+// machines, and stays quiet on loopback. (No test listens on a public
+// address; the check is on the address serve would report.)
+func TestServeWarnsWithoutAuth(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{
+		{"0.0.0.0:8080", true},
+		{"[::]:8080", true},
+		{"192.0.2.10:8080", true},
+		{"127.0.0.1:8080", false},
+		{"[::1]:8080", false},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr, logs bytes.Buffer
+		var cfg server.Config
+		if err := secureServer(t.Context(), &cfg, nil, false, addr, &stderr, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(stderr.String(), "WARNING: authentication is OFF") && strings.Contains(logs.String(), "authentication is off")
+		if warned != tc.warn {
+			t.Errorf("%s: warned=%v, want %v; stderr %q", tc.addr, warned, tc.warn, stderr.String())
+		}
+		if cfg.Auth != nil {
+			t.Errorf("%s: auth off must leave Config.Auth nil", tc.addr)
+		}
+	}
+}

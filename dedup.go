@@ -30,6 +30,7 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts 
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
 		DedupNotBefore: s.digestFirstNotBefore(ns, c.ExpiresAt),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
 	})
 	if err != nil {
 		var qe *meta.QuotaError

@@ -26,6 +26,9 @@ type NamespaceInfo struct {
 	// the config no longer names (and defaults are off): its claims live
 	// out their deadlines, new puts are refused, Policy is empty.
 	Retired bool `json:"retired,omitempty"`
+	// Tenant is the quota and usage of the tenant the namespace belongs
+	// to, summed over all its namespaces: a put must fit both.
+	Tenant *TenantInfo `json:"tenant,omitempty"`
 }
 
 // NamespaceUsage is a namespace's quota consumption.
@@ -64,7 +67,11 @@ func (s *Store) Namespace(ctx context.Context, ns string) (NamespaceInfo, error)
 	if err != nil {
 		return NamespaceInfo{}, metaErr("namespace "+ns, err)
 	}
-	info, err := s.namespaceInfo(ctx, n)
+	tenants, err := s.tenantsByName(ctx)
+	if err != nil {
+		return NamespaceInfo{}, err
+	}
+	info, err := s.namespaceInfo(ctx, n, tenants)
 	if err != nil {
 		return NamespaceInfo{}, err
 	}
@@ -88,9 +95,13 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceInfo, error) {
 	for _, n := range rows {
 		byName[n.Name] = n
 	}
+	tenants, err := s.tenantsByName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]NamespaceInfo, 0, len(byName))
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		info, err := s.namespaceInfo(ctx, byName[name])
+		info, err := s.namespaceInfo(ctx, byName[name], tenants)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +110,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceInfo, error) {
 	return out, nil
 }
 
-func (s *Store) namespaceInfo(ctx context.Context, n meta.Namespace) (NamespaceInfo, error) {
+func (s *Store) namespaceInfo(ctx context.Context, n meta.Namespace, tenants map[string]TenantInfo) (NamespaceInfo, error) {
 	info := NamespaceInfo{Name: n.Name, Usage: NamespaceUsage{
 		UsedBytes: n.UsedBytes, ReservedBytes: n.ReservedBytes,
 		ActiveClaims: n.ActiveClaims, PendingClaims: n.PendingClaims,
@@ -112,6 +123,23 @@ func (s *Store) namespaceInfo(ctx context.Context, n meta.Namespace) (NamespaceI
 		return NamespaceInfo{}, err
 	default:
 		info.Policy, info.Limits = pol, pol.Quota
+		t, ok := tenants[pol.Tenant]
+		if !ok {
+			t = TenantInfo{Name: pol.Tenant, Limits: s.tenants[pol.Tenant].Quota}
+		}
+		info.Tenant = &t
 	}
 	return info, nil
+}
+
+func (s *Store) tenantsByName(ctx context.Context) (map[string]TenantInfo, error) {
+	list, err := s.Tenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]TenantInfo, len(list))
+	for _, t := range list {
+		m[t.Name] = t
+	}
+	return m, nil
 }

@@ -81,6 +81,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
 		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
 	}); err != nil {
 		s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
 		return Ref{}, metaErr("put to "+ns, err)
@@ -115,6 +116,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
+		Tenant: s.tenantQuota(pol),
 		// Lifecycle safety net: never share an object the bucket may
 		// expire before this claim's deadline (safetynet.go).
 		DedupNotBefore: s.dedupNotBefore(ns, expires),

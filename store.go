@@ -35,6 +35,8 @@ type Store struct {
 	reads        *readRecorder
 	policies     map[string]Policy
 	defaults     *Policy // nil: only configured namespaces exist
+	// tenants holds the quota of each declared tenant (tenantquota.go).
+	tenants map[string]TenantPolicy
 	// lifecycle and rules: the safety net (safetynet.go). rules are the
 	// bucket's lifecycle rules in force after the start-up check.
 	lifecycle *lifecycleMetrics
@@ -57,6 +59,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
+	s.tenants = cfg.Tenants
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -89,6 +92,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
+	}
+	if err := s.syncTenants(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	s.reads = newReadRecorder(s.meta, s.log)
 	s.registerUsage(reg) // outstanding claims and bytes, read from the database at scrape time (usage.go)

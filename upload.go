@@ -203,6 +203,7 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req UploadRequest) (U
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
 		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
 	}); err != nil {
 		return Upload{}, metaErr(op, err)
 	}
@@ -431,6 +432,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (Ref, error) {
 		Digest: digest, Size: size, StoredSize: size, Compression: string(CompressionNone),
 		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
+		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
 	})
 	if errors.Is(err, meta.ErrConflict) {

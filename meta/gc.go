@@ -23,6 +23,8 @@ type CommitExistingParams struct {
 	DedupNotBefore time.Time
 	QuotaBytes     int64 // 0 = unlimited
 	QuotaClaims    int64 // 0 = unlimited
+	// Tenant is the tenant's quota, checked too (tenants.go).
+	Tenant TenantQuota
 }
 
 // RefFix reports one blob whose refcount hint disagreed with the live

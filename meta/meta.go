@@ -41,6 +41,9 @@ var (
 // QuotaError is returned when a reservation or commit would exceed a
 // namespace quota. It names the limit and the usage at the time.
 type QuotaError struct {
+	// Tenant is set when the tenant's quota (over all its namespaces),
+	// not the namespace's own, would be exceeded.
+	Tenant    string
 	Namespace string
 	Resource  string // "bytes" or "claims"
 	Limit     int64
@@ -50,6 +53,10 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
+	if e.Tenant != "" {
+		return fmt.Sprintf("tenant %s (namespace %s): tenant quota of %d %s would be exceeded (used %d, reserved %d, requested %d)",
+			e.Tenant, e.Namespace, e.Limit, e.Resource, e.Used, e.Reserved, e.Requested)
+	}
 	return fmt.Sprintf("namespace %s: quota of %d %s would be exceeded (used %d, reserved %d, requested %d)",
 		e.Namespace, e.Limit, e.Resource, e.Used, e.Reserved, e.Requested)
 }
@@ -171,6 +178,7 @@ type CreatePendingParams struct {
 	// Claim.ReservedBytes; the claim count includes pending claims.
 	QuotaBytes  int64
 	QuotaClaims int64
+	Tenant      TenantQuota // the tenant's quota, checked too (tenants.go)
 }
 
 // CommitParams describe step 3 of a put: the object is written.
@@ -193,6 +201,9 @@ type CommitParams struct {
 	Dedup          bool
 	DedupNotBefore time.Time
 	QuotaBytes     int64 // byte limit checked against the final size
+	// Tenant is the tenant's quota; its byte limit is checked like
+	// QuotaBytes (tenants.go).
+	Tenant TenantQuota
 }
 
 // CommitResult says which blob the committed claim points at.
@@ -366,4 +377,5 @@ type Store interface {
 
 	QuotaStore      // namespace listings and the quota audit (quota.go)
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
+	TenantStore     // tenant usage over their namespaces (tenants.go)
 }

@@ -83,6 +83,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RetryAllDeadLetters", testRetryAllDeadLetters},
 		{"ParkConflicts", testParkConflicts},
 		{"QuotaAudit", testQuotaAudit},
+		{"TenantQuota", testTenantQuota},
+		{"TenantMove", testTenantMove},
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"UploadNotFound", testUploadNotFound},
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},

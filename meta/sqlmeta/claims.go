@@ -48,6 +48,9 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
 				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
 		}
+		if err := q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1); err != nil {
+			return err
+		}
 		// The blob row exists before its object is written, so every
 		// object the protocol writes can be found from the database.
 		_, err = q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
@@ -141,6 +144,9 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
 		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
 			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
+	}
+	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0); err != nil {
+		return meta.CommitResult{}, err
 	}
 	// Locks in the package's order: claim, namespace, then blobs.
 	staging, err := q.loadBlob(p.BlobID, true)

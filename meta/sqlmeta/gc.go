@@ -63,6 +63,9 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
 				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
 		}
+		if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1); err != nil {
+			return err
+		}
 		// Lock the candidate (PostgreSQL) and flip it back in one
 		// compare-and-swap on the state we read.
 		cand, err = q.loadBlob(cand.ID, true)

@@ -1,0 +1,145 @@
+package metatest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// pendingInTenant runs put step 1 for p in a namespace of tenant t.
+// Reserve -1 stands for a put of unknown size (nothing reserved).
+func (h *harness) pendingInTenant(p put, t meta.TenantQuota) (meta.CreatePendingParams, error) {
+	unknown := p.Reserve == -1
+	p.Reserve = 0
+	cp := h.pendingParams(p)
+	if unknown {
+		cp.Claim.Size, cp.Claim.ReservedBytes = 0, 0
+	}
+	cp.Tenant = t
+	err := h.s.CreatePending(h.ctx(), cp)
+	if err == nil {
+		h.track(cp.Claim.ID, cp.Blob.ID)
+	}
+	return cp, err
+}
+
+func wantTenantQuotaError(t *testing.T, what string, err error, tenant, resource string) {
+	t.Helper()
+	var qe *meta.QuotaError
+	if !errors.As(err, &qe) || qe.Tenant != tenant || qe.Resource != resource {
+		t.Fatalf("%s: error = %v, want a %s quota error of tenant %s", what, err, resource, tenant)
+	}
+}
+
+// testTenantQuota: a tenant's quota holds over all its namespaces
+// together, on reservation, on a commit that outgrows its reservation and
+// on a digest-first hit; a refused operation changes nothing; finishing
+// frees the tenant's room; another tenant is not affected.
+func testTenantQuota(t *testing.T, h *harness) {
+	acme := meta.TenantQuota{Tenant: "acme", Bytes: 1000, Claims: 3}
+	a1, err := h.pendingInTenant(put{NS: "a", Size: 600}, acme)
+	if err != nil {
+		t.Fatalf("first reservation: %v", err)
+	}
+	h.commit(a1, put{NS: "a", Size: 600})
+
+	// 600 used in namespace a: 500 more in namespace b does not fit.
+	_, err = h.pendingInTenant(put{NS: "b", Size: 500}, acme)
+	wantTenantQuotaError(t, "reservation over the tenant's bytes", err, "acme", "bytes")
+	var qe *meta.QuotaError
+	errors.As(err, &qe)
+	if qe.Used != 600 || qe.Limit != 1000 || qe.Requested != 500 || qe.Namespace != "b" {
+		t.Errorf("quota error = %+v, want used 600 of 1000, requested 500, in namespace b", qe)
+	}
+	h.wantCounters("b", counters{})
+
+	// A reservation of 0 (size unknown) fits, but its commit may not grow
+	// past the tenant's limit; the claim stays pending and reserved.
+	b1, err := h.pendingInTenant(put{NS: "b", Size: 1, Reserve: -1}, acme)
+	if err != nil {
+		t.Fatalf("reservation of 0 bytes: %v", err)
+	}
+	cp := h.commitParams(b1, put{NS: "b", Size: 500})
+	cp.Tenant = acme
+	_, err = h.s.Commit(h.ctx(), cp)
+	wantTenantQuotaError(t, "commit outgrowing the tenant's bytes", err, "acme", "bytes")
+	if c := h.claim(b1.Claim.ID); c.State != meta.ClaimPending {
+		t.Errorf("claim after a refused commit is %s, want pending", c.State)
+	}
+	cp = h.commitParams(b1, put{NS: "b", Size: 400})
+	cp.Tenant = acme
+	if _, err := h.s.Commit(h.ctx(), cp); err != nil {
+		t.Fatalf("commit that fits: %v", err)
+	}
+
+	// Claims: 2 used of 3; one more fits, the fourth does not.
+	if _, err := h.pendingInTenant(put{NS: "c", Size: 1, Reserve: -1}, acme); err != nil {
+		t.Fatalf("third claim: %v", err)
+	}
+	_, err = h.pendingInTenant(put{NS: "c", Size: 1, Reserve: -1}, acme)
+	wantTenantQuotaError(t, "fourth claim", err, "acme", "claims")
+
+	// Another tenant, and a put without a tenant, are not limited by acme.
+	if _, err := h.pendingInTenant(put{NS: "d", Size: 900}, meta.TenantQuota{Tenant: "other", Bytes: 1000}); err != nil {
+		t.Fatalf("other tenant: %v", err)
+	}
+
+	// Finishing gives the tenant its room back.
+	h.finish(a1.Claim.ID, meta.ReasonDeleted)
+	if _, err := h.pendingInTenant(put{NS: "b", Size: 100}, meta.TenantQuota{Tenant: "acme", Bytes: 1000}); err != nil {
+		t.Fatalf("reservation after a finish: %v", err)
+	}
+
+	got, err := h.s.Tenants(h.ctx())
+	if err != nil {
+		t.Fatalf("Tenants: %v", err)
+	}
+	want := []meta.TenantUsage{
+		{Name: "acme", Namespaces: 3, UsedBytes: 400, ReservedBytes: 100, ActiveClaims: 1, PendingClaims: 2},
+		{Name: "other", Namespaces: 1, ReservedBytes: 900, PendingClaims: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Tenants = %+v, want %+v", got, want)
+	}
+}
+
+// testTenantMove: a namespace moved to another tenant (SetTenants at
+// start, or a put naming the new tenant) counts for the new tenant with
+// all its usage.
+func testTenantMove(t *testing.T, h *harness) {
+	if _, err := h.pendingInTenant(put{NS: "a", Size: 300}, meta.TenantQuota{Tenant: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.pendingInTenant(put{NS: "b", Size: 10}, meta.TenantQuota{Tenant: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.SetTenants(h.ctx(), map[string]string{"a": "new"}, ""); err != nil {
+		t.Fatalf("SetTenants: %v", err)
+	}
+	_, err := h.pendingInTenant(put{NS: "c", Size: 100}, meta.TenantQuota{Tenant: "new", Bytes: 350})
+	wantTenantQuotaError(t, "moved namespace brings its usage", err, "new", "bytes")
+	got, err := h.s.Tenants(h.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []meta.TenantUsage{
+		{Name: "new", Namespaces: 1, ReservedBytes: 300, PendingClaims: 1},
+		{Name: "old", Namespaces: 1, ReservedBytes: 10, PendingClaims: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Tenants after the move = %+v, want %+v", got, want)
+	}
+	// others: every namespace the map does not name.
+	if err := h.s.SetTenants(h.ctx(), map[string]string{"a": "new"}, "new"); err != nil {
+		t.Fatal(err)
+	}
+	// A put that names its tenant moves its namespace too.
+	if _, err := h.pendingInTenant(put{NS: "b", Size: 5}, meta.TenantQuota{Tenant: "third"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.Tenants(h.ctx()); len(got) != 2 || got[0].Name != "new" || got[1] != (meta.TenantUsage{Name: "third", Namespaces: 1, ReservedBytes: 15, PendingClaims: 2}) {
+		t.Errorf("Tenants after a put moved b = %+v", got)
+	}
+}

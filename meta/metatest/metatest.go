@@ -85,6 +85,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"QuotaAudit", testQuotaAudit},
 		{"TenantQuota", testTenantQuota},
 		{"TenantMove", testTenantMove},
+		{"TenantQuotaConcurrent", testTenantQuotaConcurrent},
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"UploadNotFound", testUploadNotFound},
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},

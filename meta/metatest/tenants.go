@@ -3,6 +3,8 @@ package metatest
 import (
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/claimcheck/claimcheck/meta"
@@ -141,5 +143,38 @@ func testTenantMove(t *testing.T, h *harness) {
 	}
 	if got, _ = h.s.Tenants(h.ctx()); len(got) != 2 || got[0].Name != "new" || got[1] != (meta.TenantUsage{Name: "third", Namespaces: 1, ReservedBytes: 15, PendingClaims: 2}) {
 		t.Errorf("Tenants after a put moved b = %+v", got)
+	}
+}
+
+// testTenantQuotaConcurrent: reservations in two namespaces of one tenant
+// race for its last bytes; exactly as many as fit are admitted (on
+// PostgreSQL the tenant row serialises them), and the others get a quota
+// error, never another failure.
+func testTenantQuotaConcurrent(t *testing.T, h *harness) {
+	acme := meta.TenantQuota{Tenant: "acme", Bytes: 1000}
+	var (
+		wg               sync.WaitGroup
+		admitted, denied atomic.Int64
+	)
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns := []string{"a", "b", "c"}[i%3]
+			_, err := h.pendingInTenant(put{NS: ns, Size: 100}, acme)
+			var qe *meta.QuotaError
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case errors.As(err, &qe) && qe.Tenant == "acme":
+				denied.Add(1)
+			default:
+				t.Errorf("reservation: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 10 || denied.Load() != 14 {
+		t.Errorf("admitted %d, denied %d; want 10 and 14 (1000 bytes of tenant quota, 100 each)", admitted.Load(), denied.Load())
 	}
 }

@@ -78,6 +78,7 @@ func setupUploads(t testing.TB, s3 bool, mutate ...func(*Config)) *upBundle {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			b.checkNoDrift()
+			assertNoQuotaDrift(t, s) // over every namespace, not only what the test tracked
 		}
 		s.Close()
 	})

@@ -96,6 +96,11 @@ func (s *Store) ClaimEvents(ctx context.Context, ref Ref, q EventQuery) ([]Event
 	if ref.Namespace != "" && ref.Namespace != c.Namespace {
 		return nil, fmt.Errorf("events of %s: %w", ref.ID, ErrNotFound)
 	}
+	// Redeem events are written with the batched read receipts: wait for
+	// the receipts of reads served before this call, like Stat does.
+	if err := s.reads.sync(ctx); err != nil {
+		return nil, fmt.Errorf("events of %s: %w", ref.ID, err)
+	}
 	// Since filters here: a claim has few events, and the per-claim index
 	// orders them by seq. Pages are read until limit events pass.
 	var out []Event
@@ -125,6 +130,9 @@ func (s *Store) NamespaceEvents(ctx context.Context, ns string, q EventQuery) ([
 	}
 	limit, err := q.limit()
 	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", ns, err)
+	}
+	if err := s.reads.sync(ctx); err != nil {
 		return nil, fmt.Errorf("events of %s: %w", ns, err)
 	}
 	es, err := s.meta.NamespaceEvents(ctx, ns, q.Since, q.After, limit)

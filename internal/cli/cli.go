@@ -103,6 +103,7 @@ Then store and fetch payloads through it:
 		newSweepCmd(env),
 		newGCCmd(env),
 		newFsckCmd(env),
+		newEventsCmd(env),
 		newKeysCmd(env),
 		newHoldCmd(env),
 		newNsCmd(env),

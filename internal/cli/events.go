@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+type eventsCmd struct {
+	client clientFlags
+	ns     string
+	since  string
+	limit  int
+	all    bool
+}
+
+func newEventsCmd(env Env) *cobra.Command {
+	e := &eventsCmd{}
+	cmd := &cobra.Command{
+		Use:   "events [REF|@REFFILE|-]",
+		Short: "Show the audit trail of a claim, or of a namespace with --ns (JSON lines)",
+		Long: `Show the audit trail: who created, redeemed, released and deleted a claim,
+and why it ended (expired, released, read_retention_over, deleted,
+never_confirmed, aborted). One JSON object per line, oldest first.
+
+  claimcheck events @ref.json
+  claimcheck events --ns orders --since 2026-01-09T00:00:00Z
+  claimcheck events --ns orders --since 1h`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 || (len(args) == 0 && e.ns == "") {
+				return usageError{fmt.Errorf("give a reference, or --ns NAMESPACE for a namespace's events")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := claimcheck.EventQuery{Limit: e.limit}
+			if e.since != "" {
+				t, err := parseSince(e.since, time.Now())
+				if err != nil {
+					return usageError{err}
+				}
+				q.Since = t
+			}
+			c, err := e.client.client()
+			if err != nil {
+				return err
+			}
+			var ref claimcheck.Ref
+			if len(args) == 1 {
+				if ref, err = readRef(args[0], env.Stdin); err != nil {
+					return err
+				}
+				if e.ns != "" {
+					ref.Namespace = e.ns
+				}
+			}
+			enc := json.NewEncoder(env.Stdout)
+			for {
+				var page []claimcheck.Event
+				if len(args) == 1 {
+					page, err = c.ClaimEvents(cmd.Context(), ref, q)
+				} else {
+					page, err = c.NamespaceEvents(cmd.Context(), e.ns, q)
+				}
+				if err != nil {
+					return err
+				}
+				for _, ev := range page {
+					if err := enc.Encode(ev); err != nil {
+						return err
+					}
+				}
+				want := q.Limit
+				if want == 0 {
+					want = claimcheck.MaxEventPage
+				}
+				if !e.all || len(page) < want {
+					return nil
+				}
+				q.After = page[len(page)-1].Seq
+			}
+		},
+	}
+	cmd.Flags().StringVar(&e.ns, "ns", "", "namespace: without a reference, list the namespace's events; with one, check the claim is in it")
+	cmd.Flags().StringVar(&e.since, "since", "", "only events at or after this time: RFC 3339 (2026-01-09T13:24:00Z) or a duration ago (90m, 24h)")
+	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("events per page (1 to %d; default %d)", claimcheck.MaxEventPage, claimcheck.MaxEventPage))
+	cmd.Flags().BoolVar(&e.all, "all", true, "fetch every page, not only the first")
+	e.client.register(cmd, env)
+	return cmd
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration before now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time (2026-01-09T13:24:00Z) or a duration ago (24h)", s)
+	}
+	return now.Add(-d), nil
+}

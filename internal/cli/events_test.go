@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server"
+)
+
+func TestEventsCommand(t *testing.T) {
+	ctx := context.Background()
+	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
+	t.Cleanup(srv.Close)
+	ref, err := store.Put(claimcheck.WithActor(ctx, "key-1"), "orders", strings.NewReader("payload"), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	refJSON, _ := json.Marshal(ref)
+
+	cli := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := Main(ctx, append(args, "--server", srv.URL), Env{
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		})
+		return out.String(), errb.String(), code
+	}
+	kinds := func(out string) []string {
+		var ks []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var e claimcheck.Event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			ks = append(ks, e.Kind+"/"+e.Actor)
+		}
+		return ks
+	}
+	for _, args := range [][]string{{"events", string(refJSON)}, {"events", ref.ID}, {"events", "--ns", "orders", "--since", "1h"}} {
+		out, stderr, code := cli(args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if got := kinds(out); len(got) != 2 || got[0] != "created/key-1" || got[1] != "deleted/" {
+			t.Errorf("%v: events %q", args, got)
+		}
+	}
+	if _, _, code := cli("events", ref.ID, "--ns", "other"); code != ExitNotFound {
+		t.Errorf("events with another namespace: exit %d, want %d", code, ExitNotFound)
+	}
+	if _, _, code := cli("events"); code != ExitUsage {
+		t.Errorf("events without a reference or --ns: exit %d, want %d", code, ExitUsage)
+	}
+	if _, _, code := cli("events", "--ns", "orders", "--since", "last week"); code != ExitUsage {
+		t.Errorf("bad --since: exit %d, want %d", code, ExitUsage)
+	}
+	if got, err := parseSince("90m", time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)); err != nil || !got.Equal(time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC)) {
+		t.Errorf("parseSince(90m) = %v, %v", got, err)
+	}
+}

@@ -1,7 +1,9 @@
 package metatest
 
 import (
+	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,5 +181,52 @@ func testQuotaAudit(t *testing.T, h *harness) {
 	}
 	if !slices.Equal(counted, want) {
 		t.Errorf("CountNamespaces = %+v, want %+v", counted, want)
+	}
+}
+
+// testReaperRacesCommit: the reaper (FinishDueClaims) and put step 3
+// (Commit) race for the same due pending claim, many times. Both are
+// compare-and-swaps on pending: exactly one wins, the loser sees a
+// conflict (Commit) or nothing to do (the reaper), and the reservation is
+// turned into usage or refunded, never both.
+func testReaperRacesCommit(t *testing.T, h *harness) {
+	for round := range 40 {
+		p := put{Size: 100}.withDefaults()
+		cp := h.pending(p)
+		h.clock.Advance(2 * time.Hour) // past the upload deadline: due
+		var (
+			wg        sync.WaitGroup
+			reaped    []meta.FinishResult
+			commitErr error
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			var err error
+			reaped, err = h.s.FinishDueClaims(h.ctx(), h.now(), 10)
+			if err != nil {
+				t.Errorf("FinishDueClaims: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_, commitErr = h.s.Commit(h.ctx(), h.commitParams(cp, p))
+		}()
+		wg.Wait()
+		c := h.claim(cp.Claim.ID)
+		switch {
+		case commitErr == nil && len(reaped) == 0:
+			if c.State != meta.ClaimActive {
+				t.Fatalf("round %d: commit won but the claim is %s", round, c.State)
+			}
+			h.finish(c.ID, meta.ReasonDeleted) // clear it for the next round
+		case errors.Is(commitErr, meta.ErrConflict) && len(reaped) == 1:
+			if c.State != meta.ClaimDeleted || c.DeleteReason != meta.ReasonNeverConfirmed {
+				t.Fatalf("round %d: the reaper won but the claim is %s (%s)", round, c.State, c.DeleteReason)
+			}
+		default:
+			t.Fatalf("round %d: commit error %v and %d reaped: want exactly one winner", round, commitErr, len(reaped))
+		}
+		h.wantCounters("ns", counters{})
 	}
 }

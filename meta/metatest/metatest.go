@@ -86,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"TenantQuota", testTenantQuota},
 		{"TenantMove", testTenantMove},
 		{"TenantQuotaConcurrent", testTenantQuotaConcurrent},
+		{"ReaperRacesCommit", testReaperRacesCommit},
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"UploadNotFound", testUploadNotFound},
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},

@@ -41,12 +41,43 @@ type upBundle struct {
 
 	mu  sync.Mutex
 	ids map[string]bool // every claim the test created, for the drift check
+
+	// opened receives (without blocking) when the store opens an object
+	// for reading: confirm is hashing the upload.
+	opened chan struct{}
 }
 
-// uploadBackends runs fn on the file backend, and on S3 when configured.
+// readSignal is the store's blob.Store with a signal on NewReader, so a
+// test can let a concurrent actor go at the moment confirm reads.
+type readSignal struct {
+	blob.Store
+	opened chan struct{}
+}
+
+func (r *readSignal) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
+	select {
+	case r.opened <- struct{}{}:
+	default:
+	}
+	return r.Store.NewReader(ctx, key)
+}
+
+// presigningReadSignal keeps the S3 store's presigning visible through
+// the wrapper.
+type presigningReadSignal struct {
+	*readSignal
+	blob.Presigner
+}
+
+// uploadBackends runs fn on SQLite and files, and, when the services are
+// configured, on S3 (MinIO) storage and on PostgreSQL metadata.
 func uploadBackends(t *testing.T, fn func(t *testing.T, b *upBundle)) {
 	t.Run("file", func(t *testing.T) { fn(t, setupUploads(t, false)) })
 	t.Run("s3", func(t *testing.T) { fn(t, setupUploads(t, true)) })
+	t.Run("postgres", func(t *testing.T) {
+		dsn, _ := testsvc.Postgres(t)
+		fn(t, setupUploads(t, false, func(c *Config) { c.Metadata = dsn }))
+	})
 }
 
 func setupUploads(t testing.TB, s3 bool, mutate ...func(*Config)) *upBundle {
@@ -70,11 +101,22 @@ func setupUploads(t testing.TB, s3 bool, mutate ...func(*Config)) *upBundle {
 	for _, m := range mutate {
 		m(&cfg)
 	}
+	bs, err := blob.Open(context.Background(), cfg.WithDefaults().Storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bs.Close() })
+	opened := make(chan struct{}, 1)
+	sig := &readSignal{Store: bs, opened: opened}
+	cfg.BlobStore = sig
+	if p, ok := bs.(blob.Presigner); ok {
+		cfg.BlobStore = &presigningReadSignal{readSignal: sig, Presigner: p}
+	}
 	s, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &upBundle{t: t, s: s, clock: fc, s3: s3}
+	b := &upBundle{t: t, s: s, clock: fc, s3: s3, opened: opened}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			b.checkNoDrift()
@@ -367,8 +409,25 @@ func TestUploadConfirmRacesReaper(t *testing.T) {
 				ref        Ref
 				confirmErr error
 			)
-			wg.Go(func() { ref, confirmErr = b.s.ConfirmUpload(ctx, u.ID) })
+			select {
+			case <-b.opened: // left over from the previous round
+			default:
+			}
+			confirmDone := make(chan struct{})
 			wg.Go(func() {
+				defer close(confirmDone)
+				ref, confirmErr = b.s.ConfirmUpload(ctx, u.ID)
+			})
+			wg.Go(func() {
+				// Every other round the reaper goes once confirm reads
+				// the object, so it races confirm's commit; otherwise at
+				// once, racing confirm's load.
+				if i%2 == 0 {
+					select {
+					case <-b.opened:
+					case <-confirmDone:
+					}
+				}
 				b.clock.Advance(time.Nanosecond) // the deadline passes now
 				if _, err := b.s.SweepOnce(ctx, 0); err != nil {
 					t.Errorf("sweep: %v", err)

@@ -217,9 +217,12 @@ type progressBody struct {
 func (b *progressBody) Read(p []byte) (int, error) {
 	_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	if err == io.EOF {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
+	// After a timeout the deadline stays in the past: net/http reads the
+	// rest of an unread body before it answers, and must fail at once
+	// rather than wait for a client that stopped sending.
 	return n, err
 }
 
@@ -295,7 +298,16 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		done = release
 	}
 	if d := time.Duration(s.limits.ReadTimeout); d > 0 && r.Body != nil && r.Body != http.NoBody {
-		r.Body = &progressBody{ReadCloser: r.Body, rc: http.NewResponseController(w), d: d}
+		rc := http.NewResponseController(w)
+		r.Body = &progressBody{ReadCloser: r.Body, rc: rc, d: d}
+		release := done
+		done = func() {
+			// net/http reads what the handler left of the body before
+			// it answers (to keep the connection); bound that too. It
+			// resets the deadline itself before the next request.
+			_ = rc.SetReadDeadline(time.Now().Add(d))
+			release()
+		}
 	}
 	if d := time.Duration(s.limits.WriteTimeout); d > 0 {
 		rc := http.NewResponseController(w)

@@ -58,6 +58,11 @@ type Config struct {
 	// and repairs them, "check" only reports drift, "off" ignores them.
 	// See safetynet.go and ADR 0020.
 	Lifecycle string `yaml:"lifecycle"`
+	// MasterKey wraps the data keys of encrypted namespaces: base64 of 32
+	// random bytes (CLAIMCHECK_MASTER_KEY in the environment keeps it out
+	// of the file). Required when any namespace has encryption:
+	// aes-256-gcm. See crypt.go and ADR 0066.
+	MasterKey string `yaml:"master_key"`
 
 	// Clock is the time source (default the wall clock). Tests pass a
 	// *clock.Fake.
@@ -205,6 +210,9 @@ func (c Config) Validate() error {
 	case LifecycleManage, LifecycleCheck, LifecycleOff:
 	default:
 		return invalidf("lifecycle %q: want manage, check or off", c.Lifecycle)
+	}
+	if err := c.validateEncryption(); err != nil {
+		return err
 	}
 	if !strings.HasPrefix(c.Metadata, "sqlite:") && !strings.HasPrefix(c.Metadata, "postgres://") && !strings.HasPrefix(c.Metadata, "postgresql://") && c.MetaStore == nil {
 		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)

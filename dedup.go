@@ -19,7 +19,7 @@ import (
 // body is never read (the HTTP server then answers without asking for it);
 // on a miss nothing changed and the put streams the body as usual. ok
 // reports that the put is done (with ref, or with err).
-func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts PutOptions, claim meta.Claim, start time.Time) (ref Ref, ok bool, err error) {
+func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts PutOptions, claim meta.Claim, start time.Time, sk *sealKey) (ref Ref, ok bool, err error) {
 	if opts.Digest == "" || opts.Size <= 0 || !pol.DedupEnabled() {
 		return Ref{}, false, nil
 	}
@@ -28,7 +28,7 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol Policy, opts 
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
 	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
-		DedupNotBefore: s.digestFirstNotBefore(ns, c.ExpiresAt),
+		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, c.ExpiresAt), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
 	})

@@ -58,6 +58,10 @@ type Policy struct {
 	TTL         TTLPolicy    `yaml:"ttl" json:"ttl"`
 	Uploads     UploadPolicy `yaml:"uploads" json:"uploads"`
 	Quota       Quota        `yaml:"quota" json:"quota"`
+	// Encryption is "aes-256-gcm" to encrypt the namespace's objects at
+	// rest, or "none" (the default). It needs the config's master_key.
+	// See crypt.go and ADR 0066.
+	Encryption string `yaml:"encryption" json:"encryption,omitempty"`
 }
 
 // TTLPolicy sets a claim's deadlines.
@@ -112,7 +116,8 @@ func BuiltinPolicy() Policy {
 			RetentionAfterRead: DefaultRetentionAfterRead,
 			GracePeriod:        DefaultGracePeriod,
 		},
-		Uploads: UploadPolicy{URLTTL: DefaultURLTTL, ConfirmWithin: DefaultConfirmWithin},
+		Uploads:    UploadPolicy{URLTTL: DefaultURLTTL, ConfirmWithin: DefaultConfirmWithin},
+		Encryption: EncryptionNone,
 	}
 }
 
@@ -153,14 +158,25 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	if p.Quota.Claims == 0 {
 		p.Quota.Claims = base.Quota.Claims
 	}
+	if p.Encryption == "" {
+		p.Encryption = base.Encryption
+	}
 	return p
 }
+
+// Encrypted reports whether the namespace encrypts its objects at rest.
+func (p Policy) Encrypted() bool { return p.Encryption == EncryptionAES256GCM }
 
 // Validate checks a complete policy (after WithDefaults). The error names
 // the field and the value.
 func (p Policy) Validate() error {
 	if err := ValidateTenant(p.Tenant); err != nil {
 		return err
+	}
+	switch p.Encryption {
+	case "", EncryptionNone, EncryptionAES256GCM:
+	default:
+		return invalidf("encryption %q: want aes-256-gcm or none", p.Encryption)
 	}
 	if p.Threshold < 0 {
 		return invalidf("threshold %s: must not be negative", p.Threshold)

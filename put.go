@@ -54,6 +54,15 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		s.metrics.putErrors.WithLabelValues(errorKind(err)).Inc()
 		return Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
+	// Encryption at rest (crypt.go): the namespace's data key, created on
+	// first use; nil for a plain namespace.
+	var sk *sealKey
+	if pol.Encrypted() {
+		if sk, err = s.namespaceKey(ctx, ns); err != nil {
+			s.metrics.putErrors.WithLabelValues(errorKind(err)).Inc()
+			return Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+		}
+	}
 
 	now := s.clock.Now()
 	expires := now.Add(pol.TTL.MaxAge.D())
@@ -69,7 +78,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
 	}
-	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start); done {
+	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk); done {
 		return ref, err // a dedup hit: the body is never read
 	}
 	blobID := newBlobID()
@@ -77,6 +86,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
 		CreatedAt: now, StateAt: now, CollectAt: uploadDeadline,
+	}
+	if sk != nil {
+		staging.Key = encryptedObjectKey(ns, blobID, sk.id)
 	}
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
@@ -102,7 +114,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		}
 	}()
 
-	w, err := s.writeObject(ctx, staging.Key, body, pol, opts)
+	w, err := s.writeObjectSealed(ctx, staging.Key, body, pol, opts, sk)
 	if err != nil {
 		return Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
@@ -119,7 +131,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 		Tenant: s.tenantQuota(pol),
 		// Lifecycle safety net: never share an object the bucket may
 		// expire before this claim's deadline (safetynet.go).
-		DedupNotBefore: s.dedupNotBefore(ns, expires),
+		// Encrypted namespaces share only objects written under the
+		// current data key (keyFloor, crypt.go).
+		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		s.gcMetrics.casConflicts.Inc()
@@ -203,6 +217,12 @@ type written struct {
 // object becomes visible only if every check passes: on any error the
 // write's context is cancelled before Close, which discards it.
 func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol Policy, opts PutOptions) (written, error) {
+	return s.writeObjectSealed(ctx, key, body, pol, opts, nil)
+}
+
+// writeObjectSealed is writeObject that, with sk, encrypts the compressed
+// stream under the data key sk (crypt.go) before it reaches the object.
+func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reader, pol Policy, opts PutOptions, sk *sealKey) (written, error) {
 	sample := make([]byte, sampleSize)
 	n, err := io.ReadFull(body, sample)
 	switch {
@@ -228,7 +248,17 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 		}
 	}()
 	objCount := &countingWriter{w: obj}
-	zw, err := compress.NewWriter(alg, objCount)
+	var (
+		sink io.Writer = objCount
+		enc  io.WriteCloser
+	)
+	if sk != nil {
+		if enc, err = sk.encrypt(objCount, key); err != nil {
+			return written{}, fmt.Errorf("%w: encrypt: %v", ErrUnavailable, err)
+		}
+		sink = sealWriter{enc}
+	}
+	zw, err := compress.NewWriter(alg, sink)
 	if err != nil {
 		return written{}, err
 	}
@@ -262,6 +292,12 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 	}
 	if err := zw.Close(); err != nil {
 		return written{}, fmt.Errorf("%w: compress: %v", ErrUnavailable, err)
+	}
+	if enc != nil {
+		// Writes the last segment, the one whose flag marks the end.
+		if err := enc.Close(); err != nil {
+			return written{}, fmt.Errorf("%w: encrypt: %v", ErrUnavailable, err)
+		}
 	}
 	committed = true
 	if err := obj.Close(); err != nil {

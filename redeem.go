@@ -94,6 +94,12 @@ func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 	if err != nil {
 		return nil, metaErr("redeem "+c.ID, err)
 	}
+	// Encrypted objects name their data key (crypt.go); a destroyed key
+	// finishes the claim: its bytes can never be read again.
+	sk, err := s.objectKeyOf(ctx, c.ID, c.Namespace, b)
+	if err != nil {
+		return nil, s.unreadable(ctx, c, err)
+	}
 	obj, err := s.blobs.NewReader(ctx, b.Key)
 	if errors.Is(err, blob.ErrNotFound) {
 		s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
@@ -103,7 +109,19 @@ func (s *Store) Redeem(ctx context.Context, ref Ref) (*Payload, error) {
 		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, ErrUnavailable, err)
 	}
 	src := &sourceReader{r: obj}
-	dec, err := compress.NewReader(b.Compression, src)
+	var stored io.Reader = src
+	if sk != nil {
+		if stored, err = sk.decrypt(src, b.Key); err != nil {
+			obj.Close()
+			if src.err != nil {
+				return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, ErrUnavailable, src.err)
+			}
+			s.metrics.corruption.Inc()
+			return nil, fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, ErrChecksumMismatch, err)
+		}
+		stored = openedReader{stored}
+	}
+	dec, err := compress.NewReader(b.Compression, stored)
 	if err != nil {
 		obj.Close()
 		s.metrics.corruption.Inc()

@@ -44,6 +44,9 @@ type Store struct {
 	closers   []io.Closer
 	// uploads: direct uploads' URL key and metrics (upload.go).
 	uploads *uploads
+	// keys holds the master key of encryption at rest (crypt.go); nil
+	// when none is configured.
+	keys *keyring
 }
 
 var _ Claims = (*Store)(nil)
@@ -59,6 +62,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
+	if s.keys, err = newKeyring(cfg.MasterKey); err != nil {
+		return nil, err
+	}
 	s.tenants = cfg.Tenants
 	reg := cfg.Registerer
 	if reg == nil {

@@ -162,6 +162,11 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req UploadRequest) (U
 	if req.Digest == "" {
 		return Upload{}, fmt.Errorf("%s: %w", op, invalidf("sha256: required (the digest confirm checks the upload against)"))
 	}
+	if pol.Encrypted() {
+		// A presigned upload writes the client's bytes as they are;
+		// encryption at rest happens only on the put path (crypt.go).
+		return Upload{}, fmt.Errorf("%s: %w", op, invalidf("namespace %s encrypts at rest (encryption: aes-256-gcm), and a direct upload would store the bytes unencrypted: use put", ns))
+	}
 	if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
 		return Upload{}, fmt.Errorf("%s: %w", op, err)
 	}

@@ -25,7 +25,9 @@ func (k DataKey) Destroyed() bool { return !k.DestroyedAt.IsZero() }
 type DataKeyStore interface {
 	// CreateDataKey makes k the live key of k.Namespace unless the
 	// namespace has one already, and returns the live key: k, or the one
-	// a concurrent caller created first.
+	// a concurrent caller created first. When k becomes live, the blobs
+	// the namespace has so far (written in clear or under a destroyed key)
+	// stop being dedup candidates, in the same transaction.
 	CreateDataKey(ctx context.Context, k DataKey) (DataKey, error)
 
 	// LiveDataKey returns the live key of ns. ErrNotFound if none.
@@ -37,7 +39,8 @@ type DataKeyStore interface {
 
 	// DestroyDataKey destroys the live key of ns (crypto-shredding): the
 	// wrapped key is wiped in the same transaction that marks it
-	// destroyed, and the row stays as a tombstone. It fails with ErrHeld
+	// destroyed, and the row stays as a tombstone; blobs whose object key
+	// ends in "."+id stop being dedup candidates. It fails with ErrHeld
 	// and changes nothing when the namespace or any of its claims is on
 	// legal hold, and with ErrNotFound when ns has no live key.
 	DestroyDataKey(ctx context.Context, ns string, now time.Time) (DataKey, error)

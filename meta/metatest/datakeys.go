@@ -19,6 +19,7 @@ var dataKeyTests = []struct {
 	{"DataKeyLifecycle", testDataKeyLifecycle},
 	{"DataKeyCreateConcurrent", testDataKeyCreateConcurrent},
 	{"DataKeyDestroyRefusedUnderHold", testDataKeyDestroyRefusedUnderHold},
+	{"DataKeyEndsDedupOfOlderBlobs", testDataKeyEndsDedupOfOlderBlobs},
 }
 
 func newDataKey(ns string, at time.Time) meta.DataKey {
@@ -131,3 +132,42 @@ func testDataKeyDestroyRefusedUnderHold(t *testing.T, h *harness) {
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, meta.ErrNotFound) }
 func isHeld(err error) bool     { return err != nil && errors.Is(err, meta.ErrHeld) }
+
+// testDataKeyEndsDedupOfOlderBlobs: blobs written before a namespace's key
+// became live (in clear), and blobs under a destroyed key, are never
+// shared by later commits.
+func testDataKeyEndsDedupOfOlderBlobs(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	plain := put{Digest: digestOf("plain"), Dedup: true}
+	h.put(plain)
+	other := h.put(put{NS: "other", Digest: digestOf("plain"), Dedup: true})
+	k, err := h.s.CreateDataKey(ctx, newDataKey("ns", h.now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := h.put(plain); res.DedupHit {
+		t.Fatal("a commit after the key was made shared a blob written in clear")
+	}
+	// Another namespace keeps its dedup.
+	if res := h.put(put{NS: "other", Digest: digestOf("plain"), Dedup: true}); !res.DedupHit || res.Blob.ID != other.Blob.ID {
+		t.Fatal("making a key ended dedup in another namespace")
+	}
+	// A blob under the key: shared while the key lives, not once destroyed.
+	sealed := put{Digest: digestOf("sealed"), Dedup: true}.withDefaults()
+	cp := h.pendingParams(sealed)
+	cp.Blob.Key += "." + k.ID
+	if err := h.s.CreatePending(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	h.track(cp.Claim.ID, cp.Blob.ID)
+	h.commit(cp, sealed)
+	if res := h.put(sealed); !res.DedupHit || res.Blob.ID != cp.Blob.ID {
+		t.Fatal("a blob under the live key was not shared")
+	}
+	if _, err := h.s.DestroyDataKey(ctx, "ns", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.put(sealed); res.DedupHit {
+		t.Fatal("a commit shared a blob whose data key is destroyed")
+	}
+}

@@ -59,11 +59,20 @@ func (s *Store) CreateDataKey(ctx context.Context, k meta.DataKey) (meta.DataKey
 		// The partial unique index allows one live key per namespace; a
 		// concurrent creator's insert does nothing and both read the
 		// winner.
-		if _, err := q.exec(`INSERT INTO data_keys (`+dataKeyColumns+`) VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING`,
-			k.ID, k.Namespace, k.MasterKeyID, base64.StdEncoding.EncodeToString(k.Wrapped), k.CreatedAt.UnixNano()); err != nil {
+		n, err := q.exec(`INSERT INTO data_keys (`+dataKeyColumns+`) VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING`,
+			k.ID, k.Namespace, k.MasterKeyID, base64.StdEncoding.EncodeToString(k.Wrapped), k.CreatedAt.UnixNano())
+		if err != nil {
 			return err
 		}
-		var err error
+		if n == 1 {
+			// Every blob of the namespace so far was written in clear or
+			// under a destroyed key: none may be shared by a claim that
+			// is to be encrypted under the new key.
+			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1
+				WHERE namespace = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`, k.Namespace); err != nil {
+				return err
+			}
+		}
 		live, err = q.liveDataKey(k.Namespace, false)
 		return err
 	})
@@ -133,6 +142,15 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 			return err
 		}
 		if _, err := q.exec(`UPDATE data_keys SET wrapped = '', destroyed_at = ? WHERE id = ? AND destroyed_at IS NULL`, now.UnixNano(), k.ID); err != nil {
+			return err
+		}
+		// Objects under the destroyed key must never be shared by a new
+		// claim: they leave dedup here (the engine also shares only blobs
+		// younger than the live key, but clocks of replicas may differ).
+		suffix := "." + k.ID
+		if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1
+			WHERE namespace = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')
+			AND substr(object_key, length(object_key) - ? + 1) = ?`, ns, len(suffix), suffix); err != nil {
 			return err
 		}
 		k.Wrapped, k.DestroyedAt = nil, now.UTC()

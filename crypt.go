@@ -1,0 +1,361 @@
+package claimcheck
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tink-crypto/tink-go/v2/streamingaead/subtle"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Encryption at rest (ADR 0066).
+//
+// Envelope encryption: each encrypted namespace has a random 256-bit data
+// key, created on first use and stored in the metadata database wrapped
+// (AES-256-GCM) by the master key from the config (master_key or
+// CLAIMCHECK_MASTER_KEY). Objects are encrypted as they stream, after
+// compression, with tink's streaming AEAD (AES-256-GCM-HKDF, 64 KiB
+// segments): a fresh key per object derived from the data key and a random
+// salt, and per-segment nonces made of a random prefix, the segment number
+// and a last-segment flag, so a truncated, reordered or altered object
+// fails authentication instead of yielding bytes. The associated data is
+// the object key, which names the namespace, the blob and the data key, so
+// an object copied under another key does not decrypt either.
+//
+// The object key records the encryption: NS/BLOBID.DATAKEYID. Plain
+// objects are NS/BLOBID. Redeem takes the data key from there, so a policy
+// change never makes old objects unreadable.
+//
+// Crypto-shredding: DestroyNamespaceKey wipes the wrapped data key. Every
+// object encrypted under it is then unreadable for good; a redeem answers
+// a *GoneError with reason key_destroyed and finishes the claim.
+
+// The encryption settings of a namespace policy.
+const (
+	EncryptionNone      = "none"
+	EncryptionAES256GCM = "aes-256-gcm"
+)
+
+// ReasonKeyDestroyed: the namespace's data key was destroyed
+// (crypto-shredding), so the claim's bytes can never be read again.
+const ReasonKeyDestroyed GoneReason = "key_destroyed"
+
+const (
+	// segmentSize is the ciphertext segment of the streaming AEAD: the
+	// unit authenticated before any of its bytes are released, and the
+	// memory a stream holds per direction.
+	segmentSize = 64 << 10
+	// dataKeyIDPrefix starts every data key id (base64url, never '.').
+	dataKeyIDPrefix = "dk_"
+	objectAADPrefix = "claimcheck/object/v1\x00"
+	wrapAADPrefix   = "claimcheck/data-key/v1\x00"
+)
+
+// MasterKeyID names a master key without revealing it: the first 8 bytes
+// of its sha256, in hex, after "mk_". It is stored beside every data key
+// the master key wraps.
+func MasterKeyID(key []byte) string {
+	sum := sha256.Sum256(key)
+	return "mk_" + hex.EncodeToString(sum[:8])
+}
+
+// ParseMasterKey decodes a master key: 32 bytes in standard or URL-safe
+// base64 (with or without padding).
+func ParseMasterKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			if len(b) != 32 {
+				return nil, invalidf("master_key: %d bytes, want 32 (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)", len(b))
+			}
+			return b, nil
+		}
+	}
+	return nil, invalidf("master_key: not base64; want base64 of 32 random bytes (e.g. `openssl rand -base64 32`)")
+}
+
+// keyring holds the master key; nil when none is configured.
+type keyring struct {
+	id   string
+	aead cipher.AEAD
+}
+
+func newKeyring(master string) (*keyring, error) {
+	if master == "" {
+		return nil, nil
+	}
+	key, err := ParseMasterKey(master)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := gcm(key)
+	if err != nil {
+		return nil, err
+	}
+	return &keyring{id: MasterKeyID(key), aead: aead}, nil
+}
+
+func gcm(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func wrapAAD(ns, keyID string) []byte { return []byte(wrapAADPrefix + ns + "\x00" + keyID) }
+
+func (k *keyring) wrap(ns, keyID string, dataKey []byte) []byte {
+	nonce := make([]byte, k.aead.NonceSize())
+	rand.Read(nonce) // never fails (crypto/rand)
+	return k.aead.Seal(nonce, nonce, dataKey, wrapAAD(ns, keyID))
+}
+
+func (k *keyring) unwrap(dk meta.DataKey) ([]byte, error) {
+	if dk.MasterKeyID != k.id {
+		return nil, fmt.Errorf("%w: data key %s of namespace %s is wrapped by master key %s, but the configured master_key is %s: configure the master key it was made with",
+			ErrUnavailable, dk.ID, dk.Namespace, dk.MasterKeyID, k.id)
+	}
+	n := k.aead.NonceSize()
+	if len(dk.Wrapped) < n {
+		return nil, fmt.Errorf("%w: data key %s: wrapped key is %d bytes", ErrChecksumMismatch, dk.ID, len(dk.Wrapped))
+	}
+	key, err := k.aead.Open(nil, dk.Wrapped[:n], dk.Wrapped[n:], wrapAAD(dk.Namespace, dk.ID))
+	if err != nil {
+		return nil, fmt.Errorf("%w: data key %s of namespace %s does not unwrap with master key %s: it was altered",
+			ErrChecksumMismatch, dk.ID, dk.Namespace, k.id)
+	}
+	return key, nil
+}
+
+// sealKey is an unwrapped data key ready to encrypt or decrypt objects.
+type sealKey struct {
+	id        string
+	createdAt time.Time
+	aead      *subtle.AESGCMHKDF
+}
+
+func newSealKey(dk meta.DataKey, key []byte) (*sealKey, error) {
+	aead, err := subtle.NewAESGCMHKDF(key, "SHA256", 32, segmentSize, 0)
+	if err != nil {
+		return nil, fmt.Errorf("data key %s: %w", dk.ID, err)
+	}
+	return &sealKey{id: dk.ID, createdAt: dk.CreatedAt, aead: aead}, nil
+}
+
+func objectAAD(objectKey string) []byte { return []byte(objectAADPrefix + objectKey) }
+
+// encrypt returns a writer that encrypts into w; Close writes the last
+// segment (it does not close w).
+func (k *sealKey) encrypt(w io.Writer, objectKey string) (io.WriteCloser, error) {
+	return k.aead.NewEncryptingWriter(w, objectAAD(objectKey))
+}
+
+// decrypt returns a reader of the plaintext of r. A segment that fails
+// authentication (altered, reordered, truncated) is an error, and none of
+// its bytes are returned.
+func (k *sealKey) decrypt(r io.Reader, objectKey string) (io.Reader, error) {
+	return k.aead.NewDecryptingReader(r, objectAAD(objectKey))
+}
+
+// encryptedObjectKey is where an encrypted blob's bytes live.
+func encryptedObjectKey(ns, blobID, keyID string) string {
+	return objectKey(ns, blobID) + "." + keyID
+}
+
+// dataKeyOfObject returns the data key id an object key names, if any.
+func dataKeyOfObject(key string) (string, bool) {
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	_, id, ok := strings.Cut(name, ".")
+	return id, ok && strings.HasPrefix(id, dataKeyIDPrefix)
+}
+
+// namespaceKey returns the live data key of ns, creating it on first use.
+func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
+	if s.keys == nil {
+		return nil, fmt.Errorf("%w: namespace %s is encrypted but no master_key is configured", ErrUnavailable, ns)
+	}
+	dk, err := s.meta.LiveDataKey(ctx, ns)
+	if errors.Is(err, meta.ErrNotFound) {
+		key := make([]byte, 32)
+		rand.Read(key)
+		id := newID(dataKeyIDPrefix)
+		dk, err = s.meta.CreateDataKey(ctx, meta.DataKey{
+			ID: id, Namespace: ns, MasterKeyID: s.keys.id,
+			Wrapped: s.keys.wrap(ns, id, key), CreatedAt: s.clock.Now(),
+		})
+		if err == nil && dk.ID == id {
+			s.log.Info("created the data key of an encrypted namespace", "namespace", ns, "key", id, "master_key", s.keys.id)
+			return newSealKey(dk, key)
+		}
+	}
+	if err != nil {
+		return nil, metaErr("data key of "+ns, err)
+	}
+	key, err := s.keys.unwrap(dk)
+	if err != nil {
+		return nil, err
+	}
+	return newSealKey(dk, key)
+}
+
+// objectKeyOf returns the key that decrypts the object of blob b of
+// namespace ns, nil for a plain object. A destroyed key answers a
+// *GoneError (reason key_destroyed) for claim id.
+func (s *Store) objectKeyOf(ctx context.Context, id, ns string, b meta.Blob) (*sealKey, error) {
+	keyID, ok := dataKeyOfObject(b.Key)
+	if !ok {
+		return nil, nil
+	}
+	dk, err := s.meta.DataKey(ctx, keyID)
+	if err != nil {
+		return nil, metaErr("redeem "+id, err)
+	}
+	if dk.Namespace != ns || dk.Namespace != b.Namespace {
+		// Dedup never crosses namespaces; a key of another namespace here
+		// means the rows were tampered with.
+		return nil, fmt.Errorf("redeem %s: %w: object %s names data key %s of another namespace", id, ErrChecksumMismatch, b.Key, keyID)
+	}
+	if dk.Destroyed() {
+		return nil, &GoneError{ID: id, Reason: ReasonKeyDestroyed, At: dk.DestroyedAt}
+	}
+	if s.keys == nil {
+		return nil, fmt.Errorf("redeem %s: %w: the object is encrypted (data key %s of namespace %s) but no master_key is configured", id, ErrUnavailable, keyID, ns)
+	}
+	key, err := s.keys.unwrap(dk)
+	if err != nil {
+		return nil, fmt.Errorf("redeem %s: %w", id, err)
+	}
+	return newSealKey(dk, key)
+}
+
+// DestroyNamespaceKey destroys the data key of encrypted namespace ns
+// (crypto-shredding): every object written under it becomes unreadable
+// for good, and redeems of its claims answer gone with reason
+// key_destroyed. The next put to ns creates a new key. It fails with
+// ErrHeld while the namespace or any of its claims is on legal hold, and
+// with ErrNotFound when ns has no data key. It is an admin operation.
+func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
+	if err := ValidateNamespace(ns); err != nil {
+		return fmt.Errorf("destroy key: %w", err)
+	}
+	dk, err := s.meta.DestroyDataKey(ctx, ns, s.clock.Now())
+	if errors.Is(err, meta.ErrHeld) {
+		return fmt.Errorf("destroy key of %s: %w: %v; lift the holds first", ns, ErrHeld, err)
+	}
+	if errors.Is(err, meta.ErrNotFound) {
+		return fmt.Errorf("destroy key of %s: %w: the namespace has no data key (nothing was encrypted, or it is destroyed already)", ns, ErrNotFound)
+	}
+	if err != nil {
+		return metaErr("destroy key of "+ns, err)
+	}
+	s.log.Warn("data key destroyed: the namespace's encrypted objects are unreadable for good", "namespace", ns, "key", dk.ID, "actor", ActorFrom(ctx))
+	return nil
+}
+
+// KeyDestroyer is the crypto-shredding admin operation; *Store and
+// client.Client implement it.
+type KeyDestroyer interface {
+	DestroyNamespaceKey(ctx context.Context, ns string) error
+}
+
+var _ KeyDestroyer = (*Store)(nil)
+
+// validateEncryption refuses a config where a namespace needs encryption
+// and no master key is set, naming the setting, and a malformed master
+// key.
+func (c Config) validateEncryption() error {
+	policies, defaults, err := c.Policies()
+	if err != nil {
+		return err
+	}
+	var need []string
+	for _, ns := range slices.Sorted(maps.Keys(policies)) {
+		if policies[ns].Encrypted() {
+			need = append(need, "namespaces."+ns)
+		}
+	}
+	if defaults != nil && defaults.Encrypted() {
+		need = append(need, "defaults")
+	}
+	if c.MasterKey == "" {
+		if len(need) > 0 {
+			return invalidf("master_key: not set, but %s %s encryption aes-256-gcm: set master_key in the config or CLAIMCHECK_MASTER_KEY in the environment (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)",
+				strings.Join(need, ", "), map[bool]string{true: "asks for", false: "ask for"}[len(need) == 1])
+		}
+		return nil
+	}
+	_, err = ParseMasterKey(c.MasterKey)
+	return err
+}
+
+// keyFloor raises a dedup floor (DedupNotBefore) to the creation of the
+// data key sk: an encrypted put may share only a blob written after its
+// namespace's current key was made, that is, under that key. That keeps
+// plain objects from before encryption was switched on, and objects of a
+// destroyed key, out of new claims.
+func keyFloor(floor time.Time, sk *sealKey) time.Time {
+	if sk != nil && sk.createdAt.After(floor) {
+		return sk.createdAt
+	}
+	return floor
+}
+
+// sealWriter marks the encrypting writer's failures as object-write
+// failures (the encryptor only fails when the object write under it does),
+// so they are not taken for a broken request body.
+type sealWriter struct{ w io.Writer }
+
+func (s sealWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		if _, ok := errors.AsType[*writeError](err); !ok {
+			err = &writeError{err}
+		}
+	}
+	return n, err
+}
+
+// openedReader tags authentication failures of a decrypting reader, so a
+// redeem says the stored object fails decryption rather than that it does
+// not decompress.
+type openedReader struct{ r io.Reader }
+
+func (o openedReader) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("decryption failed (altered, reordered or truncated segment): %w", err)
+	}
+	return n, err
+}
+
+// unreadable answers a redeem whose object can never be read: a claim
+// whose data key was destroyed is finished with reason key_destroyed
+// (unless a legal hold keeps it; then it stays and still answers gone).
+func (s *Store) unreadable(ctx context.Context, c meta.Claim, err error) error {
+	gone, ok := errors.AsType[*GoneError](err)
+	if !ok || gone.Reason != ReasonKeyDestroyed {
+		return err
+	}
+	res, done, ferr := s.meta.FinishClaim(ctx, c.ID, string(ReasonKeyDestroyed), s.clock.Now(), false)
+	if ferr != nil {
+		s.log.Warn("redeem: could not finish a claim whose data key is destroyed", "claim", c.ID, "err", ferr)
+	} else if done {
+		s.sweepMetrics.ObserveFinished(res)
+	}
+	s.metrics.gone.WithLabelValues(string(ReasonKeyDestroyed)).Inc()
+	return fmt.Errorf("redeem: %w", gone)
+}

@@ -154,6 +154,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts PutOpti
 // checkPutOptions validates opts against the policy and returns the
 // number of releases that finish the claim.
 func checkPutOptions(opts *PutOptions, pol Policy) (int, error) {
+	if err := checkPutText(opts); err != nil {
+		return 0, err
+	}
 	if opts.Size < 0 {
 		return 0, invalidf("size %d: must not be negative", opts.Size)
 	}

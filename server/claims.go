@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -242,20 +241,13 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req api.ReleaseRequest
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
 		return invalidf("release body: %v", err)
 	}
-	if len(bytes.TrimSpace(b)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return invalidf(`release body: want {"consumer":"NAME"} or nothing: %v`, err)
-		}
-		if dec.More() {
-			return invalidf(`release body: want one JSON object, found more`)
-		}
+	req, err := api.ParseReleaseRequest(b)
+	if err != nil {
+		return err
 	}
 	if err := s.claims.Release(r.Context(), ref, req.Consumer); err != nil {
 		return err

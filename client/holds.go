@@ -110,3 +110,22 @@ func (c *Client) noContent(req *http.Request, op, id string) error {
 	resp.Body.Close()
 	return nil
 }
+
+var _ claimcheck.KeyDestroyer = (*Client)(nil)
+
+// DestroyNamespaceKey destroys the data key of encrypted namespace ns
+// (crypto-shredding, an admin operation): its encrypted claims become
+// unreadable for good.
+func (c *Client) DestroyNamespaceKey(ctx context.Context, ns string) error {
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return fmt.Errorf("destroy key: %w", err)
+	}
+	req, err := c.newRequest(ctx, http.MethodDelete, nil, "v1", "namespaces", ns, "key")
+	if err != nil {
+		return err
+	}
+	q := req.URL.Query()
+	q.Set("confirm", ns)
+	req.URL.RawQuery = q.Encode()
+	return c.noContent(req, "destroy the data key of "+ns, "")
+}

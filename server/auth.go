@@ -51,6 +51,7 @@ var routeRules = map[string]routeRule{
 	"GET /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
 	"PUT /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
 	"DELETE /v1/namespaces/{ns}/hold":  {auth.OpAdmin, targetNamespace},
+	"DELETE /v1/namespaces/{ns}/key":   {auth.OpAdmin, targetNamespace},
 	"PUT /v1/claims/{id}/hold":         {auth.OpAdmin, targetClaim},
 	"DELETE /v1/claims/{id}/hold":      {auth.OpAdmin, targetClaim},
 	"POST /v1/uploads/{id}/confirm":    {auth.OpPut, targetClaim},

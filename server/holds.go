@@ -130,3 +130,25 @@ func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 	writeJSON(w, http.StatusOK, api.NamespaceHold{Hold: hold})
 	return nil
 }
+
+// destroyNamespaceKey is crypto-shredding (crypt.go, ADR 0066): DELETE
+// /v1/namespaces/{ns}/key?confirm={ns}. The namespace must be repeated in
+// confirm, so that a mistyped or replayed URL does not destroy data.
+func (s *Server) destroyNamespaceKey(w http.ResponseWriter, r *http.Request) error {
+	d, ok := s.claims.(claimcheck.KeyDestroyer)
+	if !ok {
+		return fmt.Errorf("%w: this server's store does not support encryption at rest", claimcheck.ErrUnavailable)
+	}
+	ns := r.PathValue("ns")
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return err
+	}
+	if got := r.URL.Query().Get("confirm"); got != ns {
+		return invalidf("destroying the data key of %s makes its encrypted claims unreadable for good: repeat the namespace in the query, ?confirm=%s", ns, ns)
+	}
+	if err := d.DestroyNamespaceKey(r.Context(), ns); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

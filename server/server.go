@@ -115,6 +115,7 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/namespaces/{ns}/hold", s.getNamespaceHold)      // legal holds
 	s.handle("PUT /v1/namespaces/{ns}/hold", s.setNamespaceHold)      // legal holds
 	s.handle("DELETE /v1/namespaces/{ns}/hold", s.clearNamespaceHold) // legal holds
+	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey) // crypto-shredding (holds.go)
 	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
 	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
 	s.mux.HandleFunc("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential

@@ -106,6 +106,7 @@ Then store and fetch payloads through it:
 		newEventsCmd(env),
 		newKeysCmd(env),
 		newHoldCmd(env),
+		newDestroyKeyCmd(env),
 		newNsCmd(env),
 		newDLQCmd(env),
 	)

@@ -133,6 +133,9 @@ func TestNsCommands(t *testing.T) {
 	if f := strings.Fields(row); len(f) < 10 || f[1] != "default" || f[2]+f[3] != "2.0KiB" || f[6]+f[7] != "1.0MiB" || f[8] != "1" || f[10] != "10" {
 		t.Errorf("ns ls row = %q (fields %q)\n%s", row, f, out)
 	}
+	if !strings.Contains(out, "TENANT") || !strings.Contains(out, "\ndefault ") {
+		t.Errorf("ns ls has no tenant totals:\n%s", out)
+	}
 	out, errOut, code = runMain(t, "ns", "show", "orders", "--server", srv.URL)
 	if code != 0 || !strings.Contains(out, `"used_bytes": 2048`) || !strings.Contains(out, `"claims": 10`) {
 		t.Fatalf("ns show = %d\n%s%s", code, out, errOut)

@@ -91,6 +91,29 @@ func printNamespaces(w io.Writer, list []claimcheck.NamespaceInfo) error {
 			humanize.IBytes(uint64(n.Usage.UsedBytes)), humanize.IBytes(uint64(n.Usage.ReservedBytes)), byteLimit(n.Limits.Bytes),
 			n.Usage.ActiveClaims, n.Usage.PendingClaims, countLimit(n.Limits.Claims))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Tenant totals: a put must fit its namespace's quota and its
+	// tenant's, summed over all the tenant's namespaces.
+	seen := map[string]bool{}
+	var tenants []claimcheck.TenantInfo
+	for _, n := range list {
+		if n.Tenant != nil && !seen[n.Tenant.Name] {
+			seen[n.Tenant.Name] = true
+			tenants = append(tenants, *n.Tenant)
+		}
+	}
+	if len(tenants) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(tw, "TENANT	NAMESPACES	USED	RESERVED	BYTES LIMIT	ACTIVE	PENDING	CLAIMS LIMIT")
+	for _, t := range tenants {
+		fmt.Fprintf(tw, "%s	%d	%s	%s	%s	%d	%d	%s\n", t.Name, t.Namespaces,
+			humanize.IBytes(uint64(t.Usage.UsedBytes)), humanize.IBytes(uint64(t.Usage.ReservedBytes)), byteLimit(t.Limits.Bytes),
+			t.Usage.ActiveClaims, t.Usage.PendingClaims, countLimit(t.Limits.Claims))
+	}
 	return tw.Flush()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 
@@ -89,7 +88,7 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, auth.Key, error) 
 	if len(h) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") {
 		return r, auth.Key{}, fmt.Errorf("%w: want one header Authorization: Bearer %s…", claimcheck.ErrUnauthenticated, auth.TokenPrefix)
 	}
-	key, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token), remoteHost(r))
+	key, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token), s.clientAddr(r))
 	if err != nil {
 		return r, auth.Key{}, err
 	}
@@ -171,14 +170,4 @@ func (s *Server) visibleNamespaces(ctx context.Context, list []claimcheck.Namesp
 		}
 	}
 	return out
-}
-
-// remoteHost is the client's address without the port, for events and
-// for limiting clients without a key.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

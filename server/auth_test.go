@@ -446,8 +446,8 @@ func TestRateLimit(t *testing.T) {
 		}
 	}
 	resp, body := b.do(t, k1, http.MethodGet, "/v1/namespaces/a1", nil)
-	if resp.StatusCode != http.StatusTooManyRequests || codeOf(body) != api.CodeRateLimited || !strings.Contains(string(body), "rate_limit") {
-		t.Fatalf("request over the rate: %s %s, want 429 rate_limited naming server.rate_limit", resp.Status, body)
+	if resp.StatusCode != http.StatusTooManyRequests || codeOf(body) != api.CodeRateLimited || !strings.Contains(string(body), "http.rate_limit") {
+		t.Fatalf("request over the rate: %s %s, want 429 rate_limited naming http.rate_limit", resp.Status, body)
 	}
 	var secs int
 	if _, err := fmt.Sscan(resp.Header.Get("Retry-After"), &secs); err != nil || secs < 3000 || secs > 3600 {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +20,7 @@ import (
 )
 
 // Limits protect the server from slow, greedy or hostile clients (ADR
-// 0061). It is the `server:` section of the config file. In server.New
+// 0061). It is the `http:` section of the config file. In server.New
 // and Serve a zero field means "no limit" (tests and embedders decide);
 // `claimcheck serve` starts from WithDefaults, and a negative value
 // switches a limit off there.
@@ -51,6 +54,30 @@ type Limits struct {
 	// and 200).
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
+	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
+	// reverse proxies in front of the server. For a request from one of
+	// them, the client address used for per-address limits and in
+	// auth_failed events is taken from X-Forwarded-For (the right-most
+	// entry that is not itself a trusted proxy). Empty: the header is
+	// ignored, since anyone could send it.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// trustedPrefixes parses TrustedProxies; Validate reports bad entries.
+func (l Limits) trustedPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range l.TrustedProxies {
+		pre, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("%w: http.trusted_proxies %q: want an IP address or a CIDR prefix", claimcheck.ErrInvalidArgument, p)
+			}
+			pre = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		out = append(out, pre.Masked())
+	}
+	return out, nil
 }
 
 // The defaults of `claimcheck serve`.
@@ -91,10 +118,13 @@ func (l Limits) WithDefaults() Limits {
 // Validate checks limits after WithDefaults; errors name the field.
 func (l Limits) Validate() error {
 	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 4<<10 {
-		return fmt.Errorf("%w: server.max_header_bytes %s: at least 4KiB", claimcheck.ErrInvalidArgument, l.MaxHeaderBytes)
+		return fmt.Errorf("%w: http.max_header_bytes %s: at least 4KiB", claimcheck.ErrInvalidArgument, l.MaxHeaderBytes)
+	}
+	if _, err := l.trustedPrefixes(); err != nil {
+		return err
 	}
 	if l.RateLimit > 0 && l.RateBurst < 1 {
-		return fmt.Errorf("%w: server.rate_burst %d: at least 1 when rate_limit is set", claimcheck.ErrInvalidArgument, l.RateBurst)
+		return fmt.Errorf("%w: http.rate_burst %d: at least 1 when rate_limit is set", claimcheck.ErrInvalidArgument, l.RateBurst)
 	}
 	return nil
 }
@@ -254,7 +284,7 @@ func (w *progressWriter) Flush() {
 // answered the request itself.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
 	now := time.Now()
-	client := "addr:" + remoteHost(r)
+	client := "addr:" + s.clientAddr(r)
 	if s.auth != nil {
 		// Addresses that keep failing to authenticate are slowed down
 		// before their tokens cost a database lookup.
@@ -280,7 +310,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 	}
 	if wait := s.rate.take(client, now); wait > 0 {
 		s.writeLimited(w, r, &rateLimited{
-			limit:      fmt.Sprintf("rate limit of %g requests/s (burst %d) per key exceeded (server.rate_limit)", s.limits.RateLimit, s.limits.RateBurst),
+			limit:      fmt.Sprintf("rate limit of %g requests/s (burst %d) per key exceeded (http.rate_limit)", s.limits.RateLimit, s.limits.RateBurst),
 			retryAfter: wait,
 		})
 		return w, r, nil, false
@@ -290,7 +320,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		release, ok := s.streams.acquire(client)
 		if !ok {
 			s.writeLimited(w, r, &rateLimited{
-				limit:      fmt.Sprintf("%d payload streams open at once per key (server.max_streams_per_key)", s.limits.MaxStreamsPerKey),
+				limit:      fmt.Sprintf("%d payload streams open at once per key (http.max_streams_per_key)", s.limits.MaxStreamsPerKey),
 				retryAfter: time.Second,
 			})
 			return w, r, nil, false
@@ -322,6 +352,53 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		}
 	}
 	return w, r, done, true
+}
+
+// clientAddr is the address of the client: the connection's peer, or,
+// when that is a trusted proxy, the right-most X-Forwarded-For entry that
+// is not a trusted proxy.
+func (s *Server) clientAddr(r *http.Request) string {
+	host := remoteHost(r)
+	if len(s.trusted) == 0 || !s.trustedAddr(host) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if hop == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(hop); err != nil {
+			return host // garbage: trust nothing further left
+		}
+		if !s.trustedAddr(hop) {
+			return hop
+		}
+	}
+	return host
+}
+
+func (s *Server) trustedAddr(host string) bool {
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range s.trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteHost is the connection's peer address without the port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // peek reports how long until client's bucket has a token, spending

@@ -66,3 +66,31 @@ func TestLimitsDefaults(t *testing.T) {
 		t.Fatalf("Validate(max_header_bytes 100) = %v, want an error naming the field", err)
 	}
 }
+
+// TestTrustedProxies: behind a trusted proxy the client address (in
+// auth_failed events and per-address limits) comes from X-Forwarded-For;
+// from anyone else the header is ignored.
+func TestTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		trusted []string
+		want    string
+	}{
+		{nil, "from 127.0.0.1"},
+		{[]string{"127.0.0.0/8"}, "from 203.0.113.7"},
+		{[]string{"10.0.0.0/8"}, "from 127.0.0.1"},
+	} {
+		b := setupAuth(t, server.Limits{TrustedProxies: tc.trusted})
+		bad := auth.TokenPrefix + "aaaaaaaaaaaaaaaa_" + strings.Repeat("A", 43)
+		resp, _ := b.do(t, bad, http.MethodGet, "/v1/namespaces/a1", nil, "X-Forwarded-For", "198.51.100.1, 203.0.113.7")
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("bad key: %s", resp.Status)
+		}
+		evs, err := b.meta.Events(context.Background(), 0, 10)
+		if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Detail, tc.want) {
+			t.Errorf("trusted %v: events %+v %v, want one naming %q", tc.trusted, evs, err, tc.want)
+		}
+	}
+	if err := (server.Limits{TrustedProxies: []string{"not-an-ip"}}).Validate(); err == nil || !strings.Contains(err.Error(), "http.trusted_proxies") {
+		t.Fatalf("Validate(bad trusted_proxies) = %v", err)
+	}
+}

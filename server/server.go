@@ -19,6 +19,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -70,6 +71,7 @@ type Server struct {
 	rate           *limiters // per key (or address); nil: no rate limit
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
+	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
 }
 
 // New returns the API handler for cfg. It panics if cfg.Claims is nil or
@@ -86,6 +88,8 @@ func New(cfg Config) *Server {
 		auth: cfg.Auth, claimNamespace: cfg.ClaimNamespace, limits: cfg.Limits,
 		rate:    newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
 		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}}}
+	// Bad entries are Limits.Validate's to report; here they trust nothing.
+	s.trusted, _ = cfg.Limits.trustedPrefixes()
 	if s.auth != nil {
 		s.authFailures = newLimiters(authFailureRate, authFailureBurst)
 		s.handle("POST /v1/keys", s.createKey)

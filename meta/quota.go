@@ -20,4 +20,16 @@ type QuotaStore interface {
 	// without a live claim are left out. It reads every live claim: an
 	// audit, not a hot path.
 	CountNamespaces(ctx context.Context) ([]Namespace, error)
+
+	// QuotaDrift compares every namespace's counters with the sums over
+	// its live claims in one statement (one snapshot, so it is exact
+	// beside traffic) and returns the namespaces where they differ. Read
+	// only; it reads every live claim.
+	QuotaDrift(ctx context.Context) ([]QuotaDrift, error)
+}
+
+// QuotaDrift is a namespace whose counters disagree with its claims.
+type QuotaDrift struct {
+	Counters Namespace `json:"counters"` // as stored
+	Claims   Namespace `json:"claims"`   // summed over the live claims
 }

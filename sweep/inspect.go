@@ -28,6 +28,9 @@ type Report struct {
 	ObjectsListed  int           `json:"objects_listed"`
 	DebrisBytes    int64         `json:"debris_bytes"`
 	StuckThreshold string        `json:"stuck_threshold"`
+	// QuotaDrift lists namespaces whose quota counters disagree with
+	// the sums over their live claims (meta.QuotaStore.QuotaDrift).
+	QuotaDrift []meta.QuotaDrift `json:"quota_drift"`
 }
 
 // Reclaim sums a set of blobs waiting for collection.
@@ -55,7 +58,7 @@ type Drift struct {
 
 // Damaged reports whether fsck should fail: anything out of place.
 func (r Report) Damaged() bool {
-	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0
+	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0 || len(r.QuotaDrift) > 0
 }
 
 // Inspect walks every blob row and the whole bucket, a page at a time, and
@@ -65,6 +68,11 @@ func (r Report) Damaged() bool {
 // progress). withObjects=false skips the object checks (gc --dry-run).
 func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, grace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
 	r := Report{At: now.UTC(), StuckThreshold: stuckAfter.String()}
+	qd, err := m.QuotaDrift(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.QuotaDrift = qd
 	after := ""
 	for {
 		page, err := m.Blobs(ctx, after, pageSize)

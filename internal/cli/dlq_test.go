@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -142,5 +143,37 @@ func TestNsCommands(t *testing.T) {
 	}
 	if _, _, code := runMain(t, "ns", "show", "Bad", "--server", srv.URL); code != cli.ExitUsage {
 		t.Errorf("ns show with a bad name: exit %d, want usage", code)
+	}
+}
+
+// TestFsckReportsQuotaDrift: counters that disagree with the live claims
+// (here forged in the database) make fsck report the namespace and fail.
+func TestFsckReportsQuotaDrift(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, "orders", strings.NewReader("counted once"), claimcheck.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if out, errOut, code := runMain(t, "fsck", "--data", dir); code != 0 || !strings.Contains(out, "quota drift: 0") {
+		t.Fatalf("fsck of a sound store = %d\n%s%s", code, out, errOut)
+	}
+
+	db, err := sql.Open("sqlite", filepath.Join(dir, "claimcheck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE namespaces SET reserved_bytes = reserved_bytes + 100 WHERE name = 'orders'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, errOut, code := runMain(t, "fsck", "--data", dir)
+	if code != cli.ExitError || !strings.Contains(out, "quota drift: 1 namespaces") ||
+		!strings.Contains(out, "namespace orders: counters used=12 reserved=100") {
+		t.Fatalf("fsck with forged counters = %d\n%s%s", code, out, errOut)
 	}
 }

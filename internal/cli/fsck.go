@@ -26,9 +26,12 @@ func newFsckCmd(env Env) *cobra.Command {
 serve) and change nothing. Walks every blob row and the whole bucket and
 reports: refcount drift (a refcount hint that disagrees with the live claims,
 or a committed blob no claim references), debris (objects without a row,
-older than backstop_grace), missing objects (rows whose object is gone) and
-blobs stuck in deleting for over an hour. Exits 1 if it finds any of them;
-'claimcheck gc' repairs all but missing objects, which need an operator.`,
+older than backstop_grace), missing objects (rows whose object is gone),
+blobs stuck in deleting for over an hour (dead letters among them) and
+namespaces whose quota counters disagree with their live claims. Exits 1 if
+it finds any of them;
+'claimcheck gc' repairs all but missing objects and quota drift, which need
+an operator (quota drift is a bug: please report it).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := f.store.openOffline(cmd.Context(), env)
@@ -58,6 +61,12 @@ blobs stuck in deleting for over an hour. Exits 1 if it finds any of them;
 				fmt.Fprintf(w, "missing objects: %d\n", len(rep.Missing))
 				for _, b := range rep.Missing {
 					fmt.Fprintf(w, "  blob %s (%s, namespace %s): object %s not found\n", b.ID, b.State, b.Namespace, b.Key)
+				}
+				fmt.Fprintf(w, "quota drift: %d namespaces\n", len(rep.QuotaDrift))
+				for _, d := range rep.QuotaDrift {
+					c, s := d.Counters, d.Claims
+					fmt.Fprintf(w, "  namespace %s: counters used=%d reserved=%d active=%d pending=%d, live claims used=%d reserved=%d active=%d pending=%d\n",
+						c.Name, c.UsedBytes, c.ReservedBytes, c.ActiveClaims, c.PendingClaims, s.UsedBytes, s.ReservedBytes, s.ActiveClaims, s.PendingClaims)
 				}
 				fmt.Fprintf(w, "stuck in deleting (over %s): %d\n", rep.StuckThreshold, len(rep.StuckDeleting))
 				for _, b := range rep.StuckDeleting {

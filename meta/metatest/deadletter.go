@@ -182,6 +182,9 @@ func testQuotaAudit(t *testing.T, h *harness) {
 	if !slices.Equal(counted, want) {
 		t.Errorf("CountNamespaces = %+v, want %+v", counted, want)
 	}
+	if drift, err := h.s.QuotaDrift(h.ctx()); err != nil || len(drift) != 0 {
+		t.Errorf("QuotaDrift = %+v, %v; want none", drift, err)
+	}
 }
 
 // testReaperRacesCommit: the reaper (FinishDueClaims) and put step 3

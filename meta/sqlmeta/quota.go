@@ -63,3 +63,49 @@ func (s *Store) CountNamespaces(ctx context.Context) ([]meta.Namespace, error) {
 	}
 	return out, nil
 }
+
+// QuotaDrift compares counters and claim sums in one statement; see
+// meta.QuotaStore. Claims of a namespace without a counter row (which no
+// path creates) show up too, against zero counters.
+func (s *Store) QuotaDrift(ctx context.Context) ([]meta.QuotaDrift, error) {
+	var out []meta.QuotaDrift
+	err := s.read(ctx, func(q *txq) error {
+		out = nil
+		rows, err := q.query(`WITH sums AS (
+				SELECT namespace,
+					SUM(CASE WHEN state = 'active' THEN size ELSE 0 END) AS used,
+					SUM(CASE WHEN state = 'pending' THEN reserved_bytes ELSE 0 END) AS reserved,
+					SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END) AS active,
+					SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END) AS pending
+				FROM claims WHERE state IN ('pending', 'active') GROUP BY namespace),
+			names AS (SELECT name FROM namespaces UNION SELECT namespace FROM sums)
+			SELECT names.name,
+				COALESCE(n.used_bytes, 0), COALESCE(n.reserved_bytes, 0), COALESCE(n.active_claims, 0), COALESCE(n.pending_claims, 0),
+				COALESCE(sums.used, 0), COALESCE(sums.reserved, 0), COALESCE(sums.active, 0), COALESCE(sums.pending, 0)
+			FROM names
+			LEFT JOIN namespaces n ON n.name = names.name
+			LEFT JOIN sums ON sums.namespace = names.name
+			ORDER BY names.name`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d meta.QuotaDrift
+			if err := rows.Scan(&d.Counters.Name,
+				&d.Counters.UsedBytes, &d.Counters.ReservedBytes, &d.Counters.ActiveClaims, &d.Counters.PendingClaims,
+				&d.Claims.UsedBytes, &d.Claims.ReservedBytes, &d.Claims.ActiveClaims, &d.Claims.PendingClaims); err != nil {
+				return err
+			}
+			d.Claims.Name = d.Counters.Name
+			if d.Counters != d.Claims {
+				out = append(out, d)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: quota drift: %w", err)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
@@ -129,7 +130,7 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 			return nil // the handler answers invalid_argument
 		}
 		notFound := fmt.Errorf("%w: claim %s", claimcheck.ErrNotFound, id)
-		ns, err := s.claimNamespace(r.Context(), id)
+		ns, err := s.namespaceOf(r.Context(), id)
 		if errors.Is(err, claimcheck.ErrNotFound) {
 			return notFound
 		}
@@ -154,6 +155,39 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 		}
 	}
 	return nil
+}
+
+// claimNamespaces caches claim id → namespace for authorisation. A
+// claim's namespace never changes and ids are never reused, so an entry
+// can never be stale (unlike keys, which are never cached: a revoke must
+// hold at once). Only found claims are cached. When full, the cache is
+// simply emptied: it saves a lookup, it never decides anything.
+type claimNamespaces struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxCachedClaims = 1 << 16
+
+func (s *Server) namespaceOf(ctx context.Context, id string) (string, error) {
+	c := &s.nsCache
+	c.mu.Lock()
+	ns, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return ns, nil
+	}
+	ns, err := s.claimNamespace(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedClaims {
+		c.m = make(map[string]string)
+	}
+	c.m[id] = ns
+	c.mu.Unlock()
+	return ns, nil
 }
 
 // visibleNamespaces keeps the namespaces the request's key covers (all

@@ -52,7 +52,7 @@ func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts clai
 	return a.Store.Put(ctx, ns, body, opts)
 }
 
-func setupAuth(t *testing.T, limits server.Limits) *authBundle {
+func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -84,7 +84,7 @@ func setupAuth(t *testing.T, limits server.Limits) *authBundle {
 	return b
 }
 
-func (b *authBundle) key(t *testing.T, tenant string, role auth.Role, ns string) string {
+func (b *authBundle) key(t testing.TB, tenant string, role auth.Role, ns string) string {
 	t.Helper()
 	_, token, err := b.auth.Create(context.Background(), auth.CreateParams{Tenant: tenant, Role: role, Namespace: ns})
 	if err != nil {
@@ -118,7 +118,7 @@ func (b *authBundle) do(t *testing.T, token, method, path string, body io.Reader
 }
 
 // claim puts a fresh claim into ns directly through the store.
-func (b *authBundle) claim(t *testing.T, ns string) claimcheck.Ref {
+func (b *authBundle) claim(t testing.TB, ns string) claimcheck.Ref {
 	t.Helper()
 	ref, err := b.store.Put(context.Background(), ns, strings.NewReader("payload of "+ns), claimcheck.PutOptions{})
 	if err != nil {

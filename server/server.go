@@ -72,6 +72,7 @@ type Server struct {
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
 	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
+	nsCache        claimNamespaces
 }
 
 // New returns the API handler for cfg. It panics if cfg.Claims is nil or

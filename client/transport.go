@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -27,6 +29,9 @@ type Error struct {
 	Code string
 	// Message is the server's message.
 	Message string
+	// RetryAfter is the server's Retry-After (rate_limited answers, and
+	// any other that carries one in seconds); zero when absent.
+	RetryAfter time.Duration
 
 	err error // the sentinel or *GoneError; nil for codes without one
 }
@@ -105,7 +110,7 @@ func decodeError(resp *http.Response, id string) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	var body api.Error
 	if err := json.Unmarshal(b, &body); err == nil && body.Code != "" {
-		return &Error{Status: resp.StatusCode, Code: body.Code, Message: body.Message, err: body.Sentinel(id)}
+		return &Error{Status: resp.StatusCode, Code: body.Code, Message: body.Message, RetryAfter: retryAfter(resp), err: body.Sentinel(id)}
 	}
 	// Not the server's JSON: something in between answered, or the URL
 	// points at another server. A gateway failure is worth a retry, a
@@ -124,6 +129,16 @@ func decodeError(resp *http.Response, id string) error {
 		Message: fmt.Sprintf("unexpected answer %s from %s (is this a claimcheck server?): %q", resp.Status, resp.Request.URL.Redacted(), snippet),
 		err:     sentinel,
 	}
+}
+
+// retryAfter reads a Retry-After header given in seconds (the form the
+// server sends); HTTP dates and garbage count as absent.
+func retryAfter(resp *http.Response) time.Duration {
+	secs, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+	if err != nil || secs < 0 {
+		return 0
+	}
+	return time.Duration(secs) * time.Second
 }
 
 // decodeAnswer reads a successful JSON answer into v and closes the body.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -360,6 +363,10 @@ func TestRevokedKeyFailsAtOnce(t *testing.T) {
 	if created.Tenant != "acme" || created.Role != "producer" || created.Namespace != "a1" {
 		t.Fatalf("created key %+v: want acme producer of a1", created.KeyInfo)
 	}
+	// A key limited to another tenant's namespace cannot be made.
+	if resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"admin","namespace":"b1"}`)); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("create a key for beta's namespace: %s %s, want 404", resp.Status, body)
+	}
 	put := func() int {
 		resp, _ := b.do(t, created.Token, http.MethodPut, "/v1/namespaces/a1/claims", strings.NewReader("x"))
 		return resp.StatusCode
@@ -455,6 +462,16 @@ func TestRateLimit(t *testing.T) {
 	}
 	if resp, body := b.do(t, k2, http.MethodGet, "/v1/namespaces/a1", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("another key is not limited: %s %s", resp.Status, body)
+	}
+	// The Go client maps the answer to ErrRateLimited with the wait.
+	c, err := client.New(b.http.URL, client.WithAPIKey(k1), client.WithHTTPClient(b.http.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Policy(context.Background(), "a1")
+	var ce *client.Error
+	if !errors.Is(err, claimcheck.ErrRateLimited) || !errors.As(err, &ce) || ce.RetryAfter < 50*time.Minute {
+		t.Fatalf("client over the rate: %v (%+v), want ErrRateLimited with a RetryAfter of about an hour", err, ce)
 	}
 }
 

@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -39,6 +41,20 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	role, err := auth.ParseRole(req.Role)
 	if err != nil {
 		return err
+	}
+	if req.Namespace != "" {
+		// Only a namespace of the admin's own tenant; another tenant's is
+		// not_found, as everywhere.
+		if err := claimcheck.ValidateNamespace(req.Namespace); err != nil {
+			return err
+		}
+		pol, err := s.claims.Policy(r.Context(), req.Namespace)
+		if err != nil {
+			return err
+		}
+		if pol.Tenant != admin.Tenant {
+			return fmt.Errorf("%w: namespace %q", claimcheck.ErrNotFound, req.Namespace)
+		}
 	}
 	k, token, err := s.auth.Create(r.Context(), auth.CreateParams{Tenant: admin.Tenant, Role: role, Namespace: req.Namespace, Name: req.Name})
 	if err != nil {

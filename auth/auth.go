@@ -116,7 +116,7 @@ func keyOf(m meta.APIKey) Key {
 
 // EventAuthFailed is the kind of the events recorded for failed
 // authentications.
-const EventAuthFailed = "auth_failed"
+const EventAuthFailed = meta.EventAuthFailed
 
 // Failure-event sampling: a flood of bad tokens must not fill the events
 // table. Up to failureBurst events are written at once, then one per
@@ -270,7 +270,9 @@ func (s *Service) recordFailure(ctx context.Context, id, remote, why string) {
 	if skipped > 0 {
 		detail += fmt.Sprintf("; %d earlier failures not recorded (sampling)", skipped)
 	}
-	_ = s.events.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Detail: detail}})
+	// Actor is the key the token claimed to be: unverified, but what an
+	// auditor searching a key's history wants to find.
+	_ = s.events.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Actor: id, Detail: detail}})
 }
 
 // List returns the keys of tenant ("" = every tenant), revoked included.

@@ -137,8 +137,8 @@ func TestFailureEventsSampled(t *testing.T) {
 		if strings.Contains(e.Detail, secret) || strings.Contains(e.Detail, secret[:20]) {
 			t.Fatalf("event %q holds the secret", e.Detail)
 		}
-		if n == 1 && !strings.Contains(e.Detail, "key "+k.ID) {
-			t.Fatalf("event %q does not name the key id", e.Detail)
+		if n == 1 && (!strings.Contains(e.Detail, "key "+k.ID) || e.Actor != k.ID) {
+			t.Fatalf("event %+v does not name the key id", e)
 		}
 	}
 	if n != 21 {

@@ -42,3 +42,8 @@ type KeyStore interface {
 	// ErrNotFound if no such key (or it belongs to another tenant).
 	RevokeKey(ctx context.Context, id, tenant string, now time.Time) (APIKey, error)
 }
+
+// EventAuthFailed is the kind of the events recorded (sampled) for failed
+// authentications: Actor is the key id the token named, if it had one;
+// Detail says why and from where. The secret is never recorded.
+const EventAuthFailed = "auth_failed"

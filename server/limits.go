@@ -47,11 +47,12 @@ type Limits struct {
 	IdleTimeout claimcheck.Duration `yaml:"idle_timeout"`
 	// MaxStreamsPerKey bounds the payload streams (puts, redeems,
 	// uploads) one API key (or, without auth, one client address) has
-	// open at once (default 32).
+	// open at once (default 64).
 	MaxStreamsPerKey int `yaml:"max_streams_per_key"`
 	// RateLimit is the requests per second one key (or client address)
-	// may make on /v1 on average, with bursts of RateBurst (defaults 100
-	// and 200).
+	// may make on /v1 on average, with bursts of RateBurst (defaults 1000
+	// and 2000: they stop a runaway client, they do not shape normal
+	// traffic).
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
 	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
@@ -87,9 +88,9 @@ const (
 	DefaultReadTimeout       claimcheck.Duration = claimcheck.Duration(time.Minute)
 	DefaultWriteTimeout      claimcheck.Duration = claimcheck.Duration(time.Minute)
 	DefaultIdleTimeout       claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
-	DefaultMaxStreamsPerKey                      = 32
-	DefaultRateLimit                             = 100.0
-	DefaultRateBurst                             = 200
+	DefaultMaxStreamsPerKey                      = 64
+	DefaultRateLimit                             = 1000.0
+	DefaultRateBurst                             = 2000
 )
 
 // WithDefaults fills the zero fields with the defaults and turns negative

@@ -31,14 +31,18 @@ while IFS= read -r file; do
       failed=1
       cat "$log"
     fi
-    # The fuzzer's last progress line: "fuzz: elapsed: 1m0s, execs: 123456 (2057/sec), new interesting: 3 (total: 20)"
-    execs=$(grep -oE 'execs: [0-9]+ \([0-9]+/sec\)' "$log" | tail -1 || true)
-    printf '%s\t%s\t%s\t%s\n' "$dir" "$name" "${execs:-execs: ?}" "$status" | tee -a "$results"
+    # The fuzzer's last progress line: "fuzz: elapsed: 1m0s, execs: 123456 (2057/sec), new interesting: 3 (total: 20)".
+    # Its count is what the workers reported back; the final rate is
+    # often printed as 0/sec, so the summary gives the total only.
+    last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' "$log" | tail -1 || true)
+    elapsed=$(sed -E 's/^fuzz: elapsed: ([^,]+),.*/\1/' <<<"$last")
+    execs=$(grep -oE 'execs: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || true)
+    printf '%s\t%s\t%s\t%s\t%s\n' "$dir" "$name" "${elapsed:-?}" "${execs:-?}" "$status" | tee -a "$results"
     rm -f "$log"
   done
 done < <(git ls-files '*_test.go' | xargs grep -l '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' | sort)
 
 echo
-echo "== summary ($fuzztime per target, -parallel $parallel)"
+echo "== summary ($fuzztime per target, -parallel $parallel): package, target, elapsed, executions, result"
 column -t -s $'\t' "$results"
 exit $failed

@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +96,54 @@ func TestTrustedProxies(t *testing.T) {
 	}
 	if err := (server.Limits{TrustedProxies: []string{"not-an-ip"}}).Validate(); err == nil || !strings.Contains(err.Error(), "http.trusted_proxies") {
 		t.Fatalf("Validate(bad trusted_proxies) = %v", err)
+	}
+}
+
+// TestStalledDownloadIsCutOff: a client that stops reading a payload for
+// longer than write_timeout loses its connection, and its stream slot is
+// free again. The test waits for the server to close the connection (its
+// ConnState hook), not for a clock.
+func TestStalledDownloadIsCutOff(t *testing.T) {
+	b := setupAuth(t, server.Limits{WriteTimeout: claimcheck.Duration(200 * time.Millisecond), MaxStreamsPerKey: 1})
+	token := b.key(t, "acme", auth.RoleConsumer, "")
+	// Larger than any socket buffers on the way, and incompressible.
+	payload := make([]byte, 32<<20)
+	rand.Read(payload)
+	ref, err := b.store.Put(context.Background(), "a2", bytes.NewReader(payload), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{}, 16)
+	srv := httptest.NewUnstartedServer(b.http.Config.Handler)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /v1/claims/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", ref.ID, token)
+	// Read nothing: the server's writes stall, its deadline ends the
+	// request and it closes the connection.
+	<-closed
+
+	// The slot is free: a reader that keeps reading gets the whole payload.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/claims/"+ref.ID, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, payload) {
+		t.Fatalf("redeem after the stalled one: %s, %d bytes, %v", resp.Status, len(got), err)
 	}
 }

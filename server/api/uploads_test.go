@@ -12,7 +12,7 @@ import (
 // the server does: it never panics, and whatever it accepts carries a
 // well-formed digest and survives the round trip through the wire form.
 func FuzzInitUploadRequest(f *testing.F) {
-	f.Add([]byte(`{"size":10,"sha256":"` + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" + `"}`), "key-1")
+	f.Add([]byte(`{"size":10,"sha256":"`+"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"+`"}`), "key-1")
 	f.Add([]byte(`{"size":-1,"sha256":"sha256:xyz","labels":{"a":"b"}}`), "")
 	f.Add([]byte(`{"size":1e30}`), "k")
 	f.Fuzz(func(t *testing.T, body []byte, key string) {

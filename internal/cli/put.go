@@ -2,11 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,12 +11,8 @@ import (
 )
 
 type putCmd struct {
-	client        clientFlags
-	ns            string
-	contentType   string
-	consumers     int
-	consumerNames []string
-	labels        []string
+	client clientFlags
+	claim  claimFlags
 }
 
 func newPutCmd(env Env) *cobra.Command {
@@ -36,29 +29,17 @@ never read into memory whole.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return p.run(cmd, env, args[0]) },
 	}
 	p.client.register(cmd, env)
-	cmd.Flags().StringVar(&p.ns, "ns", "", "namespace to store in (required)")
-	cmd.Flags().StringVar(&p.contentType, "content-type", "", "content type stored with the claim")
-	cmd.Flags().IntVar(&p.consumers, "consumers", 0, "releases needed to finish the claim (fan-out)")
-	cmd.Flags().StringSliceVar(&p.consumerNames, "consumer-names", nil, "names of the consumers whose releases count (comma-separated)")
-	cmd.Flags().StringArrayVar(&p.labels, "label", nil, "label KEY=VALUE stored with the claim (repeatable)")
+	p.claim.register(cmd)
 	return cmd
 }
 
 func (p *putCmd) run(cmd *cobra.Command, env Env, path string) error {
-	if p.ns == "" {
-		return usageError{errors.New("--ns is required: the namespace to store the payload in")}
+	labels, err := p.claim.check()
+	if err != nil {
+		return err
 	}
-	opts := claimcheck.PutOptions{ContentType: p.contentType, Consumers: p.consumers, ConsumerNames: p.consumerNames}
-	for _, l := range p.labels {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok {
-			return usageError{fmt.Errorf("--label %q: want KEY=VALUE", l)}
-		}
-		if opts.Labels == nil {
-			opts.Labels = map[string]string{}
-		}
-		opts.Labels[k] = v
-	}
+	opts := claimcheck.PutOptions{ContentType: p.claim.contentType, Labels: labels,
+		Consumers: p.claim.consumers, ConsumerNames: p.claim.consumerNames}
 	c, err := p.client.client()
 	if err != nil {
 		return err
@@ -82,7 +63,7 @@ func (p *putCmd) run(cmd *cobra.Command, env Env, path string) error {
 		body = f
 	}
 	body, finish := withProgress(env.Stderr, body, size, "put")
-	ref, err := c.Put(cmd.Context(), p.ns, body, opts)
+	ref, err := c.Put(cmd.Context(), p.claim.ns, body, opts)
 	finish()
 	if err != nil {
 		return err

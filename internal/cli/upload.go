@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,11 +16,7 @@ import (
 
 type uploadCmd struct {
 	client         clientFlags
-	ns             string
-	contentType    string
-	consumers      int
-	consumerNames  []string
-	labels         []string
+	claim          claimFlags
 	idempotencyKey string
 }
 
@@ -44,34 +39,21 @@ failure, say) continues the same upload instead of starting another.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return u.run(cmd, env, args[0]) },
 	}
 	u.client.register(cmd, env)
-	cmd.Flags().StringVar(&u.ns, "ns", "", "namespace to store in (required)")
-	cmd.Flags().StringVar(&u.contentType, "content-type", "", "content type stored with the claim")
-	cmd.Flags().IntVar(&u.consumers, "consumers", 0, "releases needed to finish the claim (fan-out)")
-	cmd.Flags().StringSliceVar(&u.consumerNames, "consumer-names", nil, "names of the consumers whose releases count (comma-separated)")
-	cmd.Flags().StringArrayVar(&u.labels, "label", nil, "label KEY=VALUE stored with the claim (repeatable)")
+	u.claim.register(cmd)
 	cmd.Flags().StringVar(&u.idempotencyKey, "idempotency-key", "", "the same key (per namespace) continues the same upload")
 	return cmd
 }
 
 func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
-	if u.ns == "" {
-		return usageError{errors.New("--ns is required: the namespace to store the payload in")}
+	labels, err := u.claim.check()
+	if err != nil {
+		return err
 	}
 	if path == "-" {
 		return usageError{errors.New("upload needs a file, not standard input: the size and sha256 are declared before the bytes are sent (use put for a stream)")}
 	}
-	req := claimcheck.UploadRequest{ContentType: u.contentType, Consumers: u.consumers,
-		ConsumerNames: u.consumerNames, IdempotencyKey: u.idempotencyKey}
-	for _, l := range u.labels {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok {
-			return usageError{fmt.Errorf("--label %q: want KEY=VALUE", l)}
-		}
-		if req.Labels == nil {
-			req.Labels = map[string]string{}
-		}
-		req.Labels[k] = v
-	}
+	req := claimcheck.UploadRequest{ContentType: u.claim.contentType, Labels: labels, Consumers: u.claim.consumers,
+		ConsumerNames: u.claim.consumerNames, IdempotencyKey: u.idempotencyKey}
 	c, err := u.client.client()
 	if err != nil {
 		return err
@@ -99,7 +81,7 @@ func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
 	req.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 
 	ctx := cmd.Context()
-	up, err := c.InitUpload(ctx, u.ns, req)
+	up, err := c.InitUpload(ctx, u.claim.ns, req)
 	if err != nil {
 		return err
 	}

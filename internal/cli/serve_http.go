@@ -60,7 +60,7 @@ type httpFlags struct {
 }
 
 func (f *httpFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.auth, "auth", false, "require API keys on every /v1 route (config: auth: true); create keys with `claimcheck keys create`")
+	cmd.Flags().BoolVar(&f.auth, "auth", false, "require API keys on every /v1 route (config: auth: true); create keys with: claimcheck keys create")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (config: http.tls.cert_file)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the certificate's PEM private key (config: http.tls.key_file)")
 }

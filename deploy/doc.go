@@ -6,5 +6,8 @@
 //
 // It is a Go module of its own because the validation uses Prometheus'
 // rule and PromQL parsers (github.com/prometheus/prometheus), a large
-// dependency the core module must not carry.
+// dependency the core module must not carry. For the same reason it is not
+// in go.work (its versions would be forced on the Temporal module too): it
+// builds alone, `GOWORK=off go test ./...` in this folder, against the
+// root module by a replace directive.
 package deploy

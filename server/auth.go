@@ -34,6 +34,10 @@ const (
 	targetNamespace               // the {ns} path value
 	targetClaim                   // the {id} path value, a claim id (or upload id, the same)
 	targetList                    // a listing the handler filters (visibleNamespaces)
+	// targetSigned: the URL's signature is the credential (the upload
+	// PUT). The guard asks for no key, and limits the route per client
+	// address, whether auth is on or not (ADR 0074).
+	targetSigned
 )
 
 type routeRule struct {
@@ -62,6 +66,7 @@ var routeRules = map[string]routeRule{
 	"DELETE /v1/claims/{id}":           {auth.OpDelete, targetClaim},
 	"GET /v1/claims/{id}/events":       {auth.OpAdmin, targetClaim},
 	"POST /v1/namespaces/{ns}/uploads": {auth.OpPut, targetNamespace},
+	"PUT /v1/uploads/{id}/data":        {auth.OpPut, targetSigned},
 	"POST /v1/keys":                    {auth.OpKeys, targetNone},
 	"GET /v1/keys":                     {auth.OpKeys, targetNone},
 	"DELETE /v1/keys/{key}":            {auth.OpKeys, targetNone},

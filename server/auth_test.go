@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,7 +42,21 @@ type actorLog struct {
 	*claimcheck.Store
 	mu      sync.Mutex
 	actors  []string
-	entered chan struct{} // when set, every Put sends on it once it began
+	entered chan struct{} // when set, every Put and ReceiveUpload sends on it once it began
+}
+
+// hook is the entered channel, if a test set one.
+func (a *actorLog) hook() chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.entered
+}
+
+func (a *actorLog) ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error {
+	if entered := a.hook(); entered != nil {
+		entered <- struct{}{}
+	}
+	return a.Store.ReceiveUpload(ctx, id, query, contentLength, body)
 }
 
 func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {

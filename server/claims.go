@@ -49,7 +49,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	w.Header().Set("Location", "/v1/claims/"+ref.ID)
+	w.Header().Set("Location", s.claimLocation(ref.ID))
 	writeJSON(w, http.StatusCreated, ref)
 	return nil
 }

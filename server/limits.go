@@ -20,7 +20,8 @@ import (
 )
 
 // Limits protect the server from slow, greedy or hostile clients (ADR
-// 0061). It is the `http:` section of the config file. In server.New
+// 0061), and say how it sits behind a reverse proxy (TrustedProxies,
+// PublicURL; ADR 0074). It is the `http:` section of the config file. In server.New
 // and Serve a zero field means "no limit" (tests and embedders decide);
 // `claimcheck serve` starts from WithDefaults, and a negative value
 // switches a limit off there.
@@ -47,21 +48,31 @@ type Limits struct {
 	IdleTimeout claimcheck.Duration `yaml:"idle_timeout"`
 	// MaxStreamsPerKey bounds the payload streams (puts, redeems,
 	// uploads) one API key (or, without auth, one client address) has
-	// open at once (default 64).
+	// open at once (default 64). PUTs to signed upload URLs carry no key
+	// and count per client address.
 	MaxStreamsPerKey int `yaml:"max_streams_per_key"`
-	// RateLimit is the requests per second one key (or client address)
-	// may make on /v1 on average, with bursts of RateBurst (defaults 1000
-	// and 2000: they stop a runaway client, they do not shape normal
-	// traffic).
+	// RateLimit is the requests per second one key (or client address;
+	// always the address for PUTs to signed upload URLs) may make on /v1
+	// on average, with bursts of RateBurst (defaults 1000 and 2000: they
+	// stop a runaway client, they do not shape normal traffic).
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
 	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
 	// reverse proxies in front of the server. For a request from one of
 	// them, the client address used for per-address limits and in
 	// auth_failed events is taken from X-Forwarded-For (the right-most
-	// entry that is not itself a trusted proxy). Empty: the header is
-	// ignored, since anyone could send it.
+	// entry that is not itself a trusted proxy), and without PublicURL
+	// the upload URLs follow their X-Forwarded-Proto and X-Forwarded-Host
+	// (proxy.go). Empty: the headers are ignored, since anyone could send
+	// them.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// PublicURL is the URL clients reach the server by when that is not
+	// the address it listens on: https://claims.example.com, or with the
+	// proxy's path prefix https://example.com/claimcheck. The upload URLs
+	// the server serves itself are built from it (proxy.go). Empty: from
+	// the request, honouring X-Forwarded-Proto and X-Forwarded-Host from
+	// TrustedProxies.
+	PublicURL string `yaml:"public_url"`
 }
 
 // trustedPrefixes parses TrustedProxies; Validate reports bad entries.
@@ -122,6 +133,9 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("%w: http.max_header_bytes %s: at least 4KiB", claimcheck.ErrInvalidArgument, l.MaxHeaderBytes)
 	}
 	if _, err := l.trustedPrefixes(); err != nil {
+		return err
+	}
+	if _, err := l.publicURL(); err != nil {
 		return err
 	}
 	if l.RateLimit > 0 && l.RateBurst < 1 {
@@ -279,14 +293,18 @@ func (w *progressWriter) Flush() {
 }
 
 // guard runs the checks every /v1 request passes before its handler:
-// authentication and authorisation (when auth is on), the per-client rate
+// authentication and authorisation (when auth is on; a signed route
+// needs neither), the per-client rate
 // limit, the per-client stream limit and the slow-client deadlines. It
 // returns the request to hand on and a cleanup, or false after it has
 // answered the request itself.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
 	now := time.Now()
-	client := "addr:" + s.clientAddr(r)
-	if s.auth != nil {
+	client, per := "addr:"+s.clientAddr(r), "client address"
+	// A signed route (the upload PUT) has no key to count by: it is
+	// limited per address even with auth on, so a leaked or replayed
+	// upload URL cannot open unbounded streams or requests.
+	if s.auth != nil && routeRules[pattern].target != targetSigned {
 		// Addresses that keep failing to authenticate are slowed down
 		// before their tokens cost a database lookup.
 		if wait := s.authFailures.peek(client, now); wait > 0 {
@@ -303,7 +321,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 			return w, r, nil, false
 		}
 		r = r2
-		client = "key:" + key.ID
+		client, per = "key:"+key.ID, "key"
 		if err := s.authorize(r, pattern, key); err != nil {
 			s.writeError(w, r, err)
 			return w, r, nil, false
@@ -311,7 +329,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 	}
 	if wait := s.rate.take(client, now); wait > 0 {
 		s.writeLimited(w, r, &rateLimited{
-			limit:      fmt.Sprintf("rate limit of %g requests/s (burst %d) per key exceeded (http.rate_limit)", s.limits.RateLimit, s.limits.RateBurst),
+			limit:      fmt.Sprintf("rate limit of %g requests/s (burst %d) per %s exceeded (http.rate_limit)", s.limits.RateLimit, s.limits.RateBurst, per),
 			retryAfter: wait,
 		})
 		return w, r, nil, false
@@ -321,7 +339,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		release, ok := s.streams.acquire(client)
 		if !ok {
 			s.writeLimited(w, r, &rateLimited{
-				limit:      fmt.Sprintf("%d payload streams open at once per key (http.max_streams_per_key)", s.limits.MaxStreamsPerKey),
+				limit:      fmt.Sprintf("%d payload streams open at once per %s (http.max_streams_per_key)", s.limits.MaxStreamsPerKey, per),
 				retryAfter: time.Second,
 			})
 			return w, r, nil, false

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -72,6 +73,7 @@ type Server struct {
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
 	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
+	public         *url.URL       // Limits.PublicURL; nil: from the request (proxy.go)
 	nsCache        claimNamespaces
 }
 
@@ -89,8 +91,10 @@ func New(cfg Config) *Server {
 		auth: cfg.Auth, claimNamespace: cfg.ClaimNamespace, limits: cfg.Limits,
 		rate:    newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
 		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}}}
-	// Bad entries are Limits.Validate's to report; here they trust nothing.
+	// Bad entries are Limits.Validate's to report; here they trust
+	// nothing, and a bad public URL is not used.
 	s.trusted, _ = cfg.Limits.trustedPrefixes()
+	s.public, _ = cfg.Limits.publicURL()
 	if s.auth != nil {
 		s.authFailures = newLimiters(authFailureRate, authFailureBurst)
 		s.handle("POST /v1/keys", s.createKey)
@@ -123,7 +127,7 @@ func New(cfg Config) *Server {
 	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey) // crypto-shredding (holds.go)
 	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
 	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
-	s.mux.HandleFunc("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential
+	s.handle("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential: no key, per-address limits
 	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
 	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -57,18 +57,20 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Before the upload exists: bad forwarded headers create nothing.
+	base, err := s.baseURL(r)
+	if err != nil {
+		return err
+	}
 	u, err := up.InitUpload(r.Context(), ns, req)
 	if err != nil {
 		return err
 	}
 	if strings.HasPrefix(u.URL, "/") {
-		// A URL this server serves: absolute, on the host the client
-		// reached us by, so a browser can use it as it is.
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		u.URL = scheme + "://" + r.Host + u.URL
+		// A URL this server serves: absolute, on the address the client
+		// reaches us by (public_url, the trusted proxy's, or this
+		// request's), so a browser can use it as it is.
+		u.URL = base + u.URL
 	}
 	writeJSON(w, http.StatusCreated, u)
 	return nil
@@ -84,33 +86,31 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/v1/claims/"+ref.ID)
+	w.Header().Set("Location", s.claimLocation(ref.ID))
 	writeJSON(w, http.StatusOK, ref)
 	return nil
 }
 
 // uploadData answers PUT /v1/uploads/{id}/data?expires=…&sig=…, the
 // upload URLs this server signs for file and memory storage. The signed
-// URL is the credential, like an S3 presigned URL: no API key is asked
-// for, which is why the route is registered outside handle's guard.
-func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) {
-	err := func() error {
-		recv, ok := s.claims.(claimcheck.UploadReceiver)
-		if !ok {
-			return fmt.Errorf("%w: this server's store does not receive uploads itself", claimcheck.ErrNotFound)
-		}
-		id := r.PathValue("id")
-		body := &bodyReader{r: r.Body}
-		err := recv.ReceiveUpload(r.Context(), id, r.URL.Query(), r.ContentLength, body)
-		if err != nil && body.err != nil {
-			s.log.Info("upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
-			return fmt.Errorf("upload %s: %w", id, invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
-		}
-		return err
-	}()
+// URL is the credential, like an S3 presigned URL: the guard asks for no
+// API key on this route (targetSigned in auth.go) and applies the rate,
+// stream and slow-client limits per client address instead.
+func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
+	recv, ok := s.claims.(claimcheck.UploadReceiver)
+	if !ok {
+		return fmt.Errorf("%w: this server's store does not receive uploads itself", claimcheck.ErrNotFound)
+	}
+	id := r.PathValue("id")
+	body := &bodyReader{r: r.Body}
+	err := recv.ReceiveUpload(r.Context(), id, r.URL.Query(), r.ContentLength, body)
+	if err != nil && body.err != nil {
+		s.log.Info("upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
+		return fmt.Errorf("upload %s: %w", id, invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
+	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -133,7 +133,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if tlsConf != nil {
 		scheme = "https://"
 	}
-	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil)
+	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	scfg := server.Config{
 		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
 	}

@@ -22,6 +22,7 @@ import (
 //	  tls: { cert_file: /etc/claimcheck/tls.crt, key_file: /etc/claimcheck/tls.key }
 //	  rate_limit: 100        # requests/s per API key; -1: off
 //	  max_streams_per_key: 32
+//	  public_url: https://claims.example.com   # behind a reverse proxy
 type httpConfig struct {
 	server.Limits `yaml:",inline"`
 	TLS           tlsFiles `yaml:"tls"`

@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/server"
+	"github.com/claimcheck/claimcheck/server/api"
 )
 
 // TestStalledUploadIsCutOff: a client that stops sending its body for
@@ -25,6 +26,43 @@ import (
 func TestStalledUploadIsCutOff(t *testing.T) {
 	b := setupAuth(t, server.Limits{ReadTimeout: claimcheck.Duration(200 * time.Millisecond)})
 	token := b.key(t, "acme", auth.RoleProducer, "")
+	if status := sendStalled(t, b, "PUT /v1/namespaces/a2/claims", "Authorization: Bearer "+token); status == http.StatusCreated {
+		t.Fatalf("a stalled upload was stored: %d", status)
+	}
+	ns, err := b.meta.Namespace(context.Background(), "a2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.ActiveClaims != 0 || ns.PendingClaims != 0 || ns.ReservedBytes != 0 {
+		t.Fatalf("after a stalled upload: %+v, want nothing stored or reserved", ns)
+	}
+}
+
+// TestStalledUploadDataIsCutOff: the PUT to a signed upload URL has the
+// same read_timeout, though it carries no key: a stalled body is cut off
+// and nothing is uploaded.
+func TestStalledUploadDataIsCutOff(t *testing.T) {
+	b := setupAuth(t, server.Limits{ReadTimeout: claimcheck.Duration(200 * time.Millisecond)})
+	token := b.key(t, "acme", auth.RoleProducer, "")
+	_, answer, u := initUpload(t, b, token, make([]byte, 1000))
+	if u.URL == "" {
+		t.Fatalf("init: %s", answer)
+	}
+	if status := sendStalled(t, b, "PUT "+strings.TrimPrefix(u.URL, b.http.URL)); status == http.StatusNoContent {
+		t.Fatal("a stalled upload PUT was accepted")
+	}
+	resp, body := b.do(t, token, http.MethodPost, "/v1/uploads/"+u.ID+"/confirm", nil)
+	if e := wantError(t, resp, body, http.StatusBadRequest, api.CodeInvalidArgument); !strings.Contains(e.Message, "nothing") {
+		t.Fatalf("confirm after the stalled PUT: %s, want nothing uploaded", e.Message)
+	}
+}
+
+// sendStalled sends the request line and headers of head with a
+// Content-Length of 1000, then 10 bytes of body, then nothing. It
+// returns the status the server answered, or 0 if it hung up; it fails
+// the test if the server waited for the rest.
+func sendStalled(t *testing.T, b *authBundle, head string, header ...string) int {
+	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(b.http.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -33,25 +71,20 @@ func TestStalledUploadIsCutOff(t *testing.T) {
 	// A safety net against a hung test only; the server's deadline is what
 	// ends the wait.
 	conn.SetDeadline(time.Now().Add(time.Minute))
-	fmt.Fprintf(conn, "PUT /v1/namespaces/a2/claims HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\nonly ten b", token)
+	fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: x\r\n", head)
+	for _, h := range header {
+		fmt.Fprintf(conn, "%s\r\n", h)
+	}
+	fmt.Fprintf(conn, "Content-Length: 1000\r\n\r\nonly ten b")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatal("the server never cut the stalled upload off")
+		t.Fatal("the server never cut the stalled body off")
 	}
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusCreated {
-			t.Fatalf("a stalled upload was stored: %s", resp.Status)
-		}
-	}
-	// Either an error answer or a closed connection: the put ended.
-	ns, err := b.meta.Namespace(context.Background(), "a2")
 	if err != nil {
-		t.Fatal(err)
+		return 0 // hung up: the request ended
 	}
-	if ns.ActiveClaims != 0 || ns.PendingClaims != 0 || ns.ReservedBytes != 0 {
-		t.Fatalf("after a stalled upload: %+v, want nothing stored or reserved", ns)
-	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestLimitsDefaults: serve's defaults, and negative values switch a

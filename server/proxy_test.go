@@ -299,3 +299,61 @@ func TestClientUploadThroughProxy(t *testing.T) {
 		})
 	}
 }
+
+// FuzzForwardedHeaders sends upload inits with arbitrary X-Forwarded-Proto
+// and X-Forwarded-Host from a trusted proxy. Whatever they hold, the
+// answer is either 201 with an upload URL that has an http(s) scheme, no
+// user info, and exactly the upload's data path and signature query (a
+// header can change the host, never inject a path or credentials), or
+// 400 invalid_argument naming the header.
+func FuzzForwardedHeaders(f *testing.F) {
+	for _, s := range [][2]string{
+		{"https", "claims.example.com"}, {"HTTP", "claims.example.com:8443"}, {"", "[2001:db8::1]:443"},
+		{"ftp", ""}, {"https, http", "a.example, b.example"}, {"https", "evil.example/x?y#z"},
+		{"https", "a@b"}, {"", "10.0.0.999"}, {"", "[::1%25eth0]"}, {"", "x:"}, {"", "-a.example"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	b := setupAuth(f, server.Limits{TrustedProxies: []string{"127.0.0.0/8", "::1"}})
+	token := b.key(f, "acme", auth.RoleProducer, "")
+	body := fmt.Sprintf(`{"size":1,"sha256":%q}`, strings.TrimPrefix(claimcheck.DigestOf([]byte("x")), "sha256:"))
+	f.Fuzz(func(t *testing.T, proto, host string) {
+		req, err := http.NewRequest(http.MethodPost, b.http.URL+"/v1/namespaces/a2/uploads", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-Proto", proto)
+		req.Header.Set("X-Forwarded-Host", host)
+		resp, err := b.http.Client().Do(req)
+		if err != nil {
+			t.Skip("not a sendable header value:", err)
+		}
+		answer, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusCreated {
+			e := wantError(t, resp, answer, http.StatusBadRequest, api.CodeInvalidArgument)
+			if !strings.Contains(e.Message, "X-Forwarded-Proto") && !strings.Contains(e.Message, "X-Forwarded-Host") {
+				t.Fatalf("400 not naming a forwarded header: %s", e.Message)
+			}
+			return
+		}
+		var up claimcheck.Upload
+		if err := json.Unmarshal(answer, &up); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(up.URL)
+		if err != nil {
+			t.Fatalf("upload URL %q: %v", up.URL, err)
+		}
+		q := u.Query()
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" ||
+			u.Path != "/v1/uploads/"+up.ID+"/data" || len(q) != 2 || q.Get("sig") == "" || q.Get("expires") == "" {
+			t.Fatalf("X-Forwarded-Proto %q, X-Forwarded-Host %q gave the upload URL %q", proto, host, up.URL)
+		}
+	})
+}

@@ -21,10 +21,10 @@ import (
 
 // Limits protect the server from slow, greedy or hostile clients (ADR
 // 0061), and say how it sits behind a reverse proxy (TrustedProxies,
-// PublicURL; ADR 0074). It is the `http:` section of the config file. In server.New
-// and Serve a zero field means "no limit" (tests and embedders decide);
-// `claimcheck serve` starts from WithDefaults, and a negative value
-// switches a limit off there.
+// PublicURL; ADR 0074). It is the `http:` section of the config file.
+// In server.New and Serve a zero field means "no limit" (tests and
+// embedders decide); `claimcheck serve` starts from WithDefaults, and a
+// negative value switches a limit off there.
 //
 // Body sizes are the namespaces' max_size (the store refuses a put whose
 // Content-Length is over it before reading the body, and stops reading
@@ -294,10 +294,9 @@ func (w *progressWriter) Flush() {
 
 // guard runs the checks every /v1 request passes before its handler:
 // authentication and authorisation (when auth is on; a signed route
-// needs neither), the per-client rate
-// limit, the per-client stream limit and the slow-client deadlines. It
-// returns the request to hand on and a cleanup, or false after it has
-// answered the request itself.
+// needs neither), the per-client rate limit, the per-client stream limit
+// and the slow-client deadlines. It returns the request to hand on and a
+// cleanup, or false after it has answered the request itself.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
 	now := time.Now()
 	client, per := "addr:"+s.clientAddr(r), "client address"

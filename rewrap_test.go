@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
@@ -391,5 +394,27 @@ func TestPreviousMasterKeysConfig(t *testing.T) {
 	defer s.Close()
 	if _, err := s.RewrapDataKeys(context.Background(), claimcheck.RewrapOptions{}); !errors.Is(err, claimcheck.ErrUnavailable) || !strings.Contains(err.Error(), "master_key") {
 		t.Fatalf("rewrap without a master key: %v", err)
+	}
+}
+
+// TestPreviousMasterKeysYAML: a list in the file, or one comma-separated
+// string (the environment's form, CLAIMCHECK_PREVIOUS_MASTER_KEYS).
+func TestPreviousMasterKeysYAML(t *testing.T) {
+	for src, want := range map[string][]string{
+		"previous_master_keys: [k1, k2]":        {"k1", "k2"},
+		"previous_master_keys:\n  - k1\n  - k2": {"k1", "k2"},
+		"previous_master_keys: k1, k2":          {"k1", "k2"},
+		"previous_master_keys: ' k1 ,,k2, '":    {"k1", "k2"},
+		"previous_master_keys: ''":              nil,
+		"previous_master_keys:":                 nil,
+	} {
+		var c claimcheck.Config
+		if err := yaml.Unmarshal([]byte(src), &c); err != nil || !slices.Equal(c.PreviousMasterKeys, want) {
+			t.Errorf("%q: %q, %v; want %q", src, c.PreviousMasterKeys, err, want)
+		}
+	}
+	var c claimcheck.Config
+	if err := yaml.Unmarshal([]byte("previous_master_keys: {a: b}"), &c); err == nil || !strings.Contains(err.Error(), "previous_master_keys") {
+		t.Errorf("a mapping: %v; want an error naming previous_master_keys", err)
 	}
 }

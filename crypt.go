@@ -39,6 +39,11 @@ import (
 // objects are NS/BLOBID. Redeem takes the data key from there, so a policy
 // change never makes old objects unreadable.
 //
+// Master key rotation (rewrap.go, ADR 0075): master_key wraps new data
+// keys, previous_master_keys only unwrap; each data key row names the
+// master key that wrapped it, and RewrapDataKeys moves the rows to the
+// current one.
+//
 // Crypto-shredding: DestroyNamespaceKey wipes the wrapped data key. Every
 // object encrypted under it is then unreadable for good; a redeem answers
 // a *GoneError with reason key_destroyed and finishes the claim.

@@ -115,13 +115,13 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/claims/{id}/meta", s.stat)
 	s.handle("POST /v1/claims/{id}/release", s.release)
 	s.handle("DELETE /v1/claims/{id}", s.delete)
-	s.handle("PUT /v1/claims/{id}/hold", s.setClaimHold)                  // legal holds (holds.go)
-	s.handle("DELETE /v1/claims/{id}/hold", s.clearClaimHold)             // legal holds
-	s.handle("GET /v1/namespaces/{ns}/hold", s.getNamespaceHold)          // legal holds
-	s.handle("PUT /v1/namespaces/{ns}/hold", s.setNamespaceHold)          // legal holds
-	s.handle("DELETE /v1/namespaces/{ns}/hold", s.clearNamespaceHold)     // legal holds
-	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey)     // crypto-shredding (holds.go)
-	s.handle("POST /v1/namespaces/{ns}/key/rewrap", s.rewrapNamespaceKey) // master key rotation (rewrap.go)
+	s.handle("PUT /v1/claims/{id}/hold", s.setClaimHold)              // legal holds (holds.go)
+	s.handle("DELETE /v1/claims/{id}/hold", s.clearClaimHold)         // legal holds
+	s.handle("GET /v1/namespaces/{ns}/hold", s.getNamespaceHold)      // legal holds
+	s.handle("PUT /v1/namespaces/{ns}/hold", s.setNamespaceHold)      // legal holds
+	s.handle("DELETE /v1/namespaces/{ns}/hold", s.clearNamespaceHold) // legal holds
+	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey) // crypto-shredding (holds.go)
+	s.handle("POST /v1/namespaces/{ns}/key/rewrap", s.rewrapNamespaceKey)
 	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
 	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
 	s.mux.HandleFunc("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential

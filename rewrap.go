@@ -199,19 +199,26 @@ func (s *Store) eachLiveKey(ctx context.Context, ns string, fn func(meta.DataKey
 	}
 }
 
-// checkMasterKeys warns at start when live data keys are wrapped by a
-// master key the config does not have: their namespaces cannot be read or
-// written until it is back in previous_master_keys (most likely it was
-// removed before a rewrap finished). It only logs: the other namespaces
-// work, and each request on these answers the same ErrUnavailable.
+// checkMasterKeys logs the configured master key ids at start, and warns
+// when live data keys are wrapped by a master key the config does not
+// have: their namespaces cannot be read or written until it is back in
+// previous_master_keys (most likely it was removed before a rewrap
+// finished). It only logs: the other namespaces work, and each request on
+// these answers the same ErrUnavailable.
 func (s *Store) checkMasterKeys(ctx context.Context) {
+	if s.keys != nil {
+		// Which keys this replica has: during a rotation, the way to see
+		// that every replica runs the new config before the rewrap.
+		s.log.Info("encryption at rest: master keys", "master_key", s.keys.id, "previous_master_keys", s.keys.previousIDs)
+	}
 	unknown := map[string][]string{} // master key id -> namespaces
 	err := s.eachLiveKey(ctx, "", func(dk meta.DataKey) error {
-		if s.keys == nil {
-			unknown[dk.MasterKeyID] = append(unknown[dk.MasterKeyID], dk.Namespace)
-		} else if _, err := s.keys.opener(dk); err != nil {
-			unknown[dk.MasterKeyID] = append(unknown[dk.MasterKeyID], dk.Namespace)
+		if s.keys != nil {
+			if _, err := s.keys.opener(dk); err == nil {
+				return nil
+			}
 		}
+		unknown[dk.MasterKeyID] = append(unknown[dk.MasterKeyID], dk.Namespace)
 		return nil
 	})
 	if err != nil {

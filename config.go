@@ -63,6 +63,13 @@ type Config struct {
 	// of the file). Required when any namespace has encryption:
 	// aes-256-gcm. See crypt.go and ADR 0066.
 	MasterKey string `yaml:"master_key"`
+	// PreviousMasterKeys are master keys that wrapped data keys before
+	// MasterKey replaced them: they unwrap the data keys they made, and
+	// never wrap new ones. Keep a key here until RewrapDataKeys (`claimcheck
+	// rewrap-keys`) has moved every data key to MasterKey. In the file a
+	// list; CLAIMCHECK_PREVIOUS_MASTER_KEYS takes them comma-separated.
+	// See crypt.go and ADR 0075.
+	PreviousMasterKeys MasterKeys `yaml:"previous_master_keys"`
 
 	// Clock is the time source (default the wall clock). Tests pass a
 	// *clock.Fake.
@@ -106,6 +113,33 @@ func (d Defaults) MarshalYAML() (any, error) {
 		return false, nil
 	}
 	return d.Policy, nil
+}
+
+// MasterKeys is a list of master keys (base64 of 32 bytes each). In YAML
+// it is a sequence, or one string of keys separated by commas (base64
+// never holds a comma), which is the form an environment variable gives.
+type MasterKeys []string
+
+// UnmarshalYAML accepts a sequence of strings or a comma-separated string.
+func (m *MasterKeys) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*m = nil
+		if n.Tag == "!!null" {
+			return nil
+		}
+		for _, k := range strings.Split(n.Value, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				*m = append(*m, k)
+			}
+		}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: previous_master_keys: want a list of base64 keys or one comma-separated string", n.Line)
+	}
+	*m = list
+	return nil
 }
 
 // WithDefaults fills the unset locations from Data.

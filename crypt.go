@@ -39,6 +39,11 @@ import (
 // objects are NS/BLOBID. Redeem takes the data key from there, so a policy
 // change never makes old objects unreadable.
 //
+// Master key rotation (rewrap.go, ADR 0075): master_key wraps new data
+// keys, previous_master_keys only unwrap; each data key row names the
+// master key that wrapped it, and RewrapDataKeys moves the rows to the
+// current one.
+//
 // Crypto-shredding: DestroyNamespaceKey wipes the wrapped data key. Every
 // object encrypted under it is then unreadable for good; a redeem answers
 // a *GoneError with reason key_destroyed and finishes the claim.
@@ -74,38 +79,91 @@ func MasterKeyID(key []byte) string {
 
 // ParseMasterKey decodes a master key: 32 bytes in standard or URL-safe
 // base64 (with or without padding).
-func ParseMasterKey(s string) ([]byte, error) {
+func ParseMasterKey(s string) ([]byte, error) { return parseKey("master_key", s) }
+
+// parseKey is ParseMasterKey for the setting named field.
+func parseKey(field, s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
 			if len(b) != 32 {
-				return nil, invalidf("master_key: %d bytes, want 32 (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)", len(b))
+				return nil, invalidf("%s: %d bytes, want 32 (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)", field, len(b))
 			}
 			return b, nil
 		}
 	}
-	return nil, invalidf("master_key: not base64; want base64 of 32 random bytes (e.g. `openssl rand -base64 32`)")
+	return nil, invalidf("%s: not base64; want base64 of 32 random bytes (e.g. `openssl rand -base64 32`)", field)
 }
 
-// keyring holds the master key; nil when none is configured.
+// keyring holds the master keys; nil when none is configured. The
+// current one (master_key) wraps every new data key and is what a rewrap
+// moves keys to; the previous ones (previous_master_keys) only unwrap the
+// data keys they made. Each data key row names the master key that
+// wrapped it, so unwrapping picks the key by id and never tries them in
+// turn (ADR 0075).
 type keyring struct {
-	id   string
-	aead cipher.AEAD
+	id          string
+	aead        cipher.AEAD
+	previous    map[string]cipher.AEAD // by master key id
+	previousIDs []string               // in config order, for messages
 }
 
-func newKeyring(master string) (*keyring, error) {
+// newKeyring parses the current and previous master keys. A previous key
+// equal to the current one or to another previous one is refused: it is
+// a mistake in the config (most likely a rotation half done), and the
+// index names the entry.
+func newKeyring(master string, previous []string) (*keyring, error) {
 	if master == "" {
+		if len(previous) > 0 {
+			return nil, invalidf("previous_master_keys: set without master_key; the current master key wraps new data keys and previous ones only unwrap old ones, so master_key is required (CLAIMCHECK_MASTER_KEY)")
+		}
 		return nil, nil
 	}
 	key, err := ParseMasterKey(master)
 	if err != nil {
 		return nil, err
 	}
-	aead, err := gcm(key)
-	if err != nil {
+	k := &keyring{id: MasterKeyID(key), previous: map[string]cipher.AEAD{}}
+	if k.aead, err = gcm(key); err != nil {
 		return nil, err
 	}
-	return &keyring{id: MasterKeyID(key), aead: aead}, nil
+	for i, p := range previous {
+		field := fmt.Sprintf("previous_master_keys[%d]", i)
+		key, err := parseKey(field, p)
+		if err != nil {
+			return nil, err
+		}
+		id := MasterKeyID(key)
+		if id == k.id {
+			return nil, invalidf("%s: the same key as master_key (%s); list only the keys master_key replaced", field, id)
+		}
+		if j := slices.Index(k.previousIDs, id); j >= 0 {
+			return nil, invalidf("%s: the same key as previous_master_keys[%d] (%s)", field, j, id)
+		}
+		if k.previous[id], err = gcm(key); err != nil {
+			return nil, err
+		}
+		k.previousIDs = append(k.previousIDs, id)
+	}
+	return k, nil
+}
+
+// opener returns the master key that wrapped dk. A data key wrapped by a
+// master key that is not configured is ErrUnavailable naming both ids:
+// the remedy is configuration, not a retry.
+func (k *keyring) opener(dk meta.DataKey) (cipher.AEAD, error) {
+	if dk.MasterKeyID == k.id {
+		return k.aead, nil
+	}
+	if a, ok := k.previous[dk.MasterKeyID]; ok {
+		return a, nil
+	}
+	known := "no previous_master_keys"
+	if len(k.previousIDs) > 0 {
+		known = "previous_master_keys " + strings.Join(k.previousIDs, ", ")
+	}
+	return nil, fmt.Errorf("%w: data key %s of namespace %s is wrapped by master key %s, but the configured master_key is %s (%s): add the master key it was made with to previous_master_keys",
+		ErrUnavailable, dk.ID, dk.Namespace, dk.MasterKeyID, k.id, known)
 }
 
 func gcm(key []byte) (cipher.AEAD, error) {
@@ -125,18 +183,18 @@ func (k *keyring) wrap(ns, keyID string, dataKey []byte) []byte {
 }
 
 func (k *keyring) unwrap(dk meta.DataKey) ([]byte, error) {
-	if dk.MasterKeyID != k.id {
-		return nil, fmt.Errorf("%w: data key %s of namespace %s is wrapped by master key %s, but the configured master_key is %s: configure the master key it was made with",
-			ErrUnavailable, dk.ID, dk.Namespace, dk.MasterKeyID, k.id)
+	aead, err := k.opener(dk)
+	if err != nil {
+		return nil, err
 	}
-	n := k.aead.NonceSize()
+	n := aead.NonceSize()
 	if len(dk.Wrapped) < n {
 		return nil, fmt.Errorf("%w: data key %s: wrapped key is %d bytes", ErrChecksumMismatch, dk.ID, len(dk.Wrapped))
 	}
-	key, err := k.aead.Open(nil, dk.Wrapped[:n], dk.Wrapped[n:], wrapAAD(dk.Namespace, dk.ID))
+	key, err := aead.Open(nil, dk.Wrapped[:n], dk.Wrapped[n:], wrapAAD(dk.Namespace, dk.ID))
 	if err != nil {
 		return nil, fmt.Errorf("%w: data key %s of namespace %s does not unwrap with master key %s: it was altered",
-			ErrChecksumMismatch, dk.ID, dk.Namespace, k.id)
+			ErrChecksumMismatch, dk.ID, dk.Namespace, dk.MasterKeyID)
 	}
 	return key, nil
 }
@@ -291,14 +349,14 @@ func (c Config) validateEncryption() error {
 	if defaults != nil && defaults.Encrypted() {
 		need = append(need, "defaults")
 	}
-	if c.MasterKey == "" {
+	if c.MasterKey == "" && len(c.PreviousMasterKeys) == 0 {
 		if len(need) > 0 {
 			return invalidf("master_key: not set, but %s %s encryption aes-256-gcm: set master_key in the config or CLAIMCHECK_MASTER_KEY in the environment (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)",
 				strings.Join(need, ", "), map[bool]string{true: "asks for", false: "ask for"}[len(need) == 1])
 		}
 		return nil
 	}
-	_, err = ParseMasterKey(c.MasterKey)
+	_, err = newKeyring(c.MasterKey, c.PreviousMasterKeys)
 	return err
 }
 

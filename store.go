@@ -62,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
-	if s.keys, err = newKeyring(cfg.MasterKey); err != nil {
+	if s.keys, err = newKeyring(cfg.MasterKey, cfg.PreviousMasterKeys); err != nil {
 		return nil, err
 	}
 	s.tenants = cfg.Tenants
@@ -103,6 +103,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.checkMasterKeys(ctx)
 	s.reads = newReadRecorder(s.meta, s.log)
 	s.registerUsage(reg) // outstanding claims and bytes, read from the database at scrape time (usage.go)
 	cfg.Sweeper.EventRetention = cfg.Events.retention()

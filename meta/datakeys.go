@@ -17,6 +17,25 @@ type DataKey struct {
 	DestroyedAt time.Time // zero while live
 }
 
+// Audit event kinds of data keys, written by the store in the transaction
+// of the change (ADR 0070). Namespace is the key's namespace; Detail names
+// the key (and, for a rewrap, both master keys).
+const (
+	EventKeyDestroyed     = "key_destroyed"      // DestroyDataKey shredded a namespace's key
+	EventDataKeyRewrapped = "data_key_rewrapped" // RewrapDataKey moved a key to another master key
+)
+
+// Rewrap is one compare-and-swap of RewrapDataKey: key ID, wrapped by
+// master key From when it was read, is to be wrapped by master key To.
+// Wrapped is the same data key sealed by To.
+type Rewrap struct {
+	ID      string
+	From    string
+	To      string
+	Wrapped []byte
+	At      time.Time // the event's time
+}
+
 // Destroyed reports whether the key was shredded.
 func (k DataKey) Destroyed() bool { return !k.DestroyedAt.IsZero() }
 
@@ -43,5 +62,23 @@ type DataKeyStore interface {
 	// ends in "."+id stop being dedup candidates. It fails with ErrHeld
 	// and changes nothing when the namespace or any of its claims is on
 	// legal hold, and with ErrNotFound when ns has no live key.
+	//
+	// The key_destroyed event (actor from the context) is written in the
+	// same transaction.
 	DestroyDataKey(ctx context.Context, ns string, now time.Time) (DataKey, error)
+
+	// LiveDataKeys returns up to limit live keys with id > afterID, in id
+	// order: every namespace's when ns is "", else only ns's. Destroyed
+	// keys are never listed. The caller pages on the last id.
+	LiveDataKeys(ctx context.Context, ns, afterID string, limit int) ([]DataKey, error)
+
+	// RewrapDataKey replaces the wrapped form of key r.ID by r.Wrapped and
+	// its master key id by r.To, if the key is live and still wrapped by
+	// r.From: a compare-and-swap, so concurrent rewraps of one key change
+	// it once, and a destroyed key never gets key material back. The
+	// data_key_rewrapped event (actor from the context) is written in the
+	// same transaction. It reports whether it swapped; false (with a nil
+	// error) means the key is destroyed or no longer wrapped by r.From,
+	// and nothing changed. ErrNotFound if there is no key r.ID.
+	RewrapDataKey(ctx context.Context, r Rewrap) (bool, error)
 }

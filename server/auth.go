@@ -70,6 +70,9 @@ var routeRules = map[string]routeRule{
 	"POST /v1/keys":                    {auth.OpKeys, targetNone},
 	"GET /v1/keys":                     {auth.OpKeys, targetNone},
 	"DELETE /v1/keys/{key}":            {auth.OpKeys, targetNone},
+
+	// Master key rotation, one namespace at a time (rewrap.go).
+	"POST /v1/namespaces/{ns}/key/rewrap": {auth.OpAdmin, targetNamespace},
 }
 
 // keyCtx is the context key of the authenticated *auth.Key.

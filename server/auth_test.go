@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,7 +84,8 @@ func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 	b := &authBundle{meta: m, auth: auth.New(m, nil)}
 	b.store, err = claimcheck.Open(ctx, claimcheck.Config{
 		Data: dir, MetaStore: m, Logger: logger,
-		Tenants: map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
+		MasterKey: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)), // for the key rotation route
+		Tenants:   map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
 		Namespaces: map[string]claimcheck.Policy{
 			"a1": {Tenant: "acme", MaxSize: 1 << 20, Threshold: 1},
 			"a2": {Tenant: "acme"},
@@ -231,6 +233,7 @@ func TestIsolationMatrix(t *testing.T) {
 			}{
 				{auth.OpPut, http.MethodPut, "/v1/namespaces/" + ns + "/claims", "x", http.StatusCreated},
 				{auth.OpNamespace, http.MethodGet, "/v1/namespaces/" + ns, "", http.StatusOK},
+				{auth.OpAdmin, http.MethodPost, "/v1/namespaces/" + ns + "/key/rewrap?dry_run=true", "", http.StatusOK},
 			} {
 				wantStatus, wantCode := op.ok, ""
 				switch {

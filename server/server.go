@@ -125,6 +125,7 @@ func New(cfg Config) *Server {
 	s.handle("PUT /v1/namespaces/{ns}/hold", s.setNamespaceHold)      // legal holds
 	s.handle("DELETE /v1/namespaces/{ns}/hold", s.clearNamespaceHold) // legal holds
 	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey) // crypto-shredding (holds.go)
+	s.handle("POST /v1/namespaces/{ns}/key/rewrap", s.rewrapNamespaceKey)
 	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
 	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
 	s.handle("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential: no key, per-address limits

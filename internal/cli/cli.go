@@ -107,6 +107,7 @@ Then store and fetch payloads through it:
 		newKeysCmd(env),
 		newHoldCmd(env),
 		newDestroyKeyCmd(env),
+		newRewrapKeysCmd(env),
 		newNsCmd(env),
 		newDLQCmd(env),
 	)

@@ -3,6 +3,9 @@ package metatest
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +23,8 @@ var dataKeyTests = []struct {
 	{"DataKeyCreateConcurrent", testDataKeyCreateConcurrent},
 	{"DataKeyDestroyRefusedUnderHold", testDataKeyDestroyRefusedUnderHold},
 	{"DataKeyEndsDedupOfOlderBlobs", testDataKeyEndsDedupOfOlderBlobs},
+	{"DataKeyListAndRewrap", testDataKeyListAndRewrap},
+	{"DataKeyRewrapConcurrent", testDataKeyRewrapConcurrent},
 }
 
 func newDataKey(ns string, at time.Time) meta.DataKey {
@@ -169,5 +174,153 @@ func testDataKeyEndsDedupOfOlderBlobs(t *testing.T, h *harness) {
 	}
 	if res := h.put(sealed); res.DedupHit {
 		t.Fatal("a commit shared a blob whose data key is destroyed")
+	}
+}
+
+// namespaceEventKinds returns kind/actor/detail of a namespace's events
+// of the given kinds.
+func (h *harness) namespaceEventKinds(ns string, kinds ...string) []string {
+	h.t.Helper()
+	es, err := h.s.NamespaceEvents(h.ctx(), ns, time.Time{}, 0, 100)
+	if err != nil {
+		h.t.Fatalf("NamespaceEvents(%s): %v", ns, err)
+	}
+	var out []string
+	for _, e := range es {
+		if slices.Contains(kinds, e.Kind) {
+			out = append(out, e.Kind+"/"+e.Actor+"/"+e.Detail)
+		}
+	}
+	return out
+}
+
+// testDataKeyListAndRewrap: LiveDataKeys pages over live keys only, and
+// RewrapDataKey is a compare-and-swap on the master key id that never
+// touches a destroyed key; both changes are in the audit trail.
+func testDataKeyListAndRewrap(t *testing.T, h *harness) {
+	ctx := meta.WithActor(h.ctx(), "admin-key")
+	var live []meta.DataKey
+	for _, ns := range []string{"a", "b", "c"} {
+		k, err := h.s.CreateDataKey(ctx, newDataKey(ns, h.now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, k)
+	}
+	gone, err := h.s.CreateDataKey(ctx, newDataKey("shred", h.now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.DestroyDataKey(ctx, "shred", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, "destroy", h.namespaceEventKinds("shred", meta.EventKeyDestroyed),
+		meta.EventKeyDestroyed+"/admin-key/key "+gone.ID)
+
+	// Paging in id order, destroyed keys left out.
+	slices.SortFunc(live, func(x, y meta.DataKey) int { return strings.Compare(x.ID, y.ID) })
+	var paged []string
+	for after := ""; ; {
+		page, err := h.s.LiveDataKeys(h.ctx(), "", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range page {
+			paged = append(paged, k.ID)
+			if k.Destroyed() || len(k.Wrapped) == 0 || k.MasterKeyID != "mk_test" {
+				t.Errorf("LiveDataKeys listed %+v", k)
+			}
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if want := []string{live[0].ID, live[1].ID, live[2].ID}; !slices.Equal(paged, want) {
+		t.Fatalf("LiveDataKeys pages: %v, want %v", paged, want)
+	}
+	if page, err := h.s.LiveDataKeys(h.ctx(), "b", "", 10); err != nil || len(page) != 1 || page[0].Namespace != "b" {
+		t.Fatalf("LiveDataKeys(b) = %+v, %v", page, err)
+	}
+	if page, err := h.s.LiveDataKeys(h.ctx(), "shred", "", 10); err != nil || len(page) != 0 {
+		t.Fatalf("LiveDataKeys of a namespace whose key is destroyed = %+v, %v", page, err)
+	}
+
+	// The swap, once.
+	k := live[0]
+	h.clock.Advance(time.Second)
+	r := meta.Rewrap{ID: k.ID, From: "mk_test", To: "mk_new", Wrapped: []byte("wrapped by new"), At: h.now()}
+	if ok, err := h.s.RewrapDataKey(ctx, r); err != nil || !ok {
+		t.Fatalf("RewrapDataKey = %v, %v; want a swap", ok, err)
+	}
+	got, err := h.s.DataKey(h.ctx(), k.ID)
+	if err != nil || got.MasterKeyID != "mk_new" || string(got.Wrapped) != "wrapped by new" || got.Namespace != k.Namespace || !got.CreatedAt.Equal(k.CreatedAt) {
+		t.Fatalf("DataKey after the rewrap = %+v, %v", got, err)
+	}
+	again := r
+	again.Wrapped = []byte("a second wrapping")
+	if ok, err := h.s.RewrapDataKey(ctx, again); err != nil || ok {
+		t.Fatalf("RewrapDataKey from a master key the row no longer has = %v, %v; want no swap", ok, err)
+	}
+	if got, _ := h.s.DataKey(h.ctx(), k.ID); string(got.Wrapped) != "wrapped by new" {
+		t.Fatalf("a failed compare-and-swap changed the row: %+v", got)
+	}
+	wantEvents(t, "rewrap", h.namespaceEventKinds(k.Namespace, meta.EventDataKeyRewrapped),
+		meta.EventDataKeyRewrapped+"/admin-key/key "+k.ID+": master key mk_test -> mk_new")
+
+	// A destroyed key never gets key material back.
+	if ok, err := h.s.RewrapDataKey(ctx, meta.Rewrap{ID: gone.ID, From: "mk_test", To: "mk_new", Wrapped: []byte("x"), At: h.now()}); err != nil || ok {
+		t.Fatalf("RewrapDataKey of a destroyed key = %v, %v; want no swap", ok, err)
+	}
+	if got, _ := h.s.DataKey(h.ctx(), gone.ID); !got.Destroyed() || len(got.Wrapped) != 0 || got.MasterKeyID != "mk_test" {
+		t.Fatalf("destroyed key after a rewrap attempt: %+v", got)
+	}
+	if n := len(h.namespaceEventKinds("shred", meta.EventDataKeyRewrapped)); n != 0 {
+		t.Fatalf("%d rewrap events for a destroyed key", n)
+	}
+	if _, err := h.s.RewrapDataKey(ctx, meta.Rewrap{ID: "dk_nope", From: "mk_test", To: "mk_new", Wrapped: []byte("x"), At: h.now()}); !isNotFound(err) {
+		t.Fatalf("RewrapDataKey(unknown): %v, want ErrNotFound", err)
+	}
+}
+
+// testDataKeyRewrapConcurrent: rewraps of one key racing each other (as
+// replicas running a rotation at once) swap it exactly once, and the row
+// holds the winner's wrapping.
+func testDataKeyRewrapConcurrent(t *testing.T, h *harness) {
+	k, err := h.s.CreateDataKey(h.ctx(), newDataKey("ns", h.now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	won := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ok, err := h.s.RewrapDataKey(h.ctx(), meta.Rewrap{ID: k.ID, From: "mk_test", To: "mk_new",
+				Wrapped: fmt.Appendf(nil, "wrapping %d", i), At: h.now()})
+			if err != nil {
+				t.Errorf("RewrapDataKey: %v", err)
+			}
+			won[i] = ok
+		})
+	}
+	wg.Wait()
+	winners := 0
+	var winner int
+	for i, ok := range won {
+		if ok {
+			winners++
+			winner = i
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d concurrent rewraps swapped, want exactly 1", winners)
+	}
+	got, err := h.s.DataKey(h.ctx(), k.ID)
+	if err != nil || got.MasterKeyID != "mk_new" || string(got.Wrapped) != fmt.Sprintf("wrapping %d", winner) {
+		t.Fatalf("DataKey = %+v, %v; want the winner's wrapping", got, err)
+	}
+	if n := len(h.namespaceEventKinds("ns", meta.EventDataKeyRewrapped)); n != 1 {
+		t.Fatalf("%d rewrap events, want 1", n)
 	}
 }

@@ -154,10 +154,80 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 			return err
 		}
 		k.Wrapped, k.DestroyedAt = nil, now.UTC()
-		return nil
+		return q.appendEvents([]meta.Event{{At: now, Kind: meta.EventKeyDestroyed, Namespace: ns,
+			Actor: meta.ActorFrom(q.ctx), Detail: "key " + k.ID}})
 	})
 	if err != nil {
 		return meta.DataKey{}, fmt.Errorf("sqlmeta: destroy data key of %s: %w", ns, err)
 	}
 	return k, nil
+}
+
+// LiveDataKeys returns a page of live keys; see meta.DataKeyStore.
+func (s *Store) LiveDataKeys(ctx context.Context, ns, afterID string, limit int) ([]meta.DataKey, error) {
+	var out []meta.DataKey
+	err := s.read(ctx, func(q *txq) error {
+		query := `SELECT ` + dataKeyColumns + ` FROM data_keys WHERE destroyed_at IS NULL AND id > ?`
+		args := []any{afterID}
+		if ns != "" {
+			query += ` AND namespace = ?`
+			args = append(args, ns)
+		}
+		rows, err := q.query(query+` ORDER BY id LIMIT ?`, append(args, limit)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			k, err := scanDataKey(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: live data keys: %w", err)
+	}
+	return out, nil
+}
+
+// RewrapDataKey is the compare-and-swap of a master key rotation; see
+// meta.DataKeyStore.
+func (s *Store) RewrapDataKey(ctx context.Context, r meta.Rewrap) (bool, error) {
+	if r.ID == "" || r.From == "" || r.To == "" || len(r.Wrapped) == 0 {
+		return false, fmt.Errorf("sqlmeta: rewrap data key: id, both master key ids and the wrapped key are required")
+	}
+	var swapped bool
+	err := s.write(ctx, func(q *txq) error {
+		swapped = false // the transaction may run again
+		// Only the master key id is compared, not the wrapped bytes: every
+		// wrapping by r.To of the same data key is as good as another, and
+		// comparing the id is what makes a rewrap that lost the race to
+		// another one change nothing (and count nothing). destroyed_at IS
+		// NULL keeps a shredded key's tombstone without key material.
+		var ns string
+		err := q.queryRow(`UPDATE data_keys SET master_key_id = ?, wrapped = ?
+			WHERE id = ? AND master_key_id = ? AND destroyed_at IS NULL RETURNING namespace`,
+			r.To, base64.StdEncoding.EncodeToString(r.Wrapped), r.ID, r.From).Scan(&ns)
+		if errors.Is(err, sql.ErrNoRows) {
+			var one int
+			err := q.queryRow(`SELECT 1 FROM data_keys WHERE id = ?`, r.ID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("data key %s: %w", r.ID, meta.ErrNotFound)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		swapped = true
+		return q.appendEvents([]meta.Event{{At: r.At, Kind: meta.EventDataKeyRewrapped, Namespace: ns,
+			Actor: meta.ActorFrom(q.ctx), Detail: fmt.Sprintf("key %s: master key %s -> %s", r.ID, r.From, r.To)}})
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlmeta: rewrap data key %s: %w", r.ID, err)
+	}
+	return swapped, nil
 }

@@ -21,7 +21,7 @@ type DataKey struct {
 // of the change (ADR 0070). Namespace is the key's namespace; Detail names
 // the key (and, for a rewrap, both master keys).
 const (
-	EventKeyDestroyed     = "key_destroyed"      // DestroyDataKey shredded a namespace's key
+	EventDataKeyDestroyed = "data_key_destroyed" // DestroyDataKey shredded a namespace's key
 	EventDataKeyRewrapped = "data_key_rewrapped" // RewrapDataKey moved a key to another master key
 )
 

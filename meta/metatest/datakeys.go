@@ -214,8 +214,8 @@ func testDataKeyListAndRewrap(t *testing.T, h *harness) {
 	if _, err := h.s.DestroyDataKey(ctx, "shred", h.now()); err != nil {
 		t.Fatal(err)
 	}
-	wantEvents(t, "destroy", h.namespaceEventKinds("shred", meta.EventKeyDestroyed),
-		meta.EventKeyDestroyed+"/admin-key/key "+gone.ID)
+	wantEvents(t, "destroy", h.namespaceEventKinds("shred", meta.EventDataKeyDestroyed),
+		meta.EventDataKeyDestroyed+"/admin-key/key "+gone.ID)
 
 	// Paging in id order, destroyed keys left out.
 	slices.SortFunc(live, func(x, y meta.DataKey) int { return strings.Compare(x.ID, y.ID) })

@@ -154,7 +154,7 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 			return err
 		}
 		k.Wrapped, k.DestroyedAt = nil, now.UTC()
-		return q.appendEvents([]meta.Event{{At: now, Kind: meta.EventKeyDestroyed, Namespace: ns,
+		return q.appendEvents([]meta.Event{{At: now, Kind: meta.EventDataKeyDestroyed, Namespace: ns,
 			Actor: meta.ActorFrom(q.ctx), Detail: "key " + k.ID}})
 	})
 	if err != nil {

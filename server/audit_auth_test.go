@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,6 +74,97 @@ func TestAuditActorsOverHTTP(t *testing.T) {
 	} {
 		resp, body := b.do(t, tc.token, http.MethodGet, tc.path, nil)
 		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s: %s %s, want %d", tc.path, resp.Status, body, tc.want)
+		}
+	}
+}
+
+// TestAdminEventsOverHTTP: holds and keys changed over HTTP are in the
+// audit trail with the admin key that changed them: claim holds in the
+// claim's and the namespace's events, namespace holds in the namespace's,
+// keys in the tenant's (GET /v1/events), which only the tenant's own
+// admin keys may read.
+func TestAdminEventsOverHTTP(t *testing.T) {
+	b := setupAuth(t, server.Limits{})
+	admin := b.key(t, "acme", auth.RoleAdmin, "")
+	consumer := b.key(t, "acme", auth.RoleConsumer, "")
+	other := b.key(t, "beta", auth.RoleAdmin, "")
+	adminID, _, _ := auth.ParseToken(admin)
+	ref := b.claim(t, "a1")
+	mustDo := func(method, path, body string, want int) []byte {
+		t.Helper()
+		var r io.Reader
+		if body != "" {
+			r = strings.NewReader(body)
+		}
+		resp, data := b.do(t, admin, method, path, r)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %s %s, want %d", method, path, resp.Status, data, want)
+		}
+		return data
+	}
+	mustDo(http.MethodPut, "/v1/claims/"+ref.ID+"/hold", `{"reason":"case 42"}`, http.StatusNoContent)
+	mustDo(http.MethodDelete, "/v1/claims/"+ref.ID+"/hold", "", http.StatusNoContent)
+	mustDo(http.MethodDelete, "/v1/claims/"+ref.ID+"/hold", "", http.StatusNoContent) // not set: logs nothing
+	mustDo(http.MethodPut, "/v1/namespaces/a1/hold", `{"reason":"audit 7"}`, http.StatusNoContent)
+	mustDo(http.MethodDelete, "/v1/namespaces/a1/hold", "", http.StatusNoContent)
+	var created api.CreatedKey
+	if err := json.Unmarshal(mustDo(http.MethodPost, "/v1/keys", `{"role":"producer","namespace":"a2"}`, http.StatusCreated), &created); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(http.MethodDelete, "/v1/keys/"+created.ID, "", http.StatusOK)
+	mustDo(http.MethodDelete, "/v1/keys/"+created.ID, "", http.StatusOK) // revoked already: logs nothing
+
+	// events reads a page and keeps the events the admin key caused.
+	events := func(token, path string) []string {
+		t.Helper()
+		resp, body := b.do(t, token, http.MethodGet, path, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %s", path, resp.Status, body)
+		}
+		var page api.EventsPage
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range page.Events {
+			if e.Actor == adminID {
+				out = append(out, e.Kind+"/"+e.Reason+"/"+e.Detail+"/"+e.Tenant)
+			}
+		}
+		return out
+	}
+	keyDetail := "key " + created.ID + "; tenant acme; role producer"
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{"/v1/claims/" + ref.ID + "/events", []string{"hold_set/claim/case 42/", "hold_cleared/claim/case 42/"}},
+		{"/v1/namespaces/a1/events", []string{"hold_set/claim/case 42/", "hold_cleared/claim/case 42/",
+			"hold_set/namespace/audit 7/", "hold_cleared/namespace/audit 7/"}},
+		{"/v1/namespaces/a2/events", []string{"key_created//" + keyDetail + "/acme", "key_revoked//" + keyDetail + "/acme"}},
+		{"/v1/events", []string{"key_created//" + keyDetail + "/acme", "key_revoked//" + keyDetail + "/acme"}},
+		{"/v1/events?tenant=acme", []string{"key_created//" + keyDetail + "/acme", "key_revoked//" + keyDetail + "/acme"}},
+	} {
+		if got := events(admin, tc.path); strings.Join(got, " | ") != strings.Join(tc.want, " | ") {
+			t.Errorf("GET %s: events %q, want %q", tc.path, got, tc.want)
+		}
+	}
+	// Another tenant's admin sees none of it; naming acme is not_found,
+	// and a consumer key may not read events at all.
+	if got := events(other, "/v1/events"); len(got) != 0 {
+		t.Errorf("beta's events hold acme's: %q", got)
+	}
+	for _, tc := range []struct {
+		token, path string
+		want        int
+	}{
+		{other, "/v1/events?tenant=acme", http.StatusNotFound},
+		{consumer, "/v1/events", http.StatusForbidden},
+		{admin, "/v1/events?tenant=Bad!", http.StatusNotFound},
+		{admin, "/v1/events?tenants=acme", http.StatusBadRequest},
+	} {
+		if resp, body := b.do(t, tc.token, http.MethodGet, tc.path, nil); resp.StatusCode != tc.want {
 			t.Errorf("GET %s: %s %s, want %d", tc.path, resp.Status, body, tc.want)
 		}
 	}

@@ -61,6 +61,7 @@ var routeRules = map[string]routeRule{
 	"POST /v1/claims/{id}/release":     {auth.OpRelease, targetClaim},
 	"DELETE /v1/claims/{id}":           {auth.OpDelete, targetClaim},
 	"GET /v1/claims/{id}/events":       {auth.OpAdmin, targetClaim},
+	"GET /v1/events":                   {auth.OpAdmin, targetNone}, // the key's own tenant only (events.go)
 	"POST /v1/namespaces/{ns}/uploads": {auth.OpPut, targetNamespace},
 	"POST /v1/keys":                    {auth.OpKeys, targetNone},
 	"GET /v1/keys":                     {auth.OpKeys, targetNone},

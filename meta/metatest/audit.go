@@ -320,9 +320,9 @@ func testAuditHolds(t *testing.T, h *harness) {
 }
 
 // testAuditKeys: creating and revoking an API key are logged with their
-// actor and the key's id, tenant and role, never its hash; a key limited
-// to a namespace logs into that namespace's events. A repeated revoke
-// logs nothing.
+// actor and the key's id, tenant and role, never its hash, under the
+// key's tenant (TenantEvents) and, for a key limited to a namespace, that
+// namespace too. A repeated revoke logs nothing.
 func testAuditKeys(t *testing.T, h *harness) {
 	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
 	scoped := meta.APIKey{ID: "k1", Tenant: "acme", Role: "producer", Namespace: "orders", Hash: "hash-k1", CreatedAt: h.now()}
@@ -358,4 +358,36 @@ func testAuditKeys(t *testing.T, h *harness) {
 			t.Errorf("key event %+v names a hash, a claim or a blob", e)
 		}
 	}
+
+	// The tenant's events have both keys, whatever their scope; another
+	// tenant's have none of them.
+	tenantEvents := func(tenant string, since time.Time) []string {
+		t.Helper()
+		es, err := h.s.TenantEvents(h.ctx(), tenant, since, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			if e.Tenant != tenant {
+				t.Errorf("TenantEvents(%s): event %+v of another tenant", tenant, e)
+			}
+			out = append(out, eventString(e)+"@"+e.Namespace)
+		}
+		return out
+	}
+	wantEvents(t, "tenant acme", tenantEvents("acme", time.Time{}),
+		"key_created/boot/key k1; tenant acme; role producer@orders",
+		"key_created/boot/key k2; tenant acme; role admin@",
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
+	wantEvents(t, "tenant acme since the revokes", tenantEvents("acme", h.now()),
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
+	wantEvents(t, "tenant beta", tenantEvents("beta", time.Time{}))
+	// Claim events carry no tenant: they are read per namespace.
+	h.put(put{})
+	wantEvents(t, "tenant acme after a put", tenantEvents("acme", h.now()),
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
 }

@@ -29,7 +29,7 @@ func scanKey(sc interface{ Scan(...any) error }) (meta.APIKey, error) {
 // logKey appends the audit event of creating or revoking key k (see
 // meta.EventKeyCreated) in the transaction that does it.
 func (q *txq) logKey(kind string, k meta.APIKey, at time.Time) error {
-	return q.appendEvents([]meta.Event{{At: at, Kind: kind, Namespace: k.Namespace,
+	return q.appendEvents([]meta.Event{{At: at, Kind: kind, Namespace: k.Namespace, Tenant: k.Tenant,
 		Actor: meta.ActorFrom(q.ctx), Detail: meta.KeyEventDetail(k)}})
 }
 

@@ -88,6 +88,7 @@ func TestAdminEventsOverHTTP(t *testing.T) {
 	b := setupAuth(t, server.Limits{})
 	admin := b.key(t, "acme", auth.RoleAdmin, "")
 	consumer := b.key(t, "acme", auth.RoleConsumer, "")
+	limitedAdmin := b.key(t, "acme", auth.RoleAdmin, "a1")
 	other := b.key(t, "beta", auth.RoleAdmin, "")
 	adminID, _, _ := auth.ParseToken(admin)
 	ref := b.claim(t, "a1")
@@ -161,6 +162,7 @@ func TestAdminEventsOverHTTP(t *testing.T) {
 	}{
 		{other, "/v1/events?tenant=acme", http.StatusNotFound},
 		{consumer, "/v1/events", http.StatusForbidden},
+		{limitedAdmin, "/v1/events", http.StatusForbidden}, // would show the other namespaces' keys
 		{admin, "/v1/events?tenant=Bad!", http.StatusNotFound},
 		{admin, "/v1/events?tenants=acme", http.StatusBadRequest},
 	} {

@@ -149,10 +149,11 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 			return notFound
 		}
 	case targetNone:
-		// Key administration is for tenant-wide admins: a key limited to
-		// one namespace could otherwise mint a key without that limit.
+		// Key administration and the tenant's events are for tenant-wide
+		// admins: a key limited to one namespace could otherwise mint a
+		// key without that limit, or read the other namespaces' keys.
 		if key.Namespace != "" {
-			return fmt.Errorf("%w: key %s is limited to namespace %s; managing keys needs a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
+			return fmt.Errorf("%w: key %s is limited to namespace %s; keys and the tenant's events need a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
 		}
 	}
 	return nil

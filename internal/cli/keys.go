@@ -37,7 +37,9 @@ A key belongs to a tenant, has one role and may be limited to one namespace:
   producer  put, stat, release, delete
   consumer  redeem, stat, release
   admin     everything in its tenant, including keys (over HTTP: /v1/keys)
-The token is printed once and stored only as a hash: keep it.`,
+The token is printed once and stored only as a hash: keep it. Creating and
+revoking are key_created and key_revoked events of the audit trail, with
+the actor cli:$USER (read them with claimcheck events --tenant T).`,
 	}
 	cmd.AddCommand(newKeysCreateCmd(env), newKeysLsCmd(env), newKeysRevokeCmd(env))
 	return cmd

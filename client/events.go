@@ -41,7 +41,8 @@ func (c *Client) NamespaceEvents(ctx context.Context, ns string, q claimcheck.Ev
 
 // TenantEvents returns a page of a tenant's administrative events (API
 // keys, failed authentications); see claimcheck.Auditor. With an API key,
-// tenant must be the key's own, or "" for it.
+// tenant must be the key's own, or "" for it; without one, "" is the
+// server's default tenant.
 func (c *Client) TenantEvents(ctx context.Context, tenant string, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
 	if tenant != "" {
 		if err := claimcheck.ValidateTenant(tenant); err != nil {

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -169,5 +172,39 @@ func TestAdminEventsOverHTTP(t *testing.T) {
 		if resp, body := b.do(t, tc.token, http.MethodGet, tc.path, nil); resp.StatusCode != tc.want {
 			t.Errorf("GET %s: %s %s, want %d", tc.path, resp.Status, body, tc.want)
 		}
+	}
+}
+
+// TestTenantEventsWithoutAuth: without auth, GET /v1/events reads the
+// tenant named by ?tenant=, the default tenant when none is named, through
+// the Go client as through plain HTTP.
+func TestTenantEventsWithoutAuth(t *testing.T) {
+	b := setup(t)
+	keys := auth.New(b.meta, nil)
+	ctx := claimcheck.WithActor(context.Background(), "cli:ops")
+	for _, tenant := range []string{claimcheck.DefaultTenant, "acme"} {
+		if _, _, err := keys.Create(ctx, auth.CreateParams{Tenant: tenant, Role: auth.RoleAdmin}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(b.http.URL, client.WithHTTPClient(b.http.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"", "acme"} {
+		es, err := c.TenantEvents(context.Background(), tenant, claimcheck.EventQuery{})
+		want := tenant
+		if want == "" {
+			want = claimcheck.DefaultTenant
+		}
+		if err != nil || len(es) != 1 || es[0].Kind != "key_created" || es[0].Tenant != want || es[0].Actor != "cli:ops" {
+			t.Errorf("TenantEvents(%q) = %+v, %v; want the key_created of tenant %s", tenant, es, err, want)
+		}
+	}
+	if _, err := c.TenantEvents(context.Background(), "Bad!", claimcheck.EventQuery{}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+		t.Errorf("TenantEvents(Bad!) = %v, want invalid_argument", err)
+	}
+	if resp, body := b.do(t, http.MethodGet, "/v1/events?tenant=Bad!", nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /v1/events?tenant=Bad!: %s %s, want 400", resp.Status, body)
 	}
 }

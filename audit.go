@@ -9,15 +9,20 @@ import (
 )
 
 // Event is one entry of the audit trail: a lifecycle change of a claim
-// (created, redeemed, released, expired, deleted, reaped), a finding of
-// the garbage collector, or a failed authentication, with the actor that
-// caused it (an API key id, "sweeper" for due work the store did by
-// itself, "" when unknown) and, for finished claims, the reason.
+// (created, redeemed, released, expired, deleted, reaped), a legal hold
+// set or lifted, an API key created or revoked, a finding of the garbage
+// collector, or a failed authentication, with the actor that caused it
+// (an API key id, "sweeper" for due work the store did by itself, "cli"
+// for the offline commands, "" when unknown) and, for finished claims,
+// the reason. Events of a claim or a namespace carry the namespace; the
+// administrative events of a tenant (keys, failed authentications with
+// one of its keys) carry the tenant.
 type Event struct {
 	Seq       int64     `json:"seq"`
 	At        time.Time `json:"at"`
 	Kind      string    `json:"kind"`
 	Namespace string    `json:"ns,omitempty"`
+	Tenant    string    `json:"tenant,omitempty"`
 	ClaimID   string    `json:"claim_id,omitempty"`
 	BlobID    string    `json:"blob_id,omitempty"`
 	Actor     string    `json:"actor,omitempty"`
@@ -63,6 +68,11 @@ type Auditor interface {
 	ClaimEvents(ctx context.Context, ref Ref, q EventQuery) ([]Event, error)
 	// NamespaceEvents returns a page of the events of namespace ns.
 	NamespaceEvents(ctx context.Context, ns string, q EventQuery) ([]Event, error)
+	// TenantEvents returns a page of the administrative events of tenant:
+	// API keys created and revoked (namespace-scoped or not), and failed
+	// authentications with one of its keys. Claim and hold events are
+	// read per namespace.
+	TenantEvents(ctx context.Context, tenant string, q EventQuery) ([]Event, error)
 }
 
 var _ Auditor = (*Store)(nil)
@@ -142,13 +152,30 @@ func (s *Store) NamespaceEvents(ctx context.Context, ns string, q EventQuery) ([
 	return publicEvents(es, time.Time{}), nil
 }
 
+// TenantEvents returns a page of a tenant's administrative events; see
+// Auditor.
+func (s *Store) TenantEvents(ctx context.Context, tenant string, q EventQuery) ([]Event, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	limit, err := q.limit()
+	if err != nil {
+		return nil, fmt.Errorf("events of tenant %s: %w", tenant, err)
+	}
+	es, err := s.meta.TenantEvents(ctx, tenant, q.Since, q.After, limit)
+	if err != nil {
+		return nil, metaErr("events of tenant "+tenant, err)
+	}
+	return publicEvents(es, time.Time{}), nil
+}
+
 func publicEvents(es []meta.Event, since time.Time) []Event {
 	out := make([]Event, 0, len(es))
 	for _, e := range es {
 		if e.At.Before(since) {
 			continue
 		}
-		out = append(out, Event{Seq: e.Seq, At: e.At, Kind: e.Kind, Namespace: e.Namespace, ClaimID: e.ClaimID,
+		out = append(out, Event{Seq: e.Seq, At: e.At, Kind: e.Kind, Namespace: e.Namespace, Tenant: e.Tenant, ClaimID: e.ClaimID,
 			BlobID: e.BlobID, Actor: e.Actor, Reason: e.Reason, Detail: e.Detail})
 	}
 	return out

@@ -16,8 +16,8 @@ var ErrHeld = errors.New("held")
 
 // Hold scopes.
 const (
-	HoldScopeClaim     = "claim"
-	HoldScopeNamespace = "namespace"
+	HoldScopeClaim     = meta.HoldScopeClaim
+	HoldScopeNamespace = meta.HoldScopeNamespace
 )
 
 // maxHoldReason bounds a hold's reason (a case number, a ticket link).

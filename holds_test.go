@@ -3,6 +3,7 @@ package claimcheck_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,4 +147,54 @@ func TestHoldErrors(t *testing.T) {
 	if h, err := b.store.NamespaceHold(ctx, "keep"); err != nil || h != nil {
 		t.Fatalf("NamespaceHold without a hold = %+v, %v", h, err)
 	}
+}
+
+// TestHoldAuditEvents: setting and lifting holds through the Store leave
+// hold_set and hold_cleared events with the acting key, the scope as the
+// reason and the hold's reason as the detail (ADR 0070). A set that
+// repeats the reason and a lift of a hold that is not set change nothing
+// and log nothing.
+func TestHoldAuditEvents(t *testing.T) {
+	b := setup(t, lifecycleNamespaces)
+	as := func(actor string) context.Context { return claimcheck.WithActor(context.Background(), actor) }
+	holdEvents := func(ns string) []string {
+		t.Helper()
+		es, err := b.store.NamespaceEvents(context.Background(), ns, claimcheck.EventQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range eventStrings(es) {
+			if strings.HasPrefix(e, "hold_") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	ref := b.put(t, "keep", jsonDoc(1024))
+	steps := []struct {
+		what string
+		err  error
+	}{
+		{"set", b.store.SetHold(as("key-legal"), ref, "case 42")},
+		{"set again", b.store.SetHold(as("key-legal2"), ref, "case 42")},
+		{"new reason", b.store.SetHold(as("key-legal2"), ref, "case 43")},
+		{"lift", b.store.ClearHold(as("key-admin"), ref)},
+		{"lift again", b.store.ClearHold(as("key-admin2"), ref)},
+		{"namespace set", b.store.SetNamespaceHold(as("key-legal"), "keep", "audit 7")},
+		{"namespace lift", b.store.ClearNamespaceHold(as("key-admin"), "keep")},
+		{"namespace lift again", b.store.ClearNamespaceHold(as("key-admin2"), "keep")},
+		{"lift of a namespace never held", b.store.ClearNamespaceHold(as("key-admin"), "dar")},
+	}
+	for _, s := range steps {
+		if s.err != nil {
+			t.Fatalf("%s: %v", s.what, s.err)
+		}
+	}
+	wantEventList(t, "claim", b.events(t, ref), "created/",
+		"hold_set/key-legal/claim/case 42", "hold_set/key-legal2/claim/case 43", "hold_cleared/key-admin/claim/case 43")
+	wantEventList(t, "namespace keep", holdEvents("keep"),
+		"hold_set/key-legal/claim/case 42", "hold_set/key-legal2/claim/case 43", "hold_cleared/key-admin/claim/case 43",
+		"hold_set/key-legal/namespace/audit 7", "hold_cleared/key-admin/namespace/audit 7")
+	wantEventList(t, "namespace dar", holdEvents("dar"))
 }

@@ -224,23 +224,23 @@ func ParseToken(token string) (id, secret string, ok bool) {
 func (s *Service) Authenticate(ctx context.Context, token, remote string) (Key, error) {
 	id, secret, ok := ParseToken(token)
 	if !ok {
-		s.recordFailure(ctx, "", remote, "malformed token")
+		s.recordFailure(ctx, "", "", remote, "malformed token")
 		return Key{}, fmt.Errorf("%w: the API key is malformed (want %s…)", claimcheck.ErrUnauthenticated, TokenPrefix)
 	}
 	m, err := s.keys.Key(ctx, id)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
-		s.recordFailure(ctx, id, remote, "unknown key")
+		s.recordFailure(ctx, id, "", remote, "unknown key")
 		return Key{}, fmt.Errorf("%w: the API key is not valid", claimcheck.ErrUnauthenticated)
 	case err != nil:
 		return Key{}, fmt.Errorf("%w: checking the API key: %w", claimcheck.ErrUnavailable, err)
 	}
 	if subtle.ConstantTimeCompare([]byte(hashSecret(secret)), []byte(m.Hash)) != 1 {
-		s.recordFailure(ctx, id, remote, "wrong secret")
+		s.recordFailure(ctx, id, m.Tenant, remote, "wrong secret")
 		return Key{}, fmt.Errorf("%w: the API key is not valid", claimcheck.ErrUnauthenticated)
 	}
 	if m.Revoked() {
-		s.recordFailure(ctx, id, remote, "revoked key")
+		s.recordFailure(ctx, id, m.Tenant, remote, "revoked key")
 		return Key{}, fmt.Errorf("%w: the API key %s was revoked", claimcheck.ErrUnauthenticated, id)
 	}
 	return keyOf(m), nil
@@ -248,8 +248,11 @@ func (s *Service) Authenticate(ctx context.Context, token, remote string) (Key, 
 
 // recordFailure writes an auth_failed event unless the sampler says too
 // many were written lately; then it only counts. Failing to write is
-// not the request's problem: the answer is 401 either way.
-func (s *Service) recordFailure(ctx context.Context, id, remote, why string) {
+// not the request's problem: the answer is 401 either way. tenant is the
+// tenant of the key the token named, when that key exists: the event is
+// then one of the tenant's (TenantEvents), so its admins see attempts on
+// their keys.
+func (s *Service) recordFailure(ctx context.Context, id, tenant, remote, why string) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	if !s.sampler.AllowN(now, 1) {
@@ -272,7 +275,7 @@ func (s *Service) recordFailure(ctx context.Context, id, remote, why string) {
 	}
 	// Actor is the key the token claimed to be: unverified, but what an
 	// auditor searching a key's history wants to find.
-	_ = s.events.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Actor: id, Detail: detail}})
+	_ = s.events.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Actor: id, Tenant: tenant, Detail: detail}})
 }
 
 // List returns the keys of tenant ("" = every tenant), revoked included.

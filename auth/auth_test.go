@@ -149,6 +149,65 @@ func TestFailureEventsSampled(t *testing.T) {
 	}
 }
 
+// TestKeyEvents: creating and revoking keys are in the tenant's audit
+// trail with the acting key, never the secret or its hash; a failed
+// authentication with an existing key is filed under that key's tenant,
+// one with an unknown key under none.
+func TestKeyEvents(t *testing.T) {
+	s, m, clk := setup(t)
+	boot := claimcheck.WithActor(t.Context(), "cli:ops")
+	k, token, err := s.Create(boot, auth.CreateParams{Tenant: "acme", Role: auth.RoleProducer, Namespace: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := s.Create(boot, auth.CreateParams{Tenant: "acme", Role: auth.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	for range 2 { // the second revoke changes nothing and logs nothing
+		if _, err := s.Revoke(claimcheck.WithActor(t.Context(), admin.ID), k.ID, "acme"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Authenticate(t.Context(), token, "10.0.0.1:4242") // revoked
+	s.Authenticate(t.Context(), auth.TokenPrefix+strings.Repeat("a", 16)+"_"+strings.Repeat("b", 43), "")
+
+	es, err := m.TenantEvents(t.Context(), "acme", time.Time{}, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := m.Key(t.Context(), k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, _ := auth.ParseToken(token)
+	var got []string
+	for _, e := range es {
+		if strings.Contains(e.Detail, secret) || strings.Contains(e.Detail, row.Hash) {
+			t.Fatalf("event %+v holds the secret or its hash", e)
+		}
+		got = append(got, e.Kind+"/"+e.Actor+"/"+e.Namespace+"/"+e.Detail)
+	}
+	want := []string{
+		"key_created/cli:ops/orders/key " + k.ID + "; tenant acme; role producer",
+		"key_created/cli:ops//key " + admin.ID + "; tenant acme; role admin",
+		"key_revoked/" + admin.ID + "/orders/key " + k.ID + "; tenant acme; role producer",
+		"auth_failed/" + k.ID + "//revoked key; key " + k.ID + "; from 10.0.0.1:4242",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events of tenant acme:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The unknown key's failure belongs to no tenant.
+	all, err := m.Events(t.Context(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := all[len(all)-1]; last.Kind != auth.EventAuthFailed || last.Tenant != "" || last.Actor != strings.Repeat("a", 16) {
+		t.Fatalf("failure with an unknown key = %+v, want no tenant", last)
+	}
+}
+
 // tamper changes the last character of a token (to another valid one).
 func tamper(token string) string {
 	last := "A"

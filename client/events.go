@@ -39,6 +39,32 @@ func (c *Client) NamespaceEvents(ctx context.Context, ns string, q claimcheck.Ev
 	return c.events(req, "events of "+ns, "")
 }
 
+// TenantEvents returns a page of a tenant's administrative events (API
+// keys, failed authentications); see claimcheck.Auditor. With an API key,
+// tenant must be the key's own, or "" for it; without one, "" is the
+// server's default tenant.
+func (c *Client) TenantEvents(ctx context.Context, tenant string, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
+	if tenant != "" {
+		if err := claimcheck.ValidateTenant(tenant); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "events")
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	v := api.FormatEventQuery(q)
+	if tenant != "" {
+		v.Set(api.QueryTenant, tenant)
+	}
+	req.URL.RawQuery = v.Encode()
+	op := "events of the tenant"
+	if tenant != "" {
+		op = "events of tenant " + tenant
+	}
+	return c.events(req, op, "")
+}
+
 func (c *Client) events(req *http.Request, op, id string) ([]claimcheck.Event, error) {
 	resp, err := c.do(req, http.StatusOK, op, id)
 	if err != nil {

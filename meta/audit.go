@@ -64,6 +64,11 @@ type AuditStore interface {
 	// after since with seq > afterSeq, in seq order.
 	NamespaceEvents(ctx context.Context, namespace string, since time.Time, afterSeq int64, limit int) ([]Event, error)
 
+	// TenantEvents returns up to limit events stamped with tenant (its
+	// administrative events: Event.Tenant) at or after since with seq >
+	// afterSeq, in seq order.
+	TenantEvents(ctx context.Context, tenant string, since time.Time, afterSeq int64, limit int) ([]Event, error)
+
 	// PruneEvents deletes up to limit events older than before, oldest
 	// first, in one transaction, and returns how many it deleted. The
 	// caller repeats it page by page while it returns limit.

@@ -52,9 +52,13 @@ type Event struct {
 	Detail    string
 	// Actor is who caused it: an API key id, a name such as "sweeper",
 	// or "" when unknown. Reason is the finishing reason of lifecycle
-	// events (audit.go).
+	// events (audit.go), the scope of hold events (holds.go).
 	Actor  string
 	Reason string
+	// Tenant is the tenant an administrative event concerns (API keys,
+	// failed authentications with a known key; keys.go), "" for the
+	// events of claims, which their namespace places.
+	Tenant string
 }
 
 // Event kinds written by the garbage collector.

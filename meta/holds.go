@@ -26,6 +26,29 @@ type ClaimHolds struct {
 // Held reports whether any hold keeps the claim.
 func (h ClaimHolds) Held() bool { return h.Claim != nil || h.Namespace != nil }
 
+// Audit events of legal holds (ADR 0070, "Administrative events"),
+// appended by the HoldStore in the transaction that sets or lifts the
+// hold, with the actor of the context. Reason is the hold's scope
+// (HoldScopeClaim or HoldScopeNamespace) and Detail the hold's own
+// free-text reason (for hold_cleared: the reason of the hold lifted). A
+// claim hold's event names the claim, its blob and its namespace; a
+// namespace hold's names the namespace only.
+//
+// Only changes are logged: setting a hold again with the same reason and
+// lifting a hold that is not set log nothing; setting it again with
+// another reason logs hold_set again.
+const (
+	EventHoldSet     = "hold_set"
+	EventHoldCleared = "hold_cleared"
+)
+
+// Hold scopes: the Reason of hold events, and the scope the root package
+// reports in Stat.
+const (
+	HoldScopeClaim     = "claim"
+	HoldScopeNamespace = "namespace"
+)
+
 // HoldStore keeps legal holds (ADR 0065). A claim that is held, or whose
 // namespace is held, is never finished until every hold on it is lifted:
 // every finish (FinishClaim, FinishDueClaims, and so every expiry,

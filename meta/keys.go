@@ -43,6 +43,25 @@ type KeyStore interface {
 	RevokeKey(ctx context.Context, id, tenant string, now time.Time) (APIKey, error)
 }
 
+// Audit events of API keys (ADR 0070, "Administrative events"),
+// appended by the KeyStore in the transaction that creates or revokes the
+// key, with the actor of the context (the admin key's id over HTTP, "cli"
+// for the offline commands). Detail is KeyEventDetail of the key, never
+// its secret or hash; Namespace is the key's namespace for a key limited
+// to one, else "". A revoke of a revoked key changes nothing and logs
+// nothing.
+const (
+	EventKeyCreated = "key_created"
+	EventKeyRevoked = "key_revoked"
+)
+
+// KeyEventDetail is the Detail of a key's audit events: "key ID; tenant
+// T; role R", the same "key ID" phrase as the auth_failed events', so one
+// search finds a key's whole history.
+func KeyEventDetail(k APIKey) string {
+	return "key " + k.ID + "; tenant " + k.Tenant + "; role " + k.Role
+}
+
 // EventAuthFailed is the kind of the events recorded (sampled) for failed
 // authentications: Actor is the key id the token named, if it had one;
 // Detail says why and from where. The secret is never recorded.

@@ -65,6 +65,7 @@ var routeRules = map[string]routeRule{
 	"POST /v1/claims/{id}/release":     {auth.OpRelease, targetClaim},
 	"DELETE /v1/claims/{id}":           {auth.OpDelete, targetClaim},
 	"GET /v1/claims/{id}/events":       {auth.OpAdmin, targetClaim},
+	"GET /v1/events":                   {auth.OpAdmin, targetNone}, // the key's own tenant only (events.go)
 	"POST /v1/namespaces/{ns}/uploads": {auth.OpPut, targetNamespace},
 	"PUT /v1/uploads/{id}/data":        {auth.OpPut, targetSigned},
 	"POST /v1/keys":                    {auth.OpKeys, targetNone},
@@ -156,10 +157,11 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 			return notFound
 		}
 	case targetNone:
-		// Key administration is for tenant-wide admins: a key limited to
-		// one namespace could otherwise mint a key without that limit.
+		// Key administration and the tenant's events are for tenant-wide
+		// admins: a key limited to one namespace could otherwise mint a
+		// key without that limit, or read the other namespaces' keys.
 		if key.Namespace != "" {
-			return fmt.Errorf("%w: key %s is limited to namespace %s; managing keys needs a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
+			return fmt.Errorf("%w: key %s is limited to namespace %s; keys and the tenant's events need a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
 		}
 	}
 	return nil

@@ -62,6 +62,37 @@ func (s *Server) namespaceEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// tenantEvents answers GET /v1/events: a page of a tenant's
+// administrative events (API keys created and revoked, failed
+// authentications with its keys). With API keys the tenant is the
+// caller's; naming another is not_found, like another tenant's
+// namespace.
+func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request) error {
+	q, err := api.ParseEventQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	tenant := r.URL.Query().Get(api.QueryTenant)
+	if key, ok := KeyFrom(r.Context()); ok {
+		if tenant != "" && tenant != key.Tenant {
+			return fmt.Errorf("%w: tenant %q", claimcheck.ErrNotFound, tenant)
+		}
+		tenant = key.Tenant
+	} else if tenant == "" {
+		tenant = claimcheck.DefaultTenant
+	}
+	a, err := s.auditor()
+	if err != nil {
+		return err
+	}
+	es, err := a.TenantEvents(r.Context(), tenant, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventsPage(es, q))
+	return nil
+}
+
 // eventsPage says where the next page starts when this one is full.
 func eventsPage(es []claimcheck.Event, q claimcheck.EventQuery) api.EventsPage {
 	p := api.EventsPage{Events: es}

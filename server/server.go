@@ -131,6 +131,7 @@ func New(cfg Config) *Server {
 	s.handle("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential: no key, per-address limits
 	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
 	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
+	s.handle("GET /v1/events", s.tenantEvents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		// The process is up and serving; dependencies are /readyz's job.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

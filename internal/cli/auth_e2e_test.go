@@ -121,7 +121,7 @@ namespaces:
 	store := []string{"--config", cfg, "--data", dir}
 	keys := func(args ...string) string {
 		t.Helper()
-		out, stderr, code := runEnv(t, bin, nil, nil, append(append([]string{"keys"}, args...), store...)...)
+		out, stderr, code := runEnv(t, bin, []string{"USER=ops"}, nil, append(append([]string{"keys"}, args...), store...)...)
 		if code != 0 {
 			t.Fatalf("keys %v: exit %d: %s", args, code, stderr)
 		}
@@ -181,6 +181,47 @@ namespaces:
 	}
 	if _, stderr, code := runEnv(t, bin, nil, nil, "stat", server, "--api-key", acme, ref.ID); code == 0 || !strings.Contains(stderr, "revoked") {
 		t.Fatalf("stat right after the revoke: exit %d %s, want refused as revoked", code, stderr)
+	}
+
+	// The tenant's audit trail has its keys, made and revoked offline by
+	// the operator (cli:$USER), and the refused request with the revoked
+	// key; only the tenant's own admin reads it.
+	acmeAdmin := keys("create", "--tenant", "acme", "--role", "admin")
+	acmeAdminID, _, _ := strings.Cut(strings.TrimPrefix(acmeAdmin, "cck_"), "_")
+	out, stderr, code := runEnv(t, bin, nil, nil, "events", server, "--api-key", acmeAdmin, "--tenant", "acme")
+	if code != 0 {
+		t.Fatalf("events --tenant acme: exit %d %s", code, stderr)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e claimcheck.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("events line %q: %v", line, err)
+		}
+		if e.Tenant != "acme" || strings.Contains(line, acme[len(acme)-20:]) {
+			t.Fatalf("event %s: not acme's, or holds the token", line)
+		}
+		got = append(got, e.Kind+"/"+e.Actor+"/"+e.Detail)
+	}
+	want := []string{
+		"key_created/cli:ops/key " + acmeID + "; tenant acme; role producer",
+		"key_revoked/cli:ops/key " + acmeID + "; tenant acme; role producer",
+		"auth_failed/" + acmeID + "/revoked key; key " + acmeID + "; from 127.0.0.1",
+		"key_created/cli:ops/key " + acmeAdminID + "; tenant acme; role admin",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events --tenant acme:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) { // the failure's address ends with the client's port
+			t.Errorf("event %d: %q, want %q…", i, got[i], want[i])
+		}
+	}
+	if _, stderr, code := runEnv(t, bin, nil, nil, "events", server, "--api-key", beta, "--tenant", "acme"); code != 3 {
+		t.Fatalf("events --tenant acme with beta's admin key: exit %d %s, want 3 (not found)", code, stderr)
+	}
+	if _, stderr, code := runEnv(t, bin, nil, nil, "events", server, "--api-key", beta, "--tenant", "beta", "--ns", "billing"); code != 2 {
+		t.Fatalf("events with both --tenant and --ns: exit %d %s, want 2 (usage)", code, stderr)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 type eventsCmd struct {
 	client clientFlags
 	ns     string
+	tenant string
 	since  string
 	limit  int
 	all    bool
@@ -21,18 +22,36 @@ type eventsCmd struct {
 func newEventsCmd(env Env) *cobra.Command {
 	e := &eventsCmd{}
 	cmd := &cobra.Command{
-		Use:   "events [REF|@REFFILE|-]",
-		Short: "Show the audit trail of a claim, or of a namespace with --ns (JSON lines)",
+		Use:   "events [REF|@REFFILE|-] | --ns NS | --tenant T",
+		Short: "Show the audit trail of a claim, a namespace (--ns) or a tenant (--tenant) (JSON lines)",
 		Long: `Show the audit trail: who created, redeemed, released and deleted a claim,
-and why it ended (expired, released, read_retention_over, deleted,
-never_confirmed, aborted). One JSON object per line, oldest first.
+and why it ended; who set and lifted legal holds; who created and revoked
+API keys. One JSON object per line, oldest first. Kinds:
+
+  created, redeemed, released, expired, deleted, reaped   a claim's life
+      (reason: expired, released, read_retention_over, deleted,
+      never_confirmed, aborted)
+  hold_set, hold_cleared   a legal hold (reason: its scope, claim or
+      namespace; detail: the hold's reason)
+  key_created, key_revoked   an API key (detail: key ID; tenant; role)
+  auth_failed   a rejected API key
+  object_missing, refcount_drift, debris_deleted, dead_letter, …
+      findings of the garbage collector
+
+A claim's trail has its lifecycle and its own holds; a namespace's adds
+its namespace holds and the keys limited to it; a tenant's has its API
+keys (every scope) and the failed authentications with them.
 
   claimcheck events @ref.json
   claimcheck events --ns orders --since 2026-01-09T00:00:00Z
-  claimcheck events --ns orders --since 1h`,
+  claimcheck events --ns orders --since 1h
+  claimcheck events --tenant acme`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 || (len(args) == 0 && e.ns == "") {
-				return usageError{fmt.Errorf("give a reference, or --ns NAMESPACE for a namespace's events")}
+			switch {
+			case e.tenant != "" && (e.ns != "" || len(args) > 0):
+				return usageError{fmt.Errorf("--tenant lists a tenant's events: give no reference and no --ns with it")}
+			case len(args) > 1 || (len(args) == 0 && e.ns == "" && e.tenant == ""):
+				return usageError{fmt.Errorf("give a reference, --ns NAMESPACE for a namespace's events, or --tenant TENANT for a tenant's")}
 			}
 			return nil
 		},
@@ -61,9 +80,12 @@ never_confirmed, aborted). One JSON object per line, oldest first.
 			enc := json.NewEncoder(env.Stdout)
 			for {
 				var page []claimcheck.Event
-				if len(args) == 1 {
+				switch {
+				case len(args) == 1:
 					page, err = c.ClaimEvents(cmd.Context(), ref, q)
-				} else {
+				case e.tenant != "":
+					page, err = c.TenantEvents(cmd.Context(), e.tenant, q)
+				default:
 					page, err = c.NamespaceEvents(cmd.Context(), e.ns, q)
 				}
 				if err != nil {
@@ -86,6 +108,7 @@ never_confirmed, aborted). One JSON object per line, oldest first.
 		},
 	}
 	cmd.Flags().StringVar(&e.ns, "ns", "", "namespace: without a reference, list the namespace's events; with one, check the claim is in it")
+	cmd.Flags().StringVar(&e.tenant, "tenant", "", "list the tenant's administrative events (API keys, failed authentications); with an API key, its own tenant")
 	cmd.Flags().StringVar(&e.since, "since", "", "only events at or after this time: RFC 3339 (2026-01-09T13:24:00Z) or a duration ago (90m, 24h)")
 	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("events per page (1 to %d; default %d)", claimcheck.MaxEventPage, claimcheck.MaxEventPage))
 	cmd.Flags().BoolVar(&e.all, "all", true, "fetch every page, not only the first")

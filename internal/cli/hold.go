@@ -24,7 +24,9 @@ func newHoldCmd(env Env) *cobra.Command {
 		Long: `A claim on legal hold, or any claim of a namespace on hold, is never deleted:
 not by expiry, release, delete-after-read, rm or garbage collection. It can
 still be read. When the last hold is lifted the claim gets its deadline back
-and is deleted at once if that has passed. Holds are an admin operation.`,
+and is deleted at once if that has passed. Holds are an admin operation;
+every set and lift is a hold_set or hold_cleared event of the audit trail
+(claimcheck events REF, claimcheck events --ns NS).`,
 	}
 	target := func(h *holdCmd, args []string) (claimcheck.Ref, bool, error) {
 		switch {

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,24 @@ func TestCLIHoldsAndDestroyKey(t *testing.T) {
 	}
 	if _, stderr, code := run(t, bin, nil, "hold", "clear", server, "--ns", "vault"); code != 0 {
 		t.Fatalf("hold clear --ns: exit %d: %s", code, stderr)
+	}
+	// The audit trail has every set and lift, with scope and reason.
+	stdout, stderr, code = run(t, bin, nil, "events", server, "--ns", "vault")
+	if code != 0 {
+		t.Fatalf("events --ns: exit %d: %s", code, stderr)
+	}
+	var holdEvents []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var e struct{ Kind, Reason, Detail string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("events line %q: %v", line, err)
+		}
+		if strings.HasPrefix(e.Kind, "hold_") {
+			holdEvents = append(holdEvents, e.Kind+"/"+e.Reason+"/"+e.Detail)
+		}
+	}
+	if got, want := strings.Join(holdEvents, " "), "hold_set/claim/case 42 hold_cleared/claim/case 42 hold_set/namespace/audit hold_cleared/namespace/audit"; got != want {
+		t.Fatalf("hold events of vault: %q, want %q", got, want)
 	}
 
 	if _, stderr, code := run(t, bin, nil, "destroy-key", server, "vault"); code != 2 || !strings.Contains(stderr, "--confirm") {

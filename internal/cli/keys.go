@@ -37,7 +37,9 @@ A key belongs to a tenant, has one role and may be limited to one namespace:
   producer  put, stat, release, delete
   consumer  redeem, stat, release
   admin     everything in its tenant, including keys (over HTTP: /v1/keys)
-The token is printed once and stored only as a hash: keep it.`,
+The token is printed once and stored only as a hash: keep it. Creating and
+revoking are key_created and key_revoked events of the audit trail, with
+the actor cli:$USER (read them with claimcheck events --tenant T).`,
 	}
 	cmd.AddCommand(newKeysCreateCmd(env), newKeysLsCmd(env), newKeysRevokeCmd(env))
 	return cmd
@@ -54,6 +56,17 @@ func (k *keysCmd) open(ctx context.Context, env Env) (*auth.Service, *claimcheck
 		return nil, nil, fc, err
 	}
 	return auth.New(store.MetaStore(), nil), store, fc, nil
+}
+
+// offlineActor is the actor the audit trail records for the commands that
+// change the store directly, without an API key (key_created and
+// key_revoked events): "cli", with the operating system user when $USER
+// names one ("cli:alice"), so the trail says which operator it was.
+func offlineActor(env Env) string {
+	if u := env.Getenv("USER"); u != "" {
+		return "cli:" + u
+	}
+	return "cli"
 }
 
 func (k *keysCmd) register(cmd *cobra.Command) {
@@ -90,7 +103,8 @@ func newKeysCreateCmd(env Env) *cobra.Command {
 					return fmt.Errorf("%w: namespace %s belongs to tenant %s, not %s", claimcheck.ErrInvalidArgument, ns, pol.Tenant, tenant)
 				}
 			}
-			key, token, err := svc.Create(cmd.Context(), auth.CreateParams{Tenant: tenant, Role: r, Namespace: ns, Name: name})
+			ctx := claimcheck.WithActor(cmd.Context(), offlineActor(env))
+			key, token, err := svc.Create(ctx, auth.CreateParams{Tenant: tenant, Role: r, Namespace: ns, Name: name})
 			if err != nil {
 				return err
 			}
@@ -178,7 +192,7 @@ func newKeysRevokeCmd(env Env) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			key, err := svc.Revoke(cmd.Context(), args[0], "")
+			key, err := svc.Revoke(claimcheck.WithActor(cmd.Context(), offlineActor(env)), args[0], "")
 			if err != nil {
 				return err
 			}

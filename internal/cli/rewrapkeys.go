@@ -55,7 +55,7 @@ old key can be removed from previous_master_keys (docs/OPERATIONS.md).`,
 				return err
 			}
 			defer store.Close()
-			ctx := claimcheck.WithActor(cmd.Context(), "cli")
+			ctx := claimcheck.WithActor(cmd.Context(), offlineActor(env))
 			rep, err := store.RewrapDataKeys(ctx, claimcheck.RewrapOptions{Namespace: c.ns, DryRun: c.dryRun})
 			if err != nil {
 				return err

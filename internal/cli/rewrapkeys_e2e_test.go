@@ -76,7 +76,7 @@ func TestCLIRewrapKeys(t *testing.T) {
 		t.Fatal("the payload changed")
 	}
 	stdout, stderr, code = run(t, bin, nil, "events", second, "--ns", "vault")
-	if code != 0 || !strings.Contains(stdout, `"data_key_rewrapped"`) || !strings.Contains(stdout, `"actor":"cli"`) {
+	if code != 0 || !strings.Contains(stdout, `"data_key_rewrapped"`) || !strings.Contains(stdout, `"actor":"cli`) {
 		t.Fatalf("events of vault: exit %d\n%s%s", code, stdout, stderr)
 	}
 

@@ -3,6 +3,8 @@ package metatest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,14 +32,40 @@ func (h *harness) claimEvents(id string) []string {
 		if e.ClaimID != id || e.Namespace == "" {
 			h.t.Errorf("ClaimEvents(%s): event %+v names another claim or no namespace", id, e)
 		}
-		s := e.Kind + "/" + e.Actor
-		if e.Reason != "" {
-			s += "/" + e.Reason
+		out = append(out, eventString(e))
+	}
+	return out
+}
+
+// eventString is kind/actor[/reason][/detail].
+func eventString(e meta.Event) string {
+	s := e.Kind + "/" + e.Actor
+	if e.Reason != "" {
+		s += "/" + e.Reason
+	}
+	if e.Detail != "" {
+		s += "/" + e.Detail
+	}
+	return s
+}
+
+// namespaceEvents returns the events of ns of the given kinds, as
+// eventString, checking that the namespace-level ones (no claim) name no
+// blob either.
+func (h *harness) namespaceEvents(ns string, kinds ...string) []string {
+	h.t.Helper()
+	es, err := h.s.NamespaceEvents(h.ctx(), ns, time.Time{}, 0, 1000)
+	if err != nil {
+		h.t.Fatalf("NamespaceEvents(%s): %v", ns, err)
+	}
+	var out []string
+	for _, e := range es {
+		if e.Namespace != ns {
+			h.t.Errorf("NamespaceEvents(%s): event %+v of another namespace", ns, e)
 		}
-		if e.Detail != "" {
-			s += "/" + e.Detail
+		if slices.Contains(kinds, e.Kind) {
+			out = append(out, eventString(e))
 		}
-		out = append(out, s)
 	}
 	return out
 }
@@ -207,4 +235,159 @@ func testAuditConcurrentAppends(t *testing.T, h *harness) {
 			seen[e.Seq] = true
 		}
 	}
+}
+
+// testAuditHolds: setting and lifting holds are logged with their actor,
+// scope and reason, in the transaction that changes the hold; a set that
+// repeats the same reason and a lift of a hold that is not set change
+// nothing and log nothing.
+func testAuditHolds(t *testing.T, h *harness) {
+	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
+	held := h.put(put{MaxAge: time.Hour})
+	free := h.put(put{MaxAge: time.Hour})
+	id := held.Claim.ID
+
+	if err := h.s.SetClaimHold(as("admin1"), id, "case 42", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.SetClaimHold(as("admin2"), id, "case 42", h.now()); err != nil { // unchanged: not logged
+		t.Fatal(err)
+	}
+	if err := h.s.SetClaimHold(as("admin2"), id, "case 43", h.now()); err != nil { // new reason: logged
+		t.Fatal(err)
+	}
+	// Lifting a hold that is not set changes nothing.
+	if _, finished, err := h.s.ClearClaimHold(as("admin3"), free.Claim.ID, h.now()); err != nil || finished {
+		t.Fatalf("ClearClaimHold(not held) = %v, %v", finished, err)
+	}
+	wantEvents(t, "claim without a hold", h.claimEvents(free.Claim.ID), "created/")
+
+	if _, err := h.s.SetNamespaceHold(as("admin1"), "ns", "audit", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.SetNamespaceHold(as("admin2"), "ns", "audit", h.now()); err != nil { // unchanged
+		t.Fatal(err)
+	}
+	if _, err := h.s.SetNamespaceHold(as("admin2"), "ns", "audit 2", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := h.s.ClearNamespaceHold(as("admin3"), "other", h.now()); err != nil || len(rs) != 0 { // never held
+		t.Fatalf("ClearNamespaceHold(other) = %v, %v", rs, err)
+	}
+	if es := h.namespaceEvents("other", meta.EventHoldSet, meta.EventHoldCleared); len(es) != 0 {
+		t.Errorf("lifting a namespace hold that was not set logged %q", es)
+	}
+
+	// Lifting the namespace hold finishes the overdue claim without a hold
+	// of its own, as the lifting admin; the held one stays.
+	h.clock.Advance(2 * time.Hour)
+	rs, err := h.s.ClearNamespaceHold(as("admin4"), "ns", h.now())
+	if err != nil || len(rs) != 1 || rs[0].Claim.ID != free.Claim.ID {
+		t.Fatalf("ClearNamespaceHold = %v, %v; want the free claim expired", finishedIDs(rs), err)
+	}
+	if rs, err := h.s.ClearNamespaceHold(as("admin5"), "ns", h.now()); err != nil || len(rs) != 0 {
+		t.Fatalf("second ClearNamespaceHold = %v, %v", rs, err)
+	}
+	wantEvents(t, "namespace holds", h.namespaceEvents("ns", meta.EventHoldSet, meta.EventHoldCleared),
+		"hold_set/admin1/claim/case 42", "hold_set/admin2/claim/case 43",
+		"hold_set/admin1/namespace/audit", "hold_set/admin2/namespace/audit 2",
+		"hold_cleared/admin4/namespace/audit 2")
+	es, err := h.s.NamespaceEvents(h.ctx(), "ns", time.Time{}, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Kind == meta.EventHoldSet && e.Reason == meta.HoldScopeNamespace && (e.ClaimID != "" || e.BlobID != "") {
+			t.Errorf("namespace hold event %+v names a claim", e)
+		}
+		if e.Kind == meta.EventHoldSet && e.Reason == meta.HoldScopeClaim && (e.ClaimID != id || e.BlobID != held.Blob.ID) {
+			t.Errorf("claim hold event %+v does not name the claim and its blob", e)
+		}
+	}
+	wantEvents(t, "freed claim", h.claimEvents(free.Claim.ID), "created/", "expired/admin4/expired")
+
+	// Lifting the claim's own hold finishes it at once: hold_cleared, then
+	// the finish, both the lifting admin's. A second lift logs nothing.
+	if _, finished, err := h.s.ClearClaimHold(as("admin6"), id, h.now()); err != nil || !finished {
+		t.Fatalf("ClearClaimHold = %v, %v", finished, err)
+	}
+	if _, finished, err := h.s.ClearClaimHold(as("admin7"), id, h.now()); err != nil || finished {
+		t.Fatalf("second ClearClaimHold = %v, %v", finished, err)
+	}
+	wantEvents(t, "held claim", h.claimEvents(id), "created/",
+		"hold_set/admin1/claim/case 42", "hold_set/admin2/claim/case 43",
+		"hold_cleared/admin6/claim/case 43", "expired/admin6/expired")
+}
+
+// testAuditKeys: creating and revoking an API key are logged with their
+// actor and the key's id, tenant and role, never its hash, under the
+// key's tenant (TenantEvents) and, for a key limited to a namespace, that
+// namespace too. A repeated revoke logs nothing.
+func testAuditKeys(t *testing.T, h *harness) {
+	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
+	scoped := meta.APIKey{ID: "k1", Tenant: "acme", Role: "producer", Namespace: "orders", Hash: "hash-k1", CreatedAt: h.now()}
+	wide := meta.APIKey{ID: "k2", Tenant: "acme", Role: "admin", Hash: "hash-k2", CreatedAt: h.now()}
+	for _, k := range []meta.APIKey{scoped, wide} {
+		if err := h.s.CreateKey(as("boot"), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A failed create (duplicate id) logs nothing: its transaction is
+	// rolled back with the event.
+	if err := h.s.CreateKey(as("intruder"), scoped); err == nil {
+		t.Fatal("CreateKey(duplicate) succeeded")
+	}
+	h.clock.Advance(time.Minute)
+	for range 2 { // the second revoke changes nothing
+		if _, err := h.s.RevokeKey(as("k2"), "k1", "acme", h.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.s.RevokeKey(as("k2"), "k2", "", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, "scoped key", h.namespaceEvents("orders", meta.EventKeyCreated, meta.EventKeyRevoked),
+		"key_created/boot/key k1; tenant acme; role producer",
+		"key_revoked/k2/key k1; tenant acme; role producer")
+	es, err := h.s.NamespaceEvents(h.ctx(), "orders", time.Time{}, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if strings.Contains(e.Detail, "hash-") || e.ClaimID != "" || e.BlobID != "" {
+			t.Errorf("key event %+v names a hash, a claim or a blob", e)
+		}
+	}
+
+	// The tenant's events have both keys, whatever their scope; another
+	// tenant's have none of them.
+	tenantEvents := func(tenant string, since time.Time) []string {
+		t.Helper()
+		es, err := h.s.TenantEvents(h.ctx(), tenant, since, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			if e.Tenant != tenant {
+				t.Errorf("TenantEvents(%s): event %+v of another tenant", tenant, e)
+			}
+			out = append(out, eventString(e)+"@"+e.Namespace)
+		}
+		return out
+	}
+	wantEvents(t, "tenant acme", tenantEvents("acme", time.Time{}),
+		"key_created/boot/key k1; tenant acme; role producer@orders",
+		"key_created/boot/key k2; tenant acme; role admin@",
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
+	wantEvents(t, "tenant acme since the revokes", tenantEvents("acme", h.now()),
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
+	wantEvents(t, "tenant beta", tenantEvents("beta", time.Time{}))
+	// Claim events carry no tenant: they are read per namespace.
+	h.put(put{})
+	wantEvents(t, "tenant acme after a put", tenantEvents("acme", h.now()),
+		"key_revoked/k2/key k1; tenant acme; role producer@orders",
+		"key_revoked/k2/key k2; tenant acme; role admin@")
 }

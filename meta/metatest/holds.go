@@ -3,6 +3,7 @@ package metatest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,6 +274,15 @@ func testHoldConcurrentWithFinish(t *testing.T, h *harness) {
 		c := h.claim(id)
 		if held[i] && c.State != meta.ClaimActive {
 			t.Errorf("claim %s: hold was set, yet it is %s", id, c.State)
+		}
+		// The audit trail agrees with what happened: a hold_set exactly
+		// when the hold was set (ADR 0070: never one without the other).
+		want := 0
+		if held[i] {
+			want = 1
+		}
+		if n := strings.Count(strings.Join(h.claimEvents(id), " "), meta.EventHoldSet+"/"); n != want {
+			t.Errorf("claim %s: held %v, yet %d hold_set events", id, held[i], n)
 		}
 		// Whatever survived in the held namespace stays.
 		if c.State == meta.ClaimActive && c.Namespace == "ns1" {

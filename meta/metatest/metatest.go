@@ -78,6 +78,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"AuditLifecycle", testAuditLifecycle},
 		{"AuditPrune", testAuditPrune},
 		{"AuditConcurrentAppends", testAuditConcurrentAppends},
+		{"AuditHolds", testAuditHolds},
+		{"AuditKeys", testAuditKeys},
 		{"Keys", testKeys},
 		{"ParkAndRetryDeadLetter", testParkAndRetry},
 		{"RetryAllDeadLetters", testRetryAllDeadLetters},

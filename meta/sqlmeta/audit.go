@@ -28,7 +28,7 @@ import (
 // restarting it. The log stays ordered by time, which is what an audit
 // trail is read by; rows older than the change keep their small numbers.
 
-// eventChunk bounds the rows of one multi-row INSERT (9 parameters each).
+// eventChunk bounds the rows of one multi-row INSERT (10 parameters each).
 const eventChunk = 100
 
 // seqWindow is how far past its own time a colliding event's number may
@@ -103,14 +103,14 @@ func (q *txq) appendEvents(events []meta.Event) error {
 // taken already.
 func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO events (seq, at, kind, namespace, claim_id, blob_id, detail, actor, reason) VALUES `)
-	args := make([]any, 0, 9*len(es))
+	b.WriteString(`INSERT INTO events (` + eventColumns + `) VALUES `)
+	args := make([]any, 0, 10*len(es))
 	for i, e := range es {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, e.Seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason)
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, e.Seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
 	}
 	b.WriteString(` ON CONFLICT (seq) DO NOTHING RETURNING seq`)
 	inserted := make(map[int64]bool, len(es))
@@ -159,7 +159,7 @@ func createdEvent(c meta.Claim, b meta.Blob, at time.Time, actor string, dedup b
 		Actor: actor, Detail: detail}
 }
 
-const eventColumns = `seq, at, kind, namespace, claim_id, blob_id, detail, actor, reason`
+const eventColumns = `seq, at, kind, namespace, claim_id, blob_id, detail, actor, reason, tenant`
 
 func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
 	rows, err := q.query(`SELECT `+eventColumns+` FROM events `+query, args...)
@@ -171,7 +171,7 @@ func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
 	for rows.Next() {
 		var e meta.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason); err != nil {
+		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason, &e.Tenant); err != nil {
 			return nil, err
 		}
 		e.At = time.Unix(0, at).UTC()
@@ -206,6 +206,22 @@ func (s *Store) NamespaceEvents(ctx context.Context, namespace string, since tim
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: events of namespace %s: %w", namespace, err)
+	}
+	return out, nil
+}
+
+// TenantEvents returns a page of a tenant's administrative events; see
+// meta.AuditStore.
+func (s *Store) TenantEvents(ctx context.Context, tenant string, since time.Time, afterSeq int64, limit int) ([]meta.Event, error) {
+	var out []meta.Event
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		out, err = q.events(`WHERE tenant = ? AND tenant <> '' AND seq > ? AND at >= ? ORDER BY seq LIMIT ?`,
+			tenant, afterSeq, since.UnixNano(), limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: events of tenant %s: %w", tenant, err)
 	}
 	return out, nil
 }

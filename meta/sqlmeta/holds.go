@@ -23,6 +23,24 @@ import (
 // and the finish does not happen, or waits for the finish and finds the
 // claim deleted.
 
+// Audit: every set or lift that changes a hold appends a hold_set or
+// hold_cleared event in its own transaction (ADR 0070). Whether it changes
+// anything is decided on rows the transaction has locked (the claim row,
+// the namespace_holds row), so a concurrent set and lift of the same hold
+// cannot both think the other one's state was there before them.
+
+// logHold appends the audit event of setting or lifting a hold: claim c's
+// own hold when c is not nil, else the hold of namespace ns. reason is
+// the hold's free-text reason.
+func (q *txq) logHold(kind string, c *meta.Claim, ns, reason string, now time.Time) error {
+	e := meta.Event{At: now, Kind: kind, Namespace: ns, Actor: meta.ActorFrom(q.ctx),
+		Reason: meta.HoldScopeNamespace, Detail: reason}
+	if c != nil {
+		e.Namespace, e.ClaimID, e.BlobID, e.Reason = c.Namespace, c.ID, c.BlobID, meta.HoldScopeClaim
+	}
+	return q.appendEvents([]meta.Event{e})
+}
+
 // holdGuard is appended to the finishing UPDATE of active claims.
 const holdGuard = ` AND parked = 0 AND NOT EXISTS (SELECT 1 FROM namespace_holds h WHERE h.namespace = claims.namespace)`
 
@@ -82,6 +100,10 @@ func (s *Store) SetClaimHold(ctx context.Context, id, reason string, now time.Ti
 		if c.State != meta.ClaimActive {
 			return fmt.Errorf("claim is %s, not active: %w", c.State, meta.ErrConflict)
 		}
+		_, prev, err := q.claimHold(id) // the row is locked by loadClaim
+		if err != nil {
+			return err
+		}
 		n, err := q.exec(`UPDATE claims SET held_at = COALESCE(held_at, ?), hold_reason = ?, parked = 1
 			WHERE id = ? AND state = 'active' AND (parked = 1 OR due_at IS NULL OR due_at > ?)`,
 			now.UnixNano(), reason, id, now.UnixNano())
@@ -91,7 +113,10 @@ func (s *Store) SetClaimHold(ctx context.Context, id, reason string, now time.Ti
 		if n == 0 {
 			return fmt.Errorf("claim was due at %s (%s): %w", c.DueAt.Format(time.RFC3339Nano), c.DueReason, meta.ErrConflict)
 		}
-		return nil
+		if prev != nil && prev.Reason == reason {
+			return nil // set again as it was: nothing changed, nothing to log
+		}
+		return q.logHold(meta.EventHoldSet, &c, "", reason, now)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: hold claim %s: %w", id, err)
@@ -116,7 +141,12 @@ func (s *Store) ClearClaimHold(ctx context.Context, id string, now time.Time) (m
 			return err
 		}
 		if c.State != meta.ClaimActive || h.Claim == nil {
-			return nil
+			return nil // no hold to lift: nothing changes, nothing is logged
+		}
+		// Logged before the finish below, so that the claim's trail reads
+		// hold_cleared, then the finish it caused.
+		if err := q.logHold(meta.EventHoldCleared, &c, "", h.Claim.Reason, now); err != nil {
+			return err
 		}
 		if h.Namespace != nil {
 			// Still parked: the namespace hold keeps it.
@@ -156,13 +186,22 @@ func (s *Store) SetNamespaceHold(ctx context.Context, ns, reason string, now tim
 		if _, err := q.loadNamespace(ns); err != nil {
 			return err
 		}
+		// Locked, so that a concurrent lift either deletes the hold before
+		// this read (then this inserts it anew, and logs) or after this
+		// transaction.
+		prev, err := q.lockNamespaceHold(ns)
+		if err != nil {
+			return err
+		}
 		if _, err := q.exec(`INSERT INTO namespace_holds (namespace, reason, held_at) VALUES (?, ?, ?)
 			ON CONFLICT (namespace) DO UPDATE SET reason = excluded.reason`, ns, reason, now.UnixNano()); err != nil {
 			return err
 		}
-		var err error
 		parked, err = q.exec(`UPDATE claims SET parked = 1 WHERE namespace = ? AND state = 'active' AND parked = 0`, ns)
-		return err
+		if err != nil || (prev != nil && prev.Reason == reason) {
+			return err // set again as it was: nothing changed, nothing to log
+		}
+		return q.logHold(meta.EventHoldSet, nil, ns, reason, now)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlmeta: hold namespace %s: %w", ns, err)
@@ -175,8 +214,17 @@ func (s *Store) ClearNamespaceHold(ctx context.Context, ns string, now time.Time
 	var res []meta.FinishResult
 	err := s.write(ctx, func(q *txq) error {
 		res = nil
-		n, err := q.exec(`DELETE FROM namespace_holds WHERE namespace = ?`, ns)
-		if err != nil || n == 0 {
+		// The deleted row's reason goes into the event; no row: no hold
+		// was set, nothing changes and nothing is logged.
+		var reason string
+		err := q.queryRow(`DELETE FROM namespace_holds WHERE namespace = ? RETURNING reason`, ns).Scan(&reason)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.logHold(meta.EventHoldCleared, nil, ns, reason, now); err != nil {
 			return err
 		}
 		rows, err := q.query(`SELECT `+claimColumns+` FROM claims
@@ -238,24 +286,31 @@ func (s *Store) ClaimHolds(ctx context.Context, id string) (meta.ClaimHolds, err
 }
 
 func (q *txq) claimHolds(id string) (meta.ClaimHolds, error) {
+	var h meta.ClaimHolds
+	ns, own, err := q.claimHold(id)
+	if err != nil {
+		return h, err
+	}
+	h.Claim = own
+	h.Namespace, err = q.namespaceHold(ns)
+	return h, err
+}
+
+// claimHold returns the claim's namespace and its own hold, nil if none.
+func (q *txq) claimHold(id string) (string, *meta.Hold, error) {
 	var (
 		ns     string
 		heldAt sql.NullInt64
 		reason string
-		h      meta.ClaimHolds
 	)
 	err := q.queryRow(`SELECT namespace, held_at, hold_reason FROM claims WHERE id = ?`, id).Scan(&ns, &heldAt, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
-		return h, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
+		return "", nil, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
 	}
-	if err != nil {
-		return h, err
+	if err != nil || !heldAt.Valid {
+		return ns, nil, err
 	}
-	if heldAt.Valid {
-		h.Claim = &meta.Hold{Reason: reason, At: fromTS(heldAt)}
-	}
-	h.Namespace, err = q.namespaceHold(ns)
-	return h, err
+	return ns, &meta.Hold{Reason: reason, At: fromTS(heldAt)}, nil
 }
 
 // NamespaceHold returns a namespace's hold; see meta.HoldStore.
@@ -272,12 +327,23 @@ func (s *Store) NamespaceHold(ctx context.Context, ns string) (*meta.Hold, error
 	return h, nil
 }
 
+// namespaceHold reads a namespace's hold, nil if none.
 func (q *txq) namespaceHold(ns string) (*meta.Hold, error) {
+	return q.readNamespaceHold(ns, "")
+}
+
+// lockNamespaceHold reads a namespace's hold and locks its row for the
+// transaction.
+func (q *txq) lockNamespaceHold(ns string) (*meta.Hold, error) {
+	return q.readNamespaceHold(ns, q.d.lockRow)
+}
+
+func (q *txq) readNamespaceHold(ns, lock string) (*meta.Hold, error) {
 	var (
 		reason string
 		at     int64
 	)
-	err := q.queryRow(`SELECT reason, held_at FROM namespace_holds WHERE namespace = ?`, ns).Scan(&reason, &at)
+	err := q.queryRow(`SELECT reason, held_at FROM namespace_holds WHERE namespace = ?`+lock, ns).Scan(&reason, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -26,12 +26,21 @@ func scanKey(sc interface{ Scan(...any) error }) (meta.APIKey, error) {
 	return k, nil
 }
 
+// logKey appends the audit event of creating or revoking key k (see
+// meta.EventKeyCreated) in the transaction that does it.
+func (q *txq) logKey(kind string, k meta.APIKey, at time.Time) error {
+	return q.appendEvents([]meta.Event{{At: at, Kind: kind, Namespace: k.Namespace, Tenant: k.Tenant,
+		Actor: meta.ActorFrom(q.ctx), Detail: meta.KeyEventDetail(k)}})
+}
+
 // CreateKey inserts an API key; see meta.KeyStore.
 func (s *Store) CreateKey(ctx context.Context, k meta.APIKey) error {
 	err := s.write(ctx, func(q *txq) error {
-		_, err := q.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
-			k.ID, k.Tenant, k.Role, k.Namespace, k.Name, k.Hash, k.CreatedAt.UnixNano())
-		return err
+		if _, err := q.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
+			k.ID, k.Tenant, k.Role, k.Namespace, k.Name, k.Hash, k.CreatedAt.UnixNano()); err != nil {
+			return err
+		}
+		return q.logKey(meta.EventKeyCreated, k, k.CreatedAt)
 	})
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
@@ -89,13 +98,16 @@ func (s *Store) Keys(ctx context.Context, tenant string) ([]meta.APIKey, error) 
 func (s *Store) RevokeKey(ctx context.Context, id, tenant string, now time.Time) (meta.APIKey, error) {
 	var k meta.APIKey
 	err := s.write(ctx, func(q *txq) error {
-		if _, err := q.exec(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND (? = '' OR tenant = ?) AND revoked_at IS NULL`,
-			now.UnixNano(), id, tenant, tenant); err != nil {
+		n, err := q.exec(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND (? = '' OR tenant = ?) AND revoked_at IS NULL`,
+			now.UnixNano(), id, tenant, tenant)
+		if err != nil {
 			return err
 		}
-		var err error
 		k, err = scanKey(q.queryRow(`SELECT `+keyColumns+` FROM api_keys WHERE id = ? AND (? = '' OR tenant = ?)`, id, tenant, tenant))
-		return err
+		if err != nil || n == 0 {
+			return err // revoked before: nothing changed, nothing to log
+		}
+		return q.logKey(meta.EventKeyRevoked, k, now)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		err = meta.ErrNotFound

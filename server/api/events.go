@@ -9,8 +9,8 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// EventsPage is the body of GET /v1/claims/{id}/events and GET
-// /v1/namespaces/{ns}/events. Next is the after parameter of the next
+// EventsPage is the body of GET /v1/claims/{id}/events, GET
+// /v1/namespaces/{ns}/events and GET /v1/events. Next is the after parameter of the next
 // page; it is 0 when this page was the last.
 type EventsPage struct {
 	Events []claimcheck.Event `json:"events"`
@@ -22,19 +22,23 @@ const (
 	QueryAfter = "after" // return events with seq > after
 	QuerySince = "since" // RFC 3339 time: events at or after it
 	QueryLimit = "limit" // page size, 1 to claimcheck.MaxEventPage
+	// QueryTenant names the tenant of GET /v1/events: with API keys it
+	// may only repeat the key's own (the default), without them it
+	// defaults to claimcheck.DefaultTenant.
+	QueryTenant = "tenant"
 )
 
 // ParseEventQuery reads the query parameters of the events routes. Each
 // parameter may be given once; unknown parameters other than ns (the
-// namespace check of claim routes) are refused, so a typo is not
-// silently ignored.
+// namespace check of claim routes) and tenant (of GET /v1/events) are
+// refused, so a typo is not silently ignored.
 func ParseEventQuery(v url.Values) (claimcheck.EventQuery, error) {
 	var q claimcheck.EventQuery
 	for name, vals := range v {
 		switch name {
-		case QueryAfter, QuerySince, QueryLimit, "ns":
+		case QueryAfter, QuerySince, QueryLimit, "ns", QueryTenant:
 		default:
-			return q, queryErr(name, "unknown parameter; known: after, since, limit, ns")
+			return q, queryErr(name, "unknown parameter; known: after, since, limit, ns, tenant")
 		}
 		if len(vals) != 1 {
 			return q, queryErr(name, "given %d times, want once", len(vals))

@@ -81,8 +81,12 @@ func TestDLQCommands(t *testing.T) {
 	if _, _, code := runMain(t, "dlq", "retry", "--data", dir); code != cli.ExitUsage {
 		t.Errorf("dlq retry without ids or --all: exit %d, want usage", code)
 	}
-	out, errOut, code = runMain(t, "dlq", "retry", "--data", dir, blobID, "b_not_parked")
-	if code != 0 || !strings.Contains(out, "1 dead letters put back") || !strings.Contains(errOut, "b_not_parked is not a dead letter") {
+	if _, errOut, code := runMain(t, "dlq", "retry", "--data", dir, "b_malformed"); code != cli.ExitUsage || !strings.Contains(errOut, `"b_malformed" is malformed`) {
+		t.Errorf("dlq retry of a malformed id: exit %d, %s; want usage", code, errOut)
+	}
+	const notParked = "b_AAAAAAAAAAAAAAAAAAAAAA"
+	out, errOut, code = runMain(t, "dlq", "retry", "--data", dir, blobID, notParked)
+	if code != 0 || !strings.Contains(out, "1 dead letters put back") || !strings.Contains(errOut, notParked+" is not a dead letter") {
 		t.Fatalf("dlq retry = %d\n%s%s", code, out, errOut)
 	}
 	if out, _, _ := runMain(t, "dlq", "ls", "--json", "--data", dir); strings.TrimSpace(out) != "[]" {

@@ -47,11 +47,11 @@ type DeadLetterQuery struct {
 // RetryDeadLetters.
 const MaxDeadLetterPage = 500
 
-// maxDeadLetterScan bounds the parked rows one DeadLetters call reads to
-// fill a page filtered by tenant: a tenant with few dead letters among
-// many of others' gets short pages (with Next set) rather than a request
-// that reads them all.
-const maxDeadLetterScan = 10 * MaxDeadLetterPage
+// deadLetterScan bounds the parked rows one DeadLetters call reads to
+// fill a page filtered by tenant, as a multiple of the page size: a
+// tenant with few dead letters among many of others' gets short pages
+// (with Next set) rather than a request that reads them all.
+const deadLetterScan = 10
 
 // DeadLetterPage is a page of dead letters. Next is set when more may
 // follow: pass it as the next query's After. A page can be short, even
@@ -116,7 +116,7 @@ func (s *Store) DeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterP
 	}
 	page := DeadLetterPage{DeadLetters: []DeadLetter{}}
 	after := q.After
-	for scanned := 0; scanned < maxDeadLetterScan; {
+	for scanned := 0; scanned < deadLetterScan*limit; {
 		bs, err := s.meta.DeadLetters(ctx, q.Namespace, after, limit)
 		if err != nil {
 			return DeadLetterPage{}, metaErr("dead letters", err)

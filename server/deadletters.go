@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -41,87 +42,48 @@ func (s *Server) scopeDeadLetters(r *http.Request) (claimcheck.DeadLetterQuery, 
 	return q, nil
 }
 
-// deadLetters answers GET /v1/dead-letters: a page of dead letters.
-func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
+// deadLetterPage makes the handler of GET /v1/dead-letters (call is
+// DeadLetterQueue.DeadLetters: a page) and of POST /v1/dead-letters/retry
+// (RetryDeadLetters: it retries the page the listing with the same
+// parameters would answer, at most claimcheck.MaxDeadLetterPage, and
+// answers those it took back with the next page's after).
+func (s *Server) deadLetterPage(call func(claimcheck.DeadLetterQueue, context.Context, claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		dq, err := s.deadLetterQueue()
+		if err != nil {
+			return err
+		}
+		q, err := s.scopeDeadLetters(r)
+		if err != nil {
+			return err
+		}
+		page, err := call(dq, r.Context(), q)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
 	}
-	q, err := s.scopeDeadLetters(r)
-	if err != nil {
-		return err
-	}
-	page, err := dq.DeadLetters(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
 }
 
-// retryDeadLetters answers POST /v1/dead-letters/retry: it retries the
-// page GET /v1/dead-letters would list with the same parameters (at most
-// claimcheck.MaxDeadLetterPage) and answers those it took back, with the
-// next page's after.
-func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error {
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
+// oneDeadLetter makes the handler of GET /v1/dead-letters/{id} (call is
+// DeadLetterQueue.DeadLetter) and of POST /v1/dead-letters/{id}/retry
+// (RetryDeadLetter, answering the dead letter as it was parked).
+func (s *Server) oneDeadLetter(call func(claimcheck.DeadLetterQueue, context.Context, string) (claimcheck.DeadLetter, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		if !claimcheck.ValidBlobID(id) {
+			return invalidf("dead letter id %q is malformed: want a blob id, b_ followed by 22 URL-safe base64 characters", clip(id))
+		}
+		dq, err := s.deadLetterQueue()
+		if err != nil {
+			return err
+		}
+		d, err := call(dq, r.Context(), id)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, d)
+		return nil
 	}
-	q, err := s.scopeDeadLetters(r)
-	if err != nil {
-		return err
-	}
-	page, err := dq.RetryDeadLetters(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
-}
-
-// deadLetterID reads the {id} path value.
-func deadLetterID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !claimcheck.ValidBlobID(id) {
-		return "", invalidf("dead letter id %q is malformed: want a blob id, b_ followed by 22 URL-safe base64 characters", clip(id))
-	}
-	return id, nil
-}
-
-// deadLetter answers GET /v1/dead-letters/{id}.
-func (s *Server) deadLetter(w http.ResponseWriter, r *http.Request) error {
-	id, err := deadLetterID(r)
-	if err != nil {
-		return err
-	}
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
-	}
-	d, err := dq.DeadLetter(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
-}
-
-// retryDeadLetter answers POST /v1/dead-letters/{id}/retry with the dead
-// letter as it was parked.
-func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
-	id, err := deadLetterID(r)
-	if err != nil {
-		return err
-	}
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
-	}
-	d, err := dq.RetryDeadLetter(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
 }

@@ -53,36 +53,56 @@ func (deniedDeletes) Delete(context.Context, string) error {
 	return errors.New("injected: access denied")
 }
 
+// openDenied opens the store of cfg over the file store of its data
+// directory (where offline commands find it) with every delete denied, a
+// fake clock and the sweeper off, parking at the first failure. The
+// caller closes the store.
+func openDenied(t *testing.T, cfg claimcheck.Config) (*claimcheck.Store, *clock.Fake) {
+	t.Helper()
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(cfg.Data, "blobs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { files.Close() })
+	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
+	cfg.BlobStore, cfg.Clock = deniedDeletes{files}, clk
+	cfg.Sweeper = sweep.Config{Disabled: true, MaxAttempts: 1}
+	store, err := claimcheck.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, clk
+}
+
+// parkDeadLetters puts a claim into each namespace of nss and deletes
+// it, then sweeps past the grace period: with deletes denied and
+// sweeper.max_attempts 1, each blob is parked at once.
+func parkDeadLetters(t *testing.T, store *claimcheck.Store, clk *clock.Fake, nss ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range nss {
+		ref, err := store.Put(ctx, ns, strings.NewReader("a payload of "+ns+" that will not go away"), claimcheck.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Delete(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Hour) // past the grace period
+	if res, err := store.SweepOnce(ctx, 0); err != nil || res.DeleteFailures != len(nss) {
+		t.Fatalf("sweep: %+v %v; want %d failed deletes", res, err, len(nss))
+	}
+}
+
 // TestDLQCommands: a blob whose delete keeps failing is parked; `dlq ls`
 // shows it, `dlq retry` puts it back, and `sweep --once` then deletes its
 // object. All offline, on the same --data directory serve would use.
 func TestDLQCommands(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer files.Close()
-	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
-		Data: dir, BlobStore: deniedDeletes{files}, Clock: clk,
-		Sweeper: sweep.Config{Disabled: true, MaxAttempts: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := store.Put(ctx, "photos", strings.NewReader("a payload that will not go away"), claimcheck.PutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Delete(ctx, ref); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(2 * time.Hour) // past the grace period
-	if res, err := store.SweepOnce(ctx, 0); err != nil || res.DeleteFailures != 1 {
-		t.Fatalf("sweep: %+v %v", res, err)
-	}
+	store, clk := openDenied(t, claimcheck.Config{Data: dir})
+	parkDeadLetters(t, store, clk, "photos")
 	store.Close()
 
 	out, errOut, code := runMain(t, "dlq", "ls", "--data", dir)
@@ -132,35 +152,13 @@ func TestDLQRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer files.Close()
-	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
-		Data: dir, MetaStore: m, BlobStore: deniedDeletes{files}, Clock: clk,
+	store, clk := openDenied(t, claimcheck.Config{
+		Data: dir, MetaStore: m,
 		Tenants:    map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
 		Namespaces: map[string]claimcheck.Policy{"a1": {Tenant: "acme"}, "b1": {Tenant: "beta"}},
-		Sweeper:    sweep.Config{Disabled: true, MaxAttempts: 1},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer store.Close()
-	for _, ns := range []string{"a1", "b1"} {
-		ref, err := store.Put(ctx, ns, strings.NewReader("payload of "+ns), claimcheck.PutOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.Delete(ctx, ref); err != nil {
-			t.Fatal(err)
-		}
-	}
-	clk.Advance(2 * time.Hour)
-	if res, err := store.SweepOnce(ctx, 0); err != nil || res.DeleteFailures != 2 {
-		t.Fatalf("sweep: %+v %v", res, err)
-	}
+	parkDeadLetters(t, store, clk, "a1", "b1")
 	keys := auth.New(m, nil)
 	token := func(tenant string, role auth.Role) string {
 		_, tok, err := keys.Create(ctx, auth.CreateParams{Tenant: tenant, Role: role})

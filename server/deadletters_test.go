@@ -91,7 +91,8 @@ func TestDeadLettersHTTPTenancy(t *testing.T) {
 	}
 	acme := connect(b.key(t, "acme", auth.RoleAdmin, ""))
 	acmeA2 := connect(b.key(t, "acme", auth.RoleAdmin, "a2"))
-	beta := connect(b.key(t, "beta", auth.RoleAdmin, ""))
+	betaToken := b.key(t, "beta", auth.RoleAdmin, "")
+	beta := connect(betaToken)
 	producer := connect(b.key(t, "acme", auth.RoleProducer, ""))
 
 	list := func(c *client.Client, q claimcheck.DeadLetterQuery) []string {
@@ -170,6 +171,16 @@ func TestDeadLettersHTTPTenancy(t *testing.T) {
 	}
 	if back, err := beta.RetryDeadLetter(ctx, b1); err != nil || back.BlobID != b1 {
 		t.Fatalf("beta retries its dead letter: %+v, %v", back, err)
+	}
+	// The audit trail names the key that retried it.
+	events, err := b.store.NamespaceEvents(ctx, "b1", claimcheck.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(e claimcheck.Event) bool {
+		return e.Kind == "dead_letter_retry" && e.BlobID == b1 && e.Actor != "" && strings.HasPrefix(betaToken, auth.TokenPrefix+e.Actor+"_")
+	}) {
+		t.Errorf("no dead_letter_retry event by beta's key in %+v", events)
 	}
 	if _, err := beta.RetryDeadLetter(ctx, b1); !errors.Is(err, claimcheck.ErrNotFound) {
 		t.Errorf("second retry: %v, want not_found (no longer parked)", err)

@@ -24,8 +24,8 @@ import (
 // the operation, or a key limited to another namespace of its own tenant
 // on a namespace route, is 403 permission_denied. A claim outside the
 // key's tenant or namespace is 404 not_found, exactly like a claim that
-// does not exist, so ids do not leak existence; so is another tenant's
-// namespace.
+// does not exist, so ids do not leak existence; so is a dead letter
+// (a parked blob) outside them, and another tenant's namespace.
 
 // target is what a route names.
 type target int
@@ -135,16 +135,20 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 		}
 	case targetDeadLetter:
 		// Like a claim: a dead letter outside the key's reach is
-		// not_found, exactly like an unknown id.
+		// not_found, with the very answer of an unknown id.
 		id := r.PathValue("id")
 		if !claimcheck.ValidBlobID(id) {
 			return nil // the handler answers invalid_argument
 		}
+		notFound := fmt.Errorf("dead letter %s: %w: no such blob is parked (unknown, retried or collected since)", id, claimcheck.ErrNotFound)
 		dq, err := s.deadLetterQueue()
 		if err != nil {
 			return err
 		}
 		d, err := dq.DeadLetter(r.Context(), id)
+		if errors.Is(err, claimcheck.ErrNotFound) {
+			return notFound
+		}
 		if err != nil {
 			return err
 		}
@@ -153,7 +157,7 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 			return err
 		}
 		if err != nil || !key.Covers(pol.Tenant, d.Namespace) {
-			return fmt.Errorf("%w: dead letter %s", claimcheck.ErrNotFound, id)
+			return notFound // its namespace is another tenant's, outside the key's, or no longer configured
 		}
 	case targetClaim:
 		id := r.PathValue("id")

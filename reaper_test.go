@@ -461,10 +461,11 @@ func TestReapedUploadDeleteEndsInDeadLetter(t *testing.T) {
 			t.Fatalf("attempt %d: %+v", attempt+1, res)
 		}
 	}
-	dead, err := e.store.Sweeper().DeadLetters(ctx, "", 10)
-	if err != nil || len(dead) != 1 || dead[0].Attempts != 3 {
-		t.Fatalf("dead letters = %+v, %v; want one blob after 3 attempts", dead, err)
+	page, err := e.store.DeadLetters(ctx, DeadLetterQuery{})
+	if err != nil || len(page.DeadLetters) != 1 || page.DeadLetters[0].Attempts != 3 || page.Next != "" {
+		t.Fatalf("dead letters = %+v, %v; want one blob after 3 attempts", page, err)
 	}
+	dead := page.DeadLetters
 	e.clock.Advance(24 * time.Hour)
 	if res := e.sweep(); res.Ops() != 0 || res.DeleteFailures != 0 {
 		t.Errorf("a parked blob was retried: %+v", res)
@@ -480,8 +481,8 @@ func TestReapedUploadDeleteEndsInDeadLetter(t *testing.T) {
 	}
 
 	denied.on.Store(false)
-	if back, err := e.store.Sweeper().RetryDeadLetters(ctx, []string{dead[0].ID}, false); err != nil || len(back) != 1 {
-		t.Fatalf("RetryDeadLetters = %v, %v", back, err)
+	if back, err := e.store.RetryDeadLetter(ctx, dead[0].BlobID); err != nil || back.BlobID != dead[0].BlobID {
+		t.Fatalf("RetryDeadLetter = %+v, %v", back, err)
 	}
 	if res := e.sweep(); res.BlobsCollected != 1 {
 		t.Errorf("sweep after retry: %+v", res)

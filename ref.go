@@ -61,6 +61,7 @@ type refJSON struct {
 
 var (
 	claimIDPattern = regexp.MustCompile(`^cc_[A-Za-z0-9_-]{22}$`)
+	blobIDPattern  = regexp.MustCompile(`^b_[A-Za-z0-9_-]{22}$`)
 	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
@@ -159,6 +160,10 @@ func (r Ref) validate() error {
 
 // ValidClaimID reports whether id has the form of a claim id.
 func ValidClaimID(id string) bool { return claimIDPattern.MatchString(id) }
+
+// ValidBlobID reports whether id has the form of a blob id (the id of a
+// dead letter).
+func ValidBlobID(id string) bool { return blobIDPattern.MatchString(id) }
 
 // ValidDigest reports whether d has the form "sha256:<64 hex digits>".
 func ValidDigest(d string) bool { return digestPattern.MatchString(d) }

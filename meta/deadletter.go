@@ -23,8 +23,8 @@ type DeadLetterStore interface {
 	ParkBlob(ctx context.Context, id, cause string, now time.Time) error
 
 	// DeadLetters returns up to limit parked blobs with id > afterID, in
-	// id order.
-	DeadLetters(ctx context.Context, afterID string, limit int) ([]Blob, error)
+	// id order; with ns set, only those of namespace ns.
+	DeadLetters(ctx context.Context, ns, afterID string, limit int) ([]Blob, error)
 
 	// CountDeadLetters returns the number of parked blobs.
 	CountDeadLetters(ctx context.Context) (int64, error)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/server/api"
 )
 
 // Authorisation (ADR 0060). When Config.Auth is set, every /v1 route
@@ -23,17 +24,19 @@ import (
 // the operation, or a key limited to another namespace of its own tenant
 // on a namespace route, is 403 permission_denied. A claim outside the
 // key's tenant or namespace is 404 not_found, exactly like a claim that
-// does not exist, so ids do not leak existence; so is another tenant's
-// namespace.
+// does not exist, so ids do not leak existence; so is a dead letter
+// (a parked blob) outside them, and another tenant's namespace.
 
 // target is what a route names.
 type target int
 
 const (
-	targetNone      target = iota // the tenant itself (keys)
-	targetNamespace               // the {ns} path value
-	targetClaim                   // the {id} path value, a claim id (or upload id, the same)
-	targetList                    // a listing the handler filters (visibleNamespaces)
+	targetNone        target = iota // the tenant itself (keys)
+	targetNamespace                 // the {ns} path value
+	targetClaim                     // the {id} path value, a claim id (or upload id, the same)
+	targetList                      // a listing the handler filters (visibleNamespaces)
+	targetDeadLetter                // the {id} path value, a parked blob's id
+	targetDeadLetters               // the tenant and ns query parameters; the handler scopes the rest (scopeDeadLetters)
 	// targetSigned: the URL's signature is the credential (the upload
 	// PUT). The guard asks for no key, and limits the route per client
 	// address, whether auth is on or not (ADR 0074).
@@ -71,6 +74,10 @@ var routeRules = map[string]routeRule{
 	"POST /v1/keys":                    {auth.OpKeys, targetNone},
 	"GET /v1/keys":                     {auth.OpKeys, targetNone},
 	"DELETE /v1/keys/{key}":            {auth.OpKeys, targetNone},
+	"GET /v1/dead-letters":             {auth.OpAdmin, targetDeadLetters},
+	"POST /v1/dead-letters/retry":      {auth.OpAdmin, targetDeadLetters},
+	"GET /v1/dead-letters/{id}":        {auth.OpAdmin, targetDeadLetter},
+	"POST /v1/dead-letters/{id}/retry": {auth.OpAdmin, targetDeadLetter},
 
 	// Master key rotation, one namespace at a time (rewrap.go).
 	"POST /v1/namespaces/{ns}/key/rewrap": {auth.OpAdmin, targetNamespace},
@@ -123,15 +130,43 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 		if err := claimcheck.ValidateNamespace(ns); err != nil {
 			return err
 		}
-		pol, err := s.claims.Policy(r.Context(), ns)
+		return s.authorizeNamespace(r.Context(), key, ns)
+	case targetDeadLetters:
+		q, err := api.ParseDeadLetterQuery(r.URL.Query())
 		if err != nil {
 			return err
 		}
-		if pol.Tenant != key.Tenant {
-			return fmt.Errorf("%w: namespace %q", claimcheck.ErrNotFound, ns)
+		if q.Tenant != "" && q.Tenant != key.Tenant {
+			return fmt.Errorf("%w: tenant %q", claimcheck.ErrNotFound, q.Tenant)
 		}
-		if !key.Covers(pol.Tenant, ns) {
-			return fmt.Errorf("%w: key %s is limited to namespace %s", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
+		if q.Namespace != "" {
+			return s.authorizeNamespace(r.Context(), key, q.Namespace)
+		}
+	case targetDeadLetter:
+		// Like a claim: a dead letter outside the key's reach is
+		// not_found, with the very answer of an unknown id.
+		id := r.PathValue("id")
+		if !claimcheck.ValidBlobID(id) {
+			return nil // the handler answers invalid_argument
+		}
+		notFound := fmt.Errorf("dead letter %s: %w: no such blob is parked (unknown, retried or collected since)", id, claimcheck.ErrNotFound)
+		dq, err := s.deadLetterQueue()
+		if err != nil {
+			return err
+		}
+		d, err := dq.DeadLetter(r.Context(), id)
+		if errors.Is(err, claimcheck.ErrNotFound) {
+			return notFound
+		}
+		if err != nil {
+			return err
+		}
+		pol, err := s.claims.Policy(r.Context(), d.Namespace)
+		if err != nil && !errors.Is(err, claimcheck.ErrNotFound) {
+			return err
+		}
+		if err != nil || !key.Covers(pol.Tenant, d.Namespace) {
+			return notFound // its namespace is another tenant's, outside the key's, or no longer configured
 		}
 	case targetClaim:
 		id := r.PathValue("id")
@@ -163,6 +198,23 @@ func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error 
 		if key.Namespace != "" {
 			return fmt.Errorf("%w: key %s is limited to namespace %s; keys and the tenant's events need a tenant-wide admin key", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
 		}
+	}
+	return nil
+}
+
+// authorizeNamespace decides whether key may act in namespace ns:
+// another tenant's namespace is not_found (its name does not leak), one
+// of its own tenant outside the key's limit is permission_denied.
+func (s *Server) authorizeNamespace(ctx context.Context, key auth.Key, ns string) error {
+	pol, err := s.claims.Policy(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if pol.Tenant != key.Tenant {
+		return fmt.Errorf("%w: namespace %q", claimcheck.ErrNotFound, ns)
+	}
+	if !key.Covers(pol.Tenant, ns) {
+		return fmt.Errorf("%w: key %s is limited to namespace %s", claimcheck.ErrPermissionDenied, key.ID, key.Namespace)
 	}
 	return nil
 }

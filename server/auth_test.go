@@ -73,6 +73,13 @@ func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts clai
 
 func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 	t.Helper()
+	return setupAuthWith(t, limits, nil)
+}
+
+// setupAuthWith is setupAuth with the store's config changed by edit
+// first (a blob store that fails, a fake clock).
+func setupAuthWith(t testing.TB, limits server.Limits, edit func(*claimcheck.Config)) *authBundle {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
@@ -82,7 +89,7 @@ func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &authBundle{meta: m, auth: auth.New(m, nil)}
-	b.store, err = claimcheck.Open(ctx, claimcheck.Config{
+	cfg := claimcheck.Config{
 		Data: dir, MetaStore: m, Logger: logger,
 		MasterKey: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)), // for the key rotation route
 		Tenants:   map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
@@ -91,7 +98,11 @@ func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 			"a2": {Tenant: "acme"},
 			"b1": {Tenant: "beta"},
 		},
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	b.store, err = claimcheck.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,10 +274,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 func claimRef(r *http.Request) (claimcheck.Ref, error) {
 	id := r.PathValue("id")
 	if !claimcheck.ValidClaimID(id) {
-		if len(id) > 40 {
-			id = id[:40] + "…"
-		}
-		return claimcheck.Ref{}, invalidf("claim id %q is malformed: want cc_ followed by 22 URL-safe base64 characters", id)
+		return claimcheck.Ref{}, invalidf("claim id %q is malformed: want cc_ followed by 22 URL-safe base64 characters", clip(id))
 	}
 	ref := claimcheck.Ref{ID: id}
 	if ns := r.URL.Query().Get("ns"); ns != "" {

@@ -65,3 +65,12 @@ func (e notReadyError) Is(target error) bool { return target == claimcheck.ErrUn
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", claimcheck.ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
+
+// clip shortens a value echoed in an error (a path value), so a message
+// stays small whatever the client sent.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

@@ -47,6 +47,9 @@ func FuzzServerRequests(f *testing.F) {
 		{2, "/v1/namespaces/orders/uploads", "", "", "", "", "application/json", "", []byte(`{"size":5,"sha256":"` + digest[7:] + `"}`)},
 		{1, "/v1/namespaces/orders", "", "", "", "", "", "", nil},
 		{1, "/metrics", "", "", "", "", "", "", nil},
+		{1, "/v1/dead-letters?tenant=default&ns=orders&after=b_AAAAAAAAAAAAAAAAAAAAAA&limit=3", "", "", "", "", "", "", nil},
+		{2, "/v1/dead-letters/retry?ns=orders&limit=x", "", "", "", "", "", "", nil},
+		{2, "/v1/dead-letters/b_AAAAAAAAAAAAAAAAAAAAAA/retry", "", "", "", "", "", "", nil},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.digest, s.cons, s.names, s.labels, s.ctype, s.auth, s.body)

@@ -132,6 +132,11 @@ func New(cfg Config) *Server {
 	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
 	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
 	s.handle("GET /v1/events", s.tenantEvents)
+	// Dead letters (deadletters.go): list and retry, a page or one.
+	s.handle("GET /v1/dead-letters", s.deadLetterPage(claimcheck.DeadLetterQueue.DeadLetters))
+	s.handle("POST /v1/dead-letters/retry", s.deadLetterPage(claimcheck.DeadLetterQueue.RetryDeadLetters))
+	s.handle("GET /v1/dead-letters/{id}", s.oneDeadLetter(claimcheck.DeadLetterQueue.DeadLetter))
+	s.handle("POST /v1/dead-letters/{id}/retry", s.oneDeadLetter(claimcheck.DeadLetterQueue.RetryDeadLetter))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		// The process is up and serving; dependencies are /readyz's job.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -104,23 +104,17 @@ func (s *Sweeper) refreshDeadLetters(ctx context.Context) {
 	s.metrics.Reaper.DeadLetters.Set(float64(n))
 }
 
-// DeadLetters returns up to limit parked blobs with id > afterID, in id
-// order (`claimcheck dlq ls`).
-func (s *Sweeper) DeadLetters(ctx context.Context, afterID string, limit int) ([]meta.Blob, error) {
-	bs, err := s.meta.DeadLetters(ctx, afterID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	return bs, nil
-}
-
-// RetryDeadLetters puts parked blobs back in the due index, due now, with
-// a fresh retry schedule: the given ids, or every parked blob with all
-// (`claimcheck dlq retry`). The next sweep run deletes their objects. It
-// returns the blobs it took back, as they were parked.
-func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string, all bool) ([]meta.Blob, error) {
+// RetryDeadLetters puts the parked blobs of ids back in the due index,
+// due now, with a fresh retry schedule; ids that are not parked are
+// skipped. The next sweep run deletes their objects. It returns the blobs
+// it took back, as they were parked, and records a retry event for each
+// with the actor of ctx (the operator's API key, over HTTP). The listing
+// and the tenancy rules of dead letters are the root package's
+// (claimcheck.Store.DeadLetters); this is the one step that changes rows,
+// kept beside the parking it undoes.
+func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string) ([]meta.Blob, error) {
 	now := s.clock.Now()
-	back, err := s.meta.RetryDeadLetters(ctx, ids, all, now)
+	back, err := s.meta.RetryDeadLetters(ctx, ids, false, now)
 	if err != nil {
 		return nil, fmt.Errorf("retry dead letters: %w", err)
 	}
@@ -128,7 +122,7 @@ func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string, all bool) 
 		events := make([]meta.Event, len(back))
 		for i, b := range back {
 			events[i] = meta.Event{At: now, Kind: meta.EventDeadLetterRetry, Namespace: b.Namespace, BlobID: b.ID,
-				Detail: fmt.Sprintf("retried after %d failed deletes, last: %s", b.Attempts, b.LastError)}
+				Actor: meta.ActorFrom(ctx), Detail: fmt.Sprintf("retried after %d failed deletes, last: %s", b.Attempts, b.LastError)}
 		}
 		if err := s.meta.AppendEvents(ctx, events); err != nil {
 			s.log.Warn("sweep: recording dead letter retries", "err", err)

@@ -3,6 +3,7 @@ package sweep_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestDeleteFailuresEndInDeadLetter(t *testing.T) {
 			t.Fatalf("attempt %d: %+v %v", attempt+1, res, err)
 		}
 	}
-	dead, err := sw.DeadLetters(ctx, "", 10)
+	dead, err := b.meta.DeadLetters(ctx, "", "", 10)
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("DeadLetters = %v, %v; want one blob", dead, err)
 	}
@@ -95,12 +96,20 @@ func TestDeleteFailuresEndInDeadLetter(t *testing.T) {
 	}
 
 	bd.set(false) // the operator fixed the bucket's permissions
-	back, err := sw.RetryDeadLetters(ctx, nil, true)
+	back, err := sw.RetryDeadLetters(meta.WithActor(ctx, "key_ops"), []string{dead[0].ID})
 	if err != nil || len(back) != 1 {
 		t.Fatalf("RetryDeadLetters = %v, %v", back, err)
 	}
 	if got := testutil.ToFloat64(b.metric.Reaper.DeadLetters); got != 0 {
 		t.Errorf("dead letters gauge after retry = %v, want 0", got)
+	}
+	if events, err = b.meta.Events(ctx, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(e meta.Event) bool {
+		return e.Kind == meta.EventDeadLetterRetry && e.BlobID == dead[0].ID && e.Actor == "key_ops"
+	}) {
+		t.Errorf("no %s event by key_ops for blob %s in %+v", meta.EventDeadLetterRetry, dead[0].ID, events)
 	}
 	if res, err := sw.RunOnce(ctx, 0); err != nil || res.BlobsCollected != 1 {
 		t.Fatalf("run after retry: %+v %v", res, err)

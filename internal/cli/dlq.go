@@ -2,25 +2,51 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck"
 )
 
 type dlqCmd struct {
-	store  storeFlags
+	target operatorFlags
 	asJSON bool
 	all    bool
+	tenant string
+	ns     string
+}
+
+// query is the listing the --tenant and --ns flags select.
+func (d *dlqCmd) query() (claimcheck.DeadLetterQuery, error) {
+	q := claimcheck.DeadLetterQuery{Tenant: d.tenant, Namespace: d.ns}
+	if q.Tenant != "" {
+		if err := claimcheck.ValidateTenant(q.Tenant); err != nil {
+			return q, usageError{fmt.Errorf("--tenant: %w", err)}
+		}
+	}
+	if q.Namespace != "" {
+		if err := claimcheck.ValidateNamespace(q.Namespace); err != nil {
+			return q, usageError{fmt.Errorf("--ns: %w", err)}
+		}
+	}
+	return q, nil
+}
+
+func (d *dlqCmd) register(cmd *cobra.Command, env Env) {
+	d.target.register(cmd, env)
+	cmd.Flags().StringVar(&d.tenant, "tenant", "", "only the dead letters of this tenant's namespaces")
+	cmd.Flags().StringVar(&d.ns, "ns", "", "only the dead letters of this namespace")
 }
 
 // newDLQCmd is `claimcheck dlq ls|retry`: the blobs whose object delete
 // failed sweeper.max_attempts times and were parked. Like gc and fsck it
-// works on the store itself (no server needed) and is safe beside running
-// servers.
+// works on the store itself (no server needed), and is safe beside
+// running servers; like the client commands it can instead go through a
+// running server's admin API (operatorflags.go).
 func newDLQCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
@@ -31,108 +57,122 @@ last error, but the sweeper stops retrying it. Fix the cause (permissions,
 bucket policy, an object lock), then 'claimcheck dlq retry'. Quota is never
 involved: it was given back when the blob's last claim finished.
 
-Both commands work on the store directly, with the same --config/--data as
-serve, and are safe while servers are running.`,
+Offline, with the same --config/--data as serve, both commands work on the
+store directly and are safe while servers are running. With --server (or
+$CLAIMCHECK_SERVER) and an admin --api-key they go through a running
+server instead, and see only the key's tenant (or its one namespace).`,
 	}
 
 	ls := &dlqCmd{}
 	lsCmd := &cobra.Command{
-		Use:   "ls [--json] [--config FILE] [--data DIR]",
+		Use:   "ls [--json] [--ns NS] [--tenant T] [--config FILE] [--data DIR | --server URL --api-key KEY]",
 		Short: "List parked blobs with their attempts and last error",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := ls.store.openOffline(cmd.Context(), env)
+			q, err := ls.query()
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			var all []meta.Blob
-			after := ""
+			target, err := ls.target.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer target.Close()
+			dq := target.deadLetters()
+			all := []claimcheck.DeadLetter{}
 			for {
-				page, err := store.Sweeper().DeadLetters(cmd.Context(), after, 500)
+				page, err := dq.DeadLetters(cmd.Context(), q)
 				if err != nil {
 					return err
 				}
-				if len(page) == 0 {
+				all = append(all, page.DeadLetters...)
+				if page.Next == "" {
 					break
 				}
-				all = append(all, page...)
-				after = page[len(page)-1].ID
+				q.After = page.Next
 			}
 			if ls.asJSON {
-				out := make([]deadLetter, len(all))
-				for i, b := range all {
-					out[i] = deadLetterOf(b)
-				}
-				return json.NewEncoder(env.Stdout).Encode(out)
+				return json.NewEncoder(env.Stdout).Encode(all)
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "BLOB\tNAMESPACE\tOBJECT\tBYTES\tATTEMPTS\tPARKED\tLAST ERROR")
-			for _, b := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.ID, b.Namespace, b.Key, b.StoredSize, b.Attempts,
-					b.DeadAt.UTC().Format(time.RFC3339), b.LastError)
+			for _, d := range all {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", d.BlobID, d.Namespace, d.ObjectKey, d.StoredSize, d.Attempts,
+					d.ParkedAt.UTC().Format(time.RFC3339), d.LastError)
 			}
 			return tw.Flush()
 		},
 	}
-	ls.store.register(lsCmd)
+	ls.register(lsCmd, env)
 	lsCmd.Flags().BoolVar(&ls.asJSON, "json", false, "print JSON")
 
 	retry := &dlqCmd{}
 	retryCmd := &cobra.Command{
-		Use:   "retry BLOB-ID...|--all [--config FILE] [--data DIR]",
+		Use:   "retry BLOB-ID...|--all [--ns NS] [--tenant T] [--config FILE] [--data DIR | --server URL --api-key KEY]",
 		Short: "Put parked blobs back in the sweeper's queue, due now, with a fresh retry schedule",
-		Long: `Put the named parked blobs (or all of them with --all) back in the due index,
-due now, with their attempts reset. The next sweep (a server's background
-sweeper, or 'claimcheck sweep --once') deletes their objects; a delete that
-still fails is retried with backoff and parked again after max_attempts.
-Blob ids that are not parked are reported and skipped.`,
+		Long: `Put the named parked blobs (or all of them with --all, narrowed by --ns or
+--tenant) back in the due index, due now, with their attempts reset. The next
+sweep (a server's background sweeper, or 'claimcheck sweep --once') deletes
+their objects; a delete that still fails is retried with backoff and parked
+again after max_attempts. Blob ids that are not parked (or, remotely, not the
+key's to see) are reported and skipped. --all works in batches of 500.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if retry.all == (len(args) > 0) {
-				return usageError{fmt.Errorf("give blob ids or --all, not both and not neither")}
+				return usageError{errors.New("give blob ids or --all, not both and not neither")}
 			}
-			store, err := retry.store.openOffline(cmd.Context(), env)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			back, err := store.Sweeper().RetryDeadLetters(cmd.Context(), args, retry.all)
-			if err != nil {
-				return err
-			}
-			taken := make(map[string]bool, len(back))
-			for _, b := range back {
-				taken[b.ID] = true
-				fmt.Fprintf(env.Stdout, "retrying blob %s (%s, %d failed attempts, last: %s)\n", b.ID, b.Key, b.Attempts, b.LastError)
+			if !retry.all && (retry.ns != "" || retry.tenant != "") {
+				return usageError{errors.New("--ns and --tenant narrow --all; with blob ids, give only the ids")}
 			}
 			for _, id := range args {
-				if !taken[id] {
-					fmt.Fprintf(env.Stderr, "claimcheck: blob %s is not a dead letter; skipped\n", id)
+				if !claimcheck.ValidBlobID(id) {
+					return usageError{fmt.Errorf("blob id %q is malformed: want b_ and 22 characters, as dlq ls prints", id)}
 				}
 			}
-			fmt.Fprintf(env.Stdout, "%d dead letters put back; the next sweep deletes their objects\n", len(back))
+			q, err := retry.query()
+			if err != nil {
+				return err
+			}
+			target, err := retry.target.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer target.Close()
+			dq := target.deadLetters()
+			n := 0
+			report := func(d claimcheck.DeadLetter) {
+				n++
+				fmt.Fprintf(env.Stdout, "retrying blob %s (%s, %d failed attempts, last: %s)\n", d.BlobID, d.ObjectKey, d.Attempts, d.LastError)
+			}
+			for _, id := range args {
+				d, err := dq.RetryDeadLetter(cmd.Context(), id)
+				switch {
+				case errors.Is(err, claimcheck.ErrNotFound):
+					fmt.Fprintf(env.Stderr, "claimcheck: blob %s is not a dead letter; skipped\n", id)
+				case err != nil:
+					return err
+				default:
+					report(d)
+				}
+			}
+			for retry.all {
+				page, err := dq.RetryDeadLetters(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				for _, d := range page.DeadLetters {
+					report(d)
+				}
+				if page.Next == "" {
+					break
+				}
+				q.After = page.Next
+			}
+			fmt.Fprintf(env.Stdout, "%d dead letters put back; the next sweep deletes their objects\n", n)
 			return nil
 		},
 	}
-	retry.store.register(retryCmd)
-	retryCmd.Flags().BoolVar(&retry.all, "all", false, "retry every parked blob")
+	retry.register(retryCmd, env)
+	retryCmd.Flags().BoolVar(&retry.all, "all", false, "retry every parked blob (of --ns or --tenant, when given)")
 	cmd.AddCommand(lsCmd, retryCmd)
 	return cmd
-}
-
-// deadLetter is the JSON form of a parked blob in `dlq ls --json`.
-type deadLetter struct {
-	BlobID     string    `json:"blob_id"`
-	Namespace  string    `json:"namespace"`
-	Key        string    `json:"object_key"`
-	StoredSize int64     `json:"stored_size"`
-	Attempts   int       `json:"attempts"`
-	LastError  string    `json:"last_error"`
-	ParkedAt   time.Time `json:"parked_at"`
-	DeletingAt time.Time `json:"deleting_since"`
-}
-
-func deadLetterOf(b meta.Blob) deadLetter {
-	return deadLetter{BlobID: b.ID, Namespace: b.Namespace, Key: b.Key, StoredSize: b.StoredSize,
-		Attempts: b.Attempts, LastError: b.LastError, ParkedAt: b.DeadAt.UTC(), DeletingAt: b.StateAt.UTC()}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -24,10 +27,20 @@ import (
 // code.
 func runMain(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runMainEnv(t, nil, args...)
+}
+
+// runMainEnv is runMain with environment variables.
+func runMainEnv(t *testing.T, environ map[string]string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
+	var list []string
+	for k, v := range environ {
+		list = append(list, k+"="+v)
+	}
 	code := cli.Main(context.Background(), args, cli.Env{
 		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		Getenv: func(k string) string { return environ[k] }, Environ: func() []string { return list },
 	})
 	return out.String(), errb.String(), code
 }
@@ -40,36 +53,56 @@ func (deniedDeletes) Delete(context.Context, string) error {
 	return errors.New("injected: access denied")
 }
 
+// openDenied opens the store of cfg over the file store of its data
+// directory (where offline commands find it) with every delete denied, a
+// fake clock and the sweeper off, parking at the first failure. The
+// caller closes the store.
+func openDenied(t *testing.T, cfg claimcheck.Config) (*claimcheck.Store, *clock.Fake) {
+	t.Helper()
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(cfg.Data, "blobs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { files.Close() })
+	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
+	cfg.BlobStore, cfg.Clock = deniedDeletes{files}, clk
+	cfg.Sweeper = sweep.Config{Disabled: true, MaxAttempts: 1}
+	store, err := claimcheck.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, clk
+}
+
+// parkDeadLetters puts a claim into each namespace of nss and deletes
+// it, then sweeps past the grace period: with deletes denied and
+// sweeper.max_attempts 1, each blob is parked at once.
+func parkDeadLetters(t *testing.T, store *claimcheck.Store, clk *clock.Fake, nss ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range nss {
+		ref, err := store.Put(ctx, ns, strings.NewReader("a payload of "+ns+" that will not go away"), claimcheck.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Delete(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Hour) // past the grace period
+	if res, err := store.SweepOnce(ctx, 0); err != nil || res.DeleteFailures != len(nss) {
+		t.Fatalf("sweep: %+v %v; want %d failed deletes", res, err, len(nss))
+	}
+}
+
 // TestDLQCommands: a blob whose delete keeps failing is parked; `dlq ls`
 // shows it, `dlq retry` puts it back, and `sweep --once` then deletes its
 // object. All offline, on the same --data directory serve would use.
 func TestDLQCommands(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer files.Close()
-	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
-		Data: dir, BlobStore: deniedDeletes{files}, Clock: clk,
-		Sweeper: sweep.Config{Disabled: true, MaxAttempts: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := store.Put(ctx, "photos", strings.NewReader("a payload that will not go away"), claimcheck.PutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Delete(ctx, ref); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(2 * time.Hour) // past the grace period
-	if res, err := store.SweepOnce(ctx, 0); err != nil || res.DeleteFailures != 1 {
-		t.Fatalf("sweep: %+v %v", res, err)
-	}
+	store, clk := openDenied(t, claimcheck.Config{Data: dir})
+	parkDeadLetters(t, store, clk, "photos")
 	store.Close()
 
 	out, errOut, code := runMain(t, "dlq", "ls", "--data", dir)
@@ -81,8 +114,12 @@ func TestDLQCommands(t *testing.T) {
 	if _, _, code := runMain(t, "dlq", "retry", "--data", dir); code != cli.ExitUsage {
 		t.Errorf("dlq retry without ids or --all: exit %d, want usage", code)
 	}
-	out, errOut, code = runMain(t, "dlq", "retry", "--data", dir, blobID, "b_not_parked")
-	if code != 0 || !strings.Contains(out, "1 dead letters put back") || !strings.Contains(errOut, "b_not_parked is not a dead letter") {
+	if _, errOut, code := runMain(t, "dlq", "retry", "--data", dir, "b_malformed"); code != cli.ExitUsage || !strings.Contains(errOut, `"b_malformed" is malformed`) {
+		t.Errorf("dlq retry of a malformed id: exit %d, %s; want usage", code, errOut)
+	}
+	const notParked = "b_AAAAAAAAAAAAAAAAAAAAAA"
+	out, errOut, code = runMain(t, "dlq", "retry", "--data", dir, blobID, notParked)
+	if code != 0 || !strings.Contains(out, "1 dead letters put back") || !strings.Contains(errOut, notParked+" is not a dead letter") {
 		t.Fatalf("dlq retry = %d\n%s%s", code, out, errOut)
 	}
 	if out, _, _ := runMain(t, "dlq", "ls", "--json", "--data", dir); strings.TrimSpace(out) != "[]" {
@@ -99,6 +136,84 @@ func TestDLQCommands(t *testing.T) {
 		if !e.IsDir() {
 			t.Errorf("object %s left behind after the retried collection", e.Name())
 		}
+	}
+}
+
+// TestDLQRemote: `dlq ls` and `dlq retry` through a running server with
+// auth on: an admin key sees and retries its tenant's dead letters only,
+// a producer key is refused, --server with --data is a usage error, and
+// $CLAIMCHECK_SERVER selects the remote mode too. The offline mode keeps
+// working beside the server on the same data directory.
+func TestDLQRemote(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m, err := sqlmeta.Open(ctx, "sqlite:"+filepath.Join(dir, "claimcheck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	store, clk := openDenied(t, claimcheck.Config{
+		Data: dir, MetaStore: m,
+		Tenants:    map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
+		Namespaces: map[string]claimcheck.Policy{"a1": {Tenant: "acme"}, "b1": {Tenant: "beta"}},
+	})
+	defer store.Close()
+	parkDeadLetters(t, store, clk, "a1", "b1")
+	keys := auth.New(m, nil)
+	token := func(tenant string, role auth.Role) string {
+		_, tok, err := keys.Create(ctx, auth.CreateParams{Tenant: tenant, Role: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	acme, beta, producer := token("acme", auth.RoleAdmin), token("beta", auth.RoleAdmin), token("acme", auth.RoleProducer)
+	srv := httptest.NewServer(server.New(server.Config{Claims: store, Auth: keys, ClaimNamespace: store.ClaimNamespace}))
+	defer srv.Close()
+
+	out, errOut, code := runMain(t, "dlq", "ls", "--server", srv.URL, "--api-key", acme)
+	if code != 0 || !strings.Contains(out, " a1 ") || strings.Contains(out, "b1") || !strings.Contains(out, "access denied") {
+		t.Fatalf("dlq ls as acme's admin = %d\n%s%s", code, out, errOut)
+	}
+	a1 := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if _, errOut, code := runMain(t, "dlq", "ls", "--server", srv.URL, "--api-key", producer); code != cli.ExitError || !strings.Contains(errOut, "may not admin") {
+		t.Errorf("dlq ls as a producer = %d %s, want a permission error", code, errOut)
+	}
+	if _, errOut, code := runMain(t, "dlq", "ls", "--server", srv.URL, "--data", dir); code != cli.ExitUsage || !strings.Contains(errOut, "one or the other") {
+		t.Errorf("dlq ls with --server and --data = %d %s, want usage", code, errOut)
+	}
+	if _, errOut, code := runMain(t, "dlq", "ls", "--ns", "Bad", "--server", srv.URL); code != cli.ExitUsage || !strings.Contains(errOut, "--ns") {
+		t.Errorf("dlq ls --ns Bad = %d %s, want usage naming --ns", code, errOut)
+	}
+
+	// From the environment, as beta's admin: beta's only; acme's id is
+	// not beta's to see, so retrying it is skipped like an unknown one.
+	env := map[string]string{"CLAIMCHECK_SERVER": srv.URL, "CLAIMCHECK_API_KEY": beta}
+	out, errOut, code = runMainEnv(t, env, "dlq", "ls", "--json")
+	var listed []claimcheck.DeadLetter
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 1 || listed[0].Namespace != "b1" {
+		t.Fatalf("dlq ls --json as beta's admin (env) = %d %v\n%s%s", code, err, out, errOut)
+	}
+	out, errOut, code = runMainEnv(t, env, "dlq", "retry", a1)
+	if code != 0 || !strings.Contains(errOut, a1+" is not a dead letter") || !strings.Contains(out, "0 dead letters put back") {
+		t.Errorf("beta's admin retrying acme's dead letter = %d\n%s%s", code, out, errOut)
+	}
+
+	out, errOut, code = runMain(t, "dlq", "retry", "--all", "--server", srv.URL, "--api-key", acme)
+	if code != 0 || !strings.Contains(out, "retrying blob "+a1) || !strings.Contains(out, "1 dead letters put back") {
+		t.Fatalf("dlq retry --all as acme's admin = %d\n%s%s", code, out, errOut)
+	}
+	// Offline, beside the server: beta's dead letter is still parked.
+	out, errOut, code = runMain(t, "dlq", "ls", "--json", "--data", dir)
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 1 || listed[0].BlobID == a1 {
+		t.Fatalf("dlq ls offline after acme's retry = %d %v\n%s%s", code, err, out, errOut)
+	}
+	out, errOut, code = runMainEnv(t, env, "dlq", "retry", listed[0].BlobID)
+	if code != 0 || !strings.Contains(out, "1 dead letters put back") {
+		t.Errorf("beta's admin retrying its dead letter = %d\n%s%s", code, out, errOut)
+	}
+	if out, _, _ := runMain(t, "dlq", "ls", "--json", "--server", srv.URL, "--api-key", beta); strings.TrimSpace(out) != "[]" {
+		t.Errorf("dlq ls after the retries = %s, want []", out)
 	}
 }
 

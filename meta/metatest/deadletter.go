@@ -14,7 +14,15 @@ import (
 // deleting (its object delete is "in flight").
 func (h *harness) deleting() meta.Blob {
 	h.t.Helper()
-	b := h.orphan(0)
+	return h.deletingIn("ns")
+}
+
+// deletingIn is deleting in namespace ns.
+func (h *harness) deletingIn(ns string) meta.Blob {
+	h.t.Helper()
+	res := h.put(put{NS: ns})
+	h.finish(res.Claim.ID, meta.ReasonDeleted)
+	b := h.blob(res.Blob.ID)
 	for _, got := range h.beginCollect(100, time.Minute) {
 		if got.ID == b.ID {
 			return h.blob(b.ID)
@@ -24,12 +32,14 @@ func (h *harness) deleting() meta.Blob {
 	return meta.Blob{}
 }
 
-func (h *harness) deadLetterIDs() []string {
+// deadLetterIDs lists the parked blobs (of namespace ns, or all with "")
+// in pages of two.
+func (h *harness) deadLetterIDs(ns string) []string {
 	h.t.Helper()
 	var ids []string
 	after := ""
 	for {
-		page, err := h.s.DeadLetters(h.ctx(), after, 2)
+		page, err := h.s.DeadLetters(h.ctx(), ns, after, 2)
 		if err != nil {
 			h.t.Fatalf("DeadLetters: %v", err)
 		}
@@ -71,7 +81,7 @@ func testParkAndRetry(t *testing.T, h *harness) {
 	if n, err := h.s.CountDeadLetters(h.ctx()); err != nil || n != 1 {
 		t.Errorf("CountDeadLetters = %d, %v; want 1", n, err)
 	}
-	if ids := h.deadLetterIDs(); !slices.Equal(ids, []string{b.ID}) {
+	if ids := h.deadLetterIDs(""); !slices.Equal(ids, []string{b.ID}) {
 		t.Errorf("DeadLetters = %v, want [%s]", ids, b.ID)
 	}
 	// Still owned: the backstop's key lookup finds the row.
@@ -109,17 +119,30 @@ func testParkAndRetry(t *testing.T, h *harness) {
 }
 
 func testRetryAllDeadLetters(t *testing.T, h *harness) {
-	var want []string
-	for range 3 {
-		b := h.deleting()
+	var want, inB []string
+	for i := range 3 {
+		ns := "a"
+		if i == 1 {
+			ns = "b"
+		}
+		b := h.deletingIn(ns)
 		if err := h.s.ParkBlob(h.ctx(), b.ID, "boom", h.now()); err != nil {
 			t.Fatalf("ParkBlob: %v", err)
 		}
 		want = append(want, b.ID)
+		if ns == "b" {
+			inB = append(inB, b.ID)
+		}
 	}
 	slices.Sort(want)
-	if ids := h.deadLetterIDs(); !slices.Equal(ids, want) {
+	if ids := h.deadLetterIDs(""); !slices.Equal(ids, want) {
 		t.Errorf("DeadLetters = %v, want %v", ids, want)
+	}
+	if ids := h.deadLetterIDs("b"); !slices.Equal(ids, inB) {
+		t.Errorf("DeadLetters of namespace b = %v, want %v", ids, inB)
+	}
+	if ids := h.deadLetterIDs("c"); len(ids) != 0 {
+		t.Errorf("DeadLetters of namespace c = %v, want none", ids)
 	}
 	if none, err := h.s.RetryDeadLetters(h.ctx(), nil, false, h.now()); err != nil || len(none) != 0 {
 		t.Errorf("RetryDeadLetters without ids and without all = %v, %v; want nothing", blobIDs(none), err)
@@ -131,7 +154,7 @@ func testRetryAllDeadLetters(t *testing.T, h *harness) {
 	if ids := blobIDs(back); !slices.Equal(ids, want) {
 		t.Errorf("RetryDeadLetters(all) = %v, want %v", ids, want)
 	}
-	if ids := h.deadLetterIDs(); len(ids) != 0 {
+	if ids := h.deadLetterIDs(""); len(ids) != 0 {
 		t.Errorf("DeadLetters after retrying all = %v", ids)
 	}
 	if bs := h.beginCollect(10, time.Minute); len(bs) != 3 {

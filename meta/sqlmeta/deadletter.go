@@ -32,15 +32,21 @@ func (s *Store) ParkBlob(ctx context.Context, id, cause string, now time.Time) e
 	return nil
 }
 
-// DeadLetters returns a page of parked blobs in id order.
-func (s *Store) DeadLetters(ctx context.Context, afterID string, limit int) ([]meta.Blob, error) {
+// DeadLetters returns a page of parked blobs in id order, of one
+// namespace when ns is set. The partial index on parked ids serves both
+// forms: parked rows are few, so the namespace is a filter on them.
+func (s *Store) DeadLetters(ctx context.Context, ns, afterID string, limit int) ([]meta.Blob, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []meta.Blob
 	err := s.read(ctx, func(q *txq) error {
 		out = nil
-		rows, err := q.query(`SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+		where, args := ``, []any{afterID}
+		if ns != "" {
+			where, args = ` AND namespace = ?`, append(args, ns)
+		}
+		rows, err := q.query(`SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND id > ?`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
 		if err != nil {
 			return err
 		}

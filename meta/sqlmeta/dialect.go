@@ -40,6 +40,10 @@ type dialect struct {
 	// them).
 	migrationLock string
 
+	// cacheStatements keeps statements prepared across transactions
+	// (stmtcache.go); pgx does that by itself on PostgreSQL.
+	cacheStatements bool
+
 	// open returns the pool for write transactions and the pool for read
 	// transactions (the same pool where the database needs no split).
 	open func(ctx context.Context, target string) (w, r *sql.DB, err error)
@@ -76,6 +80,7 @@ func (d *dialect) rebind(q string) string {
 var sqliteDialect = &dialect{
 	name:              "sqlite",
 	open:              openSQLite,
+	cacheStatements:   true,
 	isUniqueViolation: sqliteUniqueViolation,
 	retryable:         func(error) bool { return false },
 }

@@ -46,6 +46,10 @@ type Store struct {
 	d *dialect
 	w *sql.DB // write transactions
 	r *sql.DB // read transactions (the same pool on PostgreSQL)
+
+	// Statement caches of the two pools (stmtcache.go); nil where the
+	// driver caches by itself.
+	wc, rc *stmtCache
 }
 
 // Open connects to the database named by dsn and applies pending
@@ -65,6 +69,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("sqlmeta: open %s database: %w", d.name, err)
 	}
 	s := &Store{d: d, w: w, r: r}
+	if d.cacheStatements {
+		s.wc, s.rc = newStmtCache(w), newStmtCache(r)
+		if r == w {
+			s.rc = s.wc
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -87,6 +97,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the connection pools.
 func (s *Store) Close() error {
+	for _, c := range []*stmtCache{s.wc, s.rc} {
+		if c != nil {
+			c.close()
+		}
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -108,7 +123,7 @@ var errRetry = errors.New("sqlmeta: transaction must be retried")
 func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
 	var err error
 	for range maxAttempts {
-		err = s.runTx(ctx, s.w, nil, fn)
+		err = s.runTx(ctx, s.w, s.wc, nil, fn)
 		if err == nil || ctx.Err() != nil || !(errors.Is(err, errRetry) || s.d.retryable(err)) {
 			return err
 		}
@@ -119,15 +134,15 @@ func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
 // read runs fn in a read-only transaction, so multi-query reads see one
 // snapshot.
 func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
-	return s.runTx(ctx, s.r, &sql.TxOptions{ReadOnly: true}, fn)
+	return s.runTx(ctx, s.r, s.rc, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
-func (s *Store) runTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(q *txq) error) error {
+func (s *Store) runTx(ctx context.Context, db *sql.DB, stmts *stmtCache, opts *sql.TxOptions, fn func(q *txq) error) error {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if err := fn(&txq{ctx: ctx, tx: tx, d: s.d}); err != nil {
+	if err := fn(&txq{ctx: ctx, tx: tx, d: s.d, stmts: stmts}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -136,13 +151,35 @@ func (s *Store) runTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn f
 
 // txq runs the dialect's rebound queries inside one transaction.
 type txq struct {
-	ctx context.Context
-	tx  *sql.Tx
-	d   *dialect
+	ctx   context.Context
+	tx    *sql.Tx
+	d     *dialect
+	stmts *stmtCache // nil: every statement is compiled where it runs
+}
+
+// prepared returns the statement of query bound to the transaction when
+// the pool's cache has it prepared, else nil and the rebound text.
+func (q *txq) prepared(query string) (*sql.Stmt, string) {
+	text := q.d.rebind(query)
+	if q.stmts == nil {
+		return nil, text
+	}
+	if st := q.stmts.lookup(text); st != nil {
+		return q.tx.StmtContext(q.ctx, st), text
+	}
+	return nil, text
 }
 
 func (q *txq) exec(query string, args ...any) (int64, error) {
-	res, err := q.tx.ExecContext(q.ctx, q.d.rebind(query), args...)
+	var (
+		res sql.Result
+		err error
+	)
+	if st, text := q.prepared(query); st != nil {
+		res, err = st.ExecContext(q.ctx, args...)
+	} else {
+		res, err = q.tx.ExecContext(q.ctx, text, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -150,11 +187,19 @@ func (q *txq) exec(query string, args ...any) (int64, error) {
 }
 
 func (q *txq) query(query string, args ...any) (*sql.Rows, error) {
-	return q.tx.QueryContext(q.ctx, q.d.rebind(query), args...)
+	st, text := q.prepared(query)
+	if st != nil {
+		return st.QueryContext(q.ctx, args...)
+	}
+	return q.tx.QueryContext(q.ctx, text, args...)
 }
 
 func (q *txq) queryRow(query string, args ...any) *sql.Row {
-	return q.tx.QueryRowContext(q.ctx, q.d.rebind(query), args...)
+	st, text := q.prepared(query)
+	if st != nil {
+		return st.QueryRowContext(q.ctx, args...)
+	}
+	return q.tx.QueryRowContext(q.ctx, text, args...)
 }
 
 // execReturningIDs runs an UPDATE ... RETURNING id (SQLite 3.35+ and

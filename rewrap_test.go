@@ -344,12 +344,12 @@ func TestRewrapLeavesDestroyedKeys(t *testing.T) {
 	}
 	var destroyed []string
 	for _, e := range es {
-		if e.Kind == "key_destroyed" {
+		if e.Kind == "data_key_destroyed" {
 			destroyed = append(destroyed, e.Actor+" "+e.Detail)
 		}
 	}
 	if len(destroyed) != 1 || !strings.HasPrefix(destroyed[0], "admin key dk_") {
-		t.Fatalf("key_destroyed events: %q, want one by admin naming the key", destroyed)
+		t.Fatalf("data_key_destroyed events: %q, want one by admin naming the key", destroyed)
 	}
 	s.store.Close()
 

@@ -70,9 +70,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s := &Store{d: d, w: w, r: r}
 	if d.cacheStatements {
-		s.wc, s.rc = newStmtCache(w), newStmtCache(r)
-		if r == w {
-			s.rc = s.wc
+		s.wc = newStmtCache(w)
+		s.rc = s.wc // ":memory:" has one pool for both
+		if r != w {
+			s.rc = newStmtCache(r)
 		}
 	}
 	if err := s.migrate(ctx); err != nil {

@@ -135,6 +135,11 @@ func TestGCStress(t *testing.T) {
 		pool = pool[:len(pool)-1]
 		return l, true
 	}
+	poolLen := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(pool)
+	}
 	give := func(l live) {
 		mu.Lock()
 		pool = append(pool, l)
@@ -148,9 +153,18 @@ func TestGCStress(t *testing.T) {
 	// expired reports that the claim may have ended by its deadline.
 	expired := func(ref claimcheck.Ref) bool { return !fc.Now().Before(ref.ExpiresAt) }
 
+	began := time.Now()
 	worker := func(seed uint64) {
 		r := mrand.New(mrand.NewPCG(seed, 1))
-		for done.Add(1) <= int64(ops) && fails.Load() == 0 {
+		for {
+			n := done.Add(1)
+			if n > int64(ops) || fails.Load() > 0 {
+				return
+			}
+			if n%100_000 == 0 {
+				// Long runs report progress, so a reader sees how far one got.
+				t.Logf("%d operations after %s, %d claims live", n, time.Since(began).Round(time.Second), poolLen())
+			}
 			switch k := r.IntN(100); {
 			case k < 40: // put the same bytes as others
 				stats[0].Add(1)

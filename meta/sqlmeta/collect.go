@@ -71,7 +71,7 @@ func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retr
 			args := append([]any{retryNS, nowNS}, anys(part)...)
 			return q.execReturningIDs(taken, `UPDATE blobs SET state = 'deleting', collect_at = ?, state_at = ?, version = version + 1
 				WHERE state IN ('staging', 'orphaned') AND id IN (`+placeholders(len(part))+`)
-				AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
 				RETURNING id`, args...)
 		})
 		if err != nil {
@@ -90,7 +90,7 @@ func (s *Store) BeginCollect(ctx context.Context, now time.Time, limit int, retr
 			switch b.State {
 			case meta.BlobOrphaned: // drift: a live claim still points at it
 				_, err = q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?, version = version + 1,
-					refcount = (SELECT COUNT(*) FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+					refcount = (SELECT COUNT(*) `+liveClaimsOfBlob+`)
 					WHERE id = ? AND state = 'orphaned'`,
 					nowNS, b.ID)
 			case meta.BlobStaging: // its pending claim is not finished yet

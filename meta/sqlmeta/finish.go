@@ -261,7 +261,7 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			args := append([]any{now.Add(grace).UnixNano(), nowNS}, anys(part)...)
 			return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
 				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)
-				AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active'))
+				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
 				RETURNING id`, args...)
 		})
 		if err != nil {

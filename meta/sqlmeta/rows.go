@@ -21,6 +21,13 @@ const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, conte
 const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
 	created_at, state_at, collect_at, attempts, last_error, version, dead_at`
 
+// liveClaimsOfBlob is the condition "a claim that still holds the blob
+// in the outer query's row": pending or active. Written in this one form
+// everywhere, so that SQLite matches it to the partial index
+// claims_live_blob (migration 0019) and the question costs the blob's live
+// claims, not every claim it ever had.
+const liveClaimsOfBlob = `FROM claims WHERE claims.blob_id = blobs.id AND claims.state IN ('pending', 'active')`
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanClaim(row scanner) (meta.Claim, error) {

@@ -155,11 +155,17 @@ func (s *Store) LiveRefs(ctx context.Context, blobIDs []string) (map[string]int6
 	return out, nil
 }
 
+// liveRefsSQL counts the live claims of n blobs; like liveClaimsOfBlob it
+// is answered from the partial index claims_live_blob.
+func liveRefsSQL(n int) string {
+	return `SELECT blob_id, COUNT(*) FROM claims
+		WHERE state IN ('pending', 'active') AND blob_id IN (` + placeholders(n) + `)
+		GROUP BY blob_id`
+}
+
 func (q *txq) liveRefs(blobIDs []string, into map[string]int64) error {
 	return chunks(blobIDs, func(part []string) error {
-		rows, err := q.query(`SELECT blob_id, COUNT(*) FROM claims
-			WHERE state IN ('pending', 'active') AND blob_id IN (`+placeholders(len(part))+`)
-			GROUP BY blob_id`, anys(part)...)
+		rows, err := q.query(liveRefsSQL(len(part)), anys(part)...)
 		if err != nil {
 			return err
 		}

@@ -245,3 +245,46 @@ func TestWriteRetries(t *testing.T) {
 		t.Errorf("write that always asks for a retry: err=%v after %d runs, want errRetry after %d", err, runs, maxAttempts)
 	}
 }
+
+// TestLiveClaimIndexUsed checks that SQLite answers "which live claims
+// hold this blob?" from the partial index claims_live_blob (migration
+// 0019) in every statement that asks it. Through the full index on
+// claims (blob_id) the question walked every finished claim the blob ever
+// had, and a finish on a blob kept alive by dedup grew slower with its
+// history (docs/PERFORMANCE.md, BenchmarkFinishLongLivedBlob). A change to
+// the condition's wording that SQLite no longer matches to the index's
+// WHERE clause fails here.
+func TestLiveClaimIndexUsed(t *testing.T) {
+	s := openSQLiteStore(t)
+	defer s.Close()
+	for name, query := range map[string]string{
+		"not exists": `UPDATE blobs SET state = 'orphaned' WHERE state = 'committed' AND id IN (?, ?)
+			AND NOT EXISTS (SELECT 1 ` + liveClaimsOfBlob + `)`,
+		"recount":   `UPDATE blobs SET refcount = (SELECT COUNT(*) ` + liveClaimsOfBlob + `) WHERE id IN (?, ?)`,
+		"live refs": liveRefsSQL(2),
+	} {
+		rows, err := s.w.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, "a", "b")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		var claims []string
+		for _, step := range plan {
+			if strings.Contains(step, " claims ") {
+				claims = append(claims, step)
+			}
+		}
+		if len(claims) != 1 || !strings.Contains(claims[0], "USING INDEX claims_live_blob") {
+			t.Errorf("%s: claims are not read through claims_live_blob; plan: %q", name, plan)
+		}
+	}
+}

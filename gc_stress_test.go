@@ -17,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -72,11 +73,25 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 // returns its exact bytes (so no blob a live claim references was ever
 // deleted). Checked at the end: once every claim is finished, grace plus
 // one sweep leave no blob row undeleted and no object in the bucket.
+//
+// It runs on SQLite and, when the test services are up, on PostgreSQL,
+// where the workers' transactions really run at once and row locks, not
+// one writer, serialise dedup against collection (DESIGN §7.5).
 func TestGCStress(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		gcStress(t, "sqlite:"+filepath.Join(t.TempDir(), "claimcheck.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn, _ := testsvc.Postgres(t)
+		gcStress(t, dsn)
+	})
+}
+
+func gcStress(t *testing.T, metadata string) {
 	ops := gcStressOps(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	m, err := sqlmeta.Open(ctx, "sqlite:"+filepath.Join(dir, "claimcheck.db"))
+	m, err := sqlmeta.Open(ctx, metadata)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -378,4 +378,5 @@ type Store interface {
 	QuotaStore      // namespace listings and the quota audit (quota.go)
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
 	TenantStore     // tenant usage over their namespaces (tenants.go)
+	HistoryStore    // pruning of finished claims and collected blobs (history.go)
 }

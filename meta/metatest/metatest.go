@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},
 		{"UploadIdempotencyConcurrent", testUploadIdempotencyConcurrent},
 		{"Secret", testSecret},
+		{"PruneHistory", testPruneHistory},
 	}
 	tests = append(tests, holdTests...)
 	tests = append(tests, dataKeyTests...)

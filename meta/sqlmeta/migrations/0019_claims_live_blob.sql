@@ -6,6 +6,7 @@
 -- cost of a finish grew with the blob's history (docs/PERFORMANCE.md,
 -- "Finishing a claim of a long-lived blob"). This partial index holds the
 -- live claims only, so the question costs the number of live claims of
--- the blob. Nothing else looks claims up by blob: the full index goes.
+-- the blob. The full index stays for what asks about every claim of a
+-- blob, live or not: pruning deleted blob rows and the foreign key check
+-- of their delete (0020, ADR 0077).
 CREATE INDEX claims_live_blob ON claims (blob_id) WHERE state IN ('pending', 'active');
-DROP INDEX claims_blob_id;

@@ -52,7 +52,7 @@ type EventsConfig struct {
 	// Retention is how long events are kept (default 720h, 30 days;
 	// negative keeps them for ever). The background sweeper deletes older
 	// ones in pages.
-	Retention Duration `yaml:"retention" json:"retention"`
+	Retention Retention `yaml:"retention" json:"retention"`
 }
 
 // DefaultEventRetention is the retention of events when the config names
@@ -96,8 +96,9 @@ func (s *Store) ClaimEvents(ctx context.Context, ref Ref, q EventQuery) ([]Event
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", ref.ID, err)
 	}
-	// The claim row outlives the claim (state deleted), so its namespace
-	// can be checked like for every other lookup, and an unknown id is
+	// The claim row outlives the claim (state deleted) until
+	// history.retention prunes it (ADR 0077), so its namespace can be
+	// checked like for every other lookup, and an unknown or pruned id is
 	// not_found rather than an empty list.
 	c, err := s.meta.Claim(ctx, ref.ID)
 	if err != nil {

@@ -184,7 +184,7 @@ func TestAuditEventsLookup(t *testing.T) {
 // events.retention, in pages, and keeps the newer ones.
 func TestAuditRetention(t *testing.T) {
 	b := setup(t, func(c *claimcheck.Config) {
-		c.Events.Retention = claimcheck.Duration(time.Hour)
+		c.Events.Retention = claimcheck.Retention(time.Hour)
 		c.Sweeper.Disabled = true
 	})
 	old := b.put(t, "plain", []byte("old"))

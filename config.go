@@ -53,6 +53,9 @@ type Config struct {
 	Sweeper sweep.Config `yaml:"sweeper"`
 	// Events configures the audit trail (audit.go).
 	Events EventsConfig `yaml:"events"`
+	// History is how long finished claims and collected blobs keep their
+	// rows (history.go, ADR 0077).
+	History HistoryConfig `yaml:"history"`
 	// Lifecycle is what the store does with the bucket's lifecycle rules
 	// at start on storage that has them (S3): "manage" (default) creates
 	// and repairs them, "check" only reports drift, "off" ignores them.

@@ -358,3 +358,55 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = v
 	return nil
 }
+
+// Retention is how long rows that no deadline needs any more are kept
+// (events.retention, history.retention): a Duration in the same syntax,
+// except that it may be negative, which keeps the rows for ever ("-1s"),
+// and zero means the default.
+type Retention time.Duration
+
+// ParseRetention parses a Duration that may be negative ("-1s": keep).
+func ParseRetention(s string) (Retention, error) {
+	s = strings.TrimSpace(s)
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		d, err := ParseDuration(rest)
+		return -Retention(d), err
+	}
+	d, err := ParseDuration(s)
+	return Retention(d), err
+}
+
+// D returns the value as a time.Duration.
+func (r Retention) D() time.Duration { return time.Duration(r) }
+
+func (r Retention) String() string { return time.Duration(r).String() }
+
+// UnmarshalYAML accepts Go syntax or seconds, with an optional minus.
+func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseRetention(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*r = v
+	return nil
+}
+
+// MarshalYAML writes Go syntax.
+func (r Retention) MarshalYAML() (any, error) { return r.String(), nil }
+
+// MarshalJSON writes Go syntax.
+func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// UnmarshalJSON accepts Go syntax or seconds, with an optional minus.
+func (r *Retention) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		str = string(b)
+	}
+	v, err := ParseRetention(str)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}

@@ -74,9 +74,13 @@ type Config struct {
 	// 10). A parked blob keeps its row and object until an operator runs
 	// `claimcheck dlq retry`.
 	MaxAttempts int `yaml:"max_attempts"`
-	// EventRetention is how long audit events are kept (events.go); zero
-	// or negative keeps them. Set from the config's events section.
+	// EventRetention is how long audit events are kept (retention.go);
+	// zero or negative keeps them. Set from the config's events section.
 	EventRetention time.Duration `yaml:"-"`
+	// HistoryRetention is how long finished claims and collected blobs
+	// keep their rows (retention.go, ADR 0077); zero or negative keeps
+	// them. Set from the config's history section.
+	HistoryRetention time.Duration `yaml:"-"`
 }
 
 // WithDefaults returns c with zero fields set to the defaults.
@@ -144,7 +148,7 @@ type Sweeper struct {
 	backstop *Backstop
 
 	lastOp    atomic.Int64 // unix nanos of the last operation (Touch)
-	lastPrune atomic.Int64 // unix nanos of the last events pruning (events.go)
+	lastPrune atomic.Int64 // unix nanos of the last pruning of events and history (retention.go)
 	runMu     sync.Mutex   // one run at a time in this process
 
 	stopMu sync.Mutex
@@ -214,7 +218,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 			s.log.Warn("sweep: run failed; retrying next tick", "err", err)
 		}
 		s.tickBackstop(ctx)
-		s.tickEvents(ctx)
+		s.tickRetention(ctx)
 	}
 }
 
@@ -467,10 +471,11 @@ type Metrics struct {
 	BytesCollected prometheus.Counter
 	RunDuration    prometheus.Histogram
 	Aborts         prometheus.Counter
-	Lag            prometheus.Gauge   // age of the oldest due item at the last tick
-	EventsPruned   prometheus.Counter // audit events deleted by retention
-	GC             *GCMetrics         // backstop and collection candidates
-	Reaper         *ReaperMetrics     // reaped pending claims, refunds, dead letters (deadletter.go)
+	Lag            prometheus.Gauge       // age of the oldest due item at the last tick
+	EventsPruned   prometheus.Counter     // audit events deleted by retention
+	HistoryPruned  *prometheus.CounterVec // finished claims and collected blobs deleted by retention, by table
+	GC             *GCMetrics             // backstop and collection candidates
+	Reaper         *ReaperMetrics         // reaped pending claims, refunds, dead letters (deadletter.go)
 }
 
 // NewMetrics creates the sweeper metrics and registers them on reg (nil:
@@ -497,12 +502,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
 		EventsPruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_events_pruned_total",
 			Help: "Audit events deleted because they were older than events.retention."}),
+		HistoryPruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_history_pruned_total",
+			Help: "Rows of finished claims and collected blobs deleted because they were older than history.retention, by table (claims, blobs)."}, []string{"table"}),
 	}
 	m.GC = newGCMetrics(reg)
 	m.Reaper = newReaperMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
-			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag, m.EventsPruned)
+			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag, m.EventsPruned, m.HistoryPruned)
 	}
 	return m
 }

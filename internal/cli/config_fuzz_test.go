@@ -17,6 +17,7 @@ import (
 func FuzzServeConfig(f *testing.F) {
 	f.Add([]byte("listen: 127.0.0.1:8080\ndata: ./data\nevents: {retention: 720h}\nnamespaces: {orders: {ttl: {max_age: 24h}}}\n"), "CLAIMCHECK_DEFAULTS__THRESHOLD=2MiB")
 	f.Add([]byte("defaults: false\nnamespaces: {a: {}}\n"), "CLAIMCHECK_EVENTS__RETENTION=-1s")
+	f.Add([]byte("history: {retention: 168h}\n"), "CLAIMCHECK_HISTORY__RETENTION=-1s")
 	f.Add([]byte("tenants: {acme: {quota: {bytes: 1TiB}}}\nnamespaces: {v: {tenant: acme}}\n"), "")
 	f.Add([]byte("namespaces: {\"../x\": {}}\n"), "CLAIMCHECK_SWEEPER__PAGE_SIZE=-1")
 	f.Add([]byte("{"), "CLAIMCHECK_=x")

@@ -186,3 +186,21 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestHistoryRetention(t *testing.T) {
+	cfg, err := load(t, "history: {retention: 168h}\n")
+	if err != nil || cfg.History.Retention.D() != 168*time.Hour {
+		t.Fatalf("history.retention from the file: %v, %v", cfg.History.Retention, err)
+	}
+	cfg, err = load(t, "history: {retention: 168h}\n", "CLAIMCHECK_HISTORY__RETENTION=-1s")
+	if err != nil || cfg.History.Retention.D() != -time.Second {
+		t.Fatalf("history.retention from the environment: %v, %v", cfg.History.Retention, err)
+	}
+	if _, err := load(t, "history: {retention: soon}\n"); err == nil || !strings.Contains(err.Error(), `"soon"`) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a bad history.retention must be named by value and line: %v", err)
+	}
+	// events.retention takes the same form: negative keeps the events.
+	if cfg, err = load(t, "events: {retention: -1s}\n"); err != nil || cfg.Events.Retention.D() != -time.Second {
+		t.Errorf("events.retention -1s: %v, %v", cfg.Events.Retention, err)
+	}
+}

@@ -1,0 +1,98 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Retention: the audit trail grows with every put, read, release and
+// finish, and the claims and blobs tables keep a row for every finished
+// claim and collected blob (so a redeem of a finished claim answers gone
+// with its reason). The sweeper deletes events older than the events
+// retention, and finished claims and collected blobs older than the
+// history retention (ADR 0077), in pages, oldest first. Pruning is not due
+// work of a claim (no deadline of a stored byte depends on it), so it runs
+// at most once per pruneEvery, under a lease so one replica does it, and
+// each call is bounded (prunePages pages of each), whatever the traffic:
+// waiting for idle would let the tables grow without bound on a busy
+// store.
+const (
+	pruneEvery = 10 * time.Minute
+	prunePage  = 1000
+	prunePages = 100
+	// EventsLease is the lease held while pruning events and history.
+	EventsLease = "events-prune"
+)
+
+// PruneEvents deletes events older than now - cfg.EventRetention, up to
+// maxPages pages of prunePage rows (maxPages <= 0: until none is left),
+// and returns how many it deleted. With a zero or negative retention it
+// does nothing.
+func (s *Sweeper) PruneEvents(ctx context.Context, maxPages int) (int, error) {
+	if s.cfg.EventRetention <= 0 {
+		return 0, nil
+	}
+	before := s.clock.Now().Add(-s.cfg.EventRetention)
+	total := 0
+	for page := 0; maxPages <= 0 || page < maxPages; page++ {
+		n, err := s.meta.PruneEvents(ctx, before, prunePage)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("sweep: prune events: %w", err)
+		}
+		s.metrics.EventsPruned.Add(float64(n))
+		if n < prunePage {
+			break
+		}
+	}
+	return total, nil
+}
+
+// PruneHistory deletes finished claims and collected blobs older than now
+// - cfg.HistoryRetention, up to maxPages pages of prunePage rows of each
+// (maxPages <= 0: until none is left), and returns how many of each it
+// deleted. With a zero or negative retention it does nothing.
+func (s *Sweeper) PruneHistory(ctx context.Context, maxPages int) (claims, blobs int, err error) {
+	if s.cfg.HistoryRetention <= 0 {
+		return 0, 0, nil
+	}
+	before := s.clock.Now().Add(-s.cfg.HistoryRetention)
+	for page := 0; maxPages <= 0 || page < maxPages; page++ {
+		res, err := s.meta.PruneHistory(ctx, before, prunePage)
+		claims += res.Claims
+		blobs += res.Blobs
+		s.metrics.HistoryPruned.WithLabelValues("claims").Add(float64(res.Claims))
+		s.metrics.HistoryPruned.WithLabelValues("blobs").Add(float64(res.Blobs))
+		if err != nil {
+			return claims, blobs, fmt.Errorf("sweep: prune history: %w", err)
+		}
+		if res.Claims < prunePage && res.Blobs < prunePage {
+			break
+		}
+	}
+	return claims, blobs, nil
+}
+
+// tickRetention prunes events and history from the background loop, at
+// most once per pruneEvery.
+func (s *Sweeper) tickRetention(ctx context.Context) {
+	if s.cfg.EventRetention <= 0 && s.cfg.HistoryRetention <= 0 {
+		return
+	}
+	now := s.clock.Now()
+	if last := s.lastPrune.Load(); last != 0 && now.Sub(time.Unix(0, last)) < pruneEvery {
+		return
+	}
+	s.lastPrune.Store(now.UnixNano())
+	ok, err := s.meta.TryLease(ctx, EventsLease, s.holder, now, pruneEvery)
+	if err != nil || !ok {
+		return
+	}
+	if _, err := s.PruneEvents(ctx, prunePages); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: pruning events failed; retrying later", "err", err)
+	}
+	if _, _, err := s.PruneHistory(ctx, prunePages); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: pruning finished claims and collected blobs failed; retrying later", "err", err)
+	}
+}

@@ -67,9 +67,9 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 
 // TestGCStress is the randomised concurrency harness of the GC: many
 // goroutines put the same few payloads (streamed and digest-first),
-// redeem, release, delete, move the fake clock, sweep and run the
-// backstop, with crashes injected by cancelling contexts at random
-// points. Checked throughout: every redeem of a claim that is still live
+// redeem, release, delete, move the fake clock, sweep, prune finished
+// rows past the history retention and run the backstop, with crashes
+// injected by cancelling contexts at random points. Checked throughout: every redeem of a claim that is still live
 // returns its exact bytes (so no blob a live claim references was ever
 // deleted). Checked at the end: once every claim is finished, grace plus
 // one sweep leave no blob row undeleted and no object in the bucket.
@@ -97,6 +97,9 @@ func gcStress(t *testing.T, metadata string) {
 	}
 	defer m.Close()
 	const grace, maxAge, confirm = 10 * time.Minute, 2 * time.Hour, 5 * time.Minute
+	// Finished claims and collected blobs are pruned 30 minutes (of fake
+	// time) after they end, in the middle of the traffic.
+	const history = 30 * time.Minute
 	fc := clock.NewFake(t0)
 	s, err := claimcheck.Open(ctx, claimcheck.Config{
 		Data: dir, Clock: fc, MetaStore: m,
@@ -106,6 +109,7 @@ func gcStress(t *testing.T, metadata string) {
 			Uploads:     claimcheck.UploadPolicy{ConfirmWithin: claimcheck.Duration(confirm), URLTTL: claimcheck.Duration(time.Minute)},
 		}},
 		Sweeper: sweepConfigForStress(),
+		History: claimcheck.HistoryConfig{Retention: claimcheck.Retention(history)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +136,12 @@ func gcStress(t *testing.T, metadata string) {
 		idx int
 	}
 	var (
-		mu    sync.Mutex
-		pool  []live
-		done  atomic.Int64
-		fails atomic.Int64
-		stats [8]atomic.Int64
+		mu     sync.Mutex
+		pool   []live
+		done   atomic.Int64
+		fails  atomic.Int64
+		stats  [8]atomic.Int64
+		pruned [2]atomic.Int64 // claims, blobs
 	)
 	take := func(r *mrand.Rand) (live, bool) {
 		mu.Lock()
@@ -167,6 +172,12 @@ func gcStress(t *testing.T, metadata string) {
 	}
 	// expired reports that the claim may have ended by its deadline.
 	expired := func(ref claimcheck.Ref) bool { return !fc.Now().Before(ref.ExpiresAt) }
+	// ended reports that err is what a claim that ended by its deadline
+	// may answer: gone, or not found once its row may have been pruned.
+	ended := func(err error, ref claimcheck.Ref) bool {
+		return errors.Is(err, claimcheck.ErrGone) && expired(ref) ||
+			errors.Is(err, claimcheck.ErrNotFound) && !fc.Now().Before(ref.ExpiresAt.Add(history))
+	}
 
 	began := time.Now()
 	worker := func(seed uint64) {
@@ -220,7 +231,7 @@ func gcStress(t *testing.T, metadata string) {
 				switch {
 				case err == nil && bytes.Equal(got, payloads[l.idx]):
 					give(l)
-				case errors.Is(err, claimcheck.ErrGone) && expired(l.ref):
+				case ended(err, l.ref):
 					// ended by its deadline: no longer live
 				default:
 					failf("redeem of live claim %s (payload %d): %d bytes, %v", l.ref.ID, l.idx, len(got), err)
@@ -237,13 +248,13 @@ func gcStress(t *testing.T, metadata string) {
 				} else {
 					err = s.Delete(ctx, l.ref)
 				}
-				if err != nil && !(errors.Is(err, claimcheck.ErrGone) && expired(l.ref)) {
+				if err != nil && !ended(err, l.ref) {
 					failf("finish %s: %v", l.ref.ID, err)
 				}
 			case k < 82: // time passes
 				stats[3].Add(1)
 				fc.Advance(time.Duration(r.IntN(60)) * time.Second)
-			case k < 99: // collect, sometimes crashing mid-run
+			case k < 98: // collect, sometimes crashing mid-run
 				stats[4].Add(1)
 				cctx, cancel := context.WithCancel(ctx)
 				stop := func() bool { return false }
@@ -256,6 +267,14 @@ func gcStress(t *testing.T, metadata string) {
 				}
 				stop()
 				cancel()
+			case k < 99: // prune finished rows older than the history retention
+				stats[7].Add(1)
+				claims, blobs, err := s.Sweeper().PruneHistory(ctx, 1)
+				if err != nil {
+					failf("prune history: %v", err)
+				}
+				pruned[0].Add(int64(claims))
+				pruned[1].Add(int64(blobs))
 			default: // a backstop page
 				stats[5].Add(1)
 				if _, err := s.Sweeper().Backstop().Run(ctx, 1); err != nil {
@@ -272,13 +291,14 @@ func gcStress(t *testing.T, metadata string) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d ops: puts %d (crashed %d), redeems %d, finishes %d, clock moves %d, sweeps %d, backstop pages %d; %d claims live",
-		ops, stats[0].Load(), stats[6].Load(), stats[1].Load(), stats[2].Load(), stats[3].Load(), stats[4].Load(), stats[5].Load(), len(pool))
+	t.Logf("%d ops: puts %d (crashed %d), redeems %d, finishes %d, clock moves %d, sweeps %d, history prunes %d (%d claims, %d blobs), backstop pages %d; %d claims live",
+		ops, stats[0].Load(), stats[6].Load(), stats[1].Load(), stats[2].Load(), stats[3].Load(), stats[4].Load(),
+		stats[7].Load(), pruned[0].Load(), pruned[1].Load(), stats[5].Load(), len(pool))
 
 	// Every live claim still redeems; then every claim ends.
 	for _, l := range pool {
 		p, err := s.Redeem(ctx, l.ref)
-		if errors.Is(err, claimcheck.ErrGone) && expired(l.ref) {
+		if ended(err, l.ref) {
 			continue
 		}
 		if err != nil {

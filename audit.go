@@ -181,15 +181,3 @@ func publicEvents(es []meta.Event, since time.Time) []Event {
 	}
 	return out
 }
-
-// retention is the effective retention: the default when unset, zero
-// (keep for ever) when negative.
-func (c EventsConfig) retention() time.Duration {
-	switch {
-	case c.Retention == 0:
-		return DefaultEventRetention
-	case c.Retention < 0:
-		return 0
-	}
-	return c.Retention.D()
-}

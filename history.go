@@ -23,13 +23,3 @@ type HistoryConfig struct {
 // DefaultHistoryRetention is the retention of finished rows when the
 // config names none.
 const DefaultHistoryRetention = 30 * 24 * time.Hour
-
-func (c HistoryConfig) retention() time.Duration {
-	switch {
-	case c.Retention == 0:
-		return DefaultHistoryRetention
-	case c.Retention < 0:
-		return 0
-	}
-	return c.Retention.D()
-}

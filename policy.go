@@ -379,6 +379,18 @@ func ParseRetention(s string) (Retention, error) {
 // D returns the value as a time.Duration.
 func (r Retention) D() time.Duration { return time.Duration(r) }
 
+// effective is the retention in force: def when unset, zero (keep for
+// ever) when negative.
+func (r Retention) effective(def time.Duration) time.Duration {
+	switch {
+	case r == 0:
+		return def
+	case r < 0:
+		return 0
+	}
+	return r.D()
+}
+
 func (r Retention) String() string { return time.Duration(r).String() }
 
 // UnmarshalYAML accepts Go syntax or seconds, with an optional minus.

@@ -106,8 +106,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.checkMasterKeys(ctx)
 	s.reads = newReadRecorder(s.meta, s.log)
 	s.registerUsage(reg) // outstanding claims and bytes, read from the database at scrape time (usage.go)
-	cfg.Sweeper.EventRetention = cfg.Events.retention()
-	cfg.Sweeper.HistoryRetention = cfg.History.retention()
+	cfg.Sweeper.EventRetention = cfg.Events.Retention.effective(DefaultEventRetention)
+	cfg.Sweeper.HistoryRetention = cfg.History.Retention.effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)

@@ -69,10 +69,11 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 // goroutines put the same few payloads (streamed and digest-first),
 // redeem, release, delete, move the fake clock, sweep, prune finished
 // rows past the history retention and run the backstop, with crashes
-// injected by cancelling contexts at random points. Checked throughout: every redeem of a claim that is still live
-// returns its exact bytes (so no blob a live claim references was ever
-// deleted). Checked at the end: once every claim is finished, grace plus
-// one sweep leave no blob row undeleted and no object in the bucket.
+// injected by cancelling contexts at random points. Checked throughout:
+// every redeem of a claim that is still live returns its exact bytes (so
+// no blob a live claim references was ever deleted). Checked at the end:
+// once every claim is finished, grace plus one sweep leave no blob row
+// undeleted and no object in the bucket.
 //
 // It runs on SQLite and, when the test services are up, on PostgreSQL,
 // where the workers' transactions really run at once and row locks, not

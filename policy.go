@@ -275,31 +275,13 @@ func (s Size) String() string {
 }
 
 // UnmarshalYAML accepts an integer or a string with a unit.
-func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseSize(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*s = v
-	return nil
-}
+func (s *Size) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseSize, s) }
 
 // MarshalYAML writes the size with a unit.
 func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
 
 // UnmarshalJSON accepts a number or a string with a unit.
-func (s *Size) UnmarshalJSON(b []byte) error {
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		str = string(b)
-	}
-	v, err := ParseSize(str)
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
+func (s *Size) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseSize, s) }
 
 // Duration is a time span. In YAML and JSON it is Go syntax ("90s", "24h")
 // or a plain number of seconds (the form the older TTL configs use).
@@ -330,14 +312,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 func (d Duration) String() string { return time.Duration(d).String() }
 
 // UnmarshalYAML accepts Go syntax or seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*d = v
-	return nil
-}
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseDuration, d) }
 
 // MarshalYAML writes Go syntax.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
@@ -346,18 +321,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // UnmarshalJSON accepts Go syntax or seconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		str = string(b)
-	}
-	v, err := ParseDuration(str)
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
-}
+func (d *Duration) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseDuration, d) }
 
 // Retention is how long rows that no deadline needs any more are kept
 // (events.retention, history.retention): a Duration in the same syntax,
@@ -394,14 +358,7 @@ func (r Retention) effective(def time.Duration) time.Duration {
 func (r Retention) String() string { return time.Duration(r).String() }
 
 // UnmarshalYAML accepts Go syntax or seconds, with an optional minus.
-func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseRetention(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*r = v
-	return nil
-}
+func (r *Retention) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseRetention, r) }
 
 // MarshalYAML writes Go syntax.
 func (r Retention) MarshalYAML() (any, error) { return r.String(), nil }
@@ -410,15 +367,29 @@ func (r Retention) MarshalYAML() (any, error) { return r.String(), nil }
 func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
 
 // UnmarshalJSON accepts Go syntax or seconds, with an optional minus.
-func (r *Retention) UnmarshalJSON(b []byte) error {
+func (r *Retention) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseRetention, r) }
+
+// decodeYAML parses a YAML scalar into *dst, naming its line on error.
+func decodeYAML[T any](n *yaml.Node, parse func(string) (T, error), dst *T) error {
+	v, err := parse(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*dst = v
+	return nil
+}
+
+// decodeJSON parses a JSON string, or a bare value such as a number,
+// into *dst.
+func decodeJSON[T any](b []byte, parse func(string) (T, error), dst *T) error {
 	var str string
 	if err := json.Unmarshal(b, &str); err != nil {
 		str = string(b)
 	}
-	v, err := ParseRetention(str)
+	v, err := parse(str)
 	if err != nil {
 		return err
 	}
-	*r = v
+	*dst = v
 	return nil
 }

@@ -334,7 +334,11 @@ func ParseRetention(s string) (Retention, error) {
 	s = strings.TrimSpace(s)
 	if rest, neg := strings.CutPrefix(s, "-"); neg {
 		d, err := ParseDuration(rest)
-		return -Retention(d), err
+		if err != nil {
+			// Name the value as written, minus included.
+			return 0, invalidf("retention %q: want Go syntax such as 720h, a number of seconds, or a negative value to keep for ever", s)
+		}
+		return -Retention(d), nil
 	}
 	d, err := ParseDuration(s)
 	return Retention(d), err

@@ -199,6 +199,9 @@ func TestHistoryRetention(t *testing.T) {
 	if _, err := load(t, "history: {retention: soon}\n"); err == nil || !strings.Contains(err.Error(), `"soon"`) || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("a bad history.retention must be named by value and line: %v", err)
 	}
+	if _, err := load(t, "history: {retention: -soon}\n"); err == nil || !strings.Contains(err.Error(), `"-soon"`) {
+		t.Errorf("a bad negative history.retention must be named as written: %v", err)
+	}
 	// events.retention takes the same form: negative keeps the events.
 	if cfg, err = load(t, "events: {retention: -1s}\n"); err != nil || cfg.Events.Retention.D() != -time.Second {
 		t.Errorf("events.retention -1s: %v, %v", cfg.Events.Retention, err)

@@ -2,10 +2,7 @@ package claimcheck
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/claimcheck/claimcheck/meta"
 )
 
 // Event is one entry of the audit trail: a lifecycle change of a claim
@@ -44,22 +41,7 @@ type EventQuery struct {
 // MaxEventPage bounds one page of events.
 const MaxEventPage = 1000
 
-// EventsConfig is the events section of the config:
-//
-//	events:
-//	  retention: 720h   # events older than this are pruned by the sweeper
-type EventsConfig struct {
-	// Retention is how long events are kept (default 720h, 30 days;
-	// negative keeps them for ever). The background sweeper deletes older
-	// ones in pages.
-	Retention Retention `yaml:"retention" json:"retention"`
-}
-
-// DefaultEventRetention is the retention of events when the config names
-// none.
-const DefaultEventRetention = 30 * 24 * time.Hour
-
-// Auditor reads the audit trail. *Store and *client.Client implement it.
+// Auditor reads the audit trail. *engine.Store and *client.Client implement it.
 type Auditor interface {
 	// ClaimEvents returns a page of the events of the claim of ref. A ref
 	// with a namespace must match the claim's (ErrNotFound otherwise, as
@@ -75,9 +57,9 @@ type Auditor interface {
 	TenantEvents(ctx context.Context, tenant string, q EventQuery) ([]Event, error)
 }
 
-var _ Auditor = (*Store)(nil)
-
-func (q EventQuery) limit() (int, error) {
+// Check validates the query and returns its page size: MaxEventPage
+// when Limit is zero or larger.
+func (q EventQuery) Check() (int, error) {
 	switch {
 	case q.Limit < 0:
 		return 0, invalidf("limit %d: must not be negative", q.Limit)
@@ -85,99 +67,4 @@ func (q EventQuery) limit() (int, error) {
 		return MaxEventPage, nil
 	}
 	return q.Limit, nil
-}
-
-// ClaimEvents returns a page of a claim's events; see Auditor.
-func (s *Store) ClaimEvents(ctx context.Context, ref Ref, q EventQuery) ([]Event, error) {
-	if !ValidClaimID(ref.ID) {
-		return nil, fmt.Errorf("events: %w", invalidf("claim id %q is malformed", ref.ID))
-	}
-	limit, err := q.limit()
-	if err != nil {
-		return nil, fmt.Errorf("events of %s: %w", ref.ID, err)
-	}
-	// The claim row outlives the claim (state deleted) until
-	// history.retention prunes it (ADR 0077), so its namespace can be
-	// checked like for every other lookup, and an unknown or pruned id is
-	// not_found rather than an empty list.
-	c, err := s.meta.Claim(ctx, ref.ID)
-	if err != nil {
-		return nil, metaErr("events of "+ref.ID, err)
-	}
-	if ref.Namespace != "" && ref.Namespace != c.Namespace {
-		return nil, fmt.Errorf("events of %s: %w", ref.ID, ErrNotFound)
-	}
-	// Redeem events are written with the batched read receipts: wait for
-	// the receipts of reads served before this call, like Stat does.
-	if err := s.reads.sync(ctx); err != nil {
-		return nil, fmt.Errorf("events of %s: %w", ref.ID, err)
-	}
-	// Since filters here: a claim has few events, and the per-claim index
-	// orders them by seq. Pages are read until limit events pass.
-	var out []Event
-	after := q.After
-	for len(out) < limit {
-		es, err := s.meta.ClaimEvents(ctx, ref.ID, after, limit)
-		if err != nil {
-			return nil, metaErr("events of "+ref.ID, err)
-		}
-		for _, e := range publicEvents(es, q.Since) {
-			if len(out) < limit {
-				out = append(out, e)
-			}
-		}
-		if len(es) < limit {
-			break
-		}
-		after = es[len(es)-1].Seq
-	}
-	return out, nil
-}
-
-// NamespaceEvents returns a page of a namespace's events; see Auditor.
-func (s *Store) NamespaceEvents(ctx context.Context, ns string, q EventQuery) ([]Event, error) {
-	if err := ValidateNamespace(ns); err != nil {
-		return nil, fmt.Errorf("events: %w", err)
-	}
-	limit, err := q.limit()
-	if err != nil {
-		return nil, fmt.Errorf("events of %s: %w", ns, err)
-	}
-	if err := s.reads.sync(ctx); err != nil {
-		return nil, fmt.Errorf("events of %s: %w", ns, err)
-	}
-	es, err := s.meta.NamespaceEvents(ctx, ns, q.Since, q.After, limit)
-	if err != nil {
-		return nil, metaErr("events of "+ns, err)
-	}
-	return publicEvents(es, time.Time{}), nil
-}
-
-// TenantEvents returns a page of a tenant's administrative events; see
-// Auditor.
-func (s *Store) TenantEvents(ctx context.Context, tenant string, q EventQuery) ([]Event, error) {
-	if err := ValidateTenant(tenant); err != nil {
-		return nil, fmt.Errorf("events: %w", err)
-	}
-	limit, err := q.limit()
-	if err != nil {
-		return nil, fmt.Errorf("events of tenant %s: %w", tenant, err)
-	}
-	es, err := s.meta.TenantEvents(ctx, tenant, q.Since, q.After, limit)
-	if err != nil {
-		return nil, metaErr("events of tenant "+tenant, err)
-	}
-	return publicEvents(es, time.Time{}), nil
-}
-
-func publicEvents(es []meta.Event, since time.Time) []Event {
-	out := make([]Event, 0, len(es))
-	for _, e := range es {
-		if e.At.Before(since) {
-			continue
-		}
-		out = append(out, Event{Seq: e.Seq, At: e.At, Kind: e.Kind, Namespace: e.Namespace, Tenant: e.Tenant, ClaimID: e.ClaimID,
-			BlobID: e.BlobID, Actor: e.Actor, Reason: e.Reason, Detail: e.Detail})
-	}
-	return out
 }

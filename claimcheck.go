@@ -8,11 +8,18 @@
 // released by consumer acks; finished claims give their blobs back, and
 // unreferenced blobs are collected after a grace period.
 //
-// The Claims interface is the whole public contract. Two implementations
-// satisfy it: the embedded *Store returned by Open (SQLite and local files
-// by default, PostgreSQL and S3 in production), and client.Client, which
-// talks to a `claimcheck serve` process over HTTP. Integrations (Temporal,
-// NATS, Kafka) take a Claims and do not care which one they get.
+// This package is the public contract and nothing else: the Ref and its
+// parsing, the Claims interface and the optional capability interfaces
+// (Uploads, Holder, DeadLetterQueue, Auditor, NamespaceReader, ...), the
+// Policy types, the sentinel errors and the offload helpers. It imports
+// no storage, SQL, cloud or crypto library, so a service that only talks
+// to a claimcheck server links little more than net/http.
+//
+// Two implementations satisfy Claims: the embedded *engine.Store returned
+// by engine.Open (package engine: SQLite and local files by default,
+// PostgreSQL and S3 in production), and client.Client, which talks to a
+// `claimcheck serve` process over HTTP. Integrations (Temporal, NATS,
+// Kafka) take a Claims and do not care which one they get.
 package claimcheck
 
 import (
@@ -27,7 +34,7 @@ import (
 	"time"
 )
 
-// Claims is what producers and consumers use. Both *Store (embedded) and
+// Claims is what producers and consumers use. Both *engine.Store (embedded) and
 // client.Client (remote) implement it.
 type Claims interface {
 	// Put stores the payload read from body in namespace ns and returns

@@ -2,11 +2,7 @@ package claimcheck
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/claimcheck/claimcheck/meta"
 )
 
 // DeadLetter is a blob whose object delete failed sweeper.max_attempts
@@ -47,12 +43,6 @@ type DeadLetterQuery struct {
 // RetryDeadLetters.
 const MaxDeadLetterPage = 500
 
-// deadLetterScan bounds the parked rows one DeadLetters call reads to
-// fill a page filtered by tenant, as a multiple of the page size: a
-// tenant with few dead letters among many of others' gets short pages
-// (with Next set) rather than a request that reads them all.
-const deadLetterScan = 10
-
 // DeadLetterPage is a page of dead letters. Next is set when more may
 // follow: pass it as the next query's After. A page can be short, even
 // empty, and still have a Next (the tenant filter bounds its scan).
@@ -61,7 +51,7 @@ type DeadLetterPage struct {
 	Next        string       `json:"next,omitempty"`
 }
 
-// DeadLetterQueue lists and retries dead letters. *Store and
+// DeadLetterQueue lists and retries dead letters. *engine.Store and
 // client.Client implement it; it is an operator's tool (on the HTTP API,
 // admin keys only, each tenant's admins seeing their own namespaces').
 type DeadLetterQueue interface {
@@ -80,10 +70,8 @@ type DeadLetterQueue interface {
 	RetryDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error)
 }
 
-var _ DeadLetterQueue = (*Store)(nil)
-
-// check validates the query and returns its page size.
-func (q DeadLetterQuery) check() (int, error) {
+// Check validates the query and returns its page size.
+func (q DeadLetterQuery) Check() (int, error) {
 	if q.Tenant != "" {
 		if err := ValidateTenant(q.Tenant); err != nil {
 			return 0, err
@@ -104,123 +92,4 @@ func (q DeadLetterQuery) check() (int, error) {
 		return MaxDeadLetterPage, nil
 	}
 	return q.Limit, nil
-}
-
-// DeadLetters returns a page of dead letters; see DeadLetterQueue. The
-// namespace filter is the database's; the tenant filter is the policies'
-// (the same ones API keys are checked against), applied here.
-func (s *Store) DeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
-	limit, err := q.check()
-	if err != nil {
-		return DeadLetterPage{}, fmt.Errorf("dead letters: %w", err)
-	}
-	page := DeadLetterPage{DeadLetters: []DeadLetter{}}
-	after := q.After
-	for scanned := 0; scanned < deadLetterScan*limit; {
-		bs, err := s.meta.DeadLetters(ctx, q.Namespace, after, limit)
-		if err != nil {
-			return DeadLetterPage{}, metaErr("dead letters", err)
-		}
-		scanned += len(bs)
-		for _, b := range bs {
-			after = b.ID
-			if q.Tenant != "" && !s.inTenant(ctx, q.Tenant, b.Namespace) {
-				continue
-			}
-			page.DeadLetters = append(page.DeadLetters, deadLetterOf(b))
-			if len(page.DeadLetters) == limit {
-				page.Next = after
-				return page, nil
-			}
-		}
-		if len(bs) < limit {
-			return page, nil // no more parked rows
-		}
-	}
-	page.Next = after
-	return page, nil
-}
-
-// inTenant reports whether namespace ns belongs to tenant by its policy.
-func (s *Store) inTenant(ctx context.Context, tenant, ns string) bool {
-	pol, err := s.Policy(ctx, ns)
-	return err == nil && pol.Tenant == tenant
-}
-
-// DeadLetter returns one dead letter; see DeadLetterQueue.
-func (s *Store) DeadLetter(ctx context.Context, id string) (DeadLetter, error) {
-	if !ValidBlobID(id) {
-		return DeadLetter{}, fmt.Errorf("dead letter: %w", invalidf("blob id %q is malformed", id))
-	}
-	b, err := s.meta.Blob(ctx, id)
-	if errors.Is(err, meta.ErrNotFound) || err == nil && b.DeadAt.IsZero() {
-		return DeadLetter{}, notParked(id)
-	}
-	if err != nil {
-		return DeadLetter{}, metaErr("dead letter "+id, err)
-	}
-	return deadLetterOf(b), nil
-}
-
-// RetryDeadLetter retries one dead letter; see DeadLetterQueue.
-func (s *Store) RetryDeadLetter(ctx context.Context, id string) (DeadLetter, error) {
-	if !ValidBlobID(id) {
-		return DeadLetter{}, fmt.Errorf("retry dead letter: %w", invalidf("blob id %q is malformed", id))
-	}
-	back, err := s.retry(ctx, []string{id})
-	if err != nil {
-		return DeadLetter{}, err
-	}
-	if len(back) == 0 {
-		return DeadLetter{}, notParked(id)
-	}
-	return back[0], nil
-}
-
-// RetryDeadLetters retries a page of dead letters; see DeadLetterQueue.
-// Listing and retrying are two transactions; the retry is a
-// compare-and-swap on parked rows, so one retried meanwhile by someone
-// else is left out of the answer, not taken back twice.
-func (s *Store) RetryDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
-	page, err := s.DeadLetters(ctx, q)
-	if err != nil {
-		return DeadLetterPage{}, err
-	}
-	ids := make([]string, len(page.DeadLetters))
-	for i, d := range page.DeadLetters {
-		ids[i] = d.BlobID
-	}
-	back, err := s.retry(ctx, ids)
-	if err != nil {
-		return DeadLetterPage{}, err
-	}
-	return DeadLetterPage{DeadLetters: back, Next: page.Next}, nil
-}
-
-// retry is the sweeper's retry (it records the events and refreshes the
-// gauge), logged with the actor.
-func (s *Store) retry(ctx context.Context, ids []string) ([]DeadLetter, error) {
-	out := []DeadLetter{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	back, err := s.sweeper.RetryDeadLetters(ctx, ids)
-	if err != nil {
-		return nil, metaErr("retry dead letters", err)
-	}
-	for _, b := range back {
-		s.log.Info("dead letter retried: due now with a fresh retry schedule", "blob", b.ID, "namespace", b.Namespace,
-			"key", b.Key, "attempts", b.Attempts, "actor", ActorFrom(ctx))
-		out = append(out, deadLetterOf(b))
-	}
-	return out, nil
-}
-
-func notParked(id string) error {
-	return fmt.Errorf("dead letter %s: %w: no such blob is parked (unknown, retried or collected since)", id, ErrNotFound)
-}
-
-func deadLetterOf(b meta.Blob) DeadLetter {
-	return DeadLetter{BlobID: b.ID, Namespace: b.Namespace, ObjectKey: b.Key, StoredSize: b.StoredSize,
-		Attempts: b.Attempts, LastError: b.LastError, ParkedAt: b.DeadAt.UTC(), DeletingSince: b.StateAt.UTC()}
 }

@@ -2,12 +2,6 @@ package claimcheck
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-
-	"github.com/claimcheck/claimcheck/meta"
 )
 
 // NamespaceInfo is what an operator sees of a namespace: its policy, its
@@ -43,7 +37,7 @@ type NamespaceUsage struct {
 	PendingClaims int64 `json:"pending_claims"`
 }
 
-// NamespaceReader reports namespace limits and usage. Both *Store and
+// NamespaceReader reports namespace limits and usage. Both *engine.Store and
 // client.Client implement it; the server answers GET /v1/namespaces with
 // it when its Claims does.
 type NamespaceReader interface {
@@ -54,92 +48,4 @@ type NamespaceReader interface {
 	// Namespaces returns every configured namespace and every namespace
 	// that holds or held claims, ordered by name.
 	Namespaces(ctx context.Context) ([]NamespaceInfo, error)
-}
-
-var _ NamespaceReader = (*Store)(nil)
-
-// Namespace returns the policy, limits and usage of namespace ns.
-func (s *Store) Namespace(ctx context.Context, ns string) (NamespaceInfo, error) {
-	if err := ValidateNamespace(ns); err != nil {
-		return NamespaceInfo{}, err
-	}
-	n, err := s.meta.Namespace(ctx, ns)
-	if err != nil {
-		return NamespaceInfo{}, metaErr("namespace "+ns, err)
-	}
-	tenants, err := s.tenantsByName(ctx)
-	if err != nil {
-		return NamespaceInfo{}, err
-	}
-	info, err := s.namespaceInfo(ctx, n, tenants)
-	if err != nil {
-		return NamespaceInfo{}, err
-	}
-	if info.Retired && info.Usage == (NamespaceUsage{}) {
-		return NamespaceInfo{}, fmt.Errorf("namespace %s: %w: not configured (defaults are off) and holds no claims", ns, ErrNotFound)
-	}
-	return info, nil
-}
-
-// Namespaces returns every configured namespace and every namespace with
-// a counter row (one that ever held a claim), ordered by name.
-func (s *Store) Namespaces(ctx context.Context) ([]NamespaceInfo, error) {
-	rows, err := s.meta.Namespaces(ctx)
-	if err != nil {
-		return nil, metaErr("list namespaces", err)
-	}
-	byName := make(map[string]meta.Namespace, len(rows)+len(s.policies))
-	for name := range s.policies {
-		byName[name] = meta.Namespace{Name: name}
-	}
-	for _, n := range rows {
-		byName[n.Name] = n
-	}
-	tenants, err := s.tenantsByName(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]NamespaceInfo, 0, len(byName))
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		info, err := s.namespaceInfo(ctx, byName[name], tenants)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
-	}
-	return out, nil
-}
-
-func (s *Store) namespaceInfo(ctx context.Context, n meta.Namespace, tenants map[string]TenantInfo) (NamespaceInfo, error) {
-	info := NamespaceInfo{Name: n.Name, Usage: NamespaceUsage{
-		UsedBytes: n.UsedBytes, ReservedBytes: n.ReservedBytes,
-		ActiveClaims: n.ActiveClaims, PendingClaims: n.PendingClaims,
-	}}
-	pol, err := s.Policy(ctx, n.Name)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		info.Retired = true
-	case err != nil:
-		return NamespaceInfo{}, err
-	default:
-		info.Policy, info.Limits = pol, pol.Quota
-		t, ok := tenants[pol.Tenant]
-		if !ok {
-			t = TenantInfo{Name: pol.Tenant, Limits: s.tenants[pol.Tenant].Quota}
-		}
-		info.Tenant = &t
-	}
-	return info, nil
-}
-
-func (s *Store) tenantsByName(ctx context.Context) (map[string]TenantInfo, error) {
-	list, err := s.Tenants(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]TenantInfo, len(list))
-	for _, t := range list {
-		m[t.Name] = t
-	}
-	return m, nil
 }

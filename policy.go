@@ -347,9 +347,9 @@ func ParseRetention(s string) (Retention, error) {
 // D returns the value as a time.Duration.
 func (r Retention) D() time.Duration { return time.Duration(r) }
 
-// effective is the retention in force: def when unset, zero (keep for
+// Effective is the retention in force: def when unset, zero (keep for
 // ever) when negative.
-func (r Retention) effective(def time.Duration) time.Duration {
+func (r Retention) Effective(def time.Duration) time.Duration {
 	switch {
 	case r == 0:
 		return def

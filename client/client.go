@@ -1,7 +1,7 @@
 // Package client is the Go client of claimcheck's HTTP API (remote mode).
 //
 // A *Client satisfies claimcheck.Claims, like the embedded
-// *claimcheck.Store, so integrations work with either. Payloads are
+// *engine.Store, so integrations work with either. Payloads are
 // streamed both ways. Errors come back as the root package's sentinel
 // errors (errors.Is(err, claimcheck.ErrNotFound) and friends work across
 // the wire; a finished claim is a *claimcheck.GoneError with its reason),

@@ -12,6 +12,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestEncryptedNamespaceOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Data: dir, Clock: clock.NewFake(t0),
 		MasterKey:  base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)),
 		Namespaces: map[string]claimcheck.Policy{"vault": {Encryption: claimcheck.EncryptionAES256GCM}},

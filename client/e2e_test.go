@@ -24,6 +24,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -34,7 +35,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // bundle is a client talking over real HTTP to a server in front of the
 // real embedded store (SQLite and files in a temporary directory).
 type bundle struct {
-	store  *claimcheck.Store
+	store  *engine.Store
 	meta   meta.Store // the store's metadata, to check what is stored
 	clock  *clock.Fake
 	reg    *prometheus.Registry
@@ -63,7 +64,7 @@ func setup(t *testing.T, wrap ...func(claimcheck.Claims) claimcheck.Claims) *bun
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &bundle{meta: m, clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), dir: dir}
-	b.store, err = claimcheck.Open(ctx, claimcheck.Config{
+	b.store, err = engine.Open(ctx, engine.Config{
 		Data: dir, Namespaces: testNamespaces, MetaStore: m,
 		Clock: b.clock, Logger: logger, Registerer: b.reg,
 	})

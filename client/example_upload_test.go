@@ -10,6 +10,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -24,7 +25,7 @@ func ExampleClient_InitUpload() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir})
+	store, err := engine.Open(ctx, engine.Config{Data: dir})
 	if err != nil {
 		log.Fatal(err)
 	}

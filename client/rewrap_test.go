@@ -15,6 +15,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -25,8 +26,8 @@ func TestRewrapOverHTTP(t *testing.T) {
 	dir := t.TempDir()
 	oldKey := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
 	newKey := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32))
-	open := func(master string, prev ...string) *claimcheck.Store {
-		s, err := claimcheck.Open(ctx, claimcheck.Config{
+	open := func(master string, prev ...string) *engine.Store {
+		s, err := engine.Open(ctx, engine.Config{
 			Data: dir, Clock: clock.NewFake(t0), MasterKey: master, PreviousMasterKeys: prev,
 			Namespaces: map[string]claimcheck.Policy{"vault": {Encryption: claimcheck.EncryptionAES256GCM}, "plain": {}},
 		})
@@ -53,7 +54,7 @@ func TestRewrapOverHTTP(t *testing.T) {
 	}
 	mk := func(key string) string {
 		b, _ := base64.StdEncoding.DecodeString(key)
-		return claimcheck.MasterKeyID(b)
+		return engine.MasterKeyID(b)
 	}
 
 	rep, err := c.RewrapDataKeys(ctx, claimcheck.RewrapOptions{Namespace: "vault", DryRun: true})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -27,7 +28,7 @@ import (
 func BenchmarkUploadVsPut1MiB(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Data: dir,
 		Namespaces: map[string]claimcheck.Policy{
 			"zstd": {},

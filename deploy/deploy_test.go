@@ -25,6 +25,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -36,7 +37,7 @@ func exported(t *testing.T) map[string]string {
 	ctx := context.Background()
 	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Data: t.TempDir(), Clock: fc, Registerer: reg,
 		Sweeper: claimcheckSweeperOff(),
 	})

@@ -38,22 +38,6 @@ func FinishEventKind(reason string) string {
 	return EventDeleted
 }
 
-type actorKey struct{}
-
-// WithActor returns a context naming who acts; implementations stamp the
-// events of operations called with it. The root package's WithActor
-// stores the actor here, so the id set by the HTTP layer reaches the
-// metadata store without every operation taking a parameter for it.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-// ActorFrom returns the actor set by WithActor, or "".
-func ActorFrom(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(string)
-	return a
-}
-
 // AuditStore reads and prunes the events log. Part of Store.
 type AuditStore interface {
 	// ClaimEvents returns up to limit events of one claim with seq >

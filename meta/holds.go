@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/claimcheck/claimcheck"
 )
 
 // ErrHeld is returned when an operation would delete data that is under a
@@ -45,8 +47,8 @@ const (
 // Hold scopes: the Reason of hold events, and the scope the root package
 // reports in Stat.
 const (
-	HoldScopeClaim     = "claim"
-	HoldScopeNamespace = "namespace"
+	HoldScopeClaim     = claimcheck.HoldScopeClaim
+	HoldScopeNamespace = claimcheck.HoldScopeNamespace
 )
 
 // HoldStore keeps legal holds (ADR 0065). A claim that is held, or whose

@@ -21,6 +21,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -30,7 +31,7 @@ import (
 // authBundle is a server with auth on in front of the real store: two
 // tenants, acme (namespaces a1 and a2) and beta (namespace b1).
 type authBundle struct {
-	store  *claimcheck.Store
+	store  *engine.Store
 	meta   meta.Store
 	auth   *auth.Service
 	http   *httptest.Server
@@ -40,7 +41,7 @@ type authBundle struct {
 // actorLog records the actor of every put, to check that the server
 // passes the key id on for the audit trail.
 type actorLog struct {
-	*claimcheck.Store
+	*engine.Store
 	mu      sync.Mutex
 	actors  []string
 	entered chan struct{} // when set, every Put and ReceiveUpload sends on it once it began
@@ -78,7 +79,7 @@ func setupAuth(t testing.TB, limits server.Limits) *authBundle {
 
 // setupAuthWith is setupAuth with the store's config changed by edit
 // first (a blob store that fails, a fake clock).
-func setupAuthWith(t testing.TB, limits server.Limits, edit func(*claimcheck.Config)) *authBundle {
+func setupAuthWith(t testing.TB, limits server.Limits, edit func(*engine.Config)) *authBundle {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -89,7 +90,7 @@ func setupAuthWith(t testing.TB, limits server.Limits, edit func(*claimcheck.Con
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &authBundle{meta: m, auth: auth.New(m, nil)}
-	cfg := claimcheck.Config{
+	cfg := engine.Config{
 		Data: dir, MetaStore: m, Logger: logger,
 		MasterKey: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)), // for the key rotation route
 		Tenants:   map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
@@ -102,7 +103,7 @@ func setupAuthWith(t testing.TB, limits server.Limits, edit func(*claimcheck.Con
 	if edit != nil {
 		edit(&cfg)
 	}
-	b.store, err = claimcheck.Open(ctx, cfg)
+	b.store, err = engine.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

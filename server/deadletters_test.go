@@ -16,6 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -36,7 +37,7 @@ func setupDeadLetters(t *testing.T, nss ...string) (*authBundle, map[string][]st
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(time.Now())
-	b := setupAuthWith(t, server.Limits{}, func(cfg *claimcheck.Config) {
+	b := setupAuthWith(t, server.Limits{}, func(cfg *engine.Config) {
 		files, err := blob.Open(ctx, "file://"+t.TempDir())
 		if err != nil {
 			t.Fatal(err)

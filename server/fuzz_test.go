@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -56,7 +57,7 @@ func FuzzServerRequests(f *testing.F) {
 	}
 
 	dir := f.TempDir()
-	store, err := claimcheck.Open(context.Background(), claimcheck.Config{Data: dir})
+	store, err := engine.Open(context.Background(), engine.Config{Data: dir})
 	if err != nil {
 		f.Fatal(err)
 	}

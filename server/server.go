@@ -1,5 +1,5 @@
 // Package server is claimcheck's HTTP API: it puts the claimcheck.Claims
-// interface (usually the embedded *claimcheck.Store) on the wire for
+// interface (usually the embedded *engine.Store) on the wire for
 // package client and for any HTTP tool.
 //
 // The wire contract (routes, headers, error codes) lives in package
@@ -47,7 +47,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Auth, when set, requires an API key on every /v1 route and limits
 	// each key to its tenant, role and namespace (auth.go, ADR 0060).
-	// ClaimNamespace must then be set too: *claimcheck.Store's.
+	// ClaimNamespace must then be set too: *engine.Store's.
 	Auth           *auth.Service
 	ClaimNamespace func(ctx context.Context, id string) (string, error)
 	// Limits bound each client (limits.go); zero fields: no limit.

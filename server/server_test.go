@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -30,7 +31,7 @@ import (
 // files in a temporary directory), spoken to with plain HTTP, the way
 // curl or a client in another language would.
 type bundle struct {
-	store *claimcheck.Store
+	store *engine.Store
 	meta  meta.Store
 	reg   *prometheus.Registry
 	http  *httptest.Server
@@ -48,7 +49,7 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &bundle{meta: m, reg: prometheus.NewRegistry(), dir: dir}
-	b.store, err = claimcheck.Open(ctx, claimcheck.Config{
+	b.store, err = engine.Open(ctx, engine.Config{
 		Data: dir, MetaStore: m, Logger: logger, Registerer: b.reg,
 		Namespaces: map[string]claimcheck.Policy{"raw": {Compression: claimcheck.CompressionNone}},
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -97,7 +98,7 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 // API key on this route (targetSigned in auth.go) and applies the rate,
 // stream and slow-client limits per client address instead.
 func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
-	recv, ok := s.claims.(claimcheck.UploadReceiver)
+	recv, ok := s.claims.(engine.UploadReceiver)
 	if !ok {
 		return fmt.Errorf("%w: this server's store does not receive uploads itself", claimcheck.ErrNotFound)
 	}

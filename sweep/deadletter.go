@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -110,7 +111,7 @@ func (s *Sweeper) refreshDeadLetters(ctx context.Context) {
 // it took back, as they were parked, and records a retry event for each
 // with the actor of ctx (the operator's API key, over HTTP). The listing
 // and the tenancy rules of dead letters are the root package's
-// (claimcheck.Store.DeadLetters); this is the one step that changes rows,
+// (engine.Store.DeadLetters); this is the one step that changes rows,
 // kept beside the parking it undoes.
 func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string) ([]meta.Blob, error) {
 	now := s.clock.Now()
@@ -122,7 +123,7 @@ func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string) ([]meta.Bl
 		events := make([]meta.Event, len(back))
 		for i, b := range back {
 			events[i] = meta.Event{At: now, Kind: meta.EventDeadLetterRetry, Namespace: b.Namespace, BlobID: b.ID,
-				Actor: meta.ActorFrom(ctx), Detail: fmt.Sprintf("retried after %d failed deletes, last: %s", b.Attempts, b.LastError)}
+				Actor: claimcheck.ActorFrom(ctx), Detail: fmt.Sprintf("retried after %d failed deletes, last: %s", b.Attempts, b.LastError)}
 		}
 		if err := s.meta.AppendEvents(ctx, events); err != nil {
 			s.log.Warn("sweep: recording dead letter retries", "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -96,7 +97,7 @@ func TestDeleteFailuresEndInDeadLetter(t *testing.T) {
 	}
 
 	bd.set(false) // the operator fixed the bucket's permissions
-	back, err := sw.RetryDeadLetters(meta.WithActor(ctx, "key_ops"), []string{dead[0].ID})
+	back, err := sw.RetryDeadLetters(claimcheck.WithActor(ctx, "key_ops"), []string{dead[0].ID})
 	if err != nil || len(back) != 1 {
 		t.Fatalf("RetryDeadLetters = %v, %v", back, err)
 	}

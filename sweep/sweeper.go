@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
@@ -305,8 +306,8 @@ func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, e
 func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (res Result, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	if meta.ActorFrom(ctx) == "" {
-		ctx = meta.WithActor(ctx, meta.ActorSweeper) // the audit trail's name for due work
+	if claimcheck.ActorFrom(ctx) == "" {
+		ctx = claimcheck.WithActor(ctx, meta.ActorSweeper) // the audit trail's name for due work
 	}
 	start := s.clock.Now()
 	startIdle := s.idleSince()

@@ -20,6 +20,6 @@
 // so that the partition moves on. See docs/adr/0040 in the repository for
 // what happens when a produce fails.
 //
-// The store can be the embedded *claimcheck.Store or a remote
+// The store can be the embedded *engine.Store or a remote
 // *client.Client: both implement claimcheck.Claims.
 package kafka

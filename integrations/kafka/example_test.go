@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	cckafka "github.com/claimcheck/claimcheck/integrations/kafka"
 )
 
@@ -23,7 +24,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	// An embedded store and an in-process Kafka, for the example.
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir,
+	store, err := engine.Open(ctx, engine.Config{Data: dir,
 		Namespaces: map[string]claimcheck.Policy{"orders": {Threshold: 1024}}})
 	if err != nil {
 		panic(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -26,7 +27,7 @@ import (
 
 type benchEnv struct {
 	ctx   context.Context
-	store *claimcheck.Store
+	store *engine.Store
 	js    jetstream.JetStream
 }
 
@@ -35,7 +36,7 @@ func setupBench(b *testing.B) *benchEnv {
 	ctx := b.Context()
 	// Real clock, files under a temp dir; bodies are random (they do not
 	// compress), so compression is off on both sides.
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Data: b.TempDir(), Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"bench": {Threshold: 64 << 10, Compression: claimcheck.Compression("none")},

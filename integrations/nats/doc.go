@@ -18,6 +18,6 @@
 // of being redelivered until max_deliver. See docs/adr/0040 in the
 // repository for what happens when a publish fails.
 //
-// The store can be the embedded *claimcheck.Store or a remote
+// The store can be the embedded *engine.Store or a remote
 // *client.Client: both implement claimcheck.Claims.
 package nats

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	ccnats "github.com/claimcheck/claimcheck/integrations/nats"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	// An embedded store and an embedded NATS server, for the example.
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir,
+	store, err := engine.Open(ctx, engine.Config{Data: dir,
 		Namespaces: map[string]claimcheck.Policy{"orders": {Threshold: 1024}}})
 	if err != nil {
 		panic(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -35,7 +36,7 @@ const (
 type env struct {
 	ctx    context.Context
 	clock  *clock.Fake
-	store  *claimcheck.Store
+	store  *engine.Store
 	srv    *server.Server
 	nc     *natsgo.Conn
 	js     jetstream.JetStream
@@ -49,7 +50,7 @@ func setup(t *testing.T) *env {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
 	yes, no := true, false
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{

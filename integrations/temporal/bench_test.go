@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -108,15 +109,15 @@ func BenchmarkDriverS3StoreRetrieve1MiB(b *testing.B) {
 	}
 
 	storage, _, _ := testsvc.S3(b)
-	cfg := claimcheck.Config{
+	cfg := engine.Config{
 		Data: b.TempDir(), Storage: storage,
-		Defaults: claimcheck.Defaults{Policy: claimcheck.Policy{Compression: claimcheck.CompressionAuto}},
+		Defaults: engine.Defaults{Policy: claimcheck.Policy{Compression: claimcheck.CompressionAuto}},
 		Sweeper:  sweep.Config{Disabled: true},
 	}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		cfg.Metadata, _ = testsvc.Postgres(b)
 	}
-	s, err := claimcheck.Open(ctx, cfg)
+	s, err := engine.Open(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

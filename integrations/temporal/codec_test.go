@@ -14,6 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
 	"github.com/claimcheck/claimcheck/server"
 )
@@ -23,7 +24,7 @@ import (
 // reference again.
 func TestDeleteAfterReadNamespaceRefused(t *testing.T) {
 	yes := true
-	store, err := claimcheck.Open(context.Background(), claimcheck.Config{
+	store, err := engine.Open(context.Background(), engine.Config{
 		Data:       t.TempDir(),
 		Namespaces: map[string]claimcheck.Policy{"once": {TTL: claimcheck.TTLPolicy{DeleteAfterRead: &yes}}},
 	})

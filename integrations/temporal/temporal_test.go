@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
 )
 
@@ -51,9 +52,9 @@ func temporalServer(t *testing.T) *temporaltest.TestServer {
 
 // openStore opens an embedded store with its defaults (SQLite and files
 // in a temporary directory).
-func openStore(t testing.TB) *claimcheck.Store {
+func openStore(t testing.TB) *engine.Store {
 	t.Helper()
-	s, err := claimcheck.Open(context.Background(), claimcheck.Config{Data: t.TempDir()})
+	s, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -57,7 +58,7 @@ func (deniedDeletes) Delete(context.Context, string) error {
 // directory (where offline commands find it) with every delete denied, a
 // fake clock and the sweeper off, parking at the first failure. The
 // caller closes the store.
-func openDenied(t *testing.T, cfg claimcheck.Config) (*claimcheck.Store, *clock.Fake) {
+func openDenied(t *testing.T, cfg engine.Config) (*engine.Store, *clock.Fake) {
 	t.Helper()
 	ctx := context.Background()
 	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(cfg.Data, "blobs")))
@@ -68,7 +69,7 @@ func openDenied(t *testing.T, cfg claimcheck.Config) (*claimcheck.Store, *clock.
 	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
 	cfg.BlobStore, cfg.Clock = deniedDeletes{files}, clk
 	cfg.Sweeper = sweep.Config{Disabled: true, MaxAttempts: 1}
-	store, err := claimcheck.Open(ctx, cfg)
+	store, err := engine.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func openDenied(t *testing.T, cfg claimcheck.Config) (*claimcheck.Store, *clock.
 // parkDeadLetters puts a claim into each namespace of nss and deletes
 // it, then sweeps past the grace period: with deletes denied and
 // sweeper.max_attempts 1, each blob is parked at once.
-func parkDeadLetters(t *testing.T, store *claimcheck.Store, clk *clock.Fake, nss ...string) {
+func parkDeadLetters(t *testing.T, store *engine.Store, clk *clock.Fake, nss ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, ns := range nss {
@@ -101,7 +102,7 @@ func parkDeadLetters(t *testing.T, store *claimcheck.Store, clk *clock.Fake, nss
 // object. All offline, on the same --data directory serve would use.
 func TestDLQCommands(t *testing.T) {
 	dir := t.TempDir()
-	store, clk := openDenied(t, claimcheck.Config{Data: dir})
+	store, clk := openDenied(t, engine.Config{Data: dir})
 	parkDeadLetters(t, store, clk, "photos")
 	store.Close()
 
@@ -152,7 +153,7 @@ func TestDLQRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	store, clk := openDenied(t, claimcheck.Config{
+	store, clk := openDenied(t, engine.Config{
 		Data: dir, MetaStore: m,
 		Tenants:    map[string]claimcheck.TenantPolicy{"acme": {}, "beta": {}},
 		Namespaces: map[string]claimcheck.Policy{"a1": {Tenant: "acme"}, "b1": {Tenant: "beta"}},
@@ -221,7 +222,7 @@ func TestDLQRemote(t *testing.T) {
 // running server.
 func TestNsCommands(t *testing.T) {
 	ctx := context.Background()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{
+	store, err := engine.Open(ctx, engine.Config{
 		Data:       t.TempDir(),
 		Namespaces: map[string]claimcheck.Policy{"orders": {Quota: claimcheck.Quota{Bytes: 1 << 20, Claims: 10}}},
 		Sweeper:    sweep.Config{Disabled: true},
@@ -266,7 +267,7 @@ func TestNsCommands(t *testing.T) {
 func TestFsckReportsQuotaDrift(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
+	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 )
 
 func TestEventsCommand(t *testing.T) {
 	ctx := context.Background()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: t.TempDir()})
+	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

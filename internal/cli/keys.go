@@ -11,6 +11,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -46,7 +47,7 @@ the actor cli:$USER (read them with claimcheck events --tenant T).`,
 }
 
 // open opens the store offline and returns the key service and config.
-func (k *keysCmd) open(ctx context.Context, env Env) (*auth.Service, *claimcheck.Store, fileConfig, error) {
+func (k *keysCmd) open(ctx context.Context, env Env) (*auth.Service, *engine.Store, fileConfig, error) {
 	fc, err := k.store.load(env)
 	if err != nil {
 		return nil, nil, fc, err

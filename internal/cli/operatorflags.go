@@ -8,6 +8,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/engine"
 )
 
 // operatorFlags are the flags of an operator command that works either
@@ -58,8 +59,8 @@ func (f *operatorFlags) remote(env Env) (bool, error) {
 // operatorTarget is what an operator command works on: a client of a
 // running server, or the store opened offline.
 type operatorTarget struct {
-	client *client.Client    // remote
-	store  *claimcheck.Store // offline
+	client *client.Client // remote
+	store  *engine.Store  // offline
 }
 
 // Close closes the store opened offline.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 )
 
 // Master key rotation through the real binary, as docs/OPERATIONS.md
@@ -22,7 +23,7 @@ func TestCLIRewrapKeys(t *testing.T) {
 	os.WriteFile(cfg, []byte("namespaces:\n  vault:\n    encryption: aes-256-gcm\n"), 0o600)
 	key := func(b byte) (string, string) {
 		raw := bytes.Repeat([]byte{b}, 32)
-		return base64.StdEncoding.EncodeToString(raw), claimcheck.MasterKeyID(raw)
+		return base64.StdEncoding.EncodeToString(raw), engine.MasterKeyID(raw)
 	}
 	keyA, idA := key(1)
 	keyB, idB := key(2)

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/config"
 	"github.com/claimcheck/claimcheck/server"
 )
@@ -21,7 +21,7 @@ const DefaultListen = "127.0.0.1:8080"
 // fileConfig is the whole YAML file: the store's config plus the
 // server's own settings.
 type fileConfig struct {
-	claimcheck.Config `yaml:",inline"`
+	engine.Config `yaml:",inline"`
 	// Listen is the address to serve on (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
 	// Auth requires API keys on every /v1 route (serve --auth; ADR 0060).
@@ -60,14 +60,14 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 // openOffline opens the store for an operator command: the same config
 // and data as serve, with the background sweeper off (the command does
 // the work itself, once).
-func (f *storeFlags) openOffline(ctx context.Context, env Env) (*claimcheck.Store, error) {
+func (f *storeFlags) openOffline(ctx context.Context, env Env) (*engine.Store, error) {
 	fc, err := f.load(env)
 	if err != nil {
 		return nil, err
 	}
 	cfg := fc.Config
 	cfg.Sweeper.Disabled = true
-	return claimcheck.Open(ctx, cfg)
+	return engine.Open(ctx, cfg)
 }
 
 type serveCmd struct {
@@ -118,7 +118,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	cfg := fc.Config
 	cfg.Logger = logger
 	cfg.Registerer = reg
-	store, err := claimcheck.Open(ctx, cfg)
+	store, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if tlsConf != nil {
 		scheme = "https://"
 	}
-	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", claimcheck.RedactURL(cfg.Metadata), "storage", claimcheck.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
+	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	scfg := server.Config{
 		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -81,7 +82,7 @@ func (f *httpFlags) apply(fc *fileConfig) {
 // secureServer switches auth on in cfg when on is set. With auth off it
 // warns loudly, on stderr and in the log, if addr is reachable from
 // other machines: every claim would be open to anyone who can connect.
-func secureServer(ctx context.Context, cfg *server.Config, store *claimcheck.Store, on bool, addr net.Addr, stderr io.Writer, logger *slog.Logger) error {
+func secureServer(ctx context.Context, cfg *server.Config, store *engine.Store, on bool, addr net.Addr, stderr io.Writer, logger *slog.Logger) error {
 	if !on {
 		if !loopback(addr) {
 			fmt.Fprintf(stderr, "\n"+

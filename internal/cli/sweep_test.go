@@ -10,6 +10,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -21,7 +22,7 @@ func TestSweepOncePrunesHistory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Now().Add(-40 * 24 * time.Hour))
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
+	store, err := engine.Open(ctx, engine.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestSweepOncePrunesHistory(t *testing.T) {
 		t.Errorf("sweep --once = %s; want the expired claim finished, the deleted one's claim and blob pruned, old events pruned", out)
 	}
 
-	store, err = claimcheck.Open(ctx, claimcheck.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
+	store, err = engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -23,7 +24,7 @@ import (
 func TestUploadCommand(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	store, err := claimcheck.Open(ctx, claimcheck.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler)})
+	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/config"
 )
 
@@ -35,9 +36,9 @@ namespaces:
   small: {}
 `
 
-func load(t *testing.T, yaml string, env ...string) (claimcheck.Config, error) {
+func load(t *testing.T, yaml string, env ...string) (engine.Config, error) {
 	t.Helper()
-	var cfg claimcheck.Config
+	var cfg engine.Config
 	err := config.Decode([]byte(yaml), env, &cfg)
 	return cfg, err
 }
@@ -151,7 +152,7 @@ func TestLoadFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(sample), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cfg claimcheck.Config
+	var cfg engine.Config
 	if err := config.Load(path, nil, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func FuzzDecodeConfig(f *testing.F) {
 	f.Add([]byte("defaults: false"), "")
 	f.Add([]byte("namespaces: {a: {ttl: {max_age: 1}}}"), "CLAIMCHECK_NAMESPACES__A=x")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
-		var cfg claimcheck.Config
+		var cfg engine.Config
 		if err := config.Decode(data, strings.Split(env, "\n"), &cfg); err != nil {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -78,7 +79,7 @@ func wantEvents(t *testing.T, what string, got []string, want ...string) {
 }
 
 func testAuditLifecycle(t *testing.T, h *harness) {
-	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
+	as := func(actor string) context.Context { return claimcheck.WithActor(h.ctx(), actor) }
 
 	// created, redeemed, released (fan-out of two), deleted after the last
 	// release.
@@ -242,7 +243,7 @@ func testAuditConcurrentAppends(t *testing.T, h *harness) {
 // repeats the same reason and a lift of a hold that is not set change
 // nothing and log nothing.
 func testAuditHolds(t *testing.T, h *harness) {
-	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
+	as := func(actor string) context.Context { return claimcheck.WithActor(h.ctx(), actor) }
 	held := h.put(put{MaxAge: time.Hour})
 	free := h.put(put{MaxAge: time.Hour})
 	id := held.Claim.ID
@@ -324,7 +325,7 @@ func testAuditHolds(t *testing.T, h *harness) {
 // key's tenant (TenantEvents) and, for a key limited to a namespace, that
 // namespace too. A repeated revoke logs nothing.
 func testAuditKeys(t *testing.T, h *harness) {
-	as := func(actor string) context.Context { return meta.WithActor(h.ctx(), actor) }
+	as := func(actor string) context.Context { return claimcheck.WithActor(h.ctx(), actor) }
 	scoped := meta.APIKey{ID: "k1", Tenant: "acme", Role: "producer", Namespace: "orders", Hash: "hash-k1", CreatedAt: h.now()}
 	wide := meta.APIKey{ID: "k2", Tenant: "acme", Role: "admin", Hash: "hash-k2", CreatedAt: h.now()}
 	for _, k := range []meta.APIKey{scoped, wide} {

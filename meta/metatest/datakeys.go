@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -198,7 +199,7 @@ func (h *harness) namespaceEventKinds(ns string, kinds ...string) []string {
 // RewrapDataKey is a compare-and-swap on the master key id that never
 // touches a destroyed key; both changes are in the audit trail.
 func testDataKeyListAndRewrap(t *testing.T, h *harness) {
-	ctx := meta.WithActor(h.ctx(), "admin-key")
+	ctx := claimcheck.WithActor(h.ctx(), "admin-key")
 	var live []meta.DataKey
 	for _, ns := range []string{"a", "b", "c"} {
 		k, err := h.s.CreateDataKey(ctx, newDataKey(ns, h.now()))

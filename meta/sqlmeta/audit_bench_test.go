@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkAuditCost(b *testing.B) {
 		if err := s.CreatePending(ctx, cp); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Commit(meta.WithActor(ctx, "key"), meta.CommitParams{ClaimID: cid, BlobID: bid, Digest: "sha256:" + rand.Text(),
+		if _, err := s.Commit(claimcheck.WithActor(ctx, "key"), meta.CommitParams{ClaimID: cid, BlobID: bid, Digest: "sha256:" + rand.Text(),
 			Size: 1 << 20, StoredSize: 1 << 20, Compression: "none", Now: now, DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired}); err != nil {
 			b.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func BenchmarkAuditCost(b *testing.B) {
 		if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, At: now.Add(time.Microsecond), Actor: "key"}}); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := s.FinishClaim(meta.WithActor(ctx, "key"), cid, meta.ReasonDeleted, now.Add(2*time.Microsecond), false); err != nil {
+		if _, _, err := s.FinishClaim(claimcheck.WithActor(ctx, "key"), cid, meta.ReasonDeleted, now.Add(2*time.Microsecond), false); err != nil {
 			b.Fatal(err)
 		}
 	}

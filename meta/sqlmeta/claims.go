@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -241,7 +242,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if res.Blob, err = q.loadBlob(blobID, false); err != nil {
 		return meta.CommitResult{}, err
 	}
-	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, meta.ActorFrom(q.ctx), res.DedupHit)})
+	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
 }
 
@@ -381,7 +382,7 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 		}
 		c.ReleasedBy = append(c.ReleasedBy, consumer)
 		if err := q.appendEvents([]meta.Event{{At: now, Kind: meta.EventReleased, Namespace: c.Namespace,
-			ClaimID: c.ID, BlobID: c.BlobID, Actor: meta.ActorFrom(q.ctx), Detail: consumer}}); err != nil {
+			ClaimID: c.ID, BlobID: c.BlobID, Actor: claimcheck.ActorFrom(q.ctx), Detail: consumer}}); err != nil {
 			return err
 		}
 		if len(c.ReleasedBy) < max(c.Consumers, 1) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -155,7 +156,7 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 		}
 		k.Wrapped, k.DestroyedAt = nil, now.UTC()
 		return q.appendEvents([]meta.Event{{At: now, Kind: meta.EventDataKeyDestroyed, Namespace: ns,
-			Actor: meta.ActorFrom(q.ctx), Detail: "key " + k.ID}})
+			Actor: claimcheck.ActorFrom(q.ctx), Detail: "key " + k.ID}})
 	})
 	if err != nil {
 		return meta.DataKey{}, fmt.Errorf("sqlmeta: destroy data key of %s: %w", ns, err)
@@ -224,7 +225,7 @@ func (s *Store) RewrapDataKey(ctx context.Context, r meta.Rewrap) (bool, error) 
 		}
 		swapped = true
 		return q.appendEvents([]meta.Event{{At: r.At, Kind: meta.EventDataKeyRewrapped, Namespace: ns,
-			Actor: meta.ActorFrom(q.ctx), Detail: fmt.Sprintf("key %s: master key %s -> %s", r.ID, r.From, r.To)}})
+			Actor: claimcheck.ActorFrom(q.ctx), Detail: fmt.Sprintf("key %s: master key %s -> %s", r.ID, r.From, r.To)}})
 	})
 	if err != nil {
 		return false, fmt.Errorf("sqlmeta: rewrap data key %s: %w", r.ID, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -274,7 +275,7 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	// The audit trail records each finish in the transaction that made it
 	// (audit.go), so a finish is never logged without happening or the
 	// other way round.
-	if err := q.appendEvents(finishEvents(res, meta.ActorFrom(q.ctx))); err != nil {
+	if err := q.appendEvents(finishEvents(res, claimcheck.ActorFrom(q.ctx))); err != nil {
 		return nil, err
 	}
 	return res, nil

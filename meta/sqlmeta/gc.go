@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -107,7 +108,7 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			return err
 		}
 		hit = true
-		return q.appendEvents([]meta.Event{createdEvent(res.Claim, res.Blob, p.Now, meta.ActorFrom(q.ctx), true)})
+		return q.appendEvents([]meta.Event{createdEvent(res.Claim, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), true)})
 	})
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)

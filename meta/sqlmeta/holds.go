@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -33,7 +34,7 @@ import (
 // own hold when c is not nil, else the hold of namespace ns. reason is
 // the hold's free-text reason.
 func (q *txq) logHold(kind string, c *meta.Claim, ns, reason string, now time.Time) error {
-	e := meta.Event{At: now, Kind: kind, Namespace: ns, Actor: meta.ActorFrom(q.ctx),
+	e := meta.Event{At: now, Kind: kind, Namespace: ns, Actor: claimcheck.ActorFrom(q.ctx),
 		Reason: meta.HoldScopeNamespace, Detail: reason}
 	if c != nil {
 		e.Namespace, e.ClaimID, e.BlobID, e.Reason = c.Namespace, c.ID, c.BlobID, meta.HoldScopeClaim

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -30,7 +31,7 @@ func scanKey(sc interface{ Scan(...any) error }) (meta.APIKey, error) {
 // meta.EventKeyCreated) in the transaction that does it.
 func (q *txq) logKey(kind string, k meta.APIKey, at time.Time) error {
 	return q.appendEvents([]meta.Event{{At: at, Kind: kind, Namespace: k.Namespace, Tenant: k.Tenant,
-		Actor: meta.ActorFrom(q.ctx), Detail: meta.KeyEventDetail(k)}})
+		Actor: claimcheck.ActorFrom(q.ctx), Detail: meta.KeyEventDetail(k)}})
 }
 
 // CreateKey inserts an API key; see meta.KeyStore.

@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/sweep"
+)
+
+// DefaultDataDir is where the embedded defaults keep their files.
+const DefaultDataDir = "./data"
+
+// Config configures a Store. The zero value is valid: SQLite metadata and
+// file blobs under ./data, and every namespace on the built-in policy.
+// In a YAML file (see the README) the fields are:
+//
+//	data: ./data                        # embedded defaults live here
+//	metadata: sqlite:./data/claimcheck.db
+//	storage: file:///var/lib/claimcheck/blobs
+//	defaults: { threshold: 50KiB, ... } # or "defaults: false" to require configured namespaces
+//	tenants:                            # optional; "default" always exists
+//	  acme: { quota: { bytes: 1TiB } }
+//	namespaces:
+//	  video-processing: { tenant: acme, threshold: 1MiB, ttl: { max_age: 24h } }
+type Config struct {
+	// Data is the directory of the embedded defaults (default ./data).
+	Data string `yaml:"data"`
+	// Metadata is the metadata database: "sqlite:PATH" (default
+	// sqlite:<data>/claimcheck.db) or a postgres:// URL.
+	Metadata string `yaml:"metadata"`
+	// Storage is the blob storage URL: file:///DIR (default
+	// <data>/blobs), mem://, or s3://BUCKET?endpoint=…&region=….
+	Storage string `yaml:"storage"`
+	// Defaults is the policy of namespaces the config does not name, and
+	// the base every named namespace inherits unset fields from.
+	Defaults Defaults `yaml:"defaults"`
+	// Namespaces are the configured namespaces by name.
+	Namespaces map[string]claimcheck.Policy `yaml:"namespaces"`
+	// Tenants are the declared tenants by name. DefaultTenant exists
+	// without being declared; any other tenant a namespace names must be
+	// declared here, so a typo cannot create a tenant of its own.
+	Tenants map[string]claimcheck.TenantPolicy `yaml:"tenants"`
+	// Sweeper bounds the background sweeper.
+	Sweeper sweep.Config `yaml:"sweeper"`
+	// Events configures the audit trail (audit.go).
+	Events EventsConfig `yaml:"events"`
+	// History is how long finished claims and collected blobs keep their
+	// rows (history.go, ADR 0077).
+	History HistoryConfig `yaml:"history"`
+	// Lifecycle is what the store does with the bucket's lifecycle rules
+	// at start on storage that has them (S3): "manage" (default) creates
+	// and repairs them, "check" only reports drift, "off" ignores them.
+	// See safetynet.go and ADR 0020.
+	Lifecycle string `yaml:"lifecycle"`
+	// MasterKey wraps the data keys of encrypted namespaces: base64 of 32
+	// random bytes (CLAIMCHECK_MASTER_KEY in the environment keeps it out
+	// of the file). Required when any namespace has encryption:
+	// aes-256-gcm. See crypt.go and ADR 0066.
+	MasterKey string `yaml:"master_key"`
+	// PreviousMasterKeys are master keys that wrapped data keys before
+	// MasterKey replaced them: they unwrap the data keys they made, and
+	// never wrap new ones. Keep a key here until RewrapDataKeys (`claimcheck
+	// rewrap-keys`) has moved every data key to MasterKey. In the file a
+	// list; CLAIMCHECK_PREVIOUS_MASTER_KEYS takes them comma-separated.
+	// See crypt.go and ADR 0075.
+	PreviousMasterKeys MasterKeys `yaml:"previous_master_keys"`
+
+	// Clock is the time source (default the wall clock). Tests pass a
+	// *clock.Fake.
+	Clock clock.Clock `yaml:"-"`
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger `yaml:"-"`
+	// Registerer receives the store's metrics (default: a private
+	// registry, i.e. not exported). Never the global registry implicitly.
+	Registerer prometheus.Registerer `yaml:"-"`
+	// MetaStore and BlobStore, when set, are used instead of opening
+	// Metadata and Storage (tests wrap them to inject faults or count
+	// requests). The Store does not close them.
+	MetaStore meta.Store `yaml:"-"`
+	BlobStore blob.Store `yaml:"-"`
+}
+
+// Defaults is the config's defaults section: a policy, or switched off
+// ("defaults: false") so that only configured namespaces exist.
+type Defaults struct {
+	Disabled bool
+	Policy   claimcheck.Policy
+}
+
+// UnmarshalYAML accepts a policy mapping or a boolean.
+func (d *Defaults) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var on bool
+		if err := n.Decode(&on); err != nil {
+			return fmt.Errorf("line %d: defaults: want a policy or true/false, got %q", n.Line, n.Value)
+		}
+		*d = Defaults{Disabled: !on}
+		return nil
+	}
+	d.Disabled = false
+	return n.Decode(&d.Policy)
+}
+
+// MarshalYAML writes false for disabled defaults, else the policy.
+func (d Defaults) MarshalYAML() (any, error) {
+	if d.Disabled {
+		return false, nil
+	}
+	return d.Policy, nil
+}
+
+// MasterKeys is a list of master keys (base64 of 32 bytes each). In YAML
+// it is a sequence, or one string of keys separated by commas (base64
+// never holds a comma), which is the form an environment variable gives.
+type MasterKeys []string
+
+// UnmarshalYAML accepts a sequence of strings or a comma-separated string.
+func (m *MasterKeys) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*m = nil
+		if n.Tag == "!!null" {
+			return nil
+		}
+		for _, k := range strings.Split(n.Value, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				*m = append(*m, k)
+			}
+		}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: previous_master_keys: want a list of base64 keys or one comma-separated string", n.Line)
+	}
+	*m = list
+	return nil
+}
+
+// WithDefaults fills the unset locations from Data.
+func (c Config) WithDefaults() Config {
+	if c.Data == "" {
+		c.Data = DefaultDataDir
+	}
+	if c.Metadata == "" {
+		c.Metadata = "sqlite:" + filepath.Join(c.Data, "claimcheck.db")
+	}
+	if c.Storage == "" {
+		dir, err := filepath.Abs(filepath.Join(c.Data, "blobs"))
+		if err != nil {
+			dir = filepath.Join(c.Data, "blobs")
+		}
+		c.Storage = "file://" + filepath.ToSlash(dir)
+	}
+	if c.Lifecycle == "" {
+		c.Lifecycle = LifecycleManage
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Policies resolves and validates every namespace policy. It returns the
+// complete policy of each configured namespace and the defaults policy
+// (nil when defaults are disabled). Errors name the namespace and field.
+func (c Config) Policies() (map[string]claimcheck.Policy, *claimcheck.Policy, error) {
+	base := c.Defaults.Policy.WithDefaults(claimcheck.BuiltinPolicy())
+	if err := base.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("defaults: %w", err)
+	}
+	names := make([]string, 0, len(c.Namespaces))
+	for name := range c.Namespaces {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string]claimcheck.Policy, len(names))
+	for _, name := range names {
+		if err := claimcheck.ValidateNamespace(name); err != nil {
+			return nil, nil, fmt.Errorf("namespaces: %w", err)
+		}
+		p := c.Namespaces[name].WithDefaults(base)
+		if err := p.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("namespaces.%s: %w", name, err)
+		}
+		if !c.HasTenant(p.Tenant) {
+			return nil, nil, invalidf("namespaces.%s: tenant %q is not declared in the tenants section", name, p.Tenant)
+		}
+		out[name] = p
+	}
+	if !c.HasTenant(base.Tenant) {
+		return nil, nil, invalidf("defaults: tenant %q is not declared in the tenants section", base.Tenant)
+	}
+	if c.Defaults.Disabled {
+		if len(out) == 0 {
+			return nil, nil, invalidf("defaults are off and no namespace is configured: add a namespaces section or remove \"defaults: false\"")
+		}
+		return out, nil, nil
+	}
+	return out, &base, nil
+}
+
+// HasTenant reports whether tenant exists: DefaultTenant always does,
+// others when the tenants section declares them.
+func (c Config) HasTenant(tenant string) bool {
+	if tenant == claimcheck.DefaultTenant {
+		return true
+	}
+	_, ok := c.Tenants[tenant]
+	return ok
+}
+
+// Validate checks the whole config; Open calls it.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if _, _, err := c.Policies(); err != nil {
+		return err
+	}
+	tenants := make([]string, 0, len(c.Tenants))
+	for name := range c.Tenants {
+		tenants = append(tenants, name)
+	}
+	sort.Strings(tenants)
+	for _, name := range tenants {
+		if err := claimcheck.ValidateTenant(name); err != nil {
+			return fmt.Errorf("tenants: %w", err)
+		}
+		if err := c.Tenants[name].Validate(); err != nil {
+			return fmt.Errorf("tenants.%s: %w", name, err)
+		}
+	}
+	if err := c.Sweeper.Validate(); err != nil {
+		return invalidf("%v", err)
+	}
+	switch c.Lifecycle {
+	case LifecycleManage, LifecycleCheck, LifecycleOff:
+	default:
+		return invalidf("lifecycle %q: want manage, check or off", c.Lifecycle)
+	}
+	if err := c.validateEncryption(); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(c.Metadata, "sqlite:") && !strings.HasPrefix(c.Metadata, "postgres://") && !strings.HasPrefix(c.Metadata, "postgresql://") && c.MetaStore == nil {
+		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)
+	}
+	return nil
+}

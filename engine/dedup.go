@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// putDigestFirst is put step 4 of DESIGN §7: a caller that sends the
+// digest and size before the body skips the upload when a blob with that
+// content can be shared. It runs before any row is written: on a hit the
+// claim is created active on the shared blob in one transaction and the
+// body is never read (the HTTP server then answers without asking for it);
+// on a miss nothing changed and the put streams the body as usual. ok
+// reports that the put is done (with ref, or with err).
+func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey) (ref claimcheck.Ref, ok bool, err error) {
+	if opts.Digest == "" || opts.Size <= 0 || !pol.DedupEnabled() {
+		return claimcheck.Ref{}, false, nil
+	}
+	c := claim
+	c.State, c.BlobID, c.Size, c.ReservedBytes = meta.ClaimActive, "", opts.Size, 0
+	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
+	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
+		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
+		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, c.ExpiresAt), sk),
+		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
+	})
+	if err != nil {
+		var qe *meta.QuotaError
+		if errors.As(err, &qe) {
+			// Refused as the upload would be: report it now.
+			s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
+			return claimcheck.Ref{}, true, metaErr("put to "+ns, err)
+		}
+		// The shortcut is an optimisation: any other failure falls back
+		// to the upload, which decides for itself.
+		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
+		return claimcheck.Ref{}, false, nil
+	}
+	if !hit {
+		return claimcheck.Ref{}, false, nil
+	}
+	s.metrics.created.WithLabelValues(ns).Inc()
+	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(opts.Size))
+	s.observeDedup(ns, res, opts.Size)
+	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
+	return refOf(res.Claim, res.Blob), true, nil
+}
+
+// digestFirstNotBefore is the oldest creation time of a blob the claim
+// may share: the same bound as the upload path's commit (the lifecycle
+// safety net, safetynet.go), so a digest-first hit never shares an object
+// the bucket could expire before this claim's deadline.
+func (s *Store) digestFirstNotBefore(ns string, expires time.Time) time.Time {
+	return s.dedupNotBefore(ns, expires)
+}
+
+// observeDedup counts a dedup hit: the hit, the bytes not written, and
+// whether an orphaned blob was brought back during its grace period.
+func (s *Store) observeDedup(ns string, res meta.CommitResult, size int64) {
+	if !res.DedupHit {
+		return
+	}
+	s.metrics.dedupHits.WithLabelValues(ns).Inc()
+	s.gcMetrics.bytesSaved.WithLabelValues(ns).Add(float64(size))
+	if res.FlipBack {
+		s.gcMetrics.flipBacks.WithLabelValues(ns).Inc()
+	}
+}
+
+// gcMetrics are the engine's dedup and garbage-collection instruments;
+// the sweeper's collection counters are in sweep.Metrics.
+type gcMetrics struct {
+	bytesSaved   *prometheus.CounterVec // original bytes not stored thanks to dedup
+	flipBacks    *prometheus.CounterVec // orphaned blobs committed again by a dedup hit
+	casConflicts prometheus.Counter     // commits that lost a compare-and-swap
+}
+
+func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
+	ns := []string{"namespace"}
+	m := &gcMetrics{
+		bytesSaved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_bytes_saved_total",
+			Help: "Original payload bytes not stored again because a put shared an existing blob."}, ns),
+		flipBacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_flip_backs_total",
+			Help: "Orphaned blobs brought back to committed by a dedup hit during their grace period."}, ns),
+		casConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_cas_conflicts_total",
+			Help: "Commits that lost a compare-and-swap (the claim was finished under them)."}),
+	}
+	reg.MustRegister(m.bytesSaved, m.flipBacks, m.casConflicts)
+	return m
+}
+
+// failpointAfterObjectWrite is a test-only failpoint for the crash tests:
+// when the environment variable CLAIMCHECK_TEST_FAILPOINT_AFTER_OBJECT_WRITE
+// names a file at process start, every put blocks after its object is
+// written and before its commit, creating that file first, so a test can
+// kill -9 the process at exactly that point. Unset (always, outside those
+// tests) it costs one comparison.
+var failpointAfterObjectWrite = os.Getenv("CLAIMCHECK_TEST_FAILPOINT_AFTER_OBJECT_WRITE")
+
+func hitFailpointAfterObjectWrite(ctx context.Context) error {
+	if failpointAfterObjectWrite == "" {
+		return nil
+	}
+	if err := os.WriteFile(failpointAfterObjectWrite, []byte("object written, commit held\n"), 0o644); err != nil {
+		return fmt.Errorf("failpoint: %w", err)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// discardObject deletes the object of a put whose commit was refused
+// (meta.ErrConflict: the claim was no longer pending, or the transaction
+// rolled back). Its staging blob was never committed, so no claim can
+// reference the object, but the sweeper may already have collected the
+// row while the object was still being written, which would leave the
+// object behind with a deleted row. Best effort: if this fails too, the
+// backstop collects the object as debris after its grace period.
+func (s *Store) discardObject(ctx context.Context, key string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := s.blobs.Delete(cctx, key); err != nil {
+		s.log.Warn("put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
+	}
+}

@@ -1,0 +1,80 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/engine"
+)
+
+// TestHistoryRetention: a finished claim answers gone with its reason
+// until history.retention has passed since it finished; then the sweeper
+// prunes its row and the row of its collected blob, and the claim answers
+// not found. Live claims, and finished ones inside the retention, stay.
+func TestHistoryRetention(t *testing.T) {
+	b := setup(t, func(c *engine.Config) {
+		c.History.Retention = claimcheck.Retention(48 * time.Hour)
+		c.Sweeper.Disabled = true
+	})
+	ctx := context.Background()
+	old := b.put(t, "plain", []byte("finished long ago"))
+	if err := b.store.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(2 * time.Hour) // past the grace period: the blob is collected
+	b.sweep(t)
+	if len(b.objects(t)) != 0 {
+		t.Fatalf("objects after the collection: %v", b.objects(t))
+	}
+
+	b.clock.Advance(47 * time.Hour) // 49h after the delete, 47h after the collection
+	recent := b.put(t, "plain", []byte("finished just now"))
+	if err := b.store.Delete(ctx, recent); err != nil {
+		t.Fatal(err)
+	}
+	live := b.put(t, "plain", []byte("still live"))
+
+	claims, blobs, err := b.store.Sweeper().PruneHistory(ctx, 0)
+	if err != nil || claims != 1 || blobs != 0 {
+		t.Fatalf("PruneHistory = %d claims, %d blobs, %v; want the old claim only (its blob was collected 47h ago)", claims, blobs, err)
+	}
+	if _, err := b.store.Stat(ctx, old); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("stat of a pruned claim = %v, want not found", err)
+	}
+	if _, err := b.redeem(t, old); !errors.Is(err, claimcheck.ErrNotFound) {
+		t.Errorf("redeem of a pruned claim = %v, want not found", err)
+	}
+	_, err = b.redeem(t, recent)
+	wantGone(t, err, claimcheck.ReasonDeleted)
+	b.wantAlive(t, live, []byte("still live"))
+
+	b.clock.Advance(2 * time.Hour) // now the blob's collection is 49h old too
+	if claims, blobs, err = b.store.Sweeper().PruneHistory(ctx, 0); err != nil || claims != 0 || blobs != 1 {
+		t.Fatalf("second PruneHistory = %d claims, %d blobs, %v; want the collected blob", claims, blobs, err)
+	}
+	_, err = b.redeem(t, recent)
+	wantGone(t, err, claimcheck.ReasonDeleted)
+	b.wantAlive(t, live, []byte("still live"))
+}
+
+// TestHistoryRetentionOff: a negative retention keeps finished rows.
+func TestHistoryRetentionOff(t *testing.T) {
+	b := setup(t, func(c *engine.Config) {
+		c.History.Retention = claimcheck.Retention(-1)
+		c.Sweeper.Disabled = true
+	})
+	ctx := context.Background()
+	ref := b.put(t, "plain", []byte("kept"))
+	if err := b.store.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(365 * 24 * time.Hour)
+	if claims, blobs, err := b.store.Sweeper().PruneHistory(ctx, 0); err != nil || claims != 0 || blobs != 0 {
+		t.Fatalf("PruneHistory with retention off = %d, %d, %v", claims, blobs, err)
+	}
+	_, err := b.redeem(t, ref)
+	wantGone(t, err, claimcheck.ReasonDeleted)
+}

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// FuzzNamespaceAndKey: a namespace name that validates yields object keys
+// that stay under its own prefix — a clean relative path of exactly two
+// elements, the namespace first — so no name reaches another namespace's
+// objects or outside the bucket prefix; every refusal is
+// ErrInvalidArgument.
+func FuzzNamespaceAndKey(f *testing.F) {
+	for _, s := range []string{"orders", "video-processing", "a", "../etc", "a/b", "A", "a.b", "_x", "x_", "", "ns\x00", "ünï", strings.Repeat("a", 25), "..", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ns string) {
+		if err := claimcheck.ValidateNamespace(ns); err != nil {
+			if !errors.Is(err, claimcheck.ErrInvalidArgument) {
+				t.Fatalf("error %v is not ErrInvalidArgument", err)
+			}
+			return
+		}
+		key := objectKey(ns, newBlobID())
+		if path.Clean(key) != key || path.IsAbs(key) || strings.Contains(key, "\\") {
+			t.Fatalf("namespace %q gives the unclean key %q", ns, key)
+		}
+		first, rest, ok := strings.Cut(key, "/")
+		if !ok || first != ns || strings.Contains(rest, "/") || first == "." || first == ".." {
+			t.Fatalf("namespace %q gives the key %q outside its prefix", ns, key)
+		}
+		for _, r := range ns {
+			if r > unicode.MaxASCII || unicode.IsUpper(r) || unicode.IsSpace(r) {
+				t.Fatalf("namespace %q accepted with %q", ns, r)
+			}
+		}
+	})
+}
+
+// FuzzPutText: the put's free-text fields (content type, labels, consumer
+// names) are accepted only as valid UTF-8 without control characters,
+// within their limits; refusals are ErrInvalidArgument.
+func FuzzPutText(f *testing.F) {
+	f.Add("application/json", "k", "v", "billing")
+	f.Add("text/plain\r\nX-Evil: 1", "k\n", "v\x1b[31m", "a\x00")
+	f.Add("", "", "", "")
+	f.Add("\xff", "ключ", "значение", "ünï")
+	pol := claimcheck.BuiltinPolicy()
+	f.Fuzz(func(t *testing.T, ct, key, val, name string) {
+		opts := claimcheck.PutOptions{ContentType: ct, Labels: map[string]string{key: val}, ConsumerNames: []string{name}}
+		_, err := checkPutOptions(&opts, pol)
+		if err != nil {
+			if !errors.Is(err, claimcheck.ErrInvalidArgument) {
+				t.Fatalf("error %v is not ErrInvalidArgument", err)
+			}
+			return
+		}
+		for _, s := range []string{ct, key, val, name} {
+			if strings.IndexFunc(s, unicode.IsControl) >= 0 || !utf8.ValidString(s) {
+				t.Fatalf("accepted %q", s)
+			}
+		}
+		if key == "" || len(key) > maxLabelKeyLen || len(val) > maxLabelValLen || name == "" || len(name) > maxConsumerName {
+			t.Fatalf("accepted a field outside its limits: %q=%q, %q", key, val, name)
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// sampleSize is how much of a payload "auto" compression looks at.
+const sampleSize = 64 << 10
+
+// copyBufferSize is the chunk a put streams through hash, compressor and
+// object writer: large enough that a megabyte costs a handful of system
+// calls, small enough that many concurrent puts stay cheap.
+const copyBufferSize = 256 << 10
+
+// Limits on put options; the HTTP layer enforces header sizes too.
+const (
+	maxLabels       = 32
+	maxLabelKeyLen  = 63
+	maxLabelValLen  = 256
+	maxConsumers    = 1000
+	maxConsumerName = 128
+)
+
+// Put stores the payload read from body in namespace ns.
+//
+// The protocol (DESIGN §7, "Put"): (1) one transaction reserves quota and
+// inserts a staging blob and a pending claim whose due time is the upload
+// deadline, so the object about to be written is owned by a row before its
+// first byte exists; (2) the body streams through sha256, a byte count and
+// the compressor into the object; (3) one transaction commits: dedup onto
+// an existing blob or staging → committed, pending → active, reservation →
+// usage. A failure after (1) finishes the claim as aborted, which releases
+// the reservation and orphans the staging blob for the sweeper; a crash
+// leaves the same rows due, so nothing is ever stranded.
+func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (ref claimcheck.Ref, err error) {
+	start := s.clock.Now()
+	s.touch()
+	pol, err := s.Policy(ctx, ns)
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("put: %w", err)
+	}
+	consumers, err := checkPutOptions(&opts, pol)
+	if err != nil {
+		s.metrics.putErrors.WithLabelValues(errorKind(err)).Inc()
+		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+	}
+	// Encryption at rest (crypt.go): the namespace's data key, created on
+	// first use; nil for a plain namespace.
+	var sk *sealKey
+	if pol.Encrypted() {
+		if sk, err = s.namespaceKey(ctx, ns); err != nil {
+			s.metrics.putErrors.WithLabelValues(errorKind(err)).Inc()
+			return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+		}
+	}
+
+	now := s.clock.Now()
+	expires := now.Add(pol.TTL.MaxAge.D())
+	uploadDeadline := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
+	claim := meta.Claim{
+		ID: newClaimID(), Namespace: ns, State: meta.ClaimPending,
+		Size: opts.Size, ReservedBytes: opts.Size,
+		ContentType: opts.ContentType, Labels: opts.Labels,
+		CreatedAt: now, ExpiresAt: expires,
+		DueAt: uploadDeadline, DueReason: meta.ReasonAborted,
+		DeleteAfterRead:    pol.DeletesAfterRead(),
+		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
+		GracePeriod:        pol.TTL.GracePeriod.D(),
+		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
+	}
+	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk); done {
+		return ref, err // a dedup hit: the body is never read
+	}
+	blobID := newBlobID()
+	claim.BlobID = blobID
+	staging := meta.Blob{
+		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
+		CreatedAt: now, StateAt: now, CollectAt: uploadDeadline,
+	}
+	if sk != nil {
+		staging.Key = encryptedObjectKey(ns, blobID, sk.id)
+	}
+	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
+		Claim: claim, Blob: staging, Now: now,
+		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
+	}); err != nil {
+		s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
+		return claimcheck.Ref{}, metaErr("put to "+ns, err)
+	}
+
+	// From here on the claim exists: any failure must finish it.
+	defer func() {
+		if err == nil {
+			return
+		}
+		s.metrics.putErrors.WithLabelValues(errorKind(err)).Inc()
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if _, _, ferr := s.meta.FinishClaim(cctx, claim.ID, meta.ReasonAborted, s.clock.Now(), false); ferr != nil {
+			// The claim stays pending with its due time; the sweeper
+			// finishes it then.
+			s.log.Warn("put: could not finish aborted claim; the sweeper will", "claim", claim.ID, "err", ferr)
+		}
+	}()
+
+	w, err := s.writeObjectSealed(ctx, staging.Key, body, pol, opts, sk)
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+	}
+	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
+		return claimcheck.Ref{}, err
+	}
+
+	now = s.clock.Now()
+	res, err := s.meta.Commit(ctx, meta.CommitParams{
+		ClaimID: claim.ID, BlobID: blobID,
+		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
+		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
+		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
+		Tenant: s.tenantQuota(pol),
+		// Lifecycle safety net: never share an object the bucket may
+		// expire before this claim's deadline (safetynet.go).
+		// Encrypted namespaces share only objects written under the
+		// current data key (keyFloor, crypt.go).
+		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
+	})
+	if errors.Is(err, meta.ErrConflict) {
+		s.gcMetrics.casConflicts.Inc()
+		s.discardObject(ctx, staging.Key)
+		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, &claimcheck.GoneError{ID: claim.ID, Reason: claimcheck.ReasonNeverConfirmed, At: now})
+	}
+	if err != nil {
+		return claimcheck.Ref{}, metaErr("put to "+ns, err)
+	}
+	s.metrics.created.WithLabelValues(ns).Inc()
+	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
+	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
+	s.observeDedup(ns, res, w.size)
+	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
+	return refOf(res.Claim, res.Blob), nil
+}
+
+// checkPutOptions validates opts against the policy and returns the
+// number of releases that finish the claim.
+func checkPutOptions(opts *claimcheck.PutOptions, pol claimcheck.Policy) (int, error) {
+	if err := checkPutText(opts); err != nil {
+		return 0, err
+	}
+	if opts.Size < 0 {
+		return 0, invalidf("size %d: must not be negative", opts.Size)
+	}
+	if opts.Size > int64(pol.MaxSize) {
+		return 0, fmt.Errorf("%w: payload of %d bytes exceeds max_size %s (%d bytes)", claimcheck.ErrTooLarge, opts.Size, pol.MaxSize, int64(pol.MaxSize))
+	}
+	if opts.Digest != "" && !claimcheck.ValidDigest(opts.Digest) {
+		return 0, invalidf("digest %q: want sha256:<64 lowercase hex digits>", opts.Digest)
+	}
+	if len(opts.ContentType) > 255 {
+		return 0, invalidf("content type: longer than 255 characters")
+	}
+	if len(opts.Labels) > maxLabels {
+		return 0, invalidf("labels: %d labels, at most %d", len(opts.Labels), maxLabels)
+	}
+	for k, v := range opts.Labels {
+		if k == "" || len(k) > maxLabelKeyLen {
+			return 0, invalidf("label key %q: 1 to %d characters", k, maxLabelKeyLen)
+		}
+		if len(v) > maxLabelValLen {
+			return 0, invalidf("label %q: value longer than %d characters", k, maxLabelValLen)
+		}
+	}
+	n := opts.Consumers
+	if len(opts.ConsumerNames) > 0 {
+		if n != 0 && n != len(opts.ConsumerNames) {
+			return 0, invalidf("consumers %d: does not match the %d consumer names given", n, len(opts.ConsumerNames))
+		}
+		seen := map[string]bool{}
+		for _, name := range opts.ConsumerNames {
+			if name == "" || len(name) > maxConsumerName {
+				return 0, invalidf("consumer name %q: 1 to %d characters", name, maxConsumerName)
+			}
+			if seen[name] {
+				return 0, invalidf("consumer name %q: given twice", name)
+			}
+			seen[name] = true
+		}
+		n = len(opts.ConsumerNames)
+	}
+	if n < 0 || n > maxConsumers {
+		return 0, invalidf("consumers %d: want 0 to %d", n, maxConsumers)
+	}
+	if n == 0 {
+		n = 1
+	}
+	return n, nil
+}
+
+// written describes an object that was written completely.
+type written struct {
+	digest      string
+	size        int64 // original bytes
+	stored      int64 // object bytes
+	compression string
+}
+
+// writeObject streams body into the object at key: sha256 and a byte
+// count over the original bytes, then the compressor, then the object
+// writer. It never buffers more than a sample and a copy buffer. The
+// object becomes visible only if every check passes: on any error the
+// write's context is cancelled before Close, which discards it.
+func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions) (written, error) {
+	return s.writeObjectSealed(ctx, key, body, pol, opts, nil)
+}
+
+// writeObjectSealed is writeObject that, with sk, encrypts the compressed
+// stream under the data key sk (crypt.go) before it reaches the object.
+func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
+	sample := make([]byte, sampleSize)
+	n, err := io.ReadFull(body, sample)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		body = bytes.NewReader(nil)
+	case err != nil:
+		return written{}, bodyErr(err)
+	}
+	sample = sample[:n]
+	alg := compress.Choose(string(pol.Compression), sample)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obj, err := s.blobs.NewWriter(wctx, key)
+	if err != nil {
+		return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			cancel()
+			obj.Close() // discards the object: its context is cancelled
+		}
+	}()
+	objCount := &countingWriter{w: obj}
+	var (
+		sink io.Writer = objCount
+		enc  io.WriteCloser
+	)
+	if sk != nil {
+		if enc, err = sk.encrypt(objCount, key); err != nil {
+			return written{}, fmt.Errorf("%w: encrypt: %v", claimcheck.ErrUnavailable, err)
+		}
+		sink = sealWriter{enc}
+	}
+	zw, err := compress.NewWriter(alg, sink)
+	if err != nil {
+		return written{}, err
+	}
+	h := sha256.New()
+	limit := int64(pol.MaxSize)
+	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
+	size, err := io.CopyBuffer(io.MultiWriter(zw, h), readerOnly{src}, make([]byte, copyBufferSize))
+	if err != nil {
+		zw.Close()
+		if ctx.Err() != nil {
+			return written{}, ctx.Err()
+		}
+		var we *writeError
+		if errors.As(err, &we) {
+			return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, we.err)
+		}
+		return written{}, bodyErr(err)
+	}
+	if size > limit {
+		zw.Close()
+		return written{}, fmt.Errorf("%w: payload exceeds max_size %s (%d bytes)", claimcheck.ErrTooLarge, pol.MaxSize, limit)
+	}
+	if opts.Size > 0 && size != opts.Size {
+		zw.Close()
+		return written{}, invalidf("body has %d bytes, but %d were declared", size, opts.Size)
+	}
+	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if opts.Digest != "" && digest != opts.Digest {
+		zw.Close()
+		return written{}, fmt.Errorf("%w: body hashes to %s, declared %s", claimcheck.ErrChecksumMismatch, digest, opts.Digest)
+	}
+	if err := zw.Close(); err != nil {
+		return written{}, fmt.Errorf("%w: compress: %v", claimcheck.ErrUnavailable, err)
+	}
+	if enc != nil {
+		// Writes the last segment, the one whose flag marks the end.
+		if err := enc.Close(); err != nil {
+			return written{}, fmt.Errorf("%w: encrypt: %v", claimcheck.ErrUnavailable, err)
+		}
+	}
+	committed = true
+	if err := obj.Close(); err != nil {
+		return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, err)
+	}
+	return written{digest: digest, size: size, stored: objCount.n, compression: alg}, nil
+}
+
+// bodyErr marks a failure to read the caller's body (a client that
+// disconnected or sent fewer bytes than it announced).
+func bodyErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return invalidf("reading the payload failed: %v", err)
+}
+
+// countingWriter counts bytes and tags write failures, so a failing object
+// write is not mistaken for a failing body read.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil {
+		return n, &writeError{err}
+	}
+	return n, nil
+}
+
+// readerOnly hides WriterTo/ReaderFrom so io.CopyBuffer uses our buffer.
+type readerOnly struct{ io.Reader }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// refOf builds the reference of a committed claim from its rows.
+func refOf(c meta.Claim, b meta.Blob) claimcheck.Ref {
+	return claimcheck.Ref{
+		ID: c.ID, Namespace: c.Namespace, Size: c.Size,
+		StoredSize: b.StoredSize, Compression: b.Compression, Digest: b.Digest,
+		CreatedAt: c.CreatedAt.UTC().Truncate(time.Second), ExpiresAt: c.ExpiresAt.UTC().Truncate(time.Second),
+	}
+}
+
+// errorKind is a short metric label for an error.
+func errorKind(err error) string {
+	for _, k := range []struct {
+		err  error
+		kind string
+	}{
+		{claimcheck.ErrTooLarge, "too_large"}, {claimcheck.ErrQuotaExceeded, "quota_exceeded"},
+		{claimcheck.ErrChecksumMismatch, "checksum_mismatch"}, {claimcheck.ErrInvalidArgument, "invalid_argument"},
+		{claimcheck.ErrNotFound, "not_found"}, {claimcheck.ErrGone, "gone"}, {claimcheck.ErrUnavailable, "unavailable"},
+		{context.Canceled, "canceled"}, {context.DeadlineExceeded, "deadline"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return "internal"
+}

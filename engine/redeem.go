@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// maxCASRetries bounds how often an operation reloads a claim after
+// losing a compare-and-swap to a concurrent change. Each loss means the
+// claim changed state, and a claim changes state a bounded number of
+// times, so a handful always suffices.
+const maxCASRetries = 5
+
+// load returns the claim named by ref after the in-line sweep: if its due
+// time has passed it is finished first, so a caller never sees a claim
+// that should already be gone. It answers ErrNotFound for unknown ids and
+// for a namespace that does not match (ids do not leak across
+// namespaces), and a *GoneError for finished claims unless allowDeleted.
+func (s *Store) load(ctx context.Context, op string, ref claimcheck.Ref, allowDeleted bool) (meta.Claim, error) {
+	if !claimcheck.ValidClaimID(ref.ID) {
+		return meta.Claim{}, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
+	}
+	s.touch()
+	c, err := s.meta.Claim(ctx, ref.ID)
+	if errors.Is(err, meta.ErrNotFound) || (err == nil && ref.Namespace != "" && ref.Namespace != c.Namespace) {
+		s.metrics.notFound.Inc()
+		return meta.Claim{}, fmt.Errorf("%s %s: %w", op, ref.ID, claimcheck.ErrNotFound)
+	}
+	if err != nil {
+		return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+	}
+	now := s.clock.Now()
+	if c.State != meta.ClaimDeleted && !c.DueAt.IsZero() && !c.DueAt.After(now) {
+		// Due work done in-line is the sweeper's work, whoever's request
+		// found it: the audit trail names the sweeper, not the caller.
+		res, done, err := s.meta.FinishClaim(claimcheck.WithActor(ctx, meta.ActorSweeper), c.ID, "", now, true)
+		if err != nil {
+			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+		}
+		if done {
+			s.sweepMetrics.ObserveFinished(res)
+		}
+		if c, err = s.meta.Claim(ctx, ref.ID); err != nil {
+			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+		}
+	}
+	if c.State == meta.ClaimDeleted && !allowDeleted {
+		s.metrics.gone.WithLabelValues(c.DeleteReason).Inc()
+		return c, fmt.Errorf("%s: %w", op, goneOf(c))
+	}
+	return c, nil
+}
+
+func goneOf(c meta.Claim) *claimcheck.GoneError {
+	return &claimcheck.GoneError{ID: c.ID, Reason: claimcheck.GoneReason(c.DeleteReason), At: c.DeletedAt}
+}
+
+// Redeem opens the claim's payload: the object streams through the
+// decompressor and a verifying reader, so corruption surfaces as
+// ErrChecksumMismatch at the latest at the end of the stream.
+func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
+	start := s.clock.Now()
+	// Checked before the load: if no receipt of this claim is unwritten
+	// now, the row we load already reflects every earlier read.
+	unsaved := s.reads.unsavedFor(ref.ID)
+	c, err := s.load(ctx, "redeem", ref, false)
+	if err != nil {
+		return nil, err
+	}
+	if unsaved && c.DeleteAfterRead {
+		// An earlier read may have started the redelivery window: write
+		// it, then decide again. Only delete_after_read claims wait;
+		// for the others a receipt changes no decision.
+		if err := s.reads.sync(ctx); err != nil {
+			return nil, err
+		}
+		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
+			return nil, err
+		}
+	}
+	if c.State == meta.ClaimPending {
+		s.metrics.notFound.Inc()
+		return nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, claimcheck.ErrNotFound)
+	}
+	b, err := s.meta.Blob(ctx, c.BlobID)
+	if err != nil {
+		return nil, metaErr("redeem "+c.ID, err)
+	}
+	// Encrypted objects name their data key (crypt.go); a destroyed key
+	// finishes the claim: its bytes can never be read again.
+	sk, err := s.objectKeyOf(ctx, c.ID, c.Namespace, b)
+	if err != nil {
+		return nil, s.unreadable(ctx, c, err)
+	}
+	obj, err := s.blobs.NewReader(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
+		return nil, fmt.Errorf("redeem %s: the stored object %s is missing", c.ID, b.Key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
+	}
+	src := &sourceReader{r: obj}
+	var stored io.Reader = src
+	if sk != nil {
+		if stored, err = sk.decrypt(src, b.Key); err != nil {
+			obj.Close()
+			if src.err != nil {
+				return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
+			}
+			s.metrics.corruption.Inc()
+			return nil, fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
+		}
+		stored = openedReader{stored}
+	}
+	dec, err := compress.NewReader(b.Compression, stored)
+	if err != nil {
+		obj.Close()
+		s.metrics.corruption.Inc()
+		return nil, fmt.Errorf("redeem %s: %w: stored object cannot be decompressed: %v", c.ID, claimcheck.ErrChecksumMismatch, err)
+	}
+	// The read is served from here on: record it (off this path). If the
+	// claim is finished concurrently, its blob stays for the grace period,
+	// longer than any stream.
+	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
+	ref = refOf(c, b)
+	body := &redeemStream{s: s, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
+	return claimcheck.NewPayload(ref, c.ContentType, body), nil
+}
+
+// sourceReader remembers the object store's own read error, so that a
+// decompressor failure can be told apart from a storage failure.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *sourceReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// redeemStream is the decompressed object. Decompression errors that did
+// not come from storage mean the stored bytes are corrupt, which is
+// reported as ErrChecksumMismatch; at the end it records metrics.
+type redeemStream struct {
+	s     *Store
+	ns    string
+	id    string
+	dec   io.ReadCloser
+	src   *sourceReader
+	obj   io.ReadCloser
+	start time.Time
+	n     int64
+	done  bool
+}
+
+func (r *redeemStream) Read(p []byte) (int, error) {
+	n, err := r.dec.Read(p)
+	r.n += int64(n)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	if r.src.err != nil {
+		return n, fmt.Errorf("redeem %s: %w: read object: %v", r.id, claimcheck.ErrUnavailable, r.src.err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return n, err
+	}
+	r.s.metrics.corruption.Inc()
+	return n, fmt.Errorf("redeem %s: %w: stored object is corrupt: %v", r.id, claimcheck.ErrChecksumMismatch, err)
+}
+
+func (r *redeemStream) Close() error {
+	if !r.done {
+		r.done = true
+		r.s.metrics.bytesOut.WithLabelValues(r.ns).Add(float64(r.n))
+		r.s.metrics.redeemDur.WithLabelValues(r.ns).Observe(r.s.clock.Now().Sub(r.start).Seconds())
+	}
+	err := r.dec.Close()
+	return errors.Join(err, r.obj.Close())
+}
+
+// Stat returns the claim's state; a due claim is finished first.
+func (s *Store) Stat(ctx context.Context, ref claimcheck.Ref) (claimcheck.ClaimInfo, error) {
+	if err := s.reads.sync(ctx); err != nil {
+		return claimcheck.ClaimInfo{}, err
+	}
+	c, err := s.load(ctx, "stat", ref, true)
+	if err != nil {
+		return claimcheck.ClaimInfo{}, err
+	}
+	b, err := s.meta.Blob(ctx, c.BlobID)
+	if err != nil {
+		return claimcheck.ClaimInfo{}, metaErr("stat "+c.ID, err)
+	}
+	info := infoOf(c, b)
+	info.Holds, err = s.holdsOf(ctx, c)
+	return info, err
+}
+
+func infoOf(c meta.Claim, b meta.Blob) claimcheck.ClaimInfo {
+	info := claimcheck.ClaimInfo{
+		Ref: refOf(c, b), State: claimcheck.ClaimState(c.State), ContentType: c.ContentType, Labels: c.Labels,
+		Reads: c.Reads, FirstReadAt: c.FirstReadAt, Releases: len(c.ReleasedBy), Consumers: c.Consumers,
+		ReleasedBy: c.ReleasedBy, DeleteAt: c.DueAt, DeletedAt: c.DeletedAt, DeleteReason: claimcheck.GoneReason(c.DeleteReason),
+	}
+	return info
+}
+
+// Release records consumer's ack.
+func (s *Store) Release(ctx context.Context, ref claimcheck.Ref, consumer string) error {
+	if len(consumer) > maxConsumerName {
+		return fmt.Errorf("release: %w", invalidf("consumer name: longer than %d characters", maxConsumerName))
+	}
+	if err := s.reads.sync(ctx); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		c, err := s.load(ctx, "release", ref, true)
+		if err != nil {
+			return err
+		}
+		if c.State == meta.ClaimDeleted {
+			// A repeated ack of a claim that its releases finished is
+			// still idempotent; anything else is too late.
+			if c.DeleteReason == meta.ReasonReleased && slices.Contains(c.ReleasedBy, consumer) {
+				return nil
+			}
+			s.metrics.gone.WithLabelValues(c.DeleteReason).Inc()
+			return fmt.Errorf("release: %w", goneOf(c))
+		}
+		if c.State == meta.ClaimPending {
+			return fmt.Errorf("release %s: %w: the claim is still being written", c.ID, claimcheck.ErrNotFound)
+		}
+		if len(c.ConsumerNames) > 0 && !slices.Contains(c.ConsumerNames, consumer) {
+			return fmt.Errorf("release %s: %w", c.ID, invalidf("consumer %q is not one of the claim's consumers %v", consumer, c.ConsumerNames))
+		}
+		_, err = s.meta.Release(ctx, c.ID, consumer, s.clock.Now())
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, meta.ErrConflict) && s.refuseHeld(ctx, "release", c) != nil {
+			// Past its deadline but kept by a legal hold: there is no
+			// deadline left to lower, and it finishes when the hold is
+			// lifted. The ack is accepted.
+			return nil
+		}
+		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
+			return metaErr("release "+c.ID, err)
+		}
+	}
+}
+
+// Delete finishes the claim now.
+func (s *Store) Delete(ctx context.Context, ref claimcheck.Ref) error {
+	if err := s.reads.sync(ctx); err != nil {
+		return err
+	}
+	c, err := s.load(ctx, "delete", ref, true)
+	if err != nil {
+		return err
+	}
+	if c.State == meta.ClaimDeleted {
+		return nil
+	}
+	if err := s.refuseHeld(ctx, "delete", c); err != nil {
+		return err
+	}
+	res, done, err := s.meta.FinishClaim(ctx, c.ID, meta.ReasonDeleted, s.clock.Now(), false)
+	if err != nil {
+		return metaErr("delete "+c.ID, err)
+	}
+	if done {
+		s.sweepMetrics.ObserveFinished(res)
+	} else if c.State == meta.ClaimActive {
+		// Not finished: a hold set meanwhile won the row (holds.go).
+		return s.refuseHeld(ctx, "delete", c)
+	}
+	return nil
+}

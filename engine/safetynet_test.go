@@ -1,0 +1,283 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/sweep"
+)
+
+// simBucket is an in-memory bucket with lifecycle rules, whose objects'
+// ages come from the engine's fake clock, so a test can run the bucket's
+// expiration pass at any simulated time.
+type simBucket struct {
+	blob.Store
+	clock *clock.Fake
+
+	mu      sync.Mutex
+	rules   []blob.LifecycleRule
+	written map[string]time.Time // key → write time (fake clock)
+	puts    int                  // PutLifecycleRules calls
+}
+
+var _ blob.Lifecycler = (*simBucket)(nil)
+
+func newSimBucket(t *testing.T, fc *clock.Fake, rules ...blob.LifecycleRule) *simBucket {
+	t.Helper()
+	mem, err := blob.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	return &simBucket{Store: mem, clock: fc, rules: rules, written: map[string]time.Time{}}
+}
+
+func (b *simBucket) LifecycleRules(context.Context) ([]blob.LifecycleRule, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.rules), nil
+}
+
+func (b *simBucket) PutLifecycleRules(_ context.Context, rules []blob.LifecycleRule) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rules = slices.Clone(rules)
+	b.puts++
+	return nil
+}
+
+func (b *simBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	w, err := b.Store.NewWriter(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &simWriter{WriteCloser: w, b: b, key: key}, nil
+}
+
+type simWriter struct {
+	io.WriteCloser
+	b   *simBucket
+	key string
+}
+
+func (w *simWriter) Close() error {
+	if err := w.WriteCloser.Close(); err != nil {
+		return err
+	}
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	w.b.written[w.key] = w.b.clock.Now()
+	return nil
+}
+
+// expire is the bucket's lifecycle pass, at its strictest: every object
+// at least as old as the shortest rule covering it is deleted (S3 waits
+// for the next midnight after that). It returns the keys deleted.
+func (b *simBucket) expire(t *testing.T) []string {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	var gone []string
+	for key, at := range b.written {
+		for _, r := range b.rules {
+			if r.ExpireDays > 0 && strings.HasPrefix(key, r.Prefix) && !now.Before(at.Add(time.Duration(r.ExpireDays)*24*time.Hour)) {
+				if err := b.Store.Delete(context.Background(), key); err != nil {
+					t.Fatal(err)
+				}
+				delete(b.written, key)
+				gone = append(gone, key)
+				break
+			}
+		}
+	}
+	return gone
+}
+
+// TestLifecycleNeverExpiresLiveClaims runs puts of a few recurring
+// payloads (so dedup shares old blobs) while time moves on in uneven
+// steps, runs the bucket's expiration pass after every step, and checks
+// that every claim before its deadline still redeems: the rules and
+// DedupNotBefore together never let the bucket delete a live claim's
+// object.
+func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
+	fc := clock.NewFake(t0)
+	sim := newSimBucket(t, fc)
+	no := false
+	ttl := claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(48 * time.Hour), DeleteAfterRead: &no,
+		GracePeriod: claimcheck.Duration(time.Hour), RetentionAfterRead: claimcheck.Duration(time.Minute)}
+	s, err := engine.Open(context.Background(), engine.Config{
+		Data: t.TempDir(), Clock: fc, BlobStore: sim,
+		Namespaces: map[string]claimcheck.Policy{"lc": {TTL: ttl, Compression: claimcheck.CompressionNone}},
+		Sweeper:    sweep.Config{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// The rules the store wrote: ceil(48h + 1h grace + 1h margin) = 3 days.
+	rules, _ := sim.LifecycleRules(context.Background())
+	if i := slices.IndexFunc(rules, func(r blob.LifecycleRule) bool { return r.ID == "claimcheck:ns:lc" }); i < 0 || rules[i].ExpireDays != 3 || rules[i].Prefix != "lc/" {
+		t.Fatalf("rules = %+v, want claimcheck:ns:lc on lc/ after 3 days", rules)
+	}
+
+	payloads := [][]byte{bytes.Repeat([]byte("a"), 4096), bytes.Repeat([]byte("b"), 4096), bytes.Repeat([]byte("c"), 4096)}
+	r := rand.New(rand.NewPCG(7, 7))
+	steps := 400
+	if testing.Short() {
+		steps = 150
+	}
+	type live struct {
+		ref  claimcheck.Ref
+		data []byte
+	}
+	var claims []live
+	expired := 0
+	for range steps {
+		data := payloads[r.IntN(len(payloads))]
+		ref, err := s.Put(context.Background(), "lc", bytes.NewReader(data), claimcheck.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims = append(claims, live{ref, data})
+		fc.Advance(time.Duration(r.IntN(20*60)) * time.Minute)
+		// The bucket's pass first, so it races the sweeper for objects
+		// that are due for collection.
+		expired += len(sim.expire(t))
+		if _, err := s.SweepOnce(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		now := fc.Now()
+		kept := claims[:0]
+		for _, c := range claims {
+			if !now.Before(c.ref.ExpiresAt) {
+				continue // past its deadline: nothing promised
+			}
+			kept = append(kept, c)
+			p, err := s.Redeem(context.Background(), c.ref)
+			if err != nil {
+				t.Fatalf("at %s: live claim %s (expires %s): %v", now.Sub(t0), c.ref.ID, c.ref.ExpiresAt.Sub(t0), err)
+			}
+			got, err := p.Bytes()
+			if err != nil || !bytes.Equal(got, c.data) {
+				t.Fatalf("at %s: live claim %s: %d bytes, %v", now.Sub(t0), c.ref.ID, len(got), err)
+			}
+		}
+		claims = kept
+	}
+	if expired == 0 {
+		t.Fatal("the lifecycle pass never deleted anything: the test did not exercise the rule")
+	}
+	t.Logf("%d steps, %d objects expired by the simulated lifecycle", steps, expired)
+}
+
+// TestLifecycleDrift checks the start-up check against a bucket with a
+// stale rule of ours, a drifted one and a foreign rule that expires
+// objects too soon: check mode changes nothing and counts all three;
+// manage mode repairs ours, keeps the foreign rules, counts what it
+// cannot repair, and dedup honours the foreign rule.
+func TestLifecycleDrift(t *testing.T) {
+	foreign := blob.LifecycleRule{ID: "ops:tmp", Prefix: "lc/", ExpireDays: 1}
+	unrelated := blob.LifecycleRule{ID: "ops:logs", Prefix: "logs/", ExpireDays: 1}
+	start := []blob.LifecycleRule{
+		{ID: "claimcheck:ns:old", Prefix: "old/", ExpireDays: 5},
+		{ID: "claimcheck:ns:lc", Prefix: "lc/", ExpireDays: 9},
+		foreign, unrelated,
+	}
+	open := func(t *testing.T, mode string, sim *simBucket) (*engine.Store, *prometheus.Registry) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		s, err := engine.Open(context.Background(), engine.Config{
+			Data: t.TempDir(), Clock: sim.clock, BlobStore: sim, Registerer: reg, Lifecycle: mode,
+			Defaults:   engine.Defaults{Disabled: true},
+			Namespaces: map[string]claimcheck.Policy{"lc": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
+			Sweeper:    sweep.Config{Disabled: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, reg
+	}
+	drift := func(t *testing.T, reg *prometheus.Registry) float64 {
+		t.Helper()
+		v, err := testutil.GatherAndCount(reg, "claimcheck_lifecycle_drift_rules")
+		if err != nil || v != 1 {
+			t.Fatalf("gauge missing: %v", err)
+		}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "claimcheck_lifecycle_drift_rules" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+
+	t.Run("Check", func(t *testing.T) {
+		sim := newSimBucket(t, clock.NewFake(t0), start...)
+		_, reg := open(t, engine.LifecycleCheck, sim)
+		if sim.puts != 0 {
+			t.Errorf("check mode wrote the rules %d times", sim.puts)
+		}
+		// stale old, drifted lc, missing abort, foreign too short.
+		if got := drift(t, reg); got != 4 {
+			t.Errorf("drift = %v, want 4", got)
+		}
+	})
+	t.Run("Manage", func(t *testing.T) {
+		sim := newSimBucket(t, clock.NewFake(t0), start...)
+		s, reg := open(t, engine.LifecycleManage, sim)
+		rules, _ := sim.LifecycleRules(context.Background())
+		ids := map[string]blob.LifecycleRule{}
+		for _, r := range rules {
+			ids[r.ID] = r
+		}
+		if _, ok := ids["claimcheck:ns:old"]; ok {
+			t.Error("stale rule claimcheck:ns:old kept")
+		}
+		if r := ids["claimcheck:ns:lc"]; r.ExpireDays != 2 {
+			t.Errorf("claimcheck:ns:lc = %+v, want 2 days", r)
+		}
+		if ids["ops:tmp"] != foreign || ids["ops:logs"] != unrelated {
+			t.Errorf("foreign rules not kept: %+v", rules)
+		}
+		if got := drift(t, reg); got != 1 {
+			t.Errorf("drift after repair = %v, want 1 (the foreign rule)", got)
+		}
+		// The foreign 1-day rule bounds dedup: a blob written 2 hours
+		// ago may be shared by a 24h claim only if 1 day covers it,
+		// which it does not, so the second put writes its own blob.
+		data := bytes.Repeat([]byte("x"), 10_000)
+		r1, err := s.Put(context.Background(), "lc", bytes.NewReader(data), claimcheck.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.clock.Advance(2 * time.Hour)
+		if _, err := s.Put(context.Background(), "lc", bytes.NewReader(data), claimcheck.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = r1
+		sim.mu.Lock()
+		n := len(sim.written)
+		sim.mu.Unlock()
+		if n != 2 {
+			t.Errorf("%d objects written, want 2 (no dedup onto an object a 1-day rule may expire first)", n)
+		}
+	})
+}

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
+	"github.com/claimcheck/claimcheck/sweep"
+)
+
+// Store is the embedded claim store: the engine behind both the library
+// and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
+// blob.Store and runs every protocol of the design on top of them.
+type Store struct {
+	meta    meta.Store
+	blobs   blob.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics
+	// gcMetrics count dedup savings and commit conflicts (dedup.go).
+	gcMetrics *gcMetrics
+	// sweeper does the due work nobody asks for in-line; its metrics
+	// also count the in-line finishes.
+	sweeper      *sweep.Sweeper
+	sweepMetrics *sweep.Metrics
+	reads        *readRecorder
+	policies     map[string]claimcheck.Policy
+	defaults     *claimcheck.Policy // nil: only configured namespaces exist
+	// tenants holds the quota of each declared tenant (tenantquota.go).
+	tenants map[string]claimcheck.TenantPolicy
+	// lifecycle and rules: the safety net (safetynet.go). rules are the
+	// bucket's lifecycle rules in force after the start-up check.
+	lifecycle *lifecycleMetrics
+	rules     []blob.LifecycleRule
+	closers   []io.Closer
+	// uploads: direct uploads' URL key and metrics (upload.go).
+	uploads *uploads
+	// keys holds the master key of encryption at rest (crypt.go); nil
+	// when none is configured.
+	keys *keyring
+}
+
+var _ claimcheck.Claims = (*Store)(nil)
+
+// Open opens (creating if needed) the store described by cfg.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	policies, defaults, err := cfg.Policies()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
+	if s.keys, err = newKeyring(cfg.MasterKey, cfg.PreviousMasterKeys); err != nil {
+		return nil, err
+	}
+	s.tenants = cfg.Tenants
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(reg)
+	s.gcMetrics = newGCMetrics(reg)
+	s.sweepMetrics = sweep.NewMetrics(reg)
+	s.lifecycle = newLifecycleMetrics(reg)
+	s.uploads = newUploads(reg)
+
+	s.meta = cfg.MetaStore
+	if s.meta == nil {
+		m, err := sqlmeta.Open(ctx, cfg.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("open metadata %s: %w", RedactURL(cfg.Metadata), err)
+		}
+		s.meta = m
+		s.closers = append(s.closers, m)
+	}
+	s.blobs = cfg.BlobStore
+	if s.blobs == nil {
+		b, err := blob.Open(ctx, cfg.Storage)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open storage %s: %w", cfg.Storage, err)
+		}
+		s.blobs = b
+		s.closers = append(s.closers, b)
+	}
+	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
+	}
+	if err := s.syncTenants(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.checkMasterKeys(ctx)
+	s.reads = newReadRecorder(s.meta, s.log)
+	s.registerUsage(reg) // outstanding claims and bytes, read from the database at scrape time (usage.go)
+	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
+	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
+	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	if !cfg.Sweeper.Disabled {
+		s.sweeper.Start(ctx)
+	}
+	return s, nil
+}
+
+// SweepOnce does up to maxOps items of due work now (maxOps <= 0: until
+// nothing is due), whatever the traffic: finish due claims, collect due
+// blobs. It is what `claimcheck sweep --once` runs.
+func (s *Store) SweepOnce(ctx context.Context, maxOps int) (sweep.Result, error) {
+	return s.sweeper.RunOnce(ctx, maxOps)
+}
+
+// Sweeper returns the store's background sweeper, for operators and
+// benchmarks that drive it by hand.
+func (s *Store) Sweeper() *sweep.Sweeper { return s.sweeper }
+
+// touch tells the sweeper the store is busy.
+func (s *Store) touch() { s.sweeper.Touch() }
+
+// Close releases the databases and storage the Store opened.
+func (s *Store) Close() error {
+	if s.sweeper != nil {
+		s.sweeper.Stop()
+	}
+	if s.reads != nil {
+		s.reads.close()
+	}
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i].Close())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// Ready reports whether the metadata database answers.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.meta.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: metadata: %v", claimcheck.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Policy returns the effective policy of namespace ns.
+func (s *Store) Policy(ctx context.Context, ns string) (claimcheck.Policy, error) {
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return claimcheck.Policy{}, err
+	}
+	if p, ok := s.policies[ns]; ok {
+		return p, nil
+	}
+	if s.defaults == nil {
+		return claimcheck.Policy{}, fmt.Errorf("%w: namespace %q is not configured (defaults are off)", claimcheck.ErrNotFound, ns)
+	}
+	return *s.defaults, nil
+}
+
+// MaybeOffload stores data when it reaches the namespace threshold; see
+// the package function MaybeOffload.
+func (s *Store) MaybeOffload(ctx context.Context, ns string, data []byte) (claimcheck.Value, error) {
+	return claimcheck.MaybeOffload(ctx, s, ns, data)
+}
+
+// Resolve returns the bytes of v; see the package function Resolve.
+func (s *Store) Resolve(ctx context.Context, v claimcheck.Value) ([]byte, error) {
+	return claimcheck.Resolve(ctx, s, v)
+}
+
+// cleanupContext is for work that must happen even though the caller's
+// context is done (finishing an aborted put releases its quota now rather
+// than at its due time).
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
+
+// metaErr translates the metadata store's errors into the public ones.
+func metaErr(op string, err error) error {
+	var qe *meta.QuotaError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &qe):
+		return fmt.Errorf("%s: %w: %s", op, claimcheck.ErrQuotaExceeded, qe.Error())
+	case errors.Is(err, meta.ErrNotFound):
+		return fmt.Errorf("%s: %w", op, claimcheck.ErrNotFound)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", op, err)
+	default:
+		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
+	}
+}

@@ -1,0 +1,452 @@
+package engine
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// UploadReceiver is implemented by stores that serve upload URLs
+// themselves (*Store with file or memory storage): the HTTP server hands
+// it the body of a PUT to such a URL.
+type UploadReceiver interface {
+	// ReceiveUpload checks the URL's signature and expiry (query holds
+	// its expires and sig parameters) and writes body as the upload's
+	// object. contentLength is the request's (-1 when unknown). A bad or
+	// expired signature fails with ErrPermissionDenied; a body larger
+	// than declared with ErrTooLarge, shorter with ErrInvalidArgument,
+	// other bytes with ErrChecksumMismatch; in every failure nothing
+	// becomes visible.
+	ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error
+}
+
+var (
+	_ claimcheck.Uploads = (*Store)(nil)
+	_ UploadReceiver     = (*Store)(nil)
+)
+
+// UploadPath is the path of the upload URLs claimcheck serves itself,
+// relative to the server's root: PUT /v1/uploads/{id}/data?expires=&sig=.
+func UploadPath(id string) string { return "/v1/uploads/" + id + "/data" }
+
+// maxIdempotencyKey bounds idempotency keys.
+const maxIdempotencyKey = 255
+
+// uploadSecretName names the URL-signing key in the metadata store's
+// secrets: generated once, shared by every process on the database.
+const uploadSecretName = "upload_url_hmac"
+
+// uploads is the Store's direct-upload state: the URL-signing key (loaded
+// on first use) and the upload metrics.
+type uploads struct {
+	mu     sync.Mutex
+	secret []byte
+
+	started   *prometheus.CounterVec
+	confirmed *prometheus.CounterVec
+}
+
+func newUploads(reg prometheus.Registerer) *uploads {
+	ns := []string{"namespace"}
+	u := &uploads{
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_started_total",
+			Help: "Direct uploads started (inits that created an upload; idempotent repeats do not count)."}, ns),
+		confirmed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_confirmed_total",
+			Help: "Direct uploads confirmed (committed as claims)."}, ns),
+	}
+	reg.MustRegister(u.started, u.confirmed)
+	return u
+}
+
+// InitUpload starts a direct upload; see Uploads.
+//
+// It reuses the put protocol's first step: CreatePending reserves the
+// quota and inserts the staging blob and the pending claim, due at
+// init + confirm_within with reason never_confirmed, in one transaction.
+// Only then is the upload row written (meta.UploadStore), so a crash in
+// between leaves an ordinary pending claim that the sweeper reaps.
+func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.UploadRequest) (claimcheck.Upload, error) {
+	s.touch()
+	op := "init upload to " + ns
+	pol, err := s.Policy(ctx, ns)
+	if err != nil {
+		return claimcheck.Upload{}, fmt.Errorf("init upload: %w", err)
+	}
+	if req.Digest == "" {
+		return claimcheck.Upload{}, fmt.Errorf("%s: %w", op, invalidf("sha256: required (the digest confirm checks the upload against)"))
+	}
+	if pol.Encrypted() {
+		// A presigned upload writes the client's bytes as they are;
+		// encryption at rest happens only on the put path (crypt.go).
+		return claimcheck.Upload{}, fmt.Errorf("%s: %w", op, invalidf("namespace %s encrypts at rest (encryption: aes-256-gcm), and a direct upload would store the bytes unencrypted: use put", ns))
+	}
+	if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
+		return claimcheck.Upload{}, fmt.Errorf("%s: %w", op, err)
+	}
+	opts := claimcheck.PutOptions{Size: req.Size, Digest: req.Digest, ContentType: req.ContentType,
+		Labels: req.Labels, Consumers: req.Consumers, ConsumerNames: req.ConsumerNames}
+	consumers, err := checkPutOptions(&opts, pol)
+	if err != nil {
+		return claimcheck.Upload{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if req.IdempotencyKey != "" {
+		up, err := s.meta.UploadByKey(ctx, ns, req.IdempotencyKey)
+		if err == nil {
+			return s.existingUpload(ctx, op, up, req, pol)
+		}
+		if !errors.Is(err, meta.ErrNotFound) {
+			return claimcheck.Upload{}, metaErr(op, err)
+		}
+	}
+
+	now := s.clock.Now()
+	expires := now.Add(pol.TTL.MaxAge.D())
+	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
+	blobID := newBlobID()
+	claim := meta.Claim{
+		ID: newClaimID(), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
+		Size: req.Size, ReservedBytes: req.Size,
+		ContentType: req.ContentType, Labels: req.Labels,
+		CreatedAt: now, ExpiresAt: expires,
+		DueAt: confirmBy, DueReason: meta.ReasonNeverConfirmed,
+		DeleteAfterRead:    pol.DeletesAfterRead(),
+		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
+		GracePeriod:        pol.TTL.GracePeriod.D(),
+		Consumers:          consumers, ConsumerNames: req.ConsumerNames,
+	}
+	staging := meta.Blob{
+		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
+		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
+	}
+	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
+		Claim: claim, Blob: staging, Now: now,
+		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
+	}); err != nil {
+		return claimcheck.Upload{}, metaErr(op, err)
+	}
+	up, created, err := s.meta.CreateUpload(ctx, meta.Upload{
+		ClaimID: claim.ID, Namespace: ns, BlobID: blobID, Key: staging.Key,
+		Size: req.Size, Digest: req.Digest, ContentType: req.ContentType,
+		IdempotencyKey: req.IdempotencyKey, CreatedAt: now,
+	})
+	if err != nil || !created {
+		// Our claim is not needed (a concurrent init with the same key
+		// won) or could not be completed: finish it now, which refunds
+		// its reservation; if even that fails it is reaped when due.
+		s.abortUpload(ctx, claim.ID)
+		if err != nil {
+			return claimcheck.Upload{}, metaErr(op, err)
+		}
+		return s.existingUpload(ctx, op, up, req, pol)
+	}
+	s.uploads.started.WithLabelValues(ns).Inc()
+	return s.issue(ctx, up, meta.ClaimPending, confirmBy, pol)
+}
+
+// abortUpload finishes an upload claim that init gave up on.
+func (s *Store) abortUpload(ctx context.Context, id string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, _, err := s.meta.FinishClaim(cctx, id, meta.ReasonAborted, s.clock.Now(), false); err != nil {
+		s.log.Warn("init upload: could not finish an abandoned upload claim; the sweeper will", "claim", id, "err", err)
+	}
+}
+
+// existingUpload answers an init whose idempotency key names upload up.
+func (s *Store) existingUpload(ctx context.Context, op string, up meta.Upload, req claimcheck.UploadRequest, pol claimcheck.Policy) (claimcheck.Upload, error) {
+	if up.Size != req.Size || up.Digest != req.Digest {
+		return claimcheck.Upload{}, fmt.Errorf("%s: %w", op, invalidf("idempotency key %q was used for an upload of %d bytes with digest %s, not %d bytes with digest %s",
+			req.IdempotencyKey, up.Size, up.Digest, req.Size, req.Digest))
+	}
+	c, err := s.load(ctx, op, claimcheck.Ref{ID: up.ClaimID}, true)
+	if err != nil {
+		return claimcheck.Upload{}, err
+	}
+	return s.issue(ctx, up, c.State, c.DueAt, pol)
+}
+
+// issue describes upload up in state st, with a fresh URL while it is
+// pending.
+func (s *Store) issue(ctx context.Context, up meta.Upload, st meta.ClaimState, confirmBy time.Time, pol claimcheck.Policy) (claimcheck.Upload, error) {
+	u := claimcheck.Upload{ID: up.ClaimID, Namespace: up.Namespace, State: claimcheck.ClaimState(st), Size: up.Size, Digest: up.Digest}
+	if st != meta.ClaimPending {
+		return u, nil
+	}
+	u.ConfirmBy = confirmBy
+	now := s.clock.Now()
+	u.ExpiresAt = minTime(now.Add(pol.Uploads.URLTTL.D()), confirmBy)
+	ttl := u.ExpiresAt.Sub(now)
+	if ttl <= 0 {
+		return u, nil // due now: the sweeper or the next load finishes it
+	}
+	if p, ok := s.blobs.(blob.Presigner); ok {
+		// S3: the URL is signed over the length and the checksum, so the
+		// service itself refuses other bytes. Whole seconds: SigV4
+		// expiries are.
+		ttl = ttl.Truncate(time.Second)
+		u.ExpiresAt = now.Add(ttl)
+		pp, err := p.PresignPut(ctx, up.Key, up.Size, strings.TrimPrefix(up.Digest, "sha256:"), ttl)
+		if err != nil {
+			return claimcheck.Upload{}, fmt.Errorf("init upload %s: %w: %v", up.ClaimID, claimcheck.ErrUnavailable, err)
+		}
+		u.URL, u.Method, u.Headers = pp.URL, pp.Method, pp.Headers
+		return u, nil
+	}
+	secret, err := s.uploadSecret(ctx)
+	if err != nil {
+		return claimcheck.Upload{}, err
+	}
+	exp := strconv.FormatInt(u.ExpiresAt.Unix(), 10)
+	u.URL = UploadPath(up.ClaimID) + "?" + url.Values{"expires": {exp}, "sig": {signUpload(secret, up.ClaimID, exp)}}.Encode()
+	u.Method = "PUT"
+	u.Headers = map[string]string{"Content-Type": "application/octet-stream"}
+	return u, nil
+}
+
+// uploadSecret returns the key that signs the upload URLs the store
+// serves itself. It is generated once and kept in the metadata database,
+// so every replica on the database, and every restart, signs and checks
+// with the same key (ADR 0050).
+func (s *Store) uploadSecret(ctx context.Context) ([]byte, error) {
+	s.uploads.mu.Lock()
+	defer s.uploads.mu.Unlock()
+	if s.uploads.secret != nil {
+		return s.uploads.secret, nil
+	}
+	candidate := make([]byte, 32)
+	rand.Read(candidate)
+	secret, err := s.meta.Secret(ctx, uploadSecretName, candidate)
+	if err != nil {
+		return nil, metaErr("upload URL key", err)
+	}
+	s.uploads.secret = secret
+	return secret, nil
+}
+
+// signUpload is the signature of the upload URL of id that expires at exp
+// (Unix seconds, as written in the URL): HMAC-SHA256 over the method, the
+// path and the expiry, so neither can be changed without the key.
+func signUpload(secret []byte, id, exp string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("PUT\n" + UploadPath(id) + "\n" + exp))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// ReceiveUpload writes the body of a PUT to an upload URL the store
+// served; see UploadReceiver. The object is written uncompressed, as
+// uploaded, exactly like an S3 presigned PUT would write it (ADR 0050),
+// through the put's own writer, limited to the declared size and checked
+// against the declared digest before it becomes visible.
+func (s *Store) ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error {
+	op := "upload " + id
+	if !claimcheck.ValidClaimID(id) {
+		return fmt.Errorf("%s: %w", op, invalidf("upload id %q is malformed", id))
+	}
+	secret, err := s.uploadSecret(ctx)
+	if err != nil {
+		return err
+	}
+	exp, sig := query.Get("expires"), query.Get("sig")
+	want := signUpload(secret, id, exp)
+	if sig == "" || subtle.ConstantTimeCompare([]byte(sig), []byte(want)) != 1 {
+		return fmt.Errorf("%s: %w: the URL's signature does not match (it was altered, or issued by another store)", op, claimcheck.ErrPermissionDenied)
+	}
+	expUnix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s: %w: expires %q is not a Unix time", op, claimcheck.ErrPermissionDenied, exp)
+	}
+	if now := s.clock.Now(); !now.Before(time.Unix(expUnix, 0)) {
+		return fmt.Errorf("%s: %w: the upload URL expired at %s; init the upload again (same idempotency key) for a fresh URL",
+			op, claimcheck.ErrPermissionDenied, time.Unix(expUnix, 0).UTC().Format(time.RFC3339))
+	}
+	up, err := s.meta.Upload(ctx, id)
+	if err != nil {
+		return metaErr(op, err)
+	}
+	if contentLength > up.Size {
+		return fmt.Errorf("%s: %w: Content-Length %d is more than the %d bytes declared at init", op, claimcheck.ErrTooLarge, contentLength, up.Size)
+	}
+	c, err := s.load(ctx, op, claimcheck.Ref{ID: id}, false)
+	if err != nil {
+		return err
+	}
+	if c.State != meta.ClaimPending {
+		return fmt.Errorf("%s: %w", op, invalidf("the upload is already confirmed; nothing more can be uploaded"))
+	}
+	pol := claimcheck.Policy{Compression: claimcheck.CompressionNone, MaxSize: claimcheck.Size(up.Size)}
+	_, err = s.writeObject(ctx, up.Key, body, pol, claimcheck.PutOptions{Size: up.Size, Digest: up.Digest})
+	if errors.Is(err, claimcheck.ErrTooLarge) {
+		return fmt.Errorf("%s: %w: the body is larger than the %d bytes declared at init", op, claimcheck.ErrTooLarge, up.Size)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	// The reaper may have finished the claim and collected its staging
+	// blob while the body streamed, or a confirm deduplicated it onto
+	// another blob: then nothing owns this object any more, so delete it
+	// rather than leave debris for the backstop.
+	if c, err := s.meta.Claim(ctx, id); err == nil && (c.State == meta.ClaimDeleted || c.BlobID != up.BlobID) {
+		s.discardObject(ctx, up.Key)
+		if c.State == meta.ClaimDeleted {
+			return fmt.Errorf("%s: %w", op, goneOf(c))
+		}
+	}
+	return nil
+}
+
+// ConfirmUpload commits an uploaded payload; see Uploads. The claim's
+// pending → active step is the put's own Commit, a compare-and-swap on
+// pending, and so is the reaper's finish: whichever comes second loses,
+// so exactly one of them wins and the reservation is refunded or turned
+// into usage exactly once.
+func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, error) {
+	start := s.clock.Now()
+	op := "confirm upload " + id
+	if !claimcheck.ValidClaimID(id) {
+		return claimcheck.Ref{}, fmt.Errorf("confirm upload: %w", invalidf("upload id %q is malformed", id))
+	}
+	s.touch()
+	up, err := s.meta.Upload(ctx, id)
+	if err != nil {
+		return claimcheck.Ref{}, metaErr(op, err)
+	}
+	pol, err := s.Policy(ctx, up.Namespace)
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+	}
+	c, err := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false)
+	if err != nil {
+		return claimcheck.Ref{}, err
+	}
+	if c.State == meta.ClaimActive {
+		return s.confirmedRef(ctx, op, c)
+	}
+
+	size, digest, err := s.hashObject(ctx, up)
+	if err != nil || size != up.Size || digest != up.Digest {
+		// The reaper may have finished the upload and deleted its object
+		// while we read it: then the answer is gone, not a mismatch.
+		if _, lerr := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false); lerr != nil {
+			return claimcheck.Ref{}, lerr
+		}
+	}
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+	}
+	retry := c.DueAt.UTC().Format(time.RFC3339)
+	if size != up.Size {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the uploaded object has %d bytes, %d were declared (upload it again and confirm before %s)",
+			op, claimcheck.ErrChecksumMismatch, size, up.Size, retry)
+	}
+	if digest != up.Digest {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the uploaded object hashes to %s, %s was declared (upload it again and confirm before %s)",
+			op, claimcheck.ErrChecksumMismatch, digest, up.Digest, retry)
+	}
+
+	now := s.clock.Now()
+	res, err := s.meta.Commit(ctx, meta.CommitParams{
+		ClaimID: id, BlobID: up.BlobID,
+		Digest: digest, Size: size, StoredSize: size, Compression: string(claimcheck.CompressionNone),
+		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
+		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
+		Tenant:         s.tenantQuota(pol),
+		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
+	})
+	if errors.Is(err, meta.ErrConflict) {
+		// Lost the compare-and-swap: the reaper finished the claim, or a
+		// concurrent confirm committed it.
+		s.gcMetrics.casConflicts.Inc()
+		c, lerr := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false)
+		if lerr != nil {
+			return claimcheck.Ref{}, lerr
+		}
+		return s.confirmedRef(ctx, op, c)
+	}
+	if err != nil {
+		return claimcheck.Ref{}, metaErr(op, err)
+	}
+	ns := up.Namespace
+	s.uploads.confirmed.WithLabelValues(ns).Inc()
+	s.metrics.created.WithLabelValues(ns).Inc()
+	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(size))
+	s.metrics.stored.WithLabelValues(ns).Add(float64(size))
+	s.observeDedup(ns, res, size)
+	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
+	return refOf(res.Claim, res.Blob), nil
+}
+
+// confirmedRef is the Ref of an upload that is already confirmed.
+func (s *Store) confirmedRef(ctx context.Context, op string, c meta.Claim) (claimcheck.Ref, error) {
+	if c.State != meta.ClaimActive {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the upload is %s", op, claimcheck.ErrUnavailable, c.State)
+	}
+	b, err := s.meta.Blob(ctx, c.BlobID)
+	if err != nil {
+		return claimcheck.Ref{}, metaErr(op, err)
+	}
+	return refOf(c, b), nil
+}
+
+// hashObject reads the uploaded object and returns its size and digest.
+// It stops one byte past the declared size: that is enough to tell the
+// object is too large, and a huge wrong upload is not read to its end.
+func (s *Store) hashObject(ctx context.Context, up meta.Upload) (int64, string, error) {
+	attrs, err := s.blobs.Attributes(ctx, up.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return 0, "", invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: stat uploaded object: %v", claimcheck.ErrUnavailable, err)
+	}
+	if attrs.Size != up.Size {
+		return attrs.Size, "", nil // the size tells already; not worth reading
+	}
+	r, err := s.blobs.NewReader(ctx, up.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return 0, "", invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, readerOnly{io.LimitReader(r, up.Size+1)}, make([]byte, copyBufferSize))
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
+	}
+	return n, "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkIdempotencyKey validates an idempotency key: 1 to 255 printable
+// ASCII characters, or empty for none.
+func checkIdempotencyKey(k string) error {
+	if len(k) > maxIdempotencyKey {
+		return invalidf("idempotency key: %d characters, at most %d", len(k), maxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return invalidf("idempotency key %q: printable ASCII without spaces only", k)
+		}
+	}
+	return nil
+}

@@ -37,10 +37,6 @@ const (
 	EncryptionAES256GCM = "aes-256-gcm"
 )
 
-// ReasonKeyDestroyed: the namespace's data key was destroyed
-// (crypto-shredding), so the claim's bytes can never be read again.
-const ReasonKeyDestroyed GoneReason = "key_destroyed"
-
 // KeyDestroyer is the crypto-shredding admin operation; *engine.Store and
 // client.Client implement it.
 type KeyDestroyer interface {

@@ -44,7 +44,10 @@ var (
 // GoneReason says why a claim was finished.
 type GoneReason string
 
-// The reasons a claim can be finished.
+// The reasons a claim can be finished. This is the one list of them: the
+// metadata store records these strings (package meta takes its constants
+// from here), the HTTP API answers them in the "reason" of a gone error,
+// and docs/HTTP.md lists them (a test checks it against GoneReasons).
 const (
 	ReasonExpired        GoneReason = "expired"             // max_age passed
 	ReasonReleased       GoneReason = "released"            // consumers released it and the retention window ended
@@ -52,7 +55,14 @@ const (
 	ReasonDeleted        GoneReason = "deleted"             // the producer deleted it
 	ReasonNeverConfirmed GoneReason = "never_confirmed"     // a direct upload was not confirmed in time
 	ReasonAborted        GoneReason = "aborted"             // the put failed before it committed (nothing was stored)
+	ReasonKeyDestroyed   GoneReason = "key_destroyed"       // the namespace's data key was destroyed (crypto-shredding): the bytes can never be read again
 )
+
+// GoneReasons lists every GoneReason, in the order above.
+var GoneReasons = []GoneReason{
+	ReasonExpired, ReasonReleased, ReasonReadRetention, ReasonDeleted,
+	ReasonNeverConfirmed, ReasonAborted, ReasonKeyDestroyed,
+}
 
 // GoneError is returned for a claim that existed but has been finished.
 // It matches ErrGone, and ErrExpired too when the reason is ReasonExpired,

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Uploads is the direct-upload flow (DESIGN §7.7): a client that has the
+// Uploads is the direct-upload flow (docs/ARCHITECTURE.md, "Direct upload"): a client that has the
 // bytes somewhere else (a browser, a phone) asks for an upload, PUTs the
 // payload straight to the URL it gets, and confirms. Both *engine.Store
 // (embedded) and client.Client (remote) implement it. It is kept apart

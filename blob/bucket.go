@@ -85,8 +85,7 @@ var (
 // never crosses devices and a payload never lands in a RAM-backed /tmp.
 // Close after a cancelled ctx removes the temp file. A process killed mid
 // write leaves its temp file behind; List shows it like any object, so the
-// backstop (DESIGN.md §7.9) collects it as debris once it is older than
-// the grace period (an active write keeps touching its modification time).
+// backstop collects it as debris once it is older than the grace period (an active write keeps touching its modification time).
 // No ".attrs" sidecar files are written: the store keeps no metadata.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	u, err := url.Parse(rawURL)

@@ -91,7 +91,7 @@ const abortTimeout = 30 * time.Second
 // with the caller's context, which is exactly what has been cancelled when
 // a client goes away mid-put, so the parts (up to 16 MiB and more) would
 // otherwise stay billed and invisible until the bucket's abort-incomplete
-// lifecycle rule (DESIGN.md §7.6) removes them a day later.
+// lifecycle rule removes them a day later.
 func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	w, err := b.Bucket.NewWriter(ctx, key)
 	if err != nil {

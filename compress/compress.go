@@ -22,7 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Algorithm names, as stored in references (DESIGN.md §8).
+// Algorithm names, as stored in references.
 const (
 	Zstd = "zstd"
 	Gzip = "gzip"

@@ -14,7 +14,7 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// putDigestFirst is put step 4 of DESIGN §7: a caller that sends the
+// putDigestFirst is put step 4 (docs/ARCHITECTURE.md, "Put"): a caller that sends the
 // digest and size before the body skips the upload when a blob with that
 // content can be shared. It runs before any row is written: on a hit the
 // claim is created active on the shared blob in one transaction and the

@@ -78,7 +78,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 //
 // It runs on SQLite and, when the test services are up, on PostgreSQL,
 // where the workers' transactions really run at once and row locks, not
-// one writer, serialise dedup against collection (DESIGN §7.5).
+// one writer, serialise dedup against collection (docs/ARCHITECTURE.md, "Collect").
 func TestGCStress(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		gcStress(t, "sqlite:"+filepath.Join(t.TempDir(), "claimcheck.db"))

@@ -35,7 +35,7 @@ const (
 
 // Put stores the payload read from body in namespace ns.
 //
-// The protocol (DESIGN §7, "Put"): (1) one transaction reserves quota and
+// The protocol (docs/ARCHITECTURE.md, "Put"): (1) one transaction reserves quota and
 // inserts a staging blob and a pending claim whose due time is the upload
 // deadline, so the object about to be written is owned by a row before its
 // first byte exists; (2) the body streams through sha256, a byte count and

@@ -14,7 +14,7 @@ import (
 // reservations of the pending claims, usage equals the sizes of the
 // active ones, and the claim counts match. Call it at the end of every
 // test that puts, uploads, reaps or collects: any path that refunds twice
-// or never (the seed design's two bugs) shows up here as drift.
+// or never shows up here as drift.
 func assertNoQuotaDrift(t testing.TB, s *Store) {
 	t.Helper()
 	ctx := context.Background()

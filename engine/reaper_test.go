@@ -28,8 +28,8 @@ import (
 
 // Regression tests of the reaper (the sweeper finishing pending claims
 // whose upload deadline passed) and of dead letters, against the two bugs
-// of the seed design (DESIGN §3, seeds/001): quota refunded by a worker
-// outside the transaction that changes the row, so a crash in between
+// of a reaper that refunds quota from a worker outside the transaction
+// that changes the row, so a crash in between
 // either strands a reserved row or refunds twice. Real SQLite and files,
 // a fake clock, the sweeper driven by hand; every test ends with the
 // quota drift check.

@@ -15,7 +15,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 )
 
-// The lifecycle safety net (DESIGN §7.6, ADR 0020). On a bucket that can
+// The lifecycle safety net (docs/ARCHITECTURE.md, ADR 0020). On a bucket that can
 // expire objects by age (blob.Lifecycler: S3), the store keeps one
 // expiration rule per configured namespace prefix, one for the namespaces
 // on the default policy, and one that aborts incomplete multipart uploads.

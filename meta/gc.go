@@ -7,7 +7,7 @@ import "time"
 // events log.
 
 // CommitExistingParams describe a put whose digest and size are known
-// before its body (DESIGN §7 put step 4): if a blob with that content can
+// before its body (docs/ARCHITECTURE.md, "Put", step 4): if a blob with that content can
 // be shared, the claim is created active on it at once and the body is
 // never read.
 type CommitExistingParams struct {

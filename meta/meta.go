@@ -26,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/claimcheck/claimcheck"
 )
 
 // Errors returned by every implementation. The engine translates them
@@ -86,15 +88,16 @@ const (
 	BlobDeleted   BlobState = "deleted"
 )
 
-// Reasons stored in claims.due_reason and claims.delete_reason. They are
-// the same strings as claimcheck.GoneReason.
+// Reasons stored in claims.due_reason and claims.delete_reason: the
+// strings of claimcheck.GoneReason, whose list is the only one.
 const (
-	ReasonExpired        = "expired"
-	ReasonReleased       = "released"
-	ReasonReadRetention  = "read_retention_over"
-	ReasonDeleted        = "deleted"
-	ReasonNeverConfirmed = "never_confirmed"
-	ReasonAborted        = "aborted"
+	ReasonExpired        = string(claimcheck.ReasonExpired)
+	ReasonReleased       = string(claimcheck.ReasonReleased)
+	ReasonReadRetention  = string(claimcheck.ReasonReadRetention)
+	ReasonDeleted        = string(claimcheck.ReasonDeleted)
+	ReasonNeverConfirmed = string(claimcheck.ReasonNeverConfirmed)
+	ReasonAborted        = string(claimcheck.ReasonAborted)
+	ReasonKeyDestroyed   = string(claimcheck.ReasonKeyDestroyed)
 )
 
 // Namespace holds a namespace's counters. Limits live in the policy (the

@@ -15,7 +15,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/lib.sh
 . "$here/lib.sh"
 
-# The version DESIGN.md §11 lists as known to build and work here.
+# A version known to build and work with the project's Go toolchain.
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/minio-$MINIO_VERSION"
 bucket=claimcheck-test

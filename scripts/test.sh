@@ -45,7 +45,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM # run the EXIT trap on a signal too
 
-# Real PostgreSQL and MinIO for the suites that need them (DESIGN.md §11),
+# Real PostgreSQL and MinIO for the suites that need them,
 # started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
 # skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
 # TEST_S3_URL already set is used as it is.

@@ -13,7 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-// Direct uploads (DESIGN §7.7): init answers where to PUT the payload,
+// Direct uploads (docs/ARCHITECTURE.md, "Direct upload"): init answers where to PUT the payload,
 // the client PUTs it there (to S3 with a presigned URL, or to the data
 // route below with a URL this server signed), then confirms. See
 // docs/HTTP.md, "Direct uploads".

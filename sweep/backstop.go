@@ -16,7 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// The backstop (DESIGN §7.9, ADR-0010) is the low-frequency full pass that
+// The backstop (docs/ARCHITECTURE.md, "Backstop"; ADR 0010) is the low-frequency full pass that
 // repairs what the steady state cannot see: refcount hints that drifted,
 // committed blobs that lost their last claim without being orphaned,
 // objects without a row (debris of crashed writes) and rows without an

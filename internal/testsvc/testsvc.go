@@ -1,5 +1,5 @@
 // Package testsvc gives tests a private corner of the real PostgreSQL and
-// S3 (MinIO) services that scripts/test.sh starts (DESIGN.md §11): a fresh
+// S3 (MinIO) services that scripts/test.sh starts: a fresh
 // schema of TEST_DATABASE_URL and a fresh bucket next to TEST_S3_URL's,
 // both removed when the test ends. Without the variables the tests skip,
 // saying why, so plain `go test ./...` passes.

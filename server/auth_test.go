@@ -109,9 +109,9 @@ func setupAuthWith(t testing.TB, limits server.Limits, edit func(*engine.Config)
 	}
 	t.Cleanup(func() { b.store.Close() })
 	b.actors = &actorLog{Store: b.store}
-	b.http = httptest.NewServer(server.New(server.Config{
+	b.http = httptest.NewServer(checkContract(t, true, server.New(server.Config{
 		Claims: b.actors, Logger: logger, Auth: b.auth, ClaimNamespace: b.store.ClaimNamespace, Limits: limits,
-	}))
+	})))
 	t.Cleanup(b.http.Close)
 	return b
 }

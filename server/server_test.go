@@ -57,9 +57,9 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.store.Close() })
-	b.http = httptest.NewServer(server.New(server.Config{
+	b.http = httptest.NewServer(checkContract(t, false, server.New(server.Config{
 		Claims: b.store, Ready: b.store.Ready, Gatherer: b.reg, Registerer: b.reg, Logger: logger,
-	}))
+	})))
 	t.Cleanup(b.http.Close)
 	return b
 }

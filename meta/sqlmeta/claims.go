@@ -349,7 +349,7 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 				ClaimID: c.ID, BlobID: c.BlobID, Actor: r.Actor})
 		}
 		// The redeem events ride with the batched receipts: no write on
-		// the redeem path (reads.go in the root package).
+		// the redeem path (engine/reads.go).
 		return q.appendEvents(events)
 	})
 	if err != nil {

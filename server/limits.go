@@ -347,6 +347,15 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 	}
 	if d := time.Duration(s.limits.ReadTimeout); d > 0 && r.Body != nil && r.Body != http.NoBody {
 		rc := http.NewResponseController(w)
+		// The wrapped body goes on a shallow copy of the request. net/http
+		// looks at the type of its own request's body to tell that a
+		// client sent "Expect: 100-continue" and is still waiting: then a
+		// handler that answers without reading (a digest-first dedup hit,
+		// a refusal) is sent at once and the connection closed. Seeing a
+		// body of another type, it would instead read the body before
+		// answering, and the client would only send it after its own
+		// expect timeout: every dedup hit would cost that timeout.
+		r = r.WithContext(r.Context())
 		r.Body = &progressBody{ReadCloser: r.Body, rc: rc, d: d}
 		release := done
 		done = func() {

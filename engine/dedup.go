@@ -132,3 +132,25 @@ func (s *Store) discardObject(ctx context.Context, key string) {
 		s.log.Warn("put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
 	}
 }
+
+// collectDiscarded deletes the object of the staging blob a dedup hit made
+// unneeded (res.Discarded) and marks the blob deleted, so two identical
+// puts leave one object behind, not two until the next sweep. The commit
+// already moved the blob to deleting with a retry time: if the delete or
+// the final update fails here, or the process dies, the sweeper's
+// collection retries it then, like any interrupted collection.
+func (s *Store) collectDiscarded(ctx context.Context, res meta.CommitResult) {
+	b := res.Discarded
+	if b.ID == "" {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := s.blobs.Delete(cctx, b.Key); err != nil {
+		s.log.Warn("put: could not delete the object a dedup hit made unneeded; the sweeper will retry", "blob", b.ID, "key", b.Key, "err", err)
+		return
+	}
+	if err := s.meta.FinishCollect(cctx, []string{b.ID}, s.clock.Now()); err != nil {
+		s.log.Warn("put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
+	}
+}

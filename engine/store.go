@@ -34,6 +34,10 @@ type Store struct {
 	// also count the in-line finishes.
 	sweeper      *sweep.Sweeper
 	sweepMetrics *sweep.Metrics
+	// discardRetry is when the sweeper retries deleting the object of a
+	// staging blob a dedup hit made unneeded, should the put's own
+	// delete fail (dedup.go): the sweeper's retry delay.
+	discardRetry time.Duration
 	reads        *readRecorder
 	policies     map[string]claimcheck.Policy
 	defaults     *claimcheck.Policy // nil: only configured namespaces exist
@@ -111,6 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)
 	}

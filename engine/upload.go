@@ -371,6 +371,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
+		DiscardRetry:   s.discardRetry,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a
@@ -391,6 +392,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(size))
 	s.observeDedup(ns, res, size)
+	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil
 }

@@ -46,8 +46,10 @@ func (b *untouchedBody) Read([]byte) (int, error) {
 // that a correct server never sends, so a server that reads the body
 // before answering leaves the request hanging until the test's context
 // ends, and the test fails; nothing here measures how long it took.
-// ReadTimeout is on, as in `claimcheck serve`: its body wrapper once hid
-// the waiting client from net/http.
+// ReadTimeout is on, as in `claimcheck serve` (its body wrapper once hid
+// the waiting client from net/http), and longer than the test's context,
+// so that a server waiting for the body cannot be rescued by its own read
+// deadline.
 func TestExpectContinueAnsweredWithoutBody(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -63,7 +65,7 @@ func TestExpectContinueAnsweredWithoutBody(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := httptest.NewServer(server.New(server.Config{Claims: store,
-		Limits: server.Limits{ReadTimeout: claimcheck.Duration(time.Minute), WriteTimeout: claimcheck.Duration(time.Minute)}}))
+		Limits: server.Limits{ReadTimeout: claimcheck.Duration(time.Hour), WriteTimeout: claimcheck.Duration(time.Hour)}}))
 	t.Cleanup(ts.Close)
 
 	data := make([]byte, 1<<20)
@@ -90,7 +92,7 @@ func TestExpectContinueAnsweredWithoutBody(t *testing.T) {
 		{name: "bad digest header", digest: "md5:x", size: len(data), status: http.StatusBadRequest, code: api.CodeInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			body := &untouchedBody{read: make(chan struct{}), ctx: rctx}
 			resp, err := (&http.Client{Transport: tr}).Do(mustRequest(t, rctx, ts.URL, nil, tc.digest, body, tc.size))

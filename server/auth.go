@@ -37,9 +37,9 @@ const (
 	targetList                      // a listing the handler filters (visibleNamespaces)
 	targetDeadLetter                // the {id} path value, a parked blob's id
 	targetDeadLetters               // the tenant and ns query parameters; the handler scopes the rest (scopeDeadLetters)
-	// targetSigned: the URL's signature is the credential (the upload
-	// PUT). The guard asks for no key, and limits the route per client
-	// address, whether auth is on or not (ADR 0074).
+	// targetSigned: the upload token in the URL is the credential (the
+	// upload PUT). The guard asks for no key, and limits the route per
+	// client address, whether auth is on or not (ADR 0074).
 	targetSigned
 	// targetOpen: probes and metrics, outside /v1. No guard at all: no
 	// key, no limits (load balancers and Prometheus hold no key).

@@ -95,9 +95,9 @@ var routes = []route{
 	// Direct uploads (uploads.go).
 	{pattern: "POST /v1/namespaces/{ns}/uploads", handler: (*Server).initUpload, op: auth.OpPut, target: targetNamespace,
 		doc: "start a direct upload: reserve quota, answer where to PUT"},
-	// The signed URL is the credential: no key, per-address limits.
+	// The token in the URL is the credential: no key, per-address limits.
 	{pattern: uploadDataRoute, handler: (*Server).uploadData, op: auth.OpPut, target: targetSigned,
-		doc: "the payload of an upload this server receives itself (signed URL)"},
+		doc: "the payload of an upload this server receives itself (`?token=`)"},
 	{pattern: "POST /v1/uploads/{id}/confirm", handler: (*Server).confirmUpload, op: auth.OpPut, target: targetClaim,
 		doc: "check the uploaded object and commit it like a put"},
 

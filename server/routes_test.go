@@ -42,7 +42,7 @@ func (rt route) permission() string {
 	case targetOpen:
 		return "none"
 	case targetSigned:
-		return "none: the signed URL"
+		return "none: the token in the URL"
 	}
 	return "`" + string(rt.op) + "`"
 }

@@ -297,13 +297,13 @@ func (w *progressWriter) Flush() {
 // needs neither), the per-client rate limit, the per-client stream limit
 // and the slow-client deadlines. It returns the request to hand on and a
 // cleanup, or false after it has answered the request itself.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.ResponseWriter, *http.Request, func(), bool) {
 	now := time.Now()
 	client, per := "addr:"+s.clientAddr(r), "client address"
 	// A signed route (the upload PUT) has no key to count by: it is
 	// limited per address even with auth on, so a leaked or replayed
 	// upload URL cannot open unbounded streams or requests.
-	if s.auth != nil && routeRules[pattern].target != targetSigned {
+	if s.auth != nil && rt.target != targetSigned {
 		// Addresses that keep failing to authenticate are slowed down
 		// before their tokens cost a database lookup.
 		if wait := s.authFailures.peek(client, now); wait > 0 {
@@ -321,7 +321,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		}
 		r = r2
 		client, per = "key:"+key.ID, "key"
-		if err := s.authorize(r, pattern, key); err != nil {
+		if err := s.authorize(r, rt, key); err != nil {
 			s.writeError(w, r, err)
 			return w, r, nil, false
 		}
@@ -334,7 +334,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		return w, r, nil, false
 	}
 	done := func() {}
-	if streamOp(routeRules[pattern].op) {
+	if streamOp(rt.op) {
 		release, ok := s.streams.acquire(client)
 		if !ok {
 			s.writeLimited(w, r, &rateLimited{

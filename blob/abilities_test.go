@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var errBoom = errors.New("boom")
@@ -47,9 +49,10 @@ func has(s Store) (bd, ps, lc bool) {
 }
 
 // TestWrappersKeepAbilities checks every combination of optional
-// abilities: NewCounting has exactly those of the store it wraps (hiding
-// one turns a feature off without a word; adding one promises what nobody
-// can serve).
+// abilities: WithMetrics and NewCounting have exactly those of the store
+// they wrap (hiding one turns a feature off without a word; adding one
+// promises what nobody can serve), and each call reaches the store and is
+// counted.
 func TestWrappersKeepAbilities(t *testing.T) {
 	ctx := t.Context()
 	for mask := range 8 {
@@ -85,7 +88,55 @@ func TestWrappersKeepAbilities(t *testing.T) {
 				t.Errorf("mask %03b: Counting counted %+v after one DeleteMany of 2 keys", mask, got)
 			}
 		}
-		if err := c.Close(); err != nil {
+		f.calls = nil
+
+		reg := prometheus.NewRegistry()
+		s := WithMetrics(inner, reg)
+		if bd, ps, lc := has(s); bd != wantBD || ps != wantPS || lc != wantLC {
+			t.Errorf("mask %03b: wrapper of a store with BatchDeleter %v, Presigner %v, Lifecycler %v has %v, %v, %v",
+				mask, wantBD, wantPS, wantLC, bd, ps, lc)
+			continue
+		}
+		want := map[string]map[string]float64{}
+		var wantCalls []string
+		if bd, ok := s.(BatchDeleter); ok {
+			if n := bd.MaxBatch(); n != 7 {
+				t.Errorf("MaxBatch = %d, want the wrapped store's 7", n)
+			}
+			if _, err := bd.DeleteMany(ctx, []string{"a", "b"}); err != nil {
+				t.Fatal(err)
+			}
+			if failed, err := bd.DeleteMany(ctx, []string{"a", "bad"}); err != nil || failed["bad"] != errBoom {
+				t.Errorf("DeleteMany = %v, %v; want the wrapped store's failures", failed, err)
+			}
+			want["delete_many"] = map[string]float64{"ok": 1, "error": 1}
+			wantCalls = append(wantCalls, "DeleteMany", "DeleteMany")
+		}
+		if p, ok := s.(Presigner); ok {
+			if pp, err := p.PresignPut(ctx, "k", 1, "00", time.Minute); err != nil || pp.URL == "" {
+				t.Errorf("PresignPut = %v, %v", pp, err)
+			}
+			want["presign"] = map[string]float64{"ok": 1}
+			wantCalls = append(wantCalls, "PresignPut")
+		}
+		if l, ok := s.(Lifecycler); ok {
+			if rules, err := l.LifecycleRules(ctx); err != nil || len(rules) != 1 {
+				t.Errorf("LifecycleRules = %v, %v", rules, err)
+			}
+			if err := l.PutLifecycleRules(ctx, nil); err != errBoom {
+				t.Errorf("PutLifecycleRules = %v, want the wrapped store's error", err)
+			}
+			want["get_lifecycle"] = map[string]float64{"ok": 1}
+			want["put_lifecycle"] = map[string]float64{"error": 1}
+			wantCalls = append(wantCalls, "LifecycleRules", "PutLifecycleRules")
+		}
+		if !slices.Equal(f.calls, wantCalls) {
+			t.Errorf("mask %03b: calls reaching the store = %v, want %v", mask, f.calls, wantCalls)
+		}
+		if got := ops(t, reg); !equal(got, want) {
+			t.Errorf("mask %03b: counters = %v, want %v", mask, got, want)
+		}
+		if err := s.Close(); err != nil {
 			t.Error(err)
 		}
 	}

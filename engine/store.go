@@ -23,6 +23,8 @@ import (
 // and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
 // blob.Store and runs every protocol of the design on top of them.
 type Store struct {
+	// meta and blobs are the stores wrapped in their metrics: every layer
+	// above goes through the wrappers.
 	meta  meta.Store
 	blobs blob.Store
 	clock clock.Clock
@@ -89,13 +91,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	// Metrics register once both stores are open, so an Open that fails
-	// there leaves the registry as it was.
+	// there leaves the registry as it was. The stores given in Config are
+	// wrapped too: the engine measures whatever it runs on. The wrappers
+	// keep the optional abilities (presigning, batch deletes, lifecycle
+	// rules) that the engine and the sweeper find by type assertion.
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s.meta = metaStore
-	s.blobs = blobStore
+	s.meta = meta.WithMetrics(metaStore, reg)
+	s.blobs = blob.WithMetrics(blobStore, reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 

@@ -85,12 +85,12 @@ func (o *opMetrics) observe(start time.Time, err error) {
 // operation is get, put, attributes, delete, list, and for the optional
 // abilities delete_many, presign, get_lifecycle and put_lifecycle; result
 // is ok, not_found (ErrNotFound), canceled (the caller's context was
-// cancelled) or error. Every (operation, result) series exists from the start, at
-// zero, so rates and ratios need no absent() guards. A get or put is
-// measured from NewReader or NewWriter to Close of the stream, and fails
-// if any Read or Write of it failed: the duration includes the time the
-// caller takes to consume or produce the bytes. DeleteMany fails if any
-// of its keys failed. Close is not measured.
+// cancelled) or error. Every (operation, result) series exists from the
+// start, at zero, so rates and ratios need no absent() guards. A get or
+// put is measured from NewReader or NewWriter to Close of the stream, and
+// fails if any Read or Write of it failed: the duration includes the time
+// the caller takes to consume or produce the bytes. DeleteMany fails if
+// any of its keys failed. Close is not measured.
 //
 // The result has exactly the optional abilities of s (BatchDeleter,
 // Presigner, Lifecycler), each measured too, so a type assertion sees

@@ -139,7 +139,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		DiscardRetry:   s.discardRetry,
 	})
 	if errors.Is(err, meta.ErrConflict) {
-		s.gcMetrics.casConflicts.Inc()
+		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, &claimcheck.GoneError{ID: claim.ID, Reason: claimcheck.ReasonNeverConfirmed, At: now})
 	}

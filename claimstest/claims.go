@@ -262,11 +262,14 @@ func testPutRefusesBadInput(t *testing.T, e *env) {
 		_, err := e.c().Put(ctx, "plain", body, opts)
 		return err
 	}
-	err := put(strings.NewReader("abc"), claimcheck.PutOptions{Size: 10})
-	wantErr(t, "body shorter than declared", err, claimcheck.ErrInvalidArgument)
-	err = put(strings.NewReader("abcdef"), claimcheck.PutOptions{Size: 3})
-	wantErr(t, "body longer than declared", err, claimcheck.ErrInvalidArgument)
-	err = put(onlyReader{strings.NewReader("abc")}, claimcheck.PutOptions{Digest: claimcheck.DigestOf([]byte("abd"))})
+	for _, body := range []string{"abc", "abcdefghijklmnopqrstuvwxyz"} {
+		err := put(strings.NewReader(body), claimcheck.PutOptions{Size: 10})
+		wantErr(t, fmt.Sprintf("body of %d bytes, 10 declared", len(body)), err, claimcheck.ErrInvalidArgument)
+		if !strings.Contains(err.Error(), "declared") {
+			t.Errorf("error %q does not say what was declared", err)
+		}
+	}
+	err := put(onlyReader{strings.NewReader("abc")}, claimcheck.PutOptions{Digest: claimcheck.DigestOf([]byte("abd"))})
 	wantErr(t, "body of another digest", err, claimcheck.ErrChecksumMismatch)
 	err = put(strings.NewReader("abc"), claimcheck.PutOptions{Size: 3, Digest: claimcheck.DigestOf([]byte("abd"))})
 	wantErr(t, "body of another digest, length given", err, claimcheck.ErrChecksumMismatch)

@@ -60,7 +60,7 @@ type Policy struct {
 	Quota       Quota        `yaml:"quota" json:"quota"`
 	// Encryption is "aes-256-gcm" to encrypt the namespace's objects at
 	// rest, or "none" (the default). It needs the config's master_key.
-	// See crypt.go and ADR 0066.
+	// See engine/crypt.go and ADR 0066.
 	Encryption string `yaml:"encryption" json:"encryption,omitempty"`
 }
 

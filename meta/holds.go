@@ -44,7 +44,7 @@ const (
 	EventHoldCleared = "hold_cleared"
 )
 
-// Hold scopes: the Reason of hold events, and the scope the root package
+// Hold scopes: the Reason of hold events, and the scope the engine
 // reports in Stat.
 const (
 	HoldScopeClaim     = claimcheck.HoldScopeClaim

@@ -131,7 +131,7 @@ func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// destroyNamespaceKey is crypto-shredding (crypt.go, ADR 0066): DELETE
+// destroyNamespaceKey is crypto-shredding (engine/crypt.go, ADR 0066): DELETE
 // /v1/namespaces/{ns}/key?confirm={ns}. The namespace must be repeated in
 // confirm, so that a mistyped or replayed URL does not destroy data.
 func (s *Server) destroyNamespaceKey(w http.ResponseWriter, r *http.Request) error {

@@ -110,7 +110,7 @@ func (s *Sweeper) refreshDeadLetters(ctx context.Context) {
 // skipped. The next sweep run deletes their objects. It returns the blobs
 // it took back, as they were parked, and records a retry event for each
 // with the actor of ctx (the operator's API key, over HTTP). The listing
-// and the tenancy rules of dead letters are the root package's
+// and the tenancy rules of dead letters are the engine's
 // (engine.Store.DeadLetters); this is the one step that changes rows,
 // kept beside the parking it undoes.
 func (s *Sweeper) RetryDeadLetters(ctx context.Context, ids []string) ([]meta.Blob, error) {

@@ -12,7 +12,9 @@ import (
 // rows on the mux, the guard (limits.go) and authorize (auth.go) read
 // their permission from the row the request matched, and
 // TestRouteTableMatchesDocs fails when docs/HTTP.md's route list (between
-// its routes:begin and routes:end markers) says anything else. So a route
+// its routes:begin and routes:end markers) says anything else, as
+// TestRouteTableMatchesOpenAPI does when docs/openapi.yaml describes
+// another set of routes (or another need for a key). So a route
 // cannot be served without a permission, and cannot be added, changed or
 // removed without the documentation following.
 

@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +23,9 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"gopkg.in/yaml.v3"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
 )
 
 // The contract check: docs/openapi.yaml is not a description that may
@@ -454,3 +461,107 @@ func newDiscardWriter() *discardWriter               { return &discardWriter{h: 
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
+
+// TestOpenAPIErrorCodes: the error codes and gone reasons of
+// docs/openapi.yaml are the API's. Every code of docs/HTTP.md's error
+// table is in the Error schema (and nothing else is), the server answers
+// it with the table's status (api.StatusOf), and the document's error
+// response for that status may carry it; the gone reasons are the
+// contract's list.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	doc, _, err := loadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpDoc, err := os.ReadFile("../docs/HTTP.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]int{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([0-9]{3}) \\|").FindAllStringSubmatch(string(httpDoc), -1) {
+		table[m[1]], _ = strconv.Atoi(m[2])
+	}
+	if len(table) < 12 {
+		t.Fatalf("found %d codes in docs/HTTP.md's error table; has its format changed?", len(table))
+	}
+	schemas := doc.Components.Schemas
+	var codes []string
+	for _, v := range schemas["Error"].Value.Properties["code"].Value.Enum {
+		codes = append(codes, v.(string))
+	}
+	if got, want := slices.Sorted(slices.Values(codes)), slices.Sorted(maps.Keys(table)); !slices.Equal(got, want) {
+		t.Errorf("docs/openapi.yaml's error codes %v, docs/HTTP.md's %v", got, want)
+	}
+	// The codes each error response allows, by status.
+	allowed := map[int][]string{}
+	for name, resp := range doc.Components.Responses {
+		mt := resp.Value.Content.Get("application/json")
+		if mt == nil || mt.Schema == nil || !strings.Contains(mt.Schema.Ref, "/Error") {
+			continue
+		}
+		// The keywords next to the $ref narrow the code; kin-openapi
+		// keeps them in allOf, next to the Error schema's own list.
+		narrowed := allOfValues(mt.Schema.Value.AllOf, "code")
+		if len(narrowed) == 0 {
+			t.Errorf("docs/openapi.yaml: response %s does not say which codes it carries", name)
+		}
+		var cs []string
+		for _, s := range narrowed {
+			if s.Const != nil {
+				cs = append(cs, s.Const.(string))
+			}
+			for _, e := range s.Enum {
+				cs = append(cs, e.(string))
+			}
+		}
+		for _, status := range statusesOf(doc, name) {
+			allowed[status] = append(allowed[status], cs...)
+		}
+	}
+	for code, status := range table {
+		if got := api.StatusOf(code); got != status {
+			t.Errorf("code %s: docs/HTTP.md says %d, the server answers %d", code, status, got)
+		}
+		if !slices.Contains(allowed[status], code) {
+			t.Errorf("code %s (%d): no error response of docs/openapi.yaml for %d allows it (allowed: %v)", code, status, status, allowed[status])
+		}
+	}
+	var reasons []claimcheck.GoneReason
+	for _, v := range schemas["GoneReason"].Value.Enum {
+		reasons = append(reasons, claimcheck.GoneReason(v.(string)))
+	}
+	if !slices.Equal(reasons, claimcheck.GoneReasons) {
+		t.Errorf("docs/openapi.yaml's gone reasons %v, the contract's %v", reasons, claimcheck.GoneReasons)
+	}
+}
+
+// allOfValues returns the schemas of property prop in allOf (kin-openapi
+// moves the keywords next to a $ref there).
+func allOfValues(all openapi3.SchemaRefs, prop string) []*openapi3.Schema {
+	var out []*openapi3.Schema
+	for _, s := range all {
+		if p := s.Value.Properties[prop]; p != nil && p.Value != nil {
+			out = append(out, p.Value)
+		}
+	}
+	return out
+}
+
+// statusesOf returns the statuses under which operations use the
+// components response name.
+func statusesOf(doc *openapi3.T, name string) []int {
+	var out []int
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				if strings.HasSuffix(resp.Ref, "/"+name) {
+					n, _ := strconv.Atoi(status)
+					if !slices.Contains(out, n) {
+						out = append(out, n)
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -25,6 +25,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -564,4 +567,48 @@ func statusesOf(doc *openapi3.T, name string) []int {
 		}
 	}
 	return out
+}
+
+// TestHoldAndShreddingRoutesOverHTTP calls, through the contract check,
+// the two routes no other test of this package sends over HTTP (their
+// behaviour is the engine's tests'): a namespace's hold, read while absent
+// and present, and crypto-shredding, refused while held and unconfirmed.
+func TestHoldAndShreddingRoutesOverHTTP(t *testing.T) {
+	b := setupAuthWith(t, server.Limits{}, func(cfg *engine.Config) {
+		p := cfg.Namespaces["a2"]
+		p.Encryption = "aes-256-gcm"
+		cfg.Namespaces["a2"] = p
+	})
+	admin := b.key(t, "acme", auth.RoleAdmin, "")
+	ref := b.claim(t, "a2")
+
+	resp, body := b.do(t, admin, http.MethodGet, "/v1/namespaces/a2/hold", nil)
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"hold":null}` {
+		t.Fatalf("hold before: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, admin, http.MethodPut, "/v1/namespaces/a2/hold", strings.NewReader(`{"reason":"audit"}`))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("set hold: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, admin, http.MethodGet, "/v1/namespaces/a2/hold", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"reason":"audit"`) {
+		t.Fatalf("hold after: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, admin, http.MethodDelete, "/v1/namespaces/a2/key?confirm=a2", nil)
+	if resp.StatusCode != http.StatusConflict || codeOf(body) != "held" {
+		t.Fatalf("destroy while held: %s %s", resp.Status, body)
+	}
+	b.do(t, admin, http.MethodDelete, "/v1/namespaces/a2/hold", nil)
+	resp, body = b.do(t, admin, http.MethodDelete, "/v1/namespaces/a2/key", nil)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("destroy without confirm: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, admin, http.MethodDelete, "/v1/namespaces/a2/key?confirm=a2", nil)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("destroy: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, admin, http.MethodGet, "/v1/claims/"+ref.ID, nil)
+	if resp.StatusCode != http.StatusGone || !strings.Contains(string(body), `"reason":"key_destroyed"`) {
+		t.Fatalf("redeem after shredding: %s %s", resp.Status, body)
+	}
 }

@@ -487,6 +487,8 @@ function formatLabels(labels) {
     .join(',');
 }
 
+const progressStep = 256 << 10;
+
 // sendBlob sends the upload's bytes to its URL with its method and
 // headers, no API key (the URL is the credential), reporting progress.
 // Browsers: XMLHttpRequest, the one API with upload progress (fetch
@@ -520,17 +522,25 @@ async function sendBlob(fetchFn, up, blob, { onProgress, signal }) {
     return;
   }
   let loaded = 0;
+  let pending = new Uint8Array(0);
   const reader = blob.stream().getReader();
   const body = new ReadableStream({
+    // Pieces of at most progressStep bytes, handed over as the request
+    // takes them, so that progress follows the socket, not the file.
     async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) {
-        controller.close();
-        return;
+      if (pending.byteLength === 0) {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return;
+        }
+        pending = value;
       }
-      loaded += value.byteLength;
+      const piece = pending.subarray(0, progressStep);
+      pending = pending.subarray(piece.byteLength);
+      loaded += piece.byteLength;
       onProgress?.({ phase: 'uploading', loaded, total });
-      controller.enqueue(value);
+      controller.enqueue(piece);
     },
     cancel(reason) {
       return reader.cancel(reason);

@@ -101,6 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
+	s.setupBucketCORS(ctx, cfg.BucketCORS, cfg.BrowserOrigins)
 	if err := s.syncTenants(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -503,7 +503,8 @@ async function sendBlob(fetchFn, up, blob, { onProgress, signal }) {
     await new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open(method, up.url);
-      for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
+      // Content-Length is the browser's to set (from the Blob).
+      for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() !== 'content-length') xhr.setRequestHeader(k, v);
       xhr.upload.onprogress = (e) => onProgress?.({ phase: 'uploading', loaded: e.loaded, total });
       xhr.onload = () => {
         if (xhr.status >= 200 && xhr.status < 300) {

@@ -304,6 +304,7 @@ export class Client {
   #apiKey;
   #fetch;
   #thresholds = new Map();
+  #nodeStreams;
 
   constructor(url, { apiKey, fetch: f } = {}) {
     if (typeof url !== 'string' && !(url instanceof URL)) throw new InvalidArgumentError('Client: want the server URL');
@@ -313,6 +314,10 @@ export class Client {
     this.#base = u;
     this.#apiKey = apiKey;
     this.#fetch = f ?? globalThis.fetch.bind(globalThis);
+    // Node's fetch writes a streamed request body without waiting for
+    // the socket (Node 20), so a large upload would sit in memory; with
+    // the default fetch, Node sends payloads through node:http instead.
+    this.#nodeStreams = isNode && !f;
   }
 
   #url(path, ns) {
@@ -329,10 +334,10 @@ export class Client {
 
   // #send makes a request and returns the response if its status is want,
   // else throws the error of the answer's code.
-  async #send(op, url, init, want) {
+  async #send(op, url, init, want, send = this.#fetch) {
     let resp;
     try {
-      resp = await this.#fetch(url, init);
+      resp = await send(url, init);
     } catch (e) {
       if (init.signal?.aborted) throw e;
       throw new UnavailableError(`${op}: ${e.message}`, { cause: e });
@@ -354,8 +359,11 @@ export class Client {
     if (opts.consumerNames?.length) h.set('Claimcheck-Consumer-Names', opts.consumerNames.map(encodeURIComponent).join(','));
     if (opts.labels) h.set('Claimcheck-Labels', formatLabels(opts.labels));
     const init = { method: 'PUT', headers: h, body, signal: opts.signal };
-    if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
-    const resp = await this.#send(`put to ${ns}`, this.#url(`v1/namespaces/${encodeURIComponent(ns)}/claims`), init, 201);
+    const streamed = (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) || (typeof Blob !== 'undefined' && body instanceof Blob);
+    if (streamed) init.duplex = 'half';
+    if (body instanceof Blob) h.set('Content-Length', String(body.size));
+    const send = streamed && this.#nodeStreams ? nodeFetch : this.#fetch;
+    const resp = await this.#send(`put to ${ns}`, this.#url(`v1/namespaces/${encodeURIComponent(ns)}/claims`), init, 201, send);
     return resp.json();
   }
 
@@ -436,7 +444,7 @@ export class Client {
     const up = await resp.json();
     if (up.state === 'pending') {
       if (!up.url) throw new ClaimcheckError('no_url', `upload ${up.id}: the init answer has no URL`);
-      await sendBlob(this.#fetch, up, blob, { onProgress, signal });
+      await sendBlob(this.#nodeStreams ? nodeFetch : this.#fetch, up, blob, { onProgress, signal });
     }
     return this.confirmUpload(up.id, { signal });
   }
@@ -562,4 +570,41 @@ async function sendBlob(fetchFn, up, blob, { onProgress, signal }) {
   }
   if (resp.status < 200 || resp.status >= 300) throw await errorOf(resp, op);
   await resp.body?.cancel();
+}
+
+// nodeFetch is the part of fetch the payload uploads use, on node:http:
+// it writes the body as the socket drains, so memory stays bounded
+// whatever the size. body: a Blob, a ReadableStream or bytes.
+async function nodeFetch(url, { method, headers, body, signal }) {
+  const u = new URL(url);
+  const { request } = await import(u.protocol === 'https:' ? 'node:https' : 'node:http');
+  const { once } = await import('node:events');
+  const h = Object.fromEntries(new Headers(headers));
+  return new Promise((resolve, reject) => {
+    const req = request(u, { method, headers: h, signal });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const rh = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) rh.set(k, Array.isArray(v) ? v.join(', ') : v);
+        const status = res.statusCode;
+        const b = status === 204 || status === 304 ? null : Buffer.concat(chunks);
+        resolve(new Response(b, { status, headers: rh }));
+      });
+    });
+    (async () => {
+      const stream = body instanceof Blob ? body.stream() : body instanceof ReadableStream ? body : null;
+      if (stream === null) {
+        req.end(body === undefined ? undefined : toBytes(body));
+        return;
+      }
+      for await (const chunk of stream) {
+        if (!req.write(chunk)) await once(req, 'drain');
+      }
+      req.end();
+    })().catch((e) => req.destroy(e));
+  });
 }

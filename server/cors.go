@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -204,21 +205,14 @@ var corsAllowedHeaders = strings.Join([]string{"Authorization", "Content-Type", 
 // corsMethods are the methods a preflight may ask about.
 var corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
 
-// jsonRoutes take a JSON body; a request with a body must say so in its
-// Content-Type, which no simple (preflight-free) cross-origin request can.
-var jsonRoutes = map[string]bool{
-	"POST /v1/namespaces/{ns}/uploads": true,
-	"POST /v1/claims/{id}/release":     true,
-	"PUT /v1/claims/{id}/hold":         true,
-	"PUT /v1/namespaces/{ns}/hold":     true,
-	"POST /v1/keys":                    true,
-}
-
-// readRoutes are GET routes whose answer changes state: a redeem counts
-// as a read (delete_after_read starts its window on the first).
-var readRoutes = map[string]bool{
-	"GET /v1/claims/{id}": true,
-}
+// routeOf is the table's row of each pattern.
+var routeOf = func() map[string]*route {
+	m := make(map[string]*route, len(routes))
+	for i := range routes {
+		m[routes[i].pattern] = &routes[i]
+	}
+	return m
+}()
 
 // browserGate is the CORS and cross-origin state of a Server.
 type browserGate struct {
@@ -314,8 +308,10 @@ func (g *browserGate) crossOrigin(r *http.Request, pattern string, allowed bool)
 		}
 		return fmt.Errorf("%w: cross-origin %s %s from %s refused: the origin is not in http.cors.allowed_origins", claimcheck.ErrPermissionDenied, r.Method, r.URL.Path, clip(from))
 	}
-	if readRoutes[pattern] {
-		// A safe method for CrossOriginProtection, but not for us. Only
+	if rt := routeOf[pattern]; rt != nil && rt.op == auth.OpRedeem {
+		// A redeem counts as a read (delete_after_read starts its window
+		// on the first): a safe method for CrossOriginProtection, but
+		// not for us. Only
 		// what the browser says counts: a cross-site page cannot make
 		// it lie, and a same-origin page or the address bar is "same-origin"
 		// or "none".
@@ -370,8 +366,8 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, allowed bool)
 // jsonBody requires Content-Type: application/json (parameters such as
 // charset allowed) on a request with a body to a JSON route. It runs
 // after authentication, like the handlers' own input checks.
-func jsonBody(r *http.Request, pattern string) error {
-	if !jsonRoutes[pattern] || r.ContentLength == 0 {
+func jsonBody(r *http.Request, rt route) error {
+	if !rt.json || r.ContentLength == 0 {
 		return nil
 	}
 	ct := r.Header.Values("Content-Type")

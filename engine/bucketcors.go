@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -70,18 +71,18 @@ const corsUnsupportedHint = "this service has no bucket CORS configuration to wr
 // setupBucketCORS runs the start-up check of the bucket's CORS rules in
 // the configured mode. It never fails the start: it logs what browsers
 // would run into, and how to fix it.
-func (s *Store) setupBucketCORS(ctx context.Context, mode string, origins []string) {
-	cc, ok := s.blobs.(blob.CORSConfigurer)
+func setupBucketCORS(ctx context.Context, log *slog.Logger, bucket blob.Store, mode string, origins []string) {
+	cc, ok := bucket.(blob.CORSConfigurer)
 	if !ok || mode == BucketCORSOff || len(origins) == 0 {
 		return
 	}
 	rules, err := cc.CORSRules(ctx)
 	if err != nil {
 		if errors.Is(err, blob.ErrCORSUnsupported) {
-			s.log.Warn("bucket CORS: cannot check which origins may PUT direct uploads to the bucket: "+corsUnsupportedHint, "origins", origins, "err", err)
+			log.Warn("bucket CORS: cannot check which origins may PUT direct uploads to the bucket: "+corsUnsupportedHint, "origins", origins, "err", err)
 			return
 		}
-		s.log.Warn("bucket CORS: reading the bucket's CORS rules failed; browsers of http.cors.allowed_origins may be unable to PUT direct uploads (set \"bucket_cors: off\" if these credentials may not read them)", "origins", origins, "err", err)
+		log.Warn("bucket CORS: reading the bucket's CORS rules failed; browsers of http.cors.allowed_origins may be unable to PUT direct uploads (set \"bucket_cors: off\" if these credentials may not read them)", "origins", origins, "err", err)
 		return
 	}
 	missing := uncoveredOrigins(rules, origins)
@@ -90,7 +91,7 @@ func (s *Store) setupBucketCORS(ctx context.Context, mode string, origins []stri
 	}
 	what := fmt.Sprintf("no rule of the bucket lets these origins PUT with headers %s, so browsers there cannot send direct uploads", strings.Join(corsRequestHeaders, ", "))
 	if mode == BucketCORSCheck {
-		s.log.Warn("bucket CORS: "+what+"; set \"bucket_cors: manage\" to let claimcheck add its rule, or add one by hand (docs/OPERATIONS.md, \"Browsers\")", "missing", missing, "mode", mode)
+		log.Warn("bucket CORS: "+what+"; set \"bucket_cors: manage\" to let claimcheck add its rule, or add one by hand (docs/OPERATIONS.md, \"Browsers\")", "missing", missing, "mode", mode)
 		return
 	}
 	// Manage: our rule as wanted, everybody else's as they are.
@@ -102,11 +103,11 @@ func (s *Store) setupBucketCORS(ctx context.Context, mode string, origins []stri
 	}
 	if err := cc.PutCORSRules(ctx, next); err != nil {
 		if errors.Is(err, blob.ErrCORSUnsupported) {
-			s.log.Warn("bucket CORS: "+what+"; "+corsUnsupportedHint, "missing", missing, "err", err)
+			log.Warn("bucket CORS: "+what+"; "+corsUnsupportedHint, "missing", missing, "err", err)
 			return
 		}
-		s.log.Warn("bucket CORS: "+what+", and writing claimcheck's rule failed (set \"bucket_cors: check\" or \"off\" if these credentials may not change the bucket's configuration)", "missing", missing, "err", err)
+		log.Warn("bucket CORS: "+what+", and writing claimcheck's rule failed (set \"bucket_cors: check\" or \"off\" if these credentials may not change the bucket's configuration)", "missing", missing, "err", err)
 		return
 	}
-	s.log.Info("bucket CORS: rule written: these origins may now PUT direct uploads", "rule", corsRuleID, "origins", origins)
+	log.Info("bucket CORS: rule written: these origins may now PUT direct uploads", "rule", corsRuleID, "origins", origins)
 }

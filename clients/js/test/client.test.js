@@ -141,6 +141,9 @@ test('offload and resolve JSON values against the namespace threshold', async ()
 test('errors mirror the server codes', async () => {
   await assert.rejects(cc.redeem('cc_AAAAAAAAAAAAAAAAAAAAAA'), (e) => e instanceof NotFoundError && e instanceof ClaimcheckError && e.status === 404);
   await assert.rejects(cc.put('small', randomBytes(2000)), (e) => e instanceof TooLargeError && e.status === 413);
+  // A Blob goes through node:http; its errors are the same.
+  await assert.rejects(cc.put('small', new Blob([randomBytes(2000)])), (e) => e instanceof TooLargeError && /max_size|too large|exceeds/i.test(e.message));
+  await assert.rejects(cc.upload('small', new Blob([randomBytes(2000)])), TooLargeError);
   await assert.rejects(cc.put('tiny', randomBytes(200)), (e) => e instanceof QuotaExceededError && e.status === 403);
   await assert.rejects(cc.put('Bad NS!', 'x'), (e) => e instanceof InvalidArgumentError);
   await assert.rejects(cc.put('orders', 'x', { digest: await digestOf('y') }), ChecksumMismatchError);

@@ -271,7 +271,9 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	allowed := g.allowed(origin)
 	h := w.Header()
-	if origin != "" {
+	if origin != "" || len(g.origins) > 0 {
+		// The answer depends on Origin whenever CORS is on: a cache must
+		// not hand one origin's answer (or a non-browser's) to another.
 		h.Add("Vary", "Origin")
 	}
 	if allowed {

@@ -359,10 +359,14 @@ export class Client {
     if (opts.consumerNames?.length) h.set('Claimcheck-Consumer-Names', opts.consumerNames.map(encodeURIComponent).join(','));
     if (opts.labels) h.set('Claimcheck-Labels', formatLabels(opts.labels));
     const init = { method: 'PUT', headers: h, body, signal: opts.signal };
-    const streamed = (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) || (typeof Blob !== 'undefined' && body instanceof Blob);
-    if (streamed) init.duplex = 'half';
-    if (body instanceof Blob) h.set('Content-Length', String(body.size));
-    const send = streamed && this.#nodeStreams ? nodeFetch : this.#fetch;
+    const isStream = typeof ReadableStream !== 'undefined' && body instanceof ReadableStream;
+    const isBlob = typeof Blob !== 'undefined' && body instanceof Blob;
+    if (isStream) init.duplex = 'half';
+    let send = this.#fetch;
+    if ((isStream || isBlob) && this.#nodeStreams) {
+      send = nodeFetch;
+      if (isBlob) h.set('Content-Length', String(body.size)); // node:http would send it chunked
+    }
     const resp = await this.#send(`put to ${ns}`, this.#url(`v1/namespaces/${encodeURIComponent(ns)}/claims`), init, 201, send);
     return resp.json();
   }

@@ -34,7 +34,7 @@ const skip = chromiumPath ? false : 'no Chromium found (install the chromium pac
 const page = `<!doctype html><meta charset="utf-8"><title>claimcheck upload</title>
 ${importMap}
 <script type="module">
-import { Client } from '@claimcheck/client';
+import { Client, isRef } from '@claimcheck/client';
 
 function file(mb) {
   const data = new Uint8Array(mb << 20);
@@ -54,7 +54,15 @@ window.upload = async (server, ns, mb) => {
     const same = got.length === want.length && got.every((b, i) => b === want[i]);
     let notFound;
     try { await cc.redeem('cc_AAAAAAAAAAAAAAAAAAAAAA'); } catch (e) { notFound = e.name + ' ' + e.code + ' ' + e.status; }
-    return { ok: true, ref, same, events, notFound };
+    // The rest of the API through CORS: a put with the API's headers
+    // (offload sends Claimcheck-Digest), a JSON release, a delete.
+    const v = await cc.offload(ns, { s: 'x'.repeat(60000) });
+    const back = await cc.resolve(v);
+    await cc.release(v, { consumer: 'web' });
+    await cc.delete(v);
+    const after = await cc.stat(v);
+    const rest = isRef(v) + ' ' + back.s.length + ' ' + after.state + ' ' + after.delete_reason;
+    return { ok: true, ref, same, events, notFound, rest };
   } catch (e) {
     return { ok: false, error: e.name + ': ' + e.message, events };
   }
@@ -118,7 +126,8 @@ function scenario(name, env, { putsTo }) {
     async function open(origin) {
       const p = await browser.newPage();
       const puts = [];
-      p.on('request', (r) => r.method() === 'PUT' && puts.push(r.url()));
+      // The PUTs of direct uploads (not of claims put through the API).
+      p.on('request', (r) => r.method() === 'PUT' && !r.url().includes('/claims') && puts.push(r.url()));
       await p.goto(origin + '/');
       await p.waitForFunction(() => window.ready === true);
       return { p, puts };
@@ -137,6 +146,7 @@ function scenario(name, env, { putsTo }) {
       for (let i = 1; i < up.length; i++) assert.ok(up[i].loaded >= up[i - 1].loaded, 'progress only grows');
       assert.deepEqual(up.at(-1), { phase: 'uploading', loaded: 20 << 20, total: 20 << 20 });
       assert.equal(res.notFound, 'NotFoundError not_found 404', 'the page reads error answers');
+      assert.equal(res.rest, 'true 60000 deleted deleted', 'offload, resolve, release, delete, stat from the page');
       assert.equal(puts.length, 1, `one PUT: ${puts}`);
       assert.ok(puts[0].startsWith(putsTo(server)), `the PUT went to ${puts[0]}`);
       // The server agrees.

@@ -80,9 +80,9 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 	now := s.clock.Now()
 	expires := now.Add(pol.TTL.MaxAge.D())
 	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID()
+	blobID := newBlobID(now)
 	claim := meta.Claim{
-		ID: newClaimID(), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
+		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
 		Size: req.Size, ReservedBytes: req.Size,
 		ContentType: req.ContentType, Labels: req.Labels,
 		CreatedAt: now, ExpiresAt: expires,

@@ -17,7 +17,7 @@ import { Client } from '../src/index.js';
 import { startServer, startStatic, importMap } from './server.js';
 
 function findChromium() {
-  if (process.env.CHROMIUM) return process.env.CHROMIUM;
+  if (process.env.CHROMIUM && existsSync(process.env.CHROMIUM)) return process.env.CHROMIUM;
   for (const dir of (process.env.PATH ?? '').split(':')) {
     for (const name of ['chromium', 'chromium-browser']) {
       if (dir && existsSync(join(dir, name))) return join(dir, name);

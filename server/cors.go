@@ -235,8 +235,9 @@ func newBrowserGate(c CORS) *browserGate {
 		}
 		g.origins = append(g.origins, p)
 		if !p.wildcard {
-			// Exact origins are trusted by the standard check itself;
-			// wildcards it cannot express are matched by allowed.
+			// The standard check trusts the exact origins itself; the
+			// wildcards, which it cannot express, are matched by allowed
+			// before it runs.
 			_ = g.cop.AddTrustedOrigin(p.String())
 		}
 	}
@@ -312,11 +313,10 @@ func (g *browserGate) crossOrigin(r *http.Request, pattern string, allowed bool)
 	}
 	if rt := routeOf[pattern]; rt != nil && rt.op == auth.OpRedeem {
 		// A redeem counts as a read (delete_after_read starts its window
-		// on the first): a safe method for CrossOriginProtection, but
-		// not for us. Only
-		// what the browser says counts: a cross-site page cannot make
-		// it lie, and a same-origin page or the address bar is "same-origin"
-		// or "none".
+		// on the first): a safe method for CrossOriginProtection, but not
+		// for us. Only what the browser says counts: a cross-site page
+		// cannot make it lie, and a same-origin page or the address bar
+		// is "same-origin" or "none".
 		switch r.Header.Get("Sec-Fetch-Site") {
 		case "cross-site", "same-site":
 			return refused()

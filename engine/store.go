@@ -112,6 +112,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
+	// The bucket itself, not the metered wrapper: CORS is checked once,
+	// at start, and the wrapper keeps only the abilities it measures.
+	setupBucketCORS(ctx, s.log, blobStore, cfg.BucketCORS, cfg.BrowserOrigins)
 	if err := s.syncTenants(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -69,6 +69,12 @@ for dir in "${standalone[@]}"; do
   (cd "$dir" && GOWORK=off go test -race $short -count=1 -timeout 30m ./...) 2>&1 | tee -a "$log"
 done
 
+# The JavaScript client (clients/js): Node and headless Chromium against
+# a real server, and MinIO while it is up. node --test prints its own
+# closing lines.
+echo "== clients/js"
+./scripts/js-test.sh
+
 # The stress tests at full size, without the race detector (which slows
 # the pure-Go SQLite driver tenfold); -race above ran them at short size.
 echo "== stress tests at full size"

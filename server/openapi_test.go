@@ -153,6 +153,12 @@ type contractCheck struct {
 
 func (c *contractCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	what := r.Method + " " + r.URL.Path
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		// A CORS preflight is the browser's question about a route, not a
+		// route: OpenAPI has no place for it, docs/HTTP.md describes it.
+		c.next.ServeHTTP(w, r)
+		return
+	}
 	route, params, err := c.router.FindRoute(r)
 	if err != nil {
 		// Not a route of the document: the server must say so with
@@ -199,13 +205,7 @@ func (c *contractCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if jsonBody {
 		switch {
 		case tee != nil && tee.eof && !tee.over:
-			// The server does not look at the Content-Type of its JSON
-			// bodies (curl's default form type is fine): the check reads
-			// every such body as JSON too.
 			vr.Body = io.NopCloser(bytes.NewReader(tee.buf.Bytes()))
-			if tee.buf.Len() > 0 {
-				vr.Header.Set("Content-Type", "application/json")
-			}
 		case tee != nil && tee.n > 0:
 			// The server stopped reading part-way (a body over its
 			// limit, a stalled or broken one): the body cannot be judged,
@@ -586,7 +586,8 @@ func TestHoldAndShreddingRoutesOverHTTP(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"hold":null}` {
 		t.Fatalf("hold before: %s %s", resp.Status, body)
 	}
-	resp, body = b.do(t, admin, http.MethodPut, "/v1/namespaces/a2/hold", strings.NewReader(`{"reason":"audit"}`))
+	resp, body = b.do(t, admin, http.MethodPut, "/v1/namespaces/a2/hold", strings.NewReader(`{"reason":"audit"}`),
+		"Content-Type", api.ContentTypeJSON)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("set hold: %s %s", resp.Status, body)
 	}

@@ -313,7 +313,7 @@ func TestPutHeaders(t *testing.T) {
 	}
 	for _, consumer := range []string{"audit", "mailer,eu"} {
 		body, _ := json.Marshal(api.ReleaseRequest{Consumer: consumer})
-		if resp, data := b.do(t, http.MethodPost, "/v1/claims/"+ref.ID+"/release", bytes.NewReader(body)); resp.StatusCode != http.StatusNoContent {
+		if resp, data := b.do(t, http.MethodPost, "/v1/claims/"+ref.ID+"/release", bytes.NewReader(body), "Content-Type", "application/json"); resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("release %s: %s %s", consumer, resp.Status, data)
 		}
 	}

@@ -73,7 +73,7 @@ an operator (quota drift is a bug: please report it).`,
 					fmt.Fprintf(w, "  blob %s since %s, %d failed attempts: %s\n", b.ID, b.StateAt.UTC().Format(time.RFC3339), b.Attempts, b.LastError)
 				}
 			}
-			if rep.Damaged() {
+			if rep.Problems() {
 				return errDamage
 			}
 			return nil

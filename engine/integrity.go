@@ -172,3 +172,11 @@ func (s *Store) verifyWritten(ctx context.Context, ns, key string, w written, sk
 func (s *Store) Scrub(ctx context.Context, budget int64) (sweep.ScrubReport, error) {
 	return s.sweeper.Scrub().Step(ctx, budget)
 }
+
+// ResetScrub makes the next scrub step start a pass from the first blob.
+func (s *Store) ResetScrub(ctx context.Context) error {
+	if err := s.meta.SetCursor(ctx, sweep.ScrubCursor, ""); err != nil {
+		return fmt.Errorf("reset scrub: %w", metaErr("reset scrub", err))
+	}
+	return nil
+}

@@ -36,6 +36,8 @@ type Report struct {
 	// QuotaDrift lists namespaces whose quota counters disagree with
 	// the sums over their live claims (meta.QuotaStore.QuotaDrift).
 	QuotaDrift []meta.QuotaDrift `json:"quota_drift"`
+	// Scrub is what `fsck --verify` read and found (nil without it).
+	Scrub *ScrubReport `json:"scrub,omitempty"`
 }
 
 // Reclaim sums a set of blobs waiting for collection.
@@ -64,7 +66,7 @@ type Drift struct {
 // Problems reports whether fsck should fail: anything out of place.
 func (r Report) Problems() bool {
 	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0 || len(r.QuotaDrift) > 0 ||
-		len(r.WrongSize) > 0 || len(r.Damaged) > 0
+		len(r.WrongSize) > 0 || len(r.Damaged) > 0 || (r.Scrub != nil && len(r.Scrub.Found) > 0)
 }
 
 // Inspect walks every blob row and the whole bucket, a page at a time, and

@@ -314,7 +314,7 @@ func (c cachingPolicies) Policy(ctx context.Context, ns string) (claimcheck.Poli
 func checkAnsweredRef(asked, got claimcheck.Ref) error {
 	switch {
 	case got.ID != asked.ID:
-		return fmt.Errorf("%w: the server sent the payload of claim %s, not %s", claimcheck.ErrChecksumMismatch, got.ID, asked.ID)
+		return fmt.Errorf("%w: the server sent the payload of claim id %s, not %s", claimcheck.ErrChecksumMismatch, got.ID, asked.ID)
 	case asked.Namespace != "" && got.Namespace != asked.Namespace:
 		return fmt.Errorf("%w: the server sent claim %s of namespace %s, not %s", claimcheck.ErrChecksumMismatch, got.ID, got.Namespace, asked.Namespace)
 	case got.Digest == "":

@@ -21,13 +21,13 @@ type Report struct {
 	// InGrace: blobs orphaned but still within their grace period.
 	InGrace Reclaim `json:"in_grace"`
 
-	Drift          []Drift       `json:"refcount_drift"`
-	Missing        []meta.Blob   `json:"missing_objects"`
+	Drift   []Drift     `json:"refcount_drift"`
+	Missing []meta.Blob `json:"missing_objects"`
 	// WrongSize lists blobs whose object's size is not the stored size
 	// (truncated or grown); Damaged the blobs marked damaged (ADR 0095)
 	// when the walk read them, found now or earlier.
-	WrongSize []WrongSize `json:"wrong_size"`
-	Damaged   []meta.Blob `json:"damaged"`
+	WrongSize      []WrongSize   `json:"wrong_size"`
+	Damaged        []meta.Blob   `json:"damaged"`
 	StuckDeleting  []meta.Blob   `json:"stuck_deleting"`
 	Debris         []blob.Object `json:"debris"`
 	ObjectsListed  int           `json:"objects_listed"`

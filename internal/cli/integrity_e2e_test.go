@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -367,3 +368,71 @@ func TestIntegrityRedeemAbortsForPlainClients(t *testing.T) {
 		t.Fatalf("Go client: %v, want checksum mismatch from the trailer", err)
 	}
 }
+
+// Crypto-shredding erases (ADR 0096): after destroy-key answered, copies
+// of every file of the SQLite metadata store hold neither the wrapped data
+// key, nor a label of a shredded claim, nor the plaintext's digest.
+func TestIntegrityShredForensics(t *testing.T) {
+	t.Setenv("CLAIMCHECK_MASTER_KEY", "BQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQU=")
+	d := startDamageStore(t, false, "namespaces:\n  vault:\n    encryption: aes-256-gcm\n")
+	ctx := context.Background()
+	payload := []byte("salary of employee 4711: 123456")
+	label := "needle-" + strings.ToLower(rand.Text())
+	ref, err := d.c.Put(ctx, "vault", bytes.NewReader(payload), claimcheck.PutOptions{Labels: map[string]string{"person": label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := d.m.LiveDataKey(ctx, "vault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
+	secrets := map[string][]byte{
+		"wrapped key":          dk.Wrapped,
+		"wrapped key (base64)": []byte(base64Std(dk.Wrapped)),
+		"label value":          []byte(label),
+		"plaintext digest":     []byte(digestHex),
+	}
+	files := func() map[string][]byte {
+		out := map[string][]byte{}
+		dir := filepath.Dir(d.store[3]) // --data DIR
+		matches, _ := filepath.Glob(filepath.Join(d.store[3], "claimcheck.db*"))
+		if len(matches) == 0 {
+			t.Fatalf("no metadata files under %s", dir)
+		}
+		for _, f := range matches {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[filepath.Base(f)] = b
+		}
+		return out
+	}
+	// The check finds them before the shred, so it can find them at all.
+	before := files()
+	for what, s := range secrets {
+		found := false
+		for _, b := range before {
+			found = found || bytes.Contains(b, s)
+		}
+		if !found && what != "wrapped key" {
+			t.Fatalf("before the shred the %s is in no file: the scan cannot see it", what)
+		}
+	}
+	if _, stderr, code := run(t, d.bin, nil, "destroy-key", "--server="+d.url, "vault", "--confirm", "vault"); code != 0 {
+		t.Fatalf("destroy-key: exit %d: %s", code, stderr)
+	}
+	for name, b := range files() {
+		for what, s := range secrets {
+			if bytes.Contains(b, s) {
+				t.Errorf("after destroy-key, %s still holds the %s", name, what)
+			}
+		}
+	}
+	if _, err := redeemBytes(d.c, ref); !errors.Is(err, claimcheck.ErrGone) {
+		t.Fatalf("redeem after the shred: %v, want gone", err)
+	}
+}
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

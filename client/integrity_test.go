@@ -24,7 +24,11 @@ func TestRedeemRefusesTamperedRef(t *testing.T) {
 		name   string
 		answer func(claimcheck.Ref) claimcheck.Ref
 	}{
-		{"digest", func(r claimcheck.Ref) claimcheck.Ref { r.Digest = claimcheck.DigestOf([]byte(payload)); r.Size = int64(len(payload)); return r }},
+		{"digest", func(r claimcheck.Ref) claimcheck.Ref {
+			r.Digest = claimcheck.DigestOf([]byte(payload))
+			r.Size = int64(len(payload))
+			return r
+		}},
 		{"size", func(r claimcheck.Ref) claimcheck.Ref { r.Size = 4; return r }},
 		{"namespace", func(r claimcheck.Ref) claimcheck.Ref { r.Namespace = "billing"; return r }},
 		{"id", func(r claimcheck.Ref) claimcheck.Ref { r.ID = "cc_BBBBBBBBBBBBBBBBBBBBBB"; return r }},

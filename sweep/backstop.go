@@ -398,6 +398,11 @@ func newGCMetrics(reg prometheus.Registerer) *GCMetrics {
 	}
 	m.Damaged = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_blobs_damaged_total",
 		Help: "Blobs marked damaged (object altered, short or missing), by cause; a put of the same bytes repairs them."}, []string{"cause"})
+	// Every cause exported from the start (at 0), so an alert on an
+	// increase sees the first damage.
+	for _, cause := range []string{meta.DamageChecksum, meta.DamageSize, meta.DamageMissing} {
+		m.Damaged.WithLabelValues(cause)
+	}
 	m.Repaired = c("claimcheck_blobs_repaired_total", "Damaged blobs repaired by a put that brought their bytes.")
 	m.ScrubBytes = c("claimcheck_scrub_bytes_total", "Object bytes read and verified by the scrub.")
 	m.ScrubBlobs = c("claimcheck_scrub_blobs_total", "Blobs whose object the scrub read and verified.")

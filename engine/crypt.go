@@ -215,7 +215,7 @@ func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
 	if errors.Is(err, meta.ErrNotFound) {
 		key := make([]byte, 32)
 		rand.Read(key)
-		id := newID(dataKeyIDPrefix)
+		id := newID(dataKeyIDPrefix, s.clock.Now())
 		dk, err = s.meta.CreateDataKey(ctx, meta.DataKey{
 			ID: id, Namespace: ns, MasterKeyID: s.keys.id,
 			Wrapped: s.keys.wrap(ns, id, key), CreatedAt: s.clock.Now(),

@@ -70,7 +70,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	expires := now.Add(pol.TTL.MaxAge.D())
 	uploadDeadline := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
 	claim := meta.Claim{
-		ID: newClaimID(), Namespace: ns, State: meta.ClaimPending,
+		ID: newClaimID(now), Namespace: ns, State: meta.ClaimPending,
 		Size: opts.Size, ReservedBytes: opts.Size,
 		ContentType: opts.ContentType, Labels: opts.Labels,
 		CreatedAt: now, ExpiresAt: expires,
@@ -83,7 +83,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk); done {
 		return ref, err // a dedup hit: the body is never read
 	}
-	blobID := newBlobID()
+	blobID := newBlobID(now)
 	claim.BlobID = blobID
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
@@ -151,7 +151,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		res, err = s.meta.Commit(ctx, cp)
 	}
 	if errors.Is(err, meta.ErrConflict) {
-		s.gcMetrics.casConflicts.Inc()
+		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, &claimcheck.GoneError{ID: claim.ID, Reason: claimcheck.ReasonNeverConfirmed, At: now})
 	}

@@ -19,6 +19,10 @@
 //   - The refcount on a blob is a hint. A blob leaves "orphaned" for
 //     "deleting" only in a transaction that re-checks that no pending or
 //     active claim points at it.
+//
+// WithMetrics wraps any Store with Prometheus metrics, counted by method
+// and by result, where the contract's own answers (not found, a lost
+// compare-and-swap, a quota or hold refusal) are told apart from failures.
 package meta
 
 import (

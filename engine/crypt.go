@@ -282,6 +282,10 @@ func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
 	if errors.Is(err, meta.ErrNotFound) {
 		return fmt.Errorf("destroy key of %s: %w: the namespace has no data key (nothing was encrypted, or it is destroyed already)", ns, claimcheck.ErrNotFound)
 	}
+	if errors.Is(err, meta.ErrShredIncomplete) {
+		s.log.Error("data key destroyed, but old copies may remain in the metadata store's files", "namespace", ns, "err", err)
+		return fmt.Errorf("destroy key of %s: %w: the key is destroyed and unreadable, but erasing its old copies did not finish: %v", ns, claimcheck.ErrUnavailable, err)
+	}
 	if err != nil {
 		return metaErr("destroy key of "+ns, err)
 	}

@@ -125,7 +125,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	}
 
 	now = s.clock.Now()
-	res, err := s.meta.Commit(ctx, meta.CommitParams{
+	cp := meta.CommitParams{
 		ClaimID: claim.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
@@ -137,7 +137,19 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		// current data key (keyFloor, crypt.go).
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
 		DiscardRetry:   s.discardRetry,
-	})
+	}
+	res, err := s.meta.Commit(ctx, cp)
+	if errors.Is(err, meta.ErrDamagedCandidate) {
+		// The blob of these bytes is damaged and nothing changed. This
+		// body can repair it: read the new object back, and only if
+		// storage kept it right, commit again as the repair
+		// (integrity.go). A rare path, so the extra read is cheap.
+		if err := s.verifyWritten(ctx, ns, staging.Key, w, sk); err != nil {
+			return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+		}
+		cp.RepairVerified, cp.Now = true, s.clock.Now()
+		res, err = s.meta.Commit(ctx, cp)
+	}
 	if errors.Is(err, meta.ErrConflict) {
 		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)
@@ -150,6 +162,10 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
 	s.observeDedup(ns, res, w.size)
+	if res.Repaired {
+		s.sweepMetrics.GC.Repaired.Inc()
+		s.log.Info("integrity: a put repaired a damaged blob", "blob", res.Blob.ID, "namespace", ns, "claim", claim.ID, "key", res.Blob.Key)
+	}
 	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil

@@ -124,6 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	s.sweeper.SetVerifier(s.VerifyBlob) // the scrub reads objects the way a redeem does (integrity.go)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)

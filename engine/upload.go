@@ -325,6 +325,9 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
 		DiscardRetry:   s.discardRetry,
+		// The object was just read whole and matched size and digest:
+		// it may repair a damaged blob of the same content (integrity.go).
+		RepairVerified: true,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a

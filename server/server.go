@@ -128,9 +128,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.metrics.inFlight.Inc()
 	defer s.metrics.inFlight.Dec()
 	start := time.Now()
+	// Deferred: a redeem that fails after its headers aborts the
+	// connection with a panic (claims.go) and is counted too.
+	defer func() {
+		// The mux stored the matched pattern in r.Pattern.
+		s.metrics.observe(r.Pattern, rec.statusCode(), time.Since(start))
+	}()
 	s.route(rec, r)
-	// The mux stored the matched pattern in r.Pattern.
-	s.metrics.observe(r.Pattern, rec.statusCode(), time.Since(start))
 }
 
 // route answers the request: browsers' CORS and cross-origin checks

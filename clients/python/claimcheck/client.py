@@ -120,7 +120,10 @@ class Client:
         want = _ref_or_none(ref)
         cid = _claim_id(ref)
         query = {"ns": ns or (want.ns if want else None)}
-        conn, resp = self._open("GET", f"/v1/claims/{cid}", query=query)
+        # TE: trailers says that this client reads the Claimcheck-Error
+        # trailer; without it the server aborts a stream that fails part-way
+        # rather than end it cleanly with the error.
+        conn, resp = self._open("GET", f"/v1/claims/{cid}", query=query, headers={"TE": "trailers"})
         try:
             if resp.status != 200:
                 raise self._error(resp)

@@ -51,6 +51,13 @@ type Store interface {
 	// does not exist.
 	NewReader(ctx context.Context, key string) (io.ReadCloser, error)
 
+	// NewRangeReader opens length bytes of the object at key from offset
+	// (length < 0: to the end), with the backend's own range read, so the
+	// cost is the range's and not the offset's. ErrNotFound if the object
+	// does not exist. A range past the end gives fewer bytes (or none),
+	// not an error: the caller knows the size it expects and checks it.
+	NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+
 	// Attributes returns the object's size and modification time.
 	// ErrNotFound if it does not exist.
 	Attributes(ctx context.Context, key string) (Attributes, error)

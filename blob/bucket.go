@@ -204,6 +204,15 @@ func (b *Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, erro
 	return &reader{r: r, key: key}, nil
 }
 
+// NewRangeReader implements Store.
+func (b *Bucket) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	r, err := b.b.NewRangeReader(ctx, key, offset, length, nil)
+	if err != nil {
+		return nil, wrap("read", key, err)
+	}
+	return &reader{r: r, key: key}, nil
+}
+
 type reader struct {
 	r   *gcblob.Reader
 	key string

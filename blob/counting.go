@@ -130,6 +130,12 @@ func (c *Counting) NewReader(ctx context.Context, key string) (io.ReadCloser, er
 	return c.next.NewReader(ctx, key)
 }
 
+// NewRangeReader implements Store; a range read counts as a read.
+func (c *Counting) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	c.reads.Add(1)
+	return c.next.NewRangeReader(ctx, key, offset, length)
+}
+
 // Attributes implements Store.
 func (c *Counting) Attributes(ctx context.Context, key string) (Attributes, error) {
 	c.attrs.Add(1)

@@ -191,6 +191,17 @@ func (m *meteredStore) NewReader(ctx context.Context, key string) (io.ReadCloser
 	return &meteredReader{r: r, op: &m.ops[opGet], start: start}, nil
 }
 
+// NewRangeReader implements Store; a range read counts as a get.
+func (m *meteredStore) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	start := time.Now()
+	r, err := m.next.NewRangeReader(ctx, key, offset, length)
+	if err != nil {
+		m.ops[opGet].observe(start, err)
+		return nil, err
+	}
+	return &meteredReader{r: r, op: &m.ops[opGet], start: start}, nil
+}
+
 // meteredReader counts its get once, on the first Close, with the first
 // error of the stream (io.EOF is the normal end, not an error).
 type meteredReader struct {

@@ -169,6 +169,10 @@ type sealKey struct {
 	id        string
 	createdAt time.Time
 	aead      *subtle.AESGCMHKDF
+	// raw is the data key itself: a ranged read derives the object's
+	// segment key from it to decrypt segments at an offset, which the
+	// streaming reader cannot (crypt_range.go).
+	raw []byte
 }
 
 func newSealKey(dk meta.DataKey, key []byte) (*sealKey, error) {
@@ -176,7 +180,7 @@ func newSealKey(dk meta.DataKey, key []byte) (*sealKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data key %s: %w", dk.ID, err)
 	}
-	return &sealKey{id: dk.ID, createdAt: dk.CreatedAt, aead: aead}, nil
+	return &sealKey{id: dk.ID, createdAt: dk.CreatedAt, aead: aead, raw: key}, nil
 }
 
 func objectAAD(objectKey string) []byte { return []byte(objectAADPrefix + objectKey) }

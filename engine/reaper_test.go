@@ -176,6 +176,9 @@ func (s storeFunc) Delete(ctx context.Context, key string) error { return s.e.bl
 func (s storeFunc) Attributes(ctx context.Context, key string) (blob.Attributes, error) {
 	return s.e.blobs.Attributes(ctx, key)
 }
+func (s storeFunc) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	return s.e.blobs.NewRangeReader(ctx, key, offset, length)
+}
 func (s storeFunc) List(ctx context.Context, prefix, token string, n int) ([]blob.Object, string, error) {
 	return s.e.blobs.List(ctx, prefix, token, n)
 }

@@ -70,50 +70,84 @@ func goneOf(c meta.Claim) *claimcheck.GoneError {
 // ErrChecksumMismatch at the latest at the end of the stream.
 func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
 	start := s.clock.Now()
+	c, b, sk, err := s.redeemable(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.openPayload(ctx, c, b, sk, start)
+	if err != nil {
+		return nil, err
+	}
+	// The read is served from here on: record it (off this path). If the
+	// claim is finished concurrently, its blob stays for the grace period,
+	// longer than any stream.
+	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
+	return p, nil
+}
+
+// redeemable loads the claim named by ref for a redeem (whole or ranged):
+// its blob, and the key of its object (nil for a plain one). It fails for
+// a finished, pending or damaged claim, and waits for an unwritten
+// receipt of a delete_after_read claim first.
+func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim, meta.Blob, *sealKey, error) {
 	// Checked before the load: if no receipt of this claim is unwritten
 	// now, the row we load already reflects every earlier read.
 	unsaved := s.reads.unsavedFor(ref.ID)
 	c, err := s.load(ctx, "redeem", ref, false)
 	if err != nil {
-		return nil, err
+		return c, meta.Blob{}, nil, err
 	}
 	if unsaved && c.DeleteAfterRead {
 		// An earlier read may have started the redelivery window: write
 		// it, then decide again. Only delete_after_read claims wait;
 		// for the others a receipt changes no decision.
 		if err := s.reads.sync(ctx); err != nil {
-			return nil, err
+			return c, meta.Blob{}, nil, err
 		}
 		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
-			return nil, err
+			return c, meta.Blob{}, nil, err
 		}
 	}
 	if c.State == meta.ClaimPending {
 		s.metrics.notFound.Inc()
-		return nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, claimcheck.ErrNotFound)
+		return c, meta.Blob{}, nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, claimcheck.ErrNotFound)
 	}
 	b, err := s.meta.Blob(ctx, c.BlobID)
 	if err != nil {
-		return nil, metaErr("redeem "+c.ID, err)
+		return c, b, nil, metaErr("redeem "+c.ID, err)
 	}
 	// Encrypted objects name their data key (crypt.go); a destroyed key
 	// finishes the claim: its bytes can never be read again.
 	sk, err := s.objectKeyOf(ctx, c.ID, c.Namespace, b)
 	if err != nil {
-		return nil, s.unreadable(ctx, c, err)
+		return c, b, nil, s.unreadable(ctx, c, err)
 	}
 	if b.Damaged() {
 		// Found altered, short or missing before: nothing good to serve
 		// until a put of the same bytes repairs it (integrity.go).
 		s.metrics.corruption.Inc()
-		return nil, damagedErr(c.ID, b)
+		return c, b, nil, damagedErr(c.ID, b)
 	}
+	return c, b, sk, nil
+}
+
+// objectMissing answers a redeem whose live claim's object is gone, and
+// marks its blob damaged.
+func (s *Store) objectMissing(ctx context.Context, c meta.Claim, b meta.Blob) error {
+	s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
+	s.metrics.corruption.Inc()
+	s.markDamaged(ctx, b, meta.DamageMissing, "object not found on redeem")
+	return fmt.Errorf("redeem %s: %w: the stored object %s is missing; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key)
+}
+
+// openPayload opens the whole payload of claim c: the object streams
+// through the decrypter, the decompressor and a verifying reader. It
+// records no read.
+func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *sealKey, start time.Time) (*claimcheck.Payload, error) {
 	obj, err := s.blobs.NewReader(ctx, b.Key)
 	if errors.Is(err, blob.ErrNotFound) {
-		s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
-		s.metrics.corruption.Inc()
-		s.markDamaged(ctx, b, meta.DamageMissing, "object not found on redeem")
-		return nil, fmt.Errorf("redeem %s: %w: the stored object %s is missing; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key)
+		return nil, s.objectMissing(ctx, c, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
@@ -142,14 +176,8 @@ func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("cannot be decompressed on redeem: %v", err))
 		return nil, fmt.Errorf("redeem %s: %w: stored object cannot be decompressed: %v", c.ID, claimcheck.ErrChecksumMismatch, err)
 	}
-	// The read is served from here on: record it (off this path). If the
-	// claim is finished concurrently, its blob stays for the grace period,
-	// longer than any stream.
-	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
-	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
-	ref = refOf(c, b)
 	body := &redeemStream{s: s, ctx: ctx, blob: b, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
-	p := claimcheck.NewPayload(ref, c.ContentType, body)
+	p := claimcheck.NewPayload(refOf(c, b), c.ContentType, body)
 	// The stored bytes decompressed fine but are not the ones put (a
 	// flipped byte of an uncompressed object, a truncation at a block
 	// boundary): the blob is damaged.

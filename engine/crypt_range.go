@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"crypto/cipher"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	tinksubtle "github.com/tink-crypto/tink-go/v2/subtle"
+)
+
+// Random access into an encrypted object. tink's streaming AEAD only
+// decrypts from the start (its reader has no offset and no io.ReaderAt),
+// but its wire format is fixed and segment-wise: a header (length byte,
+// salt, nonce prefix), then segments of segmentSize bytes of ciphertext
+// (the first one shortened by the header), each sealed with AES-GCM under
+// a key derived by HKDF from the data key, the salt and the object's AAD,
+// with nonce = prefix || segment number (32 bits, big endian) || a byte
+// that is 1 on the last segment only. So segment i starts at a computable
+// offset and can be opened alone: this file reads the header and just
+// the segments a range touches. Each one is authenticated with its
+// number and its last-flag, so a segment moved, swapped, cut or altered
+// fails; crypt_range_test.go checks the layout against tink's own writer.
+
+const gcmTag = 16 // AES-GCM tag of every segment
+
+// segmentLayout is the geometry of one encrypted object of stored bytes.
+type segmentLayout struct {
+	header int64 // header length (and the first segment's offset)
+	stored int64 // object size
+	count  int64 // number of segments
+}
+
+func newSegmentLayout(header, stored int64) (segmentLayout, error) {
+	l := segmentLayout{header: header, stored: stored}
+	if stored < header+gcmTag {
+		return l, fmt.Errorf("encrypted object of %d bytes is shorter than its header and one segment", stored)
+	}
+	l.count = 1
+	if stored > segmentSize {
+		l.count += (stored - segmentSize + segmentSize - 1) / segmentSize
+	}
+	if last := stored - l.ctStart(l.count-1); last < gcmTag {
+		return l, fmt.Errorf("encrypted object of %d bytes ends in a segment of %d bytes, shorter than its tag", stored, last)
+	}
+	return l, nil
+}
+
+// ctStart is where segment i's ciphertext starts in the object.
+func (l segmentLayout) ctStart(i int64) int64 {
+	if i == 0 {
+		return l.header
+	}
+	return i * segmentSize
+}
+
+// ctEnd is where segment i's ciphertext ends.
+func (l segmentLayout) ctEnd(i int64) int64 { return min((i+1)*segmentSize, l.stored) }
+
+// ptStart is the plaintext offset of segment i's first byte.
+func (l segmentLayout) ptStart(i int64) int64 {
+	first := segmentSize - l.header - gcmTag
+	if i == 0 {
+		return 0
+	}
+	return first + (i-1)*(segmentSize-gcmTag)
+}
+
+// plaintext is the object's plaintext length.
+func (l segmentLayout) plaintext() int64 {
+	return l.ptStart(l.count-1) + l.ctEnd(l.count-1) - l.ctStart(l.count-1) - gcmTag
+}
+
+// segmentOf is the segment holding plaintext offset off.
+func (l segmentLayout) segmentOf(off int64) int64 {
+	first := segmentSize - l.header - gcmTag
+	if off < first {
+		return 0
+	}
+	return 1 + (off-first)/(segmentSize-gcmTag)
+}
+
+// errSegment marks an authentication failure of a segment, as opposed to
+// a failed read of the object.
+var errSegment = errors.New("decryption failed (altered, reordered or truncated segment)")
+
+// decryptRange returns the plaintext bytes [off, off+n) of the encrypted
+// object at key, whose size is stored and whose plaintext must be
+// plainSize bytes. It reads the header and the segments the range
+// touches, nothing else. Errors wrapping errSegment mean the stored bytes
+// are not what was written.
+func (s *Store) decryptRange(ctx context.Context, k *sealKey, key string, stored, plainSize, off, n int64) (io.ReadCloser, error) {
+	hlen := int64(k.aead.HeaderLength())
+	l, err := newSegmentLayout(hlen, stored)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errSegment, err)
+	}
+	if got := l.plaintext(); got != plainSize {
+		return nil, fmt.Errorf("%w: an encrypted object of %d bytes holds %d bytes, %d were recorded", errSegment, stored, got, plainSize)
+	}
+	hr, err := s.blobs.NewRangeReader(ctx, key, 0, hlen)
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, hlen)
+	_, err = io.ReadFull(hr, header)
+	hr.Close()
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: the object is shorter than its header", errSegment)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if header[0] != byte(hlen) {
+		return nil, fmt.Errorf("%w: invalid header length", errSegment)
+	}
+	salt, prefix := header[1:1+len(k.raw)], header[1+len(k.raw):]
+	dkey, err := tinksubtle.ComputeHKDF("SHA256", k.raw, salt, objectAAD(key), uint32(len(k.raw)))
+	if err != nil {
+		return nil, err
+	}
+	aead, err := gcm(dkey)
+	if err != nil {
+		return nil, err
+	}
+	first, last := l.segmentOf(off), l.segmentOf(off+n-1)
+	if last >= 1<<32-1 {
+		return nil, fmt.Errorf("%w: segment number %d out of range", errSegment, last)
+	}
+	body, err := s.blobs.NewRangeReader(ctx, key, l.ctStart(first), l.ctEnd(last)-l.ctStart(first))
+	if err != nil {
+		return nil, err
+	}
+	return &segmentReader{
+		r: body, aead: aead, prefix: prefix, l: l, seg: first, lastSeg: last,
+		skip: off - l.ptStart(first), left: n,
+		ct: make([]byte, segmentSize),
+	}, nil
+}
+
+// segmentReader decrypts segments seg..lastSeg in order and releases
+// plaintext only after its segment is authenticated.
+type segmentReader struct {
+	r       io.ReadCloser
+	aead    cipher.AEAD
+	prefix  []byte
+	l       segmentLayout
+	seg     int64 // the next segment to decrypt
+	lastSeg int64
+	skip    int64 // plaintext bytes before the range, in the first segment
+	left    int64 // range bytes not yet returned
+	ct      []byte
+	pt      []byte // decrypted bytes not yet returned
+	err     error
+}
+
+func (r *segmentReader) Read(p []byte) (int, error) {
+	for len(r.pt) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if r.left == 0 || r.seg > r.lastSeg {
+			return 0, io.EOF
+		}
+		if err := r.next(); err != nil {
+			r.err = err
+			return 0, err
+		}
+	}
+	m := copy(p, r.pt)
+	r.pt = r.pt[m:]
+	return m, nil
+}
+
+// next decrypts segment r.seg into r.pt, cut to the range.
+func (r *segmentReader) next() error {
+	i := r.seg
+	size := r.l.ctEnd(i) - r.l.ctStart(i)
+	ct := r.ct[:size]
+	if _, err := io.ReadFull(r.r, ct); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+			return fmt.Errorf("%w: segment %d is cut short", errSegment, i)
+		}
+		return err
+	}
+	nonce := make([]byte, r.aead.NonceSize())
+	copy(nonce, r.prefix)
+	binary.BigEndian.PutUint32(nonce[len(r.prefix):], uint32(i))
+	if i == r.l.count-1 {
+		nonce[len(nonce)-1] = 1
+	}
+	pt, err := r.aead.Open(ct[:0], nonce, ct, nil)
+	if err != nil {
+		return fmt.Errorf("%w: segment %d: %v", errSegment, i, err)
+	}
+	pt = pt[r.skip:]
+	r.skip = 0
+	if int64(len(pt)) > r.left {
+		pt = pt[:r.left]
+	}
+	r.left -= int64(len(pt))
+	r.pt = pt
+	r.seg++
+	return nil
+}
+
+func (r *segmentReader) Close() error { return r.r.Close() }

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/claimcheck/claimcheck"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+var _ claimcheck.RangeRedeemer = (*Store)(nil)
+
+// RedeemRange opens part of the claim's payload (ADR 0110). How a part
+// is read, and what it is checked against, depends on how the object is
+// stored:
+//
+//   - uncompressed and plain: the backend's range read of exactly those
+//     bytes; nothing is checked beyond their count (the sha256 covers the
+//     whole payload);
+//   - uncompressed and encrypted: the header and the 64 KiB segments the
+//     range touches; every segment is authenticated before any of its
+//     bytes are returned (crypt_range.go);
+//   - compressed (zstd, gzip, one stream per object): the whole object
+//     is decrypted and decompressed from the start, the bytes before the
+//     range discarded, and after the range the rest is read too, so the
+//     part ends (io.EOF) only once the whole payload matched its size and
+//     sha256, as a full redeem does. Its cost is the whole payload's.
+//
+// Only a part that reaches the payload's last byte counts as a read: it
+// is the one that completes a download, so a consumer fetching a payload
+// in parts (or resuming a cut download) does not start a
+// delete_after_read window with its first part (ADR 0111).
+func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, length int64) (*claimcheck.Part, error) {
+	start := s.clock.Now()
+	c, b, sk, err := s.redeemable(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	off, n, err := claimcheck.ResolveRange(c.ID, offset, length, b.Size)
+	if err != nil {
+		return nil, fmt.Errorf("redeem: %w", err)
+	}
+	var body io.ReadCloser
+	switch {
+	case b.Compression != compress.None:
+		p, err := s.openPayload(ctx, c, b, sk, start)
+		if err != nil {
+			return nil, err
+		}
+		body = &verifiedPart{p: p, skip: off, left: n}
+	case sk != nil:
+		body, err = s.decryptRange(ctx, sk, b.Key, b.StoredSize, b.Size, off, n)
+		if err != nil {
+			return nil, s.rangeOpenErr(ctx, c, b, err)
+		}
+		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: body}
+	default:
+		obj, err := s.blobs.NewRangeReader(ctx, b.Key, off, n)
+		if err != nil {
+			return nil, s.rangeOpenErr(ctx, c, b, err)
+		}
+		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: obj}
+	}
+	if off+n == b.Size {
+		s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+		s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
+	}
+	return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, body), nil
+}
+
+// rangeOpenErr classifies a failure to open a range of blob b's object.
+func (s *Store) rangeOpenErr(ctx context.Context, c meta.Claim, b meta.Blob, err error) error {
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return s.objectMissing(ctx, c, b)
+	case errors.Is(err, errSegment):
+		s.metrics.corruption.Inc()
+		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on a ranged redeem: %v", err))
+		return fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	default:
+		return fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
+	}
+}
+
+// rangeStream is a range read from storage (plain or decrypted). A
+// segment failing authentication marks the blob damaged; a short object
+// is reported by the Part's own count.
+type rangeStream struct {
+	s      *Store
+	ctx    context.Context
+	c      meta.Claim
+	b      meta.Blob
+	r      io.ReadCloser
+	n      int64
+	marked bool
+}
+
+func (r *rangeStream) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	if errors.Is(err, errSegment) {
+		if !r.marked {
+			r.marked = true
+			r.s.metrics.corruption.Inc()
+			r.s.markDamaged(r.ctx, r.b, meta.DamageChecksum, "on a ranged redeem: "+err.Error())
+		}
+		return n, fmt.Errorf("redeem %s: %w: stored object fails decryption: %v", r.c.ID, claimcheck.ErrChecksumMismatch, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return n, err
+	}
+	return n, fmt.Errorf("redeem %s: %w: read object: %v", r.c.ID, claimcheck.ErrUnavailable, err)
+}
+
+func (r *rangeStream) Close() error {
+	r.s.metrics.bytesOut.WithLabelValues(r.c.Namespace).Add(float64(r.n))
+	return r.r.Close()
+}
+
+// verifiedPart cuts a range out of the whole verified payload: it
+// discards the bytes before the range, and before it reports the end of
+// the range it reads the rest, so io.EOF means the whole payload matched
+// its sha256 (a compressed stream cannot be entered in the middle, so the
+// bytes before the range are paid for anyway).
+type verifiedPart struct {
+	p    *claimcheck.Payload
+	skip int64
+	left int64
+	err  error
+}
+
+func (v *verifiedPart) Read(b []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	if v.skip > 0 {
+		m, err := io.CopyN(io.Discard, v.p, v.skip)
+		v.skip -= m
+		if err != nil {
+			v.err = unexpected(err)
+			return 0, v.err
+		}
+	}
+	if v.left == 0 {
+		// The range is delivered; the rest only checks the whole.
+		if _, err := io.Copy(io.Discard, v.p); err != nil {
+			v.err = err
+			return 0, err
+		}
+		v.err = io.EOF
+		return 0, io.EOF
+	}
+	if int64(len(b)) > v.left {
+		b = b[:v.left]
+	}
+	n, err := v.p.Read(b)
+	v.left -= int64(n)
+	if err == io.EOF && v.left > 0 {
+		// The payload's verifying reader ends early only on success,
+		// which cannot be before the range it covers.
+		err = io.ErrUnexpectedEOF
+	}
+	if err == io.EOF {
+		err = nil // reported on the next Read, after the final check
+	}
+	if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (v *verifiedPart) Close() error { return v.p.Close() }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -116,29 +117,70 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// redeem streams a claim's payload. The response is chunked, with the
-// Claimcheck-Error trailer declared up front: once the status line is
-// sent, a failure can no longer change it, so it goes into the trailer
-// and the client, which checks the trailer at the end of the body, never
-// takes the bytes as good.
+// redeem streams a claim's payload, or one range of it (Range header,
+// ADR 0110). The response is chunked, with the Claimcheck-Error trailer
+// declared up front: once the status line is sent, a failure can no
+// longer change it, so it goes into the trailer and the client, which
+// checks the trailer at the end of the body, never takes the bytes as
+// good.
 func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 	ref, err := claimRef(r)
 	if err != nil {
 		return err
+	}
+	rv, ranged, err := single(r.Header, api.HeaderRange)
+	if err != nil {
+		return err
+	}
+	if rr, ok := s.claims.(claimcheck.RangeRedeemer); ok && ranged {
+		br, use, err := api.ParseRange(rv)
+		if err != nil {
+			return err
+		}
+		if use {
+			return s.redeemRange(w, r, ref, rr, rv, br)
+		}
 	}
 	p, err := s.claims.Redeem(r.Context(), ref)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusOK, "")
+}
 
+// redeemRange answers one range: 206 with Content-Range, or 416 with
+// Content-Range: bytes */SIZE when it selects no byte.
+func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimcheck.Ref, rr claimcheck.RangeRedeemer, header string, br api.ByteRange) error {
+	off, n := br.Offset, br.Length
+	if br.None {
+		// Selects nothing whatever the size: an offset past any end
+		// makes the store answer its RangeError, with the size, after
+		// the same checks as any redeem (unknown, gone, forbidden).
+		off, n = 1<<62, -1
+	}
+	p, err := rr.RedeemRange(r.Context(), ref, off, n)
+	if re, ok := errors.AsType[*claimcheck.RangeError](err); ok {
+		w.Header().Set(api.HeaderContentRange, fmt.Sprintf("bytes */%d", re.Size))
+		return fmt.Errorf("header Range: %q selects no byte of the %d-byte payload of claim %s: %w", clip(header), re.Size, re.ID, claimcheck.ErrRangeNotSatisfiable)
+	}
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusPartialContent, api.FormatContentRange(p.Offset, p.Length, p.Ref.Size))
+}
+
+// stream sends body (a verifying reader) as the answer with status; a
+// 206 carries contentRange.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange string) error {
 	buf := make([]byte, streamChunk)
-	n, rerr := fill(p, buf)
+	n, rerr := fill(body, buf)
 	if rerr != nil && rerr != io.EOF {
 		return rerr // nothing sent yet
 	}
 	h := w.Header()
-	ct := p.ContentType
+	ct := contentType
 	if ct == "" {
 		ct = defaultContentType
 	}
@@ -147,18 +189,22 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 	// Every redeem counts as a read; no cache may answer in the store's
 	// place.
 	h.Set("Cache-Control", "no-store")
-	h.Set(api.HeaderRef, p.Ref.String())
-	h.Set(api.HeaderSize, strconv.FormatInt(p.Ref.Size, 10))
+	h.Set(api.HeaderRef, ref.String())
+	h.Set(api.HeaderSize, strconv.FormatInt(ref.Size, 10))
+	h.Set(api.HeaderAcceptRanges, "bytes")
+	if contentRange != "" {
+		h.Set(api.HeaderContentRange, contentRange)
+	}
 	// Declaring a trailer also keeps net/http from adding a
 	// Content-Length to short responses: the body is always chunked.
 	h.Set("Trailer", api.TrailerError)
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 
 	sent := int64(0)
 	for {
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				s.log.Info("redeem: client went away", "claim", ref.ID, "sent", sent, "err", err)
+				s.log.Info("redeem: client went away", "claim", id, "sent", sent, "err", err)
 				return nil
 			}
 			sent += int64(n)
@@ -167,7 +213,7 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 		case rerr == io.EOF:
 			return nil
 		case rerr != nil:
-			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", ref.ID, sent, rerr)
+			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", id, sent, rerr)
 			if !readsTrailers(r) {
 				// A client that did not say it reads trailers (curl -o,
 				// wget, a browser) would take a properly ended chunked
@@ -176,19 +222,19 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 				// terminating chunk; HTTP/2: RST_STREAM), so the client
 				// reports a broken transfer.
 				if r.Context().Err() == nil {
-					s.log.Error("redeem: payload stream failed part-way; the connection is aborted", "claim", ref.ID, "sent", sent, "err", rerr)
+					s.log.Error("redeem: payload stream failed part-way; the connection is aborted", "claim", id, "sent", sent, "err", rerr)
 				}
 				panic(http.ErrAbortHandler)
 			}
 			if r.Context().Err() == nil {
-				s.log.Error("redeem: payload stream failed part-way; the client is told in the trailer", "claim", ref.ID, "sent", sent, "err", rerr)
+				s.log.Error("redeem: payload stream failed part-way; the client is told in the trailer", "claim", id, "sent", sent, "err", rerr)
 			}
 			body, _ := s.errorBody(r, err)
 			b, _ := json.Marshal(body)
 			h.Set(api.TrailerError, asciiJSON(b))
 			return nil
 		}
-		n, rerr = p.Read(buf)
+		n, rerr = body.Read(buf)
 	}
 }
 

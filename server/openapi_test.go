@@ -414,7 +414,7 @@ func TestContractCatchesDrift(t *testing.T) {
 		}
 	}
 	payload := answer(http.StatusOK, "not JSON at all", "Content-Type", "application/json",
-		"Claimcheck-Ref", ref, "Claimcheck-Size", "2", "Trailer", "Claimcheck-Error", "Cache-Control", "no-store")
+		"Claimcheck-Ref", ref, "Claimcheck-Size", "2", "Accept-Ranges", "bytes", "Trailer", "Claimcheck-Error", "Cache-Control", "no-store")
 	for _, tc := range []struct {
 		name, method, path, body string
 		h                        http.HandlerFunc

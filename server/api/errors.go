@@ -66,6 +66,8 @@ var errorCodes = []struct {
 	{claimcheck.ErrExpired, CodeExpired, http.StatusGone},
 	{claimcheck.ErrGone, CodeGone, http.StatusGone},
 	{claimcheck.ErrNotFound, CodeNotFound, http.StatusNotFound},
+	// 416 with Content-Range: bytes */SIZE (ranges.go).
+	{claimcheck.ErrRangeNotSatisfiable, CodeRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable},
 	{claimcheck.ErrChecksumMismatch, CodeChecksumMismatch, http.StatusUnprocessableEntity},
 	{claimcheck.ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
 	// 403, not 429: a used-up quota is not a rate limit that a retry

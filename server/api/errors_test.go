@@ -30,6 +30,7 @@ func TestErrorTable(t *testing.T) {
 		{claimcheck.ErrUnauthenticated, CodeUnauthenticated, http.StatusUnauthorized, ""},
 		{claimcheck.ErrPermissionDenied, CodePermissionDenied, http.StatusForbidden, ""},
 		{claimcheck.ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable, ""},
+		{&claimcheck.RangeError{ID: "cc_x", Offset: 10, Size: 5}, CodeRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, ""},
 		{&claimcheck.GoneError{ID: "cc_x", Reason: claimcheck.ReasonDeleted, At: at}, CodeGone, http.StatusGone, "deleted"},
 		{&claimcheck.GoneError{ID: "cc_x", Reason: claimcheck.ReasonReleased}, CodeGone, http.StatusGone, "released"},
 		{&claimcheck.GoneError{ID: "cc_x", Reason: claimcheck.ReasonExpired}, CodeExpired, http.StatusGone, "expired"},

@@ -116,3 +116,66 @@ func (p *Part) Read(b []byte) (int, error) {
 
 // Close releases the underlying stream.
 func (p *Part) Close() error { return p.body.Close() }
+
+// PartOfPayload cuts bytes [start, start+n) out of p, the whole verifying
+// payload, for a store that cannot read a part alone (a compressed
+// stream cannot be entered in the middle; a server that ignored the
+// Range answered everything). The bytes before the part are discarded,
+// and before the part reports its end it reads the rest of p: io.EOF
+// then means the whole payload matched its size and sha256, as for a
+// full redeem, at the whole payload's cost.
+func PartOfPayload(p *Payload, start, n int64) *Part {
+	return NewPart(p.Ref, p.ContentType, start, n, &payloadPart{p: p, skip: start, left: n})
+}
+
+type payloadPart struct {
+	p    *Payload
+	skip int64
+	left int64
+	err  error
+}
+
+func (v *payloadPart) Read(b []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	if v.skip > 0 {
+		m, err := io.CopyN(io.Discard, v.p, v.skip)
+		v.skip -= m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			v.err = err
+			return 0, err
+		}
+	}
+	if v.left == 0 {
+		// The part is delivered; the rest only checks the whole.
+		if _, err := io.Copy(io.Discard, v.p); err != nil {
+			v.err = err
+			return 0, err
+		}
+		v.err = io.EOF
+		return 0, io.EOF
+	}
+	if int64(len(b)) > v.left {
+		b = b[:v.left]
+	}
+	n, err := v.p.Read(b)
+	v.left -= int64(n)
+	switch {
+	case err == io.EOF && v.left > 0:
+		// The verifying reader ends only on success, which cannot come
+		// before the part it covers.
+		err = io.ErrUnexpectedEOF
+	case err == io.EOF:
+		err = nil // reported by the next Read, after the final check
+	}
+	if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+func (v *payloadPart) Close() error { return v.p.Close() }

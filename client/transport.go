@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,11 @@ func (c *Client) claimRequest(ctx context.Context, method string, ref claimcheck
 // server is prefixed with op and wraps claimcheck.ErrUnavailable, unless
 // the context ended.
 func (c *Client) do(req *http.Request, want int, op, id string) (*http.Response, error) {
+	return c.doAny(req, op, id, want)
+}
+
+// doAny is do for a request with several good answers.
+func (c *Client) doAny(req *http.Request, op, id string, wants ...int) (*http.Response, error) {
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
@@ -98,7 +104,7 @@ func (c *Client) do(req *http.Request, want int, op, id string) (*http.Response,
 		}
 		return nil, fmt.Errorf("%s: %w: %w", op, claimcheck.ErrUnavailable, err)
 	}
-	if resp.StatusCode == want {
+	if slices.Contains(wants, resp.StatusCode) {
 		return resp, nil
 	}
 	defer resp.Body.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 
@@ -52,7 +53,8 @@ func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		if err != nil {
 			return nil, err
 		}
-		body = &verifiedPart{p: p, skip: off, left: n}
+		s.countRead(ctx, c, b, off, n, start)
+		return claimcheck.PartOfPayload(p, off, n), nil
 	case sk != nil:
 		body, err = s.decryptRange(ctx, sk, b.Key, b.StoredSize, b.Size, off, n)
 		if err != nil {
@@ -66,11 +68,16 @@ func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		}
 		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: obj}
 	}
+	s.countRead(ctx, c, b, off, n, start)
+	return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, body), nil
+}
+
+// countRead records the read of a part that reaches the payload's end.
+func (s *Store) countRead(ctx context.Context, c meta.Claim, b meta.Blob, off, n int64, start time.Time) {
 	if off+n == b.Size {
 		s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
 		s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	}
-	return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, body), nil
 }
 
 // rangeOpenErr classifies a failure to open a range of blob b's object.
@@ -126,64 +133,3 @@ func (r *rangeStream) Close() error {
 	r.s.metrics.bytesOut.WithLabelValues(r.c.Namespace).Add(float64(r.n))
 	return r.r.Close()
 }
-
-// verifiedPart cuts a range out of the whole verified payload: it
-// discards the bytes before the range, and before it reports the end of
-// the range it reads the rest, so io.EOF means the whole payload matched
-// its sha256 (a compressed stream cannot be entered in the middle, so the
-// bytes before the range are paid for anyway).
-type verifiedPart struct {
-	p    *claimcheck.Payload
-	skip int64
-	left int64
-	err  error
-}
-
-func (v *verifiedPart) Read(b []byte) (int, error) {
-	if v.err != nil {
-		return 0, v.err
-	}
-	if v.skip > 0 {
-		m, err := io.CopyN(io.Discard, v.p, v.skip)
-		v.skip -= m
-		if err != nil {
-			v.err = unexpected(err)
-			return 0, v.err
-		}
-	}
-	if v.left == 0 {
-		// The range is delivered; the rest only checks the whole.
-		if _, err := io.Copy(io.Discard, v.p); err != nil {
-			v.err = err
-			return 0, err
-		}
-		v.err = io.EOF
-		return 0, io.EOF
-	}
-	if int64(len(b)) > v.left {
-		b = b[:v.left]
-	}
-	n, err := v.p.Read(b)
-	v.left -= int64(n)
-	if err == io.EOF && v.left > 0 {
-		// The payload's verifying reader ends early only on success,
-		// which cannot be before the range it covers.
-		err = io.ErrUnexpectedEOF
-	}
-	if err == io.EOF {
-		err = nil // reported on the next Read, after the final check
-	}
-	if err != nil {
-		v.err = err
-	}
-	return n, err
-}
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-func (v *verifiedPart) Close() error { return v.p.Close() }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 type getCmd struct {
 	client clientFlags
 	out    string
+	resume bool
 }
 
 func newGetCmd(env Env) *cobra.Command {
@@ -24,21 +26,37 @@ func newGetCmd(env Env) *cobra.Command {
 With -o the payload is written to a temporary file beside OUT and renamed
 into place only after its size and sha256 matched, so OUT never holds a
 partial payload. On stdout, bytes are written as they arrive and a failed
-verification ends the command with an error (exit code 5).`,
+verification ends the command with an error (exit code 5).
+
+With --continue (and -o) the download goes to .OUT.<claim id>.partial
+beside OUT, which is kept when the transfer breaks off; running the same
+command again asks the server only for the bytes after it (a Range
+request) and appends them. Before the file is renamed to OUT, the whole of
+it is checked against the reference's size and sha256; a partial file
+that does not match is removed (exit code 5) and the next run starts
+afresh.`,
 		Example: `  claimcheck get @ref.json -o payload.json
+  claimcheck get --continue @ref.json -o big.tar    # again after a cut: resumes
   claimcheck put --ns tmp file | claimcheck get - > copy`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.run(cmd, env, args[0]) },
 	}
 	g.client.register(cmd, env)
 	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file instead of stdout")
+	cmd.Flags().BoolVar(&g.resume, "continue", false, "resume an interrupted download into -o from its partial file, and verify the whole file")
 	return cmd
 }
 
 func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
+	if g.resume && (g.out == "" || g.out == "-") {
+		return usageError{errors.New("--continue: needs -o FILE (a download to stdout cannot be resumed)")}
+	}
 	ref, c, err := g.client.claim(arg, env.Stdin)
 	if err != nil {
 		return err
+	}
+	if g.resume {
+		return g.resumeInto(cmd.Context(), env, c, ref)
 	}
 	p, err := c.Redeem(cmd.Context(), ref)
 	if err != nil {

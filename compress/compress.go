@@ -111,8 +111,7 @@ func NewWriter(alg string, w io.Writer) (io.WriteCloser, error) {
 	switch alg {
 	case Zstd:
 		e := zstdEncoders.Get().(*zstd.Encoder)
-		e.Reset(w)
-		return &encoder{alg: alg, w: e, put: func() {
+		return &encoder{alg: alg, w: newFramedZstd(e, w), put: func() {
 			e.Reset(nil) // drop w
 			zstdEncoders.Put(e)
 		}}, nil
@@ -178,7 +177,7 @@ func (e *encoder) Close() error {
 func NewReader(alg string, r io.Reader) (io.ReadCloser, error) {
 	switch alg {
 	case Zstd:
-		return &decoder{alg: alg, src: source{r: r}}, nil
+		return &decoder{alg: alg, src: source{r: r, tail: &tail{}}}, nil
 	case Gzip:
 		return &decoder{alg: alg, src: source{r: r}}, nil
 	case None:
@@ -194,6 +193,9 @@ type source struct {
 	r   io.Reader
 	n   int64
 	err error
+	// tail keeps the last bytes read (zstd only), where a framed object's
+	// seek table is: it is checked at the end (checkSeekTable).
+	tail *tail
 }
 
 func (s *source) Read(p []byte) (int, error) {
@@ -202,6 +204,9 @@ func (s *source) Read(p []byte) (int, error) {
 	}
 	n, err := s.r.Read(p)
 	s.n += int64(n)
+	if s.tail != nil {
+		s.tail.write(p[:n])
+	}
 	if err != nil && err != io.EOF {
 		s.err = err
 	}
@@ -213,6 +218,7 @@ type decoder struct {
 	src source
 	// dec is set by the first Read and cleared by Close.
 	dec    io.Reader
+	out    int64 // bytes decoded
 	put    func()
 	err    error // sticky: a failed stream stays failed
 	closed bool
@@ -251,6 +257,7 @@ func (d *decoder) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := d.dec.Read(p)
+	d.out += int64(n)
 	switch {
 	case err == nil:
 	case err == io.EOF && d.src.n == 0:
@@ -258,6 +265,13 @@ func (d *decoder) Read(p []byte) (int, error) {
 		// both write a header for an empty payload.
 		d.err = d.failure(io.ErrUnexpectedEOF)
 		err = d.err
+	case err == io.EOF && d.src.tail != nil:
+		// The frames decoded and their checksums matched; the seek
+		// table, which the decoder skipped, must describe them.
+		if terr := checkSeekTable(d.src.tail.bytes(), d.src.n, d.out); terr != nil {
+			d.err = terr
+			err = terr
+		}
 	case err == io.EOF:
 	default:
 		d.err = d.failure(err)

@@ -86,19 +86,26 @@ func (l segmentLayout) segmentOf(off int64) int64 {
 // a failed read of the object.
 var errSegment = errors.New("decryption failed (altered, reordered or truncated segment)")
 
-// decryptRange returns the plaintext bytes [off, off+n) of the encrypted
-// object at key, whose size is stored and whose plaintext must be
-// plainSize bytes. It reads the header and the segments the range
-// touches, nothing else. Errors wrapping errSegment mean the stored bytes
-// are not what was written.
-func (s *Store) decryptRange(ctx context.Context, k *sealKey, key string, stored, plainSize, off, n int64) (io.ReadCloser, error) {
+// segmented is an encrypted object opened for reads at an offset: its
+// header is read and its segment key derived.
+type segmented struct {
+	s    *Store
+	ctx  context.Context
+	key  string
+	l    segmentLayout
+	aead cipher.AEAD
+	// prefix is the nonce prefix from the header.
+	prefix []byte
+}
+
+// openSegments reads the header of the encrypted object at key, of
+// stored bytes. Errors wrapping errSegment mean the stored bytes are not
+// what was written.
+func (s *Store) openSegments(ctx context.Context, k *sealKey, key string, stored int64) (*segmented, error) {
 	hlen := int64(k.aead.HeaderLength())
 	l, err := newSegmentLayout(hlen, stored)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errSegment, err)
-	}
-	if got := l.plaintext(); got != plainSize {
-		return nil, fmt.Errorf("%w: an encrypted object of %d bytes holds %d bytes, %d were recorded", errSegment, stored, got, plainSize)
 	}
 	hr, err := s.blobs.NewRangeReader(ctx, key, 0, hlen)
 	if err != nil {
@@ -125,19 +132,43 @@ func (s *Store) decryptRange(ctx context.Context, k *sealKey, key string, stored
 	if err != nil {
 		return nil, err
 	}
-	first, last := l.segmentOf(off), l.segmentOf(off+n-1)
+	return &segmented{s: s, ctx: ctx, key: key, l: l, aead: aead, prefix: prefix}, nil
+}
+
+// plaintext is the object's plaintext length.
+func (o *segmented) plaintext() int64 { return o.l.plaintext() }
+
+// rangeReader returns plaintext bytes [off, off+n), reading just the
+// segments they lie in.
+func (o *segmented) rangeReader(off, n int64) (io.ReadCloser, error) {
+	first, last := o.l.segmentOf(off), o.l.segmentOf(off+n-1)
 	if last >= 1<<32-1 {
 		return nil, fmt.Errorf("%w: segment number %d out of range", errSegment, last)
 	}
-	body, err := s.blobs.NewRangeReader(ctx, key, l.ctStart(first), l.ctEnd(last)-l.ctStart(first))
+	body, err := o.s.blobs.NewRangeReader(o.ctx, o.key, o.l.ctStart(first), o.l.ctEnd(last)-o.l.ctStart(first))
 	if err != nil {
 		return nil, err
 	}
 	return &segmentReader{
-		r: body, aead: aead, prefix: prefix, l: l, seg: first, lastSeg: last,
-		skip: off - l.ptStart(first), left: n,
+		r: body, aead: o.aead, prefix: o.prefix, l: o.l, seg: first, lastSeg: last,
+		skip: off - o.l.ptStart(first), left: n,
 		ct: make([]byte, segmentSize),
 	}, nil
+}
+
+// decryptRange returns the plaintext bytes [off, off+n) of the encrypted
+// object at key, whose size is stored and whose plaintext must be
+// plainSize bytes. It reads the header and the segments the range
+// touches, nothing else.
+func (s *Store) decryptRange(ctx context.Context, k *sealKey, key string, stored, plainSize, off, n int64) (io.ReadCloser, error) {
+	o, err := s.openSegments(ctx, k, key, stored)
+	if err != nil {
+		return nil, err
+	}
+	if got := o.plaintext(); got != plainSize {
+		return nil, fmt.Errorf("%w: an encrypted object of %d bytes holds %d bytes, %d were recorded", errSegment, stored, got, plainSize)
+	}
+	return o.rangeReader(off, n)
 }
 
 // segmentReader decrypts segments seg..lastSeg in order and releases

@@ -26,11 +26,15 @@ var _ claimcheck.RangeRedeemer = (*Store)(nil)
 //   - uncompressed and encrypted: the header and the 64 KiB segments the
 //     range touches; every segment is authenticated before any of its
 //     bytes are returned (crypt_range.go);
-//   - compressed (zstd, gzip, one stream per object): the whole object
-//     is decrypted and decompressed from the start, the bytes before the
-//     range discarded, and after the range the rest is read too, so the
-//     part ends (io.EOF) only once the whole payload matched its size and
-//     sha256, as a full redeem does. Its cost is the whole payload's.
+//   - zstd with a seek table (every zstd object written since ADR 0112),
+//     encrypted or not: the table, then only the 1 MiB frames the range
+//     touches, each decoded whole so its content checksum is checked
+//     (frames_range.go);
+//   - compressed without a table (gzip; zstd written before frames): the
+//     whole object is decrypted and decompressed from the start, the
+//     bytes before the range discarded, and after the range the rest is
+//     read too, so the part ends (io.EOF) only once the whole payload
+//     matched its size and sha256, as a full redeem does, at its cost.
 //
 // Only a part that reaches the payload's last byte counts as a read: it
 // is the one that completes a download, so a consumer fetching a payload
@@ -47,6 +51,16 @@ func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		return nil, fmt.Errorf("redeem: %w", err)
 	}
 	var body io.ReadCloser
+	if b.Compression == compress.Zstd {
+		framed, ok, err := s.framedRange(ctx, b, sk, off, n)
+		if err != nil {
+			return nil, s.rangeOpenErr(ctx, c, b, err)
+		}
+		if ok {
+			s.countRead(ctx, c, b, off, n, start)
+			return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, &rangeStream{s: s, ctx: ctx, c: c, b: b, r: framed}), nil
+		}
+	}
 	switch {
 	case b.Compression != compress.None:
 		p, err := s.openPayload(ctx, c, b, sk, start)
@@ -85,7 +99,7 @@ func (s *Store) rangeOpenErr(ctx context.Context, c meta.Claim, b meta.Blob, err
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return s.objectMissing(ctx, c, b)
-	case errors.Is(err, errSegment):
+	case errors.Is(err, errSegment) || errors.Is(err, compress.ErrCorrupt):
 		s.metrics.corruption.Inc()
 		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on a ranged redeem: %v", err))
 		return fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
@@ -115,13 +129,13 @@ func (r *rangeStream) Read(p []byte) (int, error) {
 	if err == nil || err == io.EOF {
 		return n, err
 	}
-	if errors.Is(err, errSegment) {
+	if errors.Is(err, errSegment) || errors.Is(err, compress.ErrCorrupt) {
 		if !r.marked {
 			r.marked = true
 			r.s.metrics.corruption.Inc()
 			r.s.markDamaged(r.ctx, r.b, meta.DamageChecksum, "on a ranged redeem: "+err.Error())
 		}
-		return n, fmt.Errorf("redeem %s: %w: stored object fails decryption: %v", r.c.ID, claimcheck.ErrChecksumMismatch, err)
+		return n, fmt.Errorf("redeem %s: %w: stored object fails verification: %v", r.c.ID, claimcheck.ErrChecksumMismatch, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return n, err

@@ -393,4 +393,5 @@ type Store interface {
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
 	TenantStore     // tenant usage over their namespaces (tenants.go)
 	HistoryStore    // pruning of finished claims and collected blobs (history.go)
+	LifetimeStore   // listing and extending claims (lifetime.go)
 }

@@ -42,6 +42,15 @@ type ListParams struct {
 	Limit   int
 }
 
+// ListedClaim is a claim of a listing with what its reference needs of
+// its blob (read in the same query: a listing costs one statement).
+type ListedClaim struct {
+	Claim
+	Digest      string // "" while pending
+	StoredSize  int64
+	Compression string
+}
+
 // ExtendParams move a claim's expiry.
 type ExtendParams struct {
 	ID        string
@@ -59,7 +68,7 @@ type LifetimeStore interface {
 	// indexes: the claim_labels index when there is a label selector,
 	// else the claims index of the order; never a scan of every claim.
 	// ReleasedBy is not filled.
-	ListClaims(ctx context.Context, p ListParams) ([]Claim, error)
+	ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, error)
 
 	// ExtendClaim moves an active claim's expiry to p.ExpiresAt in one
 	// transaction, with an extended event: expires_at = p.ExpiresAt, and

@@ -30,6 +30,8 @@ var lifetimeTests = []struct {
 	{"ExtendUnderHold", testExtendUnderHold},
 }
 
+func lbl(k, v string) meta.Label { return meta.Label{Key: k, Value: v} }
+
 // listAll pages through a listing with limit rows a page and returns the
 // ids in order, failing on a repeated id.
 func (h *harness) listAll(p meta.ListParams, limit int) []string {
@@ -115,13 +117,13 @@ func testListLabelSelector(t *testing.T, h *harness) {
 		state  meta.ClaimState
 		want   []string
 	}{
-		{[]meta.Label{{"team", "a"}}, "", []string{pend, hit.Claim.ID, dev, prod}},
-		{[]meta.Label{{"team", "a"}}, meta.ClaimActive, []string{hit.Claim.ID, dev, prod}},
-		{[]meta.Label{{"team", "a"}}, meta.ClaimPending, []string{pend}},
-		{[]meta.Label{{"team", "a"}, {"env", "prod"}}, "", []string{prod}},
-		{[]meta.Label{{"env", "prod"}, {"team", "a"}}, "", []string{prod}},
-		{[]meta.Label{{"team", "a"}, {"env", "none"}}, "", nil},
-		{[]meta.Label{{"team", "c"}}, "", nil},
+		{[]meta.Label{lbl("team", "a")}, "", []string{pend, hit.Claim.ID, dev, prod}},
+		{[]meta.Label{lbl("team", "a")}, meta.ClaimActive, []string{hit.Claim.ID, dev, prod}},
+		{[]meta.Label{lbl("team", "a")}, meta.ClaimPending, []string{pend}},
+		{[]meta.Label{lbl("team", "a"), lbl("env", "prod")}, "", []string{prod}},
+		{[]meta.Label{lbl("env", "prod"), lbl("team", "a")}, "", []string{prod}},
+		{[]meta.Label{lbl("team", "a"), lbl("env", "none")}, "", nil},
+		{[]meta.Label{lbl("team", "c")}, "", nil},
 	} {
 		for _, limit := range []int{1, 2, 10} {
 			got := h.listAll(meta.ListParams{Namespace: "ns", Labels: tc.labels, State: tc.state}, limit)
@@ -131,13 +133,13 @@ func testListLabelSelector(t *testing.T, h *harness) {
 		}
 	}
 	// Labels come back on the listed rows.
-	cs, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "ns", Labels: []meta.Label{{"env", "prod"}, {"team", "a"}}, Limit: 5})
+	cs, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "ns", Labels: []meta.Label{lbl("env", "prod"), lbl("team", "a")}, Limit: 5})
 	if err != nil || len(cs) != 1 || cs[0].Labels["env"] != "prod" || cs[0].Labels["team"] != "a" {
 		t.Fatalf("listed %+v, %v", cs, err)
 	}
 	// A finished claim keeps its labels, and is listed as deleted.
 	h.finish(dev, meta.ReasonDeleted)
-	if got := h.listAll(meta.ListParams{Namespace: "ns", Labels: []meta.Label{{"team", "a"}}, State: meta.ClaimDeleted}, 10); !slices.Equal(got, []string{dev}) {
+	if got := h.listAll(meta.ListParams{Namespace: "ns", Labels: []meta.Label{lbl("team", "a")}, State: meta.ClaimDeleted}, 10); !slices.Equal(got, []string{dev}) {
 		t.Errorf("deleted claims with team=a: %v, want [%s]", got, dev)
 	}
 	// Its label rows go with its row when history is pruned.
@@ -146,7 +148,7 @@ func testListLabelSelector(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	h.forget(dev)
-	if got := h.listAll(meta.ListParams{Namespace: "ns", Labels: []meta.Label{{"team", "a"}}}, 10); slices.Contains(got, dev) {
+	if got := h.listAll(meta.ListParams{Namespace: "ns", Labels: []meta.Label{lbl("team", "a")}}, 10); slices.Contains(got, dev) {
 		t.Errorf("pruned claim %s still listed: %v", dev, got)
 	}
 }
@@ -164,7 +166,7 @@ func testListExpiringAndWindow(t *testing.T, h *harness) {
 		if got := h.listAll(meta.ListParams{Namespace: "ns", Order: meta.OrderExpiring}, limit); !slices.Equal(got, want) {
 			t.Fatalf("expiring, limit %d: %v, want %v", limit, got, want)
 		}
-		got := h.listAll(meta.ListParams{Namespace: "ns", Order: meta.OrderExpiring, Labels: []meta.Label{{"k", "v"}}}, limit)
+		got := h.listAll(meta.ListParams{Namespace: "ns", Order: meta.OrderExpiring, Labels: []meta.Label{lbl("k", "v")}}, limit)
 		if !slices.Equal(got, want) {
 			t.Fatalf("expiring with label, limit %d: %v, want %v", limit, got, want)
 		}

@@ -163,18 +163,19 @@ func listQuery(p meta.ListParams) (string, []any) {
 		args = append(args, p.ExpiresBefore.UnixNano())
 	}
 	args = append(args, p.Limit)
-	return `SELECT ` + qualifiedClaimColumns + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") +
+	from += ` JOIN blobs ON blobs.id = claims.blob_id`
+	return `SELECT ` + qualifiedClaimColumns + `, blobs.digest, blobs.stored_size, blobs.compression FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + order + ` LIMIT ?`, args
 }
 
 // ListClaims returns a page of a namespace's claims; see
 // meta.LifetimeStore.
-func (s *Store) ListClaims(ctx context.Context, p meta.ListParams) ([]meta.Claim, error) {
+func (s *Store) ListClaims(ctx context.Context, p meta.ListParams) ([]meta.ListedClaim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	query, args := listQuery(p)
-	var out []meta.Claim
+	var out []meta.ListedClaim
 	err := s.read(ctx, func(q *txq) error {
 		out = out[:0]
 		rows, err := q.query(query, args...)
@@ -183,11 +184,16 @@ func (s *Store) ListClaims(ctx context.Context, p meta.ListParams) ([]meta.Claim
 		}
 		defer rows.Close()
 		for rows.Next() {
-			c, err := scanClaim(rows)
+			var (
+				lc     meta.ListedClaim
+				digest sql.NullString
+			)
+			lc.Claim, err = scanClaim(withExtra{rows, []any{&digest, &lc.StoredSize, &lc.Compression}})
 			if err != nil {
 				return err
 			}
-			out = append(out, c)
+			lc.Digest = digest.String
+			out = append(out, lc)
 		}
 		return rows.Err()
 	})
@@ -259,6 +265,15 @@ func (s *Store) ExtendClaim(ctx context.Context, p meta.ExtendParams) (meta.Clai
 	}
 	return out, nil
 }
+
+// withExtra scans a row of the claim columns followed by more columns
+// into scanClaim's destinations and then extra.
+type withExtra struct {
+	row   scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
 
 // held reports whether a hold keeps claim c (its own, or its
 // namespace's).

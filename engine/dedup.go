@@ -9,9 +9,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // putDigestFirst is put step 4 (docs/ARCHITECTURE.md, "Put"): a caller that sends the
@@ -25,6 +24,31 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 	if opts.Digest == "" || opts.Size <= 0 || !pol.DedupEnabled() {
 		return claimcheck.Ref{}, false, nil
 	}
+	// The candidate's object must still be there, whole, before a claim
+	// is attached to it without a byte being read (integrity.go): one
+	// Attributes call (a HEAD, a stat). A missing or resized object is
+	// damage: marked, and the put sends its body, which repairs it.
+	cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
+	if errors.Is(err, meta.ErrNotFound) {
+		return claimcheck.Ref{}, false, nil // nothing to share: upload
+	}
+	if err != nil {
+		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
+		return claimcheck.Ref{}, false, nil
+	}
+	if cand.Damaged() || cand.Size != opts.Size {
+		return claimcheck.Ref{}, false, nil
+	}
+	f, err := sweep.CheckSize(ctx, s.blobs, cand)
+	if err != nil {
+		// Storage did not answer: the upload path decides for itself.
+		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", cand.ID, "err", err)
+		return claimcheck.Ref{}, false, nil
+	}
+	if f.Cause != "" {
+		s.markDamaged(ctx, cand, f.Cause, f.Detail+" (digest-first put)")
+		return claimcheck.Ref{}, false, nil
+	}
 	c := claim
 	c.State, c.BlobID, c.Size, c.ReservedBytes = meta.ClaimActive, "", opts.Size, 0
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
@@ -33,6 +57,8 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
+		// Only the blob and object just checked.
+		BlobID: cand.ID, Key: cand.Key,
 	})
 	if err != nil {
 		var qe *meta.QuotaError
@@ -71,32 +97,10 @@ func (s *Store) observeDedup(ns string, res meta.CommitResult, size int64) {
 		return
 	}
 	s.metrics.dedupHits.WithLabelValues(ns).Inc()
-	s.gcMetrics.bytesSaved.WithLabelValues(ns).Add(float64(size))
+	s.metrics.bytesSaved.WithLabelValues(ns).Add(float64(size))
 	if res.FlipBack {
-		s.gcMetrics.flipBacks.WithLabelValues(ns).Inc()
+		s.metrics.flipBacks.WithLabelValues(ns).Inc()
 	}
-}
-
-// gcMetrics are the engine's dedup and garbage-collection instruments;
-// the sweeper's collection counters are in sweep.Metrics.
-type gcMetrics struct {
-	bytesSaved   *prometheus.CounterVec // original bytes not stored thanks to dedup
-	flipBacks    *prometheus.CounterVec // orphaned blobs committed again by a dedup hit
-	casConflicts prometheus.Counter     // commits that lost a compare-and-swap
-}
-
-func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
-	ns := []string{"namespace"}
-	m := &gcMetrics{
-		bytesSaved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_bytes_saved_total",
-			Help: "Original payload bytes not stored again because a put shared an existing blob."}, ns),
-		flipBacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_flip_backs_total",
-			Help: "Orphaned blobs brought back to committed by a dedup hit during their grace period."}, ns),
-		casConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_cas_conflicts_total",
-			Help: "Commits that lost a compare-and-swap (the claim was finished under them)."}),
-	}
-	reg.MustRegister(m.bytesSaved, m.flipBacks, m.casConflicts)
-	return m
 }
 
 // failpointAfterObjectWrite is a test-only failpoint for the crash tests:

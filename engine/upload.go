@@ -14,8 +14,6 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -31,26 +29,11 @@ const maxIdempotencyKey = 255
 // row would rotate the key for nothing.)
 const uploadSecretName = "upload_url_hmac"
 
-// uploads is the Store's direct-upload state: the token-signing key
-// (loaded on first use) and the upload metrics.
+// uploads is the Store's direct-upload state: the token-signing key,
+// loaded on first use.
 type uploads struct {
 	mu     sync.Mutex
 	secret []byte
-
-	started   *prometheus.CounterVec
-	confirmed *prometheus.CounterVec
-}
-
-func newUploads(reg prometheus.Registerer) *uploads {
-	ns := []string{"namespace"}
-	u := &uploads{
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_started_total",
-			Help: "Direct uploads started (inits that created an upload; idempotent repeats do not count)."}, ns),
-		confirmed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_confirmed_total",
-			Help: "Direct uploads confirmed (committed as claims)."}, ns),
-	}
-	reg.MustRegister(u.started, u.confirmed)
-	return u
 }
 
 // InitUpload starts a direct upload; see Uploads.
@@ -97,9 +80,9 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 	now := s.clock.Now()
 	expires := now.Add(pol.TTL.MaxAge.D())
 	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID()
+	blobID := newBlobID(now)
 	claim := meta.Claim{
-		ID: newClaimID(), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
+		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
 		Size: req.Size, ReservedBytes: req.Size,
 		ContentType: req.ContentType, Labels: req.Labels,
 		CreatedAt: now, ExpiresAt: expires,
@@ -135,7 +118,7 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 		}
 		return s.existingUpload(ctx, op, up, req, pol)
 	}
-	s.uploads.started.WithLabelValues(ns).Inc()
+	s.metrics.uploadsStarted.WithLabelValues(ns).Inc()
 	return s.issue(ctx, up, meta.ClaimPending, confirmBy, pol)
 }
 
@@ -342,11 +325,14 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)),
 		DiscardRetry:   s.discardRetry,
+		// The object was just read whole and matched size and digest:
+		// it may repair a damaged blob of the same content (integrity.go).
+		RepairVerified: true,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a
 		// concurrent confirm committed it.
-		s.gcMetrics.casConflicts.Inc()
+		s.metrics.casConflicts.Inc()
 		c, lerr := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false)
 		if lerr != nil {
 			return claimcheck.Ref{}, lerr
@@ -357,7 +343,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return claimcheck.Ref{}, metaErr(op, err)
 	}
 	ns := up.Namespace
-	s.uploads.confirmed.WithLabelValues(ns).Inc()
+	s.metrics.uploadsConfirmed.WithLabelValues(ns).Inc()
 	s.metrics.created.WithLabelValues(ns).Inc()
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(size))

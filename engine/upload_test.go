@@ -319,10 +319,10 @@ func TestUploadHappyPath(t *testing.T) {
 		if err := b.send(u, data); err == nil && !b.s3 {
 			t.Error("PUT after confirm succeeded")
 		}
-		if n := counterValue(t, b.s.uploads.started.WithLabelValues("up")); n != 1 {
+		if n := counterValue(t, b.s.metrics.uploadsStarted.WithLabelValues("up")); n != 1 {
 			t.Errorf("uploads started = %v", n)
 		}
-		if n := counterValue(t, b.s.uploads.confirmed.WithLabelValues("up")); n != 1 {
+		if n := counterValue(t, b.s.metrics.uploadsConfirmed.WithLabelValues("up")); n != 1 {
 			t.Errorf("uploads confirmed = %v", n)
 		}
 	})
@@ -671,7 +671,7 @@ func TestUploadIdempotencyKey(t *testing.T) {
 	if err != nil || done.ID != first.ID || done.State != claimcheck.StateActive || done.URL != "" || done.Token != "" {
 		t.Errorf("same key after confirm = %+v, %v", done, err)
 	}
-	if n := counterValue(t, b.s.uploads.started.WithLabelValues("up")); n != 2 {
+	if n := counterValue(t, b.s.metrics.uploadsStarted.WithLabelValues("up")); n != 2 {
 		t.Errorf("uploads started = %v, want 2 (order-17 once, order-18)", n)
 	}
 	b.clock.Advance(time.Hour)

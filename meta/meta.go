@@ -19,6 +19,10 @@
 //   - The refcount on a blob is a hint. A blob leaves "orphaned" for
 //     "deleting" only in a transaction that re-checks that no pending or
 //     active claim points at it.
+//
+// WithMetrics wraps any Store with Prometheus metrics, counted by method
+// and by result, where the contract's own answers (not found, a lost
+// compare-and-swap, a quota or hold refusal) are told apart from failures.
 package meta
 
 import (
@@ -170,7 +174,15 @@ type Blob struct {
 	// DeadAt is when the blob was parked as a dead letter (deleting, no
 	// collect_at; see DeadLetterStore); zero otherwise.
 	DeadAt time.Time
+	// DamagedAt is when the blob's object was found altered, short or
+	// missing (IntegrityStore); zero while it is healthy. Damage says
+	// what was found.
+	DamagedAt time.Time
+	Damage    string
 }
+
+// Damaged reports whether the blob is marked damaged.
+func (b Blob) Damaged() bool { return !b.DamagedAt.IsZero() }
 
 // CreatePendingParams describe step 1 of a put.
 type CreatePendingParams struct {
@@ -211,6 +223,15 @@ type CommitParams struct {
 	// of a staging blob that a dedup hit made unneeded (CommitResult.
 	// Discarded) if the caller has not finished it by then.
 	DiscardRetry time.Duration
+	// RepairVerified says the caller read the staging object back and it
+	// matched Digest and Size. Only then may a damaged dedup candidate be
+	// repaired with it (integrity.go): the candidate takes the staging
+	// object (key, stored size, compression, created now), becomes
+	// healthy and committed, the claim shares it, and the staging blob
+	// takes the damaged object's key and is Discarded, so the caller
+	// deletes the bad object. Without it, a damaged candidate with Dedup
+	// on answers ErrDamagedCandidate and nothing changes.
+	RepairVerified bool
 }
 
 // CommitResult says which blob the committed claim points at.
@@ -226,6 +247,10 @@ type CommitResult struct {
 	// dies, collection retries it like any deleting blob. Zero without a
 	// dedup hit.
 	Discarded Blob
+	// Repaired: the shared blob was damaged and now owns the claim's
+	// freshly written object (CommitParams.RepairVerified); Discarded then
+	// holds the damaged object's key.
+	Repaired bool
 }
 
 // Read is one served read of a claim.
@@ -394,4 +419,5 @@ type Store interface {
 	TenantStore     // tenant usage over their namespaces (tenants.go)
 	HistoryStore    // pruning of finished claims and collected blobs (history.go)
 	LifetimeStore   // listing and extending claims (lifetime.go)
+	IntegrityStore  // damaged blobs and their repair (integrity.go)
 }

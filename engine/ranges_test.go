@@ -246,6 +246,26 @@ func TestRedeemRangeFramedZstd(t *testing.T) {
 	}
 }
 
+// A seek table longer than the first read of the object's end is read
+// on its own (tables of more than about 8,000 frames; here, a first read
+// of 20 bytes).
+func TestRedeemRangeLongSeekTable(t *testing.T) {
+	old := engine.SetSeekTableRead(20)
+	t.Cleanup(func() { engine.SetSeekTableRead(old) })
+	b := setup(t, ranged)
+	size := int64(3<<20 + 99)
+	data := jsonDoc(int(size))[:size]
+	for _, ns := range []string{"zs", "sealedz"} {
+		ref := b.put(t, ns, data)
+		for _, c := range [][2]int64{{0, 10}, {2<<20 - 3, 10}, {-1000, 0}} {
+			_, got, err := b.redeemRange(t, ref, c[0], c[1])
+			if err != nil || !bytes.Equal(got, want(data, c[0], c[1])) {
+				t.Fatalf("%s: range %v: %d bytes, %v", ns, c, len(got), err)
+			}
+		}
+	}
+}
+
 // A zstd object written before framing (one frame, no seek table) still
 // serves ranges, decoded from the start.
 func TestRedeemRangeSingleFrameZstd(t *testing.T) {

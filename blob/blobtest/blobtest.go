@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 		{"List", testList},
 		{"NestedKeys", testNestedKeys},
 		{"PartialRead", testPartialRead},
+		{"RangeRead", testRangeRead},
 		{"Concurrent", testConcurrent},
 		{"PresignPut", testPresignPut},
 	}
@@ -421,6 +422,35 @@ func testPartialRead(t *testing.T, h *harness) {
 	}
 	if err := r.Close(); err != nil {
 		t.Errorf("Close before EOF: %v", err)
+	}
+}
+
+// testRangeRead: NewRangeReader gives exactly the bytes asked for, fewer
+// past the end (never an error: the engine checks the count itself), and
+// ErrNotFound for a missing object.
+func testRangeRead(t *testing.T, h *harness) {
+	key := h.key("ranged")
+	data := payload(300<<10, 9)
+	h.put(t, key, data)
+	for _, c := range []struct{ off, n, start, end int64 }{
+		{0, 1, 0, 1},
+		{1000, 70000, 1000, 71000},
+		{int64(len(data)) - 10, -1, int64(len(data)) - 10, int64(len(data))},
+		{int64(len(data)) - 10, 100, int64(len(data)) - 10, int64(len(data))},
+		{0, -1, 0, int64(len(data))},
+	} {
+		r, err := h.store.NewRangeReader(t.Context(), key, c.off, c.n)
+		if err != nil {
+			t.Fatalf("NewRangeReader(%d, %d): %v", c.off, c.n, err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, data[c.start:c.end]) {
+			t.Fatalf("NewRangeReader(%d, %d): %d bytes, %v; want bytes %d-%d", c.off, c.n, len(got), err, c.start, c.end)
+		}
+	}
+	if _, err := h.store.NewRangeReader(t.Context(), h.key("never-written"), 0, 10); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("NewRangeReader of a missing object: %v, want ErrNotFound", err)
 	}
 }
 

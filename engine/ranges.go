@@ -58,7 +58,7 @@ func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		}
 		if ok {
 			s.countRead(ctx, c, b, off, n, start)
-			return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, &rangeStream{s: s, ctx: ctx, c: c, b: b, r: framed}), nil
+			return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, &rangeStream{s: s, ctx: ctx, c: c, b: b, r: framed, want: n}), nil
 		}
 	}
 	switch {
@@ -74,13 +74,13 @@ func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		if err != nil {
 			return nil, s.rangeOpenErr(ctx, c, b, err)
 		}
-		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: body}
+		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: body, want: n}
 	default:
 		obj, err := s.blobs.NewRangeReader(ctx, b.Key, off, n)
 		if err != nil {
 			return nil, s.rangeOpenErr(ctx, c, b, err)
 		}
-		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: obj}
+		body = &rangeStream{s: s, ctx: ctx, c: c, b: b, r: obj, want: n}
 	}
 	s.countRead(ctx, c, b, off, n, start)
 	return claimcheck.NewPart(refOf(c, b), c.ContentType, off, n, body), nil
@@ -110,15 +110,17 @@ func (s *Store) rangeOpenErr(ctx context.Context, c meta.Claim, b meta.Blob, err
 	}
 }
 
-// rangeStream is a range read from storage (plain or decrypted). A
-// segment failing authentication marks the blob damaged; a short object
-// is reported by the Part's own count.
+// rangeStream is a range read from storage (plain, decrypted or framed
+// zstd) of want bytes. A segment failing authentication, a frame failing
+// its checksum, or a plain object ending before the range does (it is
+// shorter than the recorded size) marks the blob damaged.
 type rangeStream struct {
 	s      *Store
 	ctx    context.Context
 	c      meta.Claim
 	b      meta.Blob
 	r      io.ReadCloser
+	want   int64
 	n      int64
 	marked bool
 }
@@ -126,21 +128,34 @@ type rangeStream struct {
 func (r *rangeStream) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.n += int64(n)
-	if err == nil || err == io.EOF {
-		return n, err
+	if err == nil {
+		return n, nil
+	}
+	if err == io.EOF {
+		if r.n >= r.want {
+			return n, err
+		}
+		r.damaged(meta.DamageSize, fmt.Sprintf("on a ranged redeem: the object ends %d bytes into a range of %d", r.n, r.want))
+		return n, fmt.Errorf("redeem %s: %w: the stored object is shorter than recorded", r.c.ID, claimcheck.ErrChecksumMismatch)
 	}
 	if errors.Is(err, errSegment) || errors.Is(err, compress.ErrCorrupt) {
-		if !r.marked {
-			r.marked = true
-			r.s.metrics.corruption.Inc()
-			r.s.markDamaged(r.ctx, r.b, meta.DamageChecksum, "on a ranged redeem: "+err.Error())
-		}
+		r.damaged(meta.DamageChecksum, "on a ranged redeem: "+err.Error())
 		return n, fmt.Errorf("redeem %s: %w: stored object fails verification: %v", r.c.ID, claimcheck.ErrChecksumMismatch, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return n, err
 	}
 	return n, fmt.Errorf("redeem %s: %w: read object: %v", r.c.ID, claimcheck.ErrUnavailable, err)
+}
+
+// damaged marks the blob damaged (once per stream).
+func (r *rangeStream) damaged(cause, detail string) {
+	if r.marked {
+		return
+	}
+	r.marked = true
+	r.s.metrics.corruption.Inc()
+	r.s.markDamaged(r.ctx, r.b, cause, detail)
 }
 
 func (r *rangeStream) Close() error {

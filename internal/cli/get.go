@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
@@ -21,17 +18,22 @@ func newGetCmd(env Env) *cobra.Command {
 		Short: "Redeem a reference and write the payload (stdout by default)",
 		Long: `Redeem a reference and write the verified payload to OUT or stdout.
 
-With -o the payload is written to a temporary file beside OUT and renamed
-into place only after its size and sha256 matched, so OUT never holds a
-partial payload. On stdout, bytes are written as they arrive and a failed
-verification ends the command with an error (exit code 5).`,
+With -o FILE the payload is written to a temporary file beside FILE and
+renamed into place only after its size and sha256 matched, so FILE never
+holds a partial payload. A symbolic link is followed (the payload goes to
+its target), and an existing file that is not a regular file (a device
+such as /dev/null, a named pipe) is written to directly, never replaced.
+
+On stdout (no -o, or -o -), bytes are written as they arrive and a failed
+verification ends the command with an error (exit code 5). A binary
+payload is not written to a terminal unless -o - asks for it.`,
 		Example: `  claimcheck get @ref.json -o payload.json
   claimcheck put --ns tmp file | claimcheck get - > copy`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.run(cmd, env, args[0]) },
 	}
 	g.client.register(cmd, env)
-	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file instead of stdout")
+	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file (- for stdout, even a terminal)")
 	return cmd
 }
 
@@ -47,24 +49,18 @@ func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
 	defer p.Close()
 	src, finish := withProgress(env.Stderr, p, p.Ref.Size, "get")
 	defer finish()
-	if g.out == "" || g.out == "-" {
+	switch g.out {
+	case "-":
+		_, err := io.Copy(env.Stdout, src)
+		return err
+	case "":
+		if env.isTerminal(env.Stdout) {
+			if src, err = refuseBinaryOnTerminal(src); err != nil {
+				return err
+			}
+		}
 		_, err := io.Copy(env.Stdout, src)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(g.out), "."+filepath.Base(g.out)+".partial-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), g.out); err != nil {
-		return fmt.Errorf("moving the payload into place: %w", err)
-	}
-	return nil
+	return writeOutput(g.out, src)
 }

@@ -94,4 +94,3 @@ func clipArg(s string) string {
 	}
 	return s
 }
-

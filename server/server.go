@@ -164,6 +164,10 @@ func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Re
 				return
 			}
 			defer done()
+			if err := checkRequest(r, pattern); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -175,7 +179,7 @@ func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Re
 // mux pattern, so the label set stays bounded) and status, and requests
 // that match no route get a JSON error like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, req: r}
+	rec := &recorder{ResponseWriter: w, req: r, allowed: s.allowed}
 	if s.metrics == nil {
 		s.mux.ServeHTTP(rec, r)
 		return

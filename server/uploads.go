@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,10 +43,8 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if len(raw) > maxJSONBody {
 		return invalidf("request body: more than %d bytes", maxJSONBody)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return invalidf("request body: %v", err)
+	if body, err = api.ParseInitUploadRequest(raw); err != nil {
+		return err
 	}
 	keys := r.Header.Values(api.HeaderIdempotencyKey)
 	if len(keys) > 1 {

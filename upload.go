@@ -61,14 +61,20 @@ type Upload struct {
 	// URL, Method and Headers are the request that uploads the payload:
 	// send exactly Size bytes with these headers. The URL is the
 	// credential (no API key is sent with it). Empty once the upload is
-	// no longer pending. A URL served by claimcheck itself (file and
-	// memory storage) is a path relative to the server until the HTTP
-	// API makes it absolute.
+	// no longer pending. The embedded store sets them only for storage
+	// that presigns (S3); otherwise it sets Token, and the HTTP API
+	// answers a URL of its own built from the token.
 	URL     string            `json:"url,omitempty"`
 	Method  string            `json:"method,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
-	// ExpiresAt is when the URL stops working (url_ttl after it was
-	// issued, never after ConfirmBy).
+	// Token is the credential of an upload the store receives itself
+	// (file and memory storage): opaque, URL-safe, bound to this upload
+	// and to ExpiresAt, signed with a key every replica shares. The
+	// embedded store's ReceiveUpload takes it with the payload. It is
+	// never on the wire: over HTTP it travels inside URL.
+	Token string `json:"-"`
+	// ExpiresAt is when the URL or token stops working (url_ttl after it
+	// was issued, never after ConfirmBy).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// ConfirmBy is the deadline of ConfirmUpload (confirm_within after
 	// init): after it the upload is reaped.

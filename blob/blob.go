@@ -9,6 +9,11 @@
 // (presigned URLs, batch deletes, lifecycle rules) are separate interfaces
 // found by type assertion. blob/blobtest is the conformance suite every
 // implementation runs.
+//
+// Wrappers add to a store without changing what it does: WithMetrics
+// counts and times every operation for Prometheus, NewCounting counts
+// requests for tests and benchmarks. Each has exactly the optional
+// abilities of the store it wraps, so type assertions see through it.
 package blob
 
 import (

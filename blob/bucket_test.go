@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 )
@@ -86,6 +88,22 @@ func TestCounting(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
 		return blob.NewCounting(openURL(t, "mem://"))
 	})
+}
+
+// TestMetrics runs the suite through WithMetrics over both local
+// backends: the wrapper must change nothing a caller can see.
+func TestMetrics(t *testing.T) {
+	for _, url := range []string{"mem://", "file://"} {
+		t.Run(url, func(t *testing.T) {
+			blobtest.Run(t, func(t *testing.T) blob.Store {
+				u := url
+				if u == "file://" {
+					u += t.TempDir()
+				}
+				return blob.WithMetrics(openURL(t, u), prometheus.NewRegistry())
+			})
+		})
+	}
 }
 
 func put(t *testing.T, s blob.Store, key, data string) {

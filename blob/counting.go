@@ -33,27 +33,74 @@ type Counting struct {
 	writes, reads, attrs, deletes, batches, batchKeys, lists atomic.Int64
 }
 
-// countingBatch is a Counting over a store that also deletes in batches.
+// countingBatch counts the batch deletes of a Counting.
 type countingBatch struct {
-	*Counting
+	c  *Counting
 	bd BatchDeleter
 }
 
 var (
 	_ CountingStore = (*Counting)(nil)
-	_ CountingStore = (*countingBatch)(nil)
-	_ BatchDeleter  = (*countingBatch)(nil)
+	_ BatchDeleter  = countingBatch{}
 )
 
-// NewCounting wraps next. The result is a BatchDeleter exactly when next
-// is one, so the engine's type assertion sees through the wrapper; that is
-// why it returns an interface and not *Counting.
+// NewCounting wraps next. The result has exactly the optional abilities
+// of next, so the engine's type assertions see through the wrapper; that
+// is why it returns an interface and not *Counting. Batch deletes are
+// counted; presigning and lifecycle calls pass through uncounted.
 func NewCounting(next Store) CountingStore {
 	c := &Counting{next: next}
-	if bd, ok := next.(BatchDeleter); ok {
-		return &countingBatch{Counting: c, bd: bd}
+	a := abilitiesOf(next)
+	if a.bd != nil {
+		a.bd = countingBatch{c, a.bd}
 	}
-	return c
+	// expose would hide Counts behind its Store field, so the same
+	// combinations are spelled out here with *Counting embedded.
+	bd, ps, lc := a.bd != nil, a.ps != nil, a.lc != nil
+	switch {
+	case bd && ps && lc:
+		return struct {
+			*Counting
+			BatchDeleter
+			Presigner
+			Lifecycler
+		}{c, a.bd, a.ps, a.lc}
+	case bd && ps:
+		return struct {
+			*Counting
+			BatchDeleter
+			Presigner
+		}{c, a.bd, a.ps}
+	case bd && lc:
+		return struct {
+			*Counting
+			BatchDeleter
+			Lifecycler
+		}{c, a.bd, a.lc}
+	case ps && lc:
+		return struct {
+			*Counting
+			Presigner
+			Lifecycler
+		}{c, a.ps, a.lc}
+	case bd:
+		return struct {
+			*Counting
+			BatchDeleter
+		}{c, a.bd}
+	case ps:
+		return struct {
+			*Counting
+			Presigner
+		}{c, a.ps}
+	case lc:
+		return struct {
+			*Counting
+			Lifecycler
+		}{c, a.lc}
+	default:
+		return c
+	}
 }
 
 // Counts returns a snapshot. The counters are read one by one, so a
@@ -105,11 +152,11 @@ func (c *Counting) List(ctx context.Context, prefix, token string, pageSize int)
 func (c *Counting) Close() error { return c.next.Close() }
 
 // DeleteMany implements BatchDeleter.
-func (c *countingBatch) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
-	c.batches.Add(1)
-	c.batchKeys.Add(int64(len(keys)))
-	return c.bd.DeleteMany(ctx, keys)
+func (b countingBatch) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
+	b.c.batches.Add(1)
+	b.c.batchKeys.Add(int64(len(keys)))
+	return b.bd.DeleteMany(ctx, keys)
 }
 
 // MaxBatch implements BatchDeleter.
-func (c *countingBatch) MaxBatch() int { return c.bd.MaxBatch() }
+func (b countingBatch) MaxBatch() int { return b.bd.MaxBatch() }

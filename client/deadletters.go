@@ -26,6 +26,11 @@ func (c *Client) RetryDeadLetters(ctx context.Context, q claimcheck.DeadLetterQu
 }
 
 func (c *Client) deadLetterPage(ctx context.Context, method string, q claimcheck.DeadLetterQuery, op string, segments ...string) (claimcheck.DeadLetterPage, error) {
+	// Checked here as the store checks it: the wire leaves out a limit
+	// that is not positive, so a negative one would pass as the default.
+	if _, err := q.Check(); err != nil {
+		return claimcheck.DeadLetterPage{}, fmt.Errorf("%s: %w", op, err)
+	}
 	req, err := c.newRequest(ctx, method, nil, segments...)
 	if err != nil {
 		return claimcheck.DeadLetterPage{}, fmt.Errorf("%s: %w", op, err)

@@ -14,6 +14,11 @@ var _ claimcheck.Auditor = (*Client)(nil)
 // ClaimEvents returns a page of the claim's audit trail; see
 // claimcheck.Auditor.
 func (c *Client) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
+	// Checked here as the store checks it: the wire leaves out a limit
+	// that is not positive, so a negative one would pass as the default.
+	if _, err := q.Check(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
 	req, err := c.claimRequest(ctx, http.MethodGet, ref, nil, "events")
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
@@ -29,6 +34,9 @@ func (c *Client) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimche
 // NamespaceEvents returns a page of a namespace's audit trail.
 func (c *Client) NamespaceEvents(ctx context.Context, ns string, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	if _, err := q.Check(); err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "namespaces", ns, "events")
@@ -48,6 +56,9 @@ func (c *Client) TenantEvents(ctx context.Context, tenant string, q claimcheck.E
 		if err := claimcheck.ValidateTenant(tenant); err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}
+	}
+	if _, err := q.Check(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
 	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "events")
 	if err != nil {

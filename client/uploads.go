@@ -119,7 +119,8 @@ func (c *Client) SendUpload(ctx context.Context, u claimcheck.Upload, body io.Re
 	return fmt.Errorf("%s to %s: %w", op, redacted(target), decodeError(resp, u.ID))
 }
 
-// redacted is the URL without its query, which holds the signature.
+// redacted is the URL without its query, which holds the credential (a
+// claimcheck upload token, or an S3 signature).
 func redacted(u *url.URL) string {
 	v := *u
 	v.RawQuery = ""

@@ -45,7 +45,7 @@ func TestUploadOverHTTP(t *testing.T) {
 		t.Errorf("PUT of other bytes = %v", err)
 	}
 	tampered := u
-	tampered.URL = strings.Replace(u.URL, "sig=", "sig=x", 1)
+	tampered.URL = strings.Replace(u.URL, "token=", "token=x", 1)
 	if err := b.client.SendUpload(ctx, tampered, bytes.NewReader(data)); !errors.Is(err, claimcheck.ErrPermissionDenied) {
 		t.Errorf("PUT to a tampered URL = %v", err)
 	}

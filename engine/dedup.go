@@ -9,8 +9,6 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -71,32 +69,10 @@ func (s *Store) observeDedup(ns string, res meta.CommitResult, size int64) {
 		return
 	}
 	s.metrics.dedupHits.WithLabelValues(ns).Inc()
-	s.gcMetrics.bytesSaved.WithLabelValues(ns).Add(float64(size))
+	s.metrics.bytesSaved.WithLabelValues(ns).Add(float64(size))
 	if res.FlipBack {
-		s.gcMetrics.flipBacks.WithLabelValues(ns).Inc()
+		s.metrics.flipBacks.WithLabelValues(ns).Inc()
 	}
-}
-
-// gcMetrics are the engine's dedup and garbage-collection instruments;
-// the sweeper's collection counters are in sweep.Metrics.
-type gcMetrics struct {
-	bytesSaved   *prometheus.CounterVec // original bytes not stored thanks to dedup
-	flipBacks    *prometheus.CounterVec // orphaned blobs committed again by a dedup hit
-	casConflicts prometheus.Counter     // commits that lost a compare-and-swap
-}
-
-func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
-	ns := []string{"namespace"}
-	m := &gcMetrics{
-		bytesSaved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_bytes_saved_total",
-			Help: "Original payload bytes not stored again because a put shared an existing blob."}, ns),
-		flipBacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_dedup_flip_backs_total",
-			Help: "Orphaned blobs brought back to committed by a dedup hit during their grace period."}, ns),
-		casConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_cas_conflicts_total",
-			Help: "Commits that lost a compare-and-swap (the claim was finished under them)."}),
-	}
-	reg.MustRegister(m.bytesSaved, m.flipBacks, m.casConflicts)
-	return m
 }
 
 // failpointAfterObjectWrite is a test-only failpoint for the crash tests:
@@ -130,5 +106,27 @@ func (s *Store) discardObject(ctx context.Context, key string) {
 	defer cancel()
 	if err := s.blobs.Delete(cctx, key); err != nil {
 		s.log.Warn("put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
+	}
+}
+
+// collectDiscarded deletes the object of the staging blob a dedup hit made
+// unneeded (res.Discarded) and marks the blob deleted, so two identical
+// puts leave one object behind, not two until the next sweep. The commit
+// already moved the blob to deleting with a retry time: if the delete or
+// the final update fails here, or the process dies, the sweeper's
+// collection retries it then, like any interrupted collection.
+func (s *Store) collectDiscarded(ctx context.Context, res meta.CommitResult) {
+	b := res.Discarded
+	if b.ID == "" {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := s.blobs.Delete(cctx, b.Key); err != nil {
+		s.log.Warn("put: could not delete the object a dedup hit made unneeded; the sweeper will retry", "blob", b.ID, "key", b.Key, "err", err)
+		return
+	}
+	if err := s.meta.FinishCollect(cctx, []string{b.ID}, s.clock.Now()); err != nil {
+		s.log.Warn("put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
 	}
 }

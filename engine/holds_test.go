@@ -125,30 +125,6 @@ func TestHoldBlocksEveryDeletionPath(t *testing.T) {
 	}
 }
 
-func TestHoldErrors(t *testing.T) {
-	ctx := context.Background()
-	b := setup(t, lifecycleNamespaces)
-	ref := b.put(t, "keep", jsonDoc(1024))
-	if err := b.store.Delete(ctx, ref); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.store.SetHold(ctx, ref, ""); !errors.Is(err, claimcheck.ErrGone) {
-		t.Fatalf("hold of a deleted claim: %v, want gone", err)
-	}
-	if err := b.store.SetHold(ctx, claimcheck.Ref{ID: "cc_AAAAAAAAAAAAAAAAAAAAAA"}, ""); !errors.Is(err, claimcheck.ErrNotFound) {
-		t.Fatalf("hold of an unknown claim: %v, want not found", err)
-	}
-	// An overdue claim is finished by the attempt, not revived by it.
-	late := b.put(t, "keep", jsonDoc(2048))
-	b.clock.Advance(25 * time.Hour)
-	if err := b.store.SetHold(ctx, late, ""); !errors.Is(err, claimcheck.ErrExpired) {
-		t.Fatalf("hold of an overdue claim: %v, want expired", err)
-	}
-	if h, err := b.store.NamespaceHold(ctx, "keep"); err != nil || h != nil {
-		t.Fatalf("NamespaceHold without a hold = %+v, %v", h, err)
-	}
-}
-
 // TestHoldAuditEvents: setting and lifting holds through the Store leave
 // hold_set and hold_cleared events with the acting key, the scope as the
 // reason and the hold's reason as the detail (ADR 0070). A set that

@@ -136,9 +136,10 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		// Encrypted namespaces share only objects written under the
 		// current data key (keyFloor, crypt.go).
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
+		DiscardRetry:   s.discardRetry,
 	})
 	if errors.Is(err, meta.ErrConflict) {
-		s.gcMetrics.casConflicts.Inc()
+		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, &claimcheck.GoneError{ID: claim.ID, Reason: claimcheck.ReasonNeverConfirmed, At: now})
 	}
@@ -149,6 +150,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
 	s.observeDedup(ns, res, w.size)
+	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil
 }

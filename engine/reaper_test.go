@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -199,11 +198,7 @@ func (e *reaperEnv) upload(data []byte) claimcheck.Upload {
 	if err != nil {
 		e.t.Fatalf("InitUpload: %v", err)
 	}
-	parsed, err := url.Parse(u.URL)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.store.ReceiveUpload(ctx, u.ID, parsed.Query(), int64(len(data)), bytes.NewReader(data)); err != nil {
+	if err := e.store.ReceiveUpload(ctx, u.ID, u.Token, int64(len(data)), bytes.NewReader(data)); err != nil {
 		e.t.Fatalf("PUT: %v", err)
 	}
 	return u

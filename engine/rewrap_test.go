@@ -199,24 +199,6 @@ func TestMasterKeyRotation(t *testing.T) {
 	}
 }
 
-func TestRewrapOneNamespace(t *testing.T) {
-	r := newRotation(t)
-	s := r.open(testMasterKey)
-	x, y := randomBytes(t, 3000), randomBytes(t, 3000)
-	rx, ry := s.put(t, "x", x), s.put(t, "y", y)
-	s.store.Close()
-
-	s = r.open(otherMasterKey, testMasterKey)
-	a, b := masterID(t, testMasterKey), masterID(t, otherMasterKey)
-	wantReport(t, "rewrap x", s.rewrap(t, claimcheck.RewrapOptions{Namespace: "x"}), 1, 0, 0, map[string]int{b: 1})
-	wantReport(t, "dry run of all", s.rewrap(t, claimcheck.RewrapOptions{DryRun: true}), 1, 1, 0, map[string]int{a: 1, b: 1})
-	if _, err := s.store.RewrapDataKeys(context.Background(), claimcheck.RewrapOptions{Namespace: "Bad Name"}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
-		t.Fatalf("rewrap of an invalid namespace: %v", err)
-	}
-	s.wantRedeem(t, rx, x)
-	s.wantRedeem(t, ry, y)
-}
-
 // TestRewrapUnknownMasterKey: a data key wrapped by a master key the
 // config does not have is a clear error on redeem and a reported failure
 // of the rewrap, which still rewraps the others.

@@ -10,8 +10,6 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claimcheck/claimcheck/blob"
 )
 
@@ -82,20 +80,6 @@ func desiredRules(policies map[string]claimcheck.Policy, defaults *claimcheck.Po
 	return rules
 }
 
-// lifecycleMetrics report what the start-up check found.
-type lifecycleMetrics struct {
-	drift prometheus.Gauge
-}
-
-func newLifecycleMetrics(reg prometheus.Registerer) *lifecycleMetrics {
-	m := &lifecycleMetrics{
-		drift: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_lifecycle_drift_rules",
-			Help: "Bucket lifecycle rules missing, different or conflicting after the start-up check (manage mode repairs ours; see the log)."}),
-	}
-	reg.MustRegister(m.drift)
-	return m
-}
-
 // driftItem is one difference between the bucket's rules and ours.
 type driftItem struct {
 	id, what   string
@@ -155,7 +139,7 @@ func (s *Store) setupLifecycle(ctx context.Context, mode string) error {
 	items := checkDrift(actual, want)
 	s.rules = actual
 	if mode == LifecycleCheck || len(items) == 0 {
-		s.lifecycle.drift.Set(float64(len(items)))
+		s.metrics.lifecycleDrift.Set(float64(len(items)))
 		for _, it := range items {
 			s.log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what, "mode", mode)
 		}
@@ -198,7 +182,7 @@ func (s *Store) setupLifecycle(ctx context.Context, mode string) error {
 			s.log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what)
 		}
 	}
-	s.lifecycle.drift.Set(float64(unrepaired))
+	s.metrics.lifecycleDrift.Set(float64(unrepaired))
 	s.rules = next
 	return nil
 }

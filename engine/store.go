@@ -23,28 +23,32 @@ import (
 // and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
 // blob.Store and runs every protocol of the design on top of them.
 type Store struct {
-	meta    meta.Store
-	blobs   blob.Store
-	clock   clock.Clock
-	log     *slog.Logger
+	// meta and blobs are the stores wrapped in their metrics: every layer
+	// above goes through the wrappers.
+	meta  meta.Store
+	blobs blob.Store
+	clock clock.Clock
+	log   *slog.Logger
+	// metrics are the engine's own instruments (metrics.go).
 	metrics *metrics
-	// gcMetrics count dedup savings and commit conflicts (dedup.go).
-	gcMetrics *gcMetrics
 	// sweeper does the due work nobody asks for in-line; its metrics
 	// also count the in-line finishes.
 	sweeper      *sweep.Sweeper
 	sweepMetrics *sweep.Metrics
+	// discardRetry is when the sweeper retries deleting the object of a
+	// staging blob a dedup hit made unneeded, should the put's own
+	// delete fail (dedup.go): the sweeper's retry delay.
+	discardRetry time.Duration
 	reads        *readRecorder
 	policies     map[string]claimcheck.Policy
 	defaults     *claimcheck.Policy // nil: only configured namespaces exist
 	// tenants holds the quota of each declared tenant (tenantquota.go).
 	tenants map[string]claimcheck.TenantPolicy
-	// lifecycle and rules: the safety net (safetynet.go). rules are the
-	// bucket's lifecycle rules in force after the start-up check.
-	lifecycle *lifecycleMetrics
-	rules     []blob.LifecycleRule
-	closers   []io.Closer
-	// uploads: direct uploads' URL key and metrics (upload.go).
+	// rules are the bucket's lifecycle rules in force after the start-up
+	// check of the safety net (safetynet.go).
+	rules   []blob.LifecycleRule
+	closers []io.Closer
+	// uploads: direct uploads' URL key (upload.go).
 	uploads *uploads
 	// keys holds the master key of encryption at rest (crypt.go); nil
 	// when none is configured.
@@ -68,35 +72,42 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.tenants = cfg.Tenants
-	reg := cfg.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	s.metrics = newMetrics(reg)
-	s.gcMetrics = newGCMetrics(reg)
-	s.sweepMetrics = sweep.NewMetrics(reg)
-	s.lifecycle = newLifecycleMetrics(reg)
-	s.uploads = newUploads(reg)
+	s.uploads = &uploads{}
 
-	s.meta = cfg.MetaStore
-	if s.meta == nil {
+	metaStore := cfg.MetaStore
+	if metaStore == nil {
 		m, err := sqlmeta.Open(ctx, cfg.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("open metadata %s: %w", RedactURL(cfg.Metadata), err)
 		}
-		s.meta = m
+		metaStore = m
 		s.closers = append(s.closers, m)
 	}
-	s.blobs = cfg.BlobStore
-	if s.blobs == nil {
+	blobStore := cfg.BlobStore
+	if blobStore == nil {
 		b, err := blob.Open(ctx, cfg.Storage)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open storage %s: %w", cfg.Storage, err)
 		}
-		s.blobs = b
+		blobStore = b
 		s.closers = append(s.closers, b)
 	}
+
+	// Metrics register once both stores are open, so an Open that fails
+	// there leaves the registry as it was. The stores given in Config are
+	// wrapped too: the engine measures whatever it runs on. The wrappers
+	// keep the optional abilities (presigning, batch deletes, lifecycle
+	// rules) that the engine and the sweeper find by type assertion.
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.meta = meta.WithMetrics(metaStore, reg)
+	s.blobs = blob.WithMetrics(blobStore, reg)
+	s.metrics = newMetrics(reg, s.meta, s.log)
+	s.sweepMetrics = sweep.NewMetrics(reg)
+
 	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
@@ -107,10 +118,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.checkMasterKeys(ctx)
 	s.reads = newReadRecorder(s.meta, s.log)
-	s.registerUsage(reg) // outstanding claims and bytes, read from the database at scrape time (usage.go)
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)
 	}

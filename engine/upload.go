@@ -2,79 +2,38 @@ package engine
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// UploadReceiver is implemented by stores that serve upload URLs
-// themselves (*Store with file or memory storage): the HTTP server hands
-// it the body of a PUT to such a URL.
-type UploadReceiver interface {
-	// ReceiveUpload checks the URL's signature and expiry (query holds
-	// its expires and sig parameters) and writes body as the upload's
-	// object. contentLength is the request's (-1 when unknown). A bad or
-	// expired signature fails with ErrPermissionDenied; a body larger
-	// than declared with ErrTooLarge, shorter with ErrInvalidArgument,
-	// other bytes with ErrChecksumMismatch; in every failure nothing
-	// becomes visible.
-	ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error
-}
-
-var (
-	_ claimcheck.Uploads = (*Store)(nil)
-	_ UploadReceiver     = (*Store)(nil)
-)
-
-// UploadPath is the path of the upload URLs claimcheck serves itself,
-// relative to the server's root: PUT /v1/uploads/{id}/data?expires=&sig=.
-func UploadPath(id string) string { return "/v1/uploads/" + id + "/data" }
+var _ claimcheck.Uploads = (*Store)(nil)
 
 // maxIdempotencyKey bounds idempotency keys.
 const maxIdempotencyKey = 255
 
-// uploadSecretName names the URL-signing key in the metadata store's
-// secrets: generated once, shared by every process on the database.
+// uploadSecretName names the key that signs upload tokens in the
+// metadata store's secrets: generated once, shared by every process on
+// the database. (The name dates from when it signed URLs; renaming the
+// row would rotate the key for nothing.)
 const uploadSecretName = "upload_url_hmac"
 
-// uploads is the Store's direct-upload state: the URL-signing key (loaded
-// on first use) and the upload metrics.
+// uploads is the Store's direct-upload state: the token-signing key,
+// loaded on first use.
 type uploads struct {
 	mu     sync.Mutex
 	secret []byte
-
-	started   *prometheus.CounterVec
-	confirmed *prometheus.CounterVec
-}
-
-func newUploads(reg prometheus.Registerer) *uploads {
-	ns := []string{"namespace"}
-	u := &uploads{
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_started_total",
-			Help: "Direct uploads started (inits that created an upload; idempotent repeats do not count)."}, ns),
-		confirmed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_uploads_confirmed_total",
-			Help: "Direct uploads confirmed (committed as claims)."}, ns),
-	}
-	reg.MustRegister(u.started, u.confirmed)
-	return u
 }
 
 // InitUpload starts a direct upload; see Uploads.
@@ -159,7 +118,7 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 		}
 		return s.existingUpload(ctx, op, up, req, pol)
 	}
-	s.uploads.started.WithLabelValues(ns).Inc()
+	s.metrics.uploadsStarted.WithLabelValues(ns).Inc()
 	return s.issue(ctx, up, meta.ClaimPending, confirmBy, pol)
 }
 
@@ -185,8 +144,10 @@ func (s *Store) existingUpload(ctx context.Context, op string, up meta.Upload, r
 	return s.issue(ctx, up, c.State, c.DueAt, pol)
 }
 
-// issue describes upload up in state st, with a fresh URL while it is
-// pending.
+// issue describes upload up in state st, with a fresh place to send the
+// payload while it is pending: a presigned URL on S3, otherwise an upload
+// token that ReceiveUpload accepts (the HTTP server turns it into a URL
+// of its own; the engine knows no routes).
 func (s *Store) issue(ctx context.Context, up meta.Upload, st meta.ClaimState, confirmBy time.Time, pol claimcheck.Policy) (claimcheck.Upload, error) {
 	u := claimcheck.Upload{ID: up.ClaimID, Namespace: up.Namespace, State: claimcheck.ClaimState(st), Size: up.Size, Digest: up.Digest}
 	if st != meta.ClaimPending {
@@ -216,17 +177,17 @@ func (s *Store) issue(ctx context.Context, up meta.Upload, st meta.ClaimState, c
 	if err != nil {
 		return claimcheck.Upload{}, err
 	}
-	exp := strconv.FormatInt(u.ExpiresAt.Unix(), 10)
-	u.URL = UploadPath(up.ClaimID) + "?" + url.Values{"expires": {exp}, "sig": {signUpload(secret, up.ClaimID, exp)}}.Encode()
-	u.Method = "PUT"
-	u.Headers = map[string]string{"Content-Type": "application/octet-stream"}
+	// Whole seconds, as the token writes it: ExpiresAt never promises
+	// more than the token grants.
+	u.ExpiresAt = u.ExpiresAt.Truncate(time.Second)
+	u.Token = newUploadToken(secret, up.ClaimID, u.ExpiresAt)
 	return u, nil
 }
 
-// uploadSecret returns the key that signs the upload URLs the store
-// serves itself. It is generated once and kept in the metadata database,
-// so every replica on the database, and every restart, signs and checks
-// with the same key (ADR 0050).
+// uploadSecret returns the key that signs the upload tokens of the
+// uploads the store receives itself. It is generated once and kept in the
+// metadata database, so every replica on the database, and every
+// restart, signs and checks with the same key (ADR 0050, ADR 0078).
 func (s *Store) uploadSecret(ctx context.Context) ([]byte, error) {
 	s.uploads.mu.Lock()
 	defer s.uploads.mu.Unlock()
@@ -237,27 +198,29 @@ func (s *Store) uploadSecret(ctx context.Context) ([]byte, error) {
 	rand.Read(candidate)
 	secret, err := s.meta.Secret(ctx, uploadSecretName, candidate)
 	if err != nil {
-		return nil, metaErr("upload URL key", err)
+		return nil, metaErr("upload token key", err)
 	}
 	s.uploads.secret = secret
 	return secret, nil
 }
 
-// signUpload is the signature of the upload URL of id that expires at exp
-// (Unix seconds, as written in the URL): HMAC-SHA256 over the method, the
-// path and the expiry, so neither can be changed without the key.
-func signUpload(secret []byte, id, exp string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("PUT\n" + UploadPath(id) + "\n" + exp))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// ReceiveUpload writes the body of a PUT to an upload URL the store
-// served; see UploadReceiver. The object is written uncompressed, as
-// uploaded, exactly like an S3 presigned PUT would write it (ADR 0050),
-// through the put's own writer, limited to the declared size and checked
-// against the declared digest before it becomes visible.
-func (s *Store) ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error {
+// ReceiveUpload writes body as the payload of upload id, which the store
+// receives itself (file and memory storage; on S3 the client PUTs to the
+// bucket instead). token is the upload's Token from InitUpload: the
+// credential, checked before anything is read. contentLength is the
+// body's declared length, -1 when unknown.
+//
+// A missing, malformed, altered or expired token, or one issued for
+// another upload, fails with ErrPermissionDenied; a body larger than
+// declared with ErrTooLarge (at once when contentLength says so),
+// shorter with ErrInvalidArgument, other bytes with ErrChecksumMismatch.
+// In every failure nothing becomes visible.
+//
+// The object is written uncompressed, as uploaded, exactly like an S3
+// presigned PUT would write it (ADR 0050), through the put's own writer,
+// limited to the declared size and checked against the declared digest
+// before it becomes visible.
+func (s *Store) ReceiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error {
 	op := "upload " + id
 	if !claimcheck.ValidClaimID(id) {
 		return fmt.Errorf("%s: %w", op, invalidf("upload id %q is malformed", id))
@@ -266,18 +229,8 @@ func (s *Store) ReceiveUpload(ctx context.Context, id string, query url.Values, 
 	if err != nil {
 		return err
 	}
-	exp, sig := query.Get("expires"), query.Get("sig")
-	want := signUpload(secret, id, exp)
-	if sig == "" || subtle.ConstantTimeCompare([]byte(sig), []byte(want)) != 1 {
-		return fmt.Errorf("%s: %w: the URL's signature does not match (it was altered, or issued by another store)", op, claimcheck.ErrPermissionDenied)
-	}
-	expUnix, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%s: %w: expires %q is not a Unix time", op, claimcheck.ErrPermissionDenied, exp)
-	}
-	if now := s.clock.Now(); !now.Before(time.Unix(expUnix, 0)) {
-		return fmt.Errorf("%s: %w: the upload URL expired at %s; init the upload again (same idempotency key) for a fresh URL",
-			op, claimcheck.ErrPermissionDenied, time.Unix(expUnix, 0).UTC().Format(time.RFC3339))
+	if err := checkUploadToken(secret, token, id, s.clock.Now()); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	up, err := s.meta.Upload(ctx, id)
 	if err != nil {
@@ -371,11 +324,12 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
+		DiscardRetry:   s.discardRetry,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a
 		// concurrent confirm committed it.
-		s.gcMetrics.casConflicts.Inc()
+		s.metrics.casConflicts.Inc()
 		c, lerr := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false)
 		if lerr != nil {
 			return claimcheck.Ref{}, lerr
@@ -386,11 +340,12 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return claimcheck.Ref{}, metaErr(op, err)
 	}
 	ns := up.Namespace
-	s.uploads.confirmed.WithLabelValues(ns).Inc()
+	s.metrics.uploadsConfirmed.WithLabelValues(ns).Inc()
 	s.metrics.created.WithLabelValues(ns).Inc()
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(size))
 	s.observeDedup(ns, res, size)
+	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -199,17 +198,14 @@ func (b *upBundle) mustInit(ns string, data []byte) claimcheck.Upload {
 	return u
 }
 
-// send does what the client does with the URL: a PUT of body. URLs the
-// store serves itself go straight to ReceiveUpload (the HTTP layer is
-// tested in package server); presigned S3 URLs go over HTTP.
+// send does what the client does with the upload: a PUT of body. An
+// upload the store receives itself (a token, no URL) goes straight to
+// ReceiveUpload (the HTTP layer is tested in package server); presigned
+// S3 URLs go over HTTP.
 func (b *upBundle) send(u claimcheck.Upload, body []byte) error {
 	ctx := context.Background()
-	if strings.HasPrefix(u.URL, "/") {
-		parsed, err := url.Parse(u.URL)
-		if err != nil {
-			return err
-		}
-		return b.s.ReceiveUpload(ctx, u.ID, parsed.Query(), int64(len(body)), bytes.NewReader(body))
+	if u.URL == "" {
+		return b.s.ReceiveUpload(ctx, u.ID, u.Token, int64(len(body)), bytes.NewReader(body))
 	}
 	req, err := http.NewRequestWithContext(ctx, u.Method, u.URL, bytes.NewReader(body))
 	if err != nil {
@@ -277,7 +273,13 @@ func TestUploadHappyPath(t *testing.T) {
 		ctx := context.Background()
 		data := randData(t, 300<<10)
 		u := b.mustInit("up", data)
-		if u.State != claimcheck.StatePending || u.URL == "" || u.Method != http.MethodPut || u.Size != int64(len(data)) {
+		// S3 presigns a request; files get a token the server puts in a
+		// URL of its own.
+		sendable := u.URL != "" && u.Method == http.MethodPut && u.Token == ""
+		if !b.s3 {
+			sendable = u.URL == "" && u.Token != ""
+		}
+		if u.State != claimcheck.StatePending || !sendable || u.Size != int64(len(data)) {
 			t.Fatalf("upload = %+v", u)
 		}
 		if want := upT0.Add(15 * time.Minute); !u.ExpiresAt.Equal(want) && !b.s3 {
@@ -317,10 +319,10 @@ func TestUploadHappyPath(t *testing.T) {
 		if err := b.send(u, data); err == nil && !b.s3 {
 			t.Error("PUT after confirm succeeded")
 		}
-		if n := counterValue(t, b.s.uploads.started.WithLabelValues("up")); n != 1 {
+		if n := counterValue(t, b.s.metrics.uploadsStarted.WithLabelValues("up")); n != 1 {
 			t.Errorf("uploads started = %v", n)
 		}
-		if n := counterValue(t, b.s.uploads.confirmed.WithLabelValues("up")); n != 1 {
+		if n := counterValue(t, b.s.metrics.uploadsConfirmed.WithLabelValues("up")); n != 1 {
 			t.Errorf("uploads confirmed = %v", n)
 		}
 	})
@@ -476,44 +478,88 @@ func TestUploadConfirmRacesReaper(t *testing.T) {
 	})
 }
 
-func TestUploadURLRejected(t *testing.T) {
+func TestUploadTokenRejected(t *testing.T) {
 	b := setupUploads(t, false)
 	data := randData(t, 1000)
 	u := b.mustInit("up", data)
 	key := b.key(u.ID)
-	tamper := func(f func(q url.Values)) claimcheck.Upload {
-		parsed, _ := url.Parse(u.URL)
-		q := parsed.Query()
-		f(q)
-		parsed.RawQuery = q.Encode()
-		v := u
-		v.URL = parsed.String()
-		return v
+	// The engine answers a token, never an HTTP request: URLs are the
+	// server's business.
+	if u.Token == "" || u.URL != "" || u.Method != "" || u.Headers != nil {
+		t.Fatalf("file storage answered %+v; want a token and no URL", u)
 	}
-	cases := map[string]claimcheck.Upload{
-		"signature altered": tamper(func(q url.Values) { q.Set("sig", strings.Repeat("A", len(q.Get("sig")))) }),
-		"expiry extended":   tamper(func(q url.Values) { q.Set("expires", fmt.Sprint(upT0.Add(50*time.Minute).Unix())) }),
-		"no signature":      tamper(func(q url.Values) { q.Del("sig") }),
+	field := func(i int, v string) claimcheck.Upload {
+		f := strings.Split(u.Token, ".")
+		f[i] = v
+		bad := u
+		bad.Token = strings.Join(f, ".")
+		return bad
 	}
+	sig := strings.Split(u.Token, ".")[3]
 	other := b.mustInit("up", data)
-	cases["another upload's URL"] = claimcheck.Upload{ID: u.ID, URL: strings.Replace(other.URL, other.ID, u.ID, 1)}
-	for name, bad := range cases {
-		if err := b.send(bad, data); !errors.Is(err, claimcheck.ErrPermissionDenied) {
-			t.Errorf("%s: PUT = %v, want permission denied", name, err)
+	elsewhere := setupUploads(t, false) // another store: another key
+	foreign := elsewhere.mustInit("up", data)
+	cases := map[string]struct {
+		up   claimcheck.Upload
+		says string
+	}{
+		"signature altered":      {field(3, strings.Repeat("A", len(sig))), "signature does not match"},
+		"expiry extended":        {field(2, fmt.Sprint(upT0.Add(50*time.Minute).Unix())), "signature does not match"},
+		"upload id changed":      {field(1, other.ID), "signature does not match"},
+		"another version":        {field(0, "u2"), "malformed"},
+		"no token":               {claimcheck.Upload{ID: u.ID}, "no upload token"},
+		"not a token":            {claimcheck.Upload{ID: u.ID, Token: "garbage"}, "malformed"},
+		"oversized token":        {claimcheck.Upload{ID: u.ID, Token: u.Token + strings.Repeat("A", 300)}, "malformed"},
+		"another upload's token": {claimcheck.Upload{ID: u.ID, Token: other.Token}, "is for upload " + other.ID + ", not " + u.ID},
+		"another store's token":  {claimcheck.Upload{ID: foreign.ID, Token: foreign.Token}, "issued by another store"},
+	}
+	for name, tc := range cases {
+		err := b.send(tc.up, data)
+		if !errors.Is(err, claimcheck.ErrPermissionDenied) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: PUT = %v, want permission denied saying %q", name, err, tc.says)
+		}
+		if err != nil && strings.Contains(err.Error(), sig) {
+			t.Errorf("%s: the refusal quotes the token's signature: %v", name, err)
 		}
 	}
 	b.clock.Advance(15 * time.Minute) // url_ttl
 	err := b.send(u, data)
 	if !errors.Is(err, claimcheck.ErrPermissionDenied) || !strings.Contains(err.Error(), "expired") {
-		t.Errorf("PUT to an expired URL = %v", err)
+		t.Errorf("PUT with an expired token = %v", err)
 	}
 	if b.objectExists(key) {
 		t.Error("a rejected PUT wrote the object")
 	}
-	// A fresh URL for the same upload: init again with the key (below in
-	// TestUploadIdempotencyKey); here the reaper takes it.
+	// A fresh token for the same upload: init again with the key (below
+	// in TestUploadIdempotencyKey); here the reaper takes it.
 	b.clock.Advance(time.Hour)
 	b.sweep()
+}
+
+// TestUploadTokenAcceptedByReplica: the token's key lives in the
+// metadata database, so another store on the same database (a replica
+// behind the same load balancer) accepts what this one issued.
+func TestUploadTokenAcceptedByReplica(t *testing.T) {
+	b := setupUploads(t, false)
+	ctx := context.Background()
+	data := randData(t, 2000)
+	u := b.mustInit("up", data)
+	replica, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: b.clock, MetaStore: b.s.meta, BlobStore: b.s.blobs,
+		Namespaces: map[string]claimcheck.Policy{"up": {}},
+		Sweeper:    sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler),
+		Registerer: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Close()
+	if err := replica.ReceiveUpload(ctx, u.ID, u.Token, int64(len(data)), bytes.NewReader(data)); err != nil {
+		t.Fatalf("PUT to a replica: %v", err)
+	}
+	if _, err := b.s.ConfirmUpload(ctx, u.ID); err != nil {
+		t.Fatalf("confirm on the first store after a PUT to the replica: %v", err)
+	}
 }
 
 func TestUploadBadBodies(t *testing.T) {
@@ -522,9 +568,8 @@ func TestUploadBadBodies(t *testing.T) {
 	data := randData(t, 4096)
 	u := b.mustInit("up", data)
 	key := b.key(u.ID)
-	parsed, _ := url.Parse(u.URL)
 	receive := func(body []byte, contentLength int64) error {
-		return b.s.ReceiveUpload(ctx, u.ID, parsed.Query(), contentLength, bytes.NewReader(body))
+		return b.s.ReceiveUpload(ctx, u.ID, u.Token, contentLength, bytes.NewReader(body))
 	}
 	longer := append(append([]byte(nil), data...), 'x')
 	altered := append([]byte(nil), data...)
@@ -606,8 +651,8 @@ func TestUploadIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ID != first.ID || again.URL == first.URL || !again.ExpiresAt.After(first.ExpiresAt) {
-		t.Errorf("same key: %+v, first %+v; want the same upload with a fresh URL", again, first)
+	if again.ID != first.ID || again.URL+again.Token == first.URL+first.Token || !again.ExpiresAt.After(first.ExpiresAt) {
+		t.Errorf("same key: %+v, first %+v; want the same upload with a fresh URL or token", again, first)
 	}
 	if _, err := b.init("up", randData(t, 700), "order-17"); !errors.Is(err, claimcheck.ErrInvalidArgument) {
 		t.Errorf("same key, other digest = %v, want invalid argument", err)
@@ -623,10 +668,10 @@ func TestUploadIdempotencyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := b.init("up", data, "order-17")
-	if err != nil || done.ID != first.ID || done.State != claimcheck.StateActive || done.URL != "" {
+	if err != nil || done.ID != first.ID || done.State != claimcheck.StateActive || done.URL != "" || done.Token != "" {
 		t.Errorf("same key after confirm = %+v, %v", done, err)
 	}
-	if n := counterValue(t, b.s.uploads.started.WithLabelValues("up")); n != 2 {
+	if n := counterValue(t, b.s.metrics.uploadsStarted.WithLabelValues("up")); n != 2 {
 		t.Errorf("uploads started = %v, want 2 (order-17 once, order-18)", n)
 	}
 	b.clock.Advance(time.Hour)

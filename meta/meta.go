@@ -19,6 +19,10 @@
 //   - The refcount on a blob is a hint. A blob leaves "orphaned" for
 //     "deleting" only in a transaction that re-checks that no pending or
 //     active claim points at it.
+//
+// WithMetrics wraps any Store with Prometheus metrics, counted by method
+// and by result, where the contract's own answers (not found, a lost
+// compare-and-swap, a quota or hold refusal) are told apart from failures.
 package meta
 
 import (
@@ -207,14 +211,25 @@ type CommitParams struct {
 	// Tenant is the tenant's quota; its byte limit is checked like
 	// QuotaBytes (tenants.go).
 	Tenant TenantQuota
+	// DiscardRetry is when, after Now, a collection retries the delete
+	// of a staging blob that a dedup hit made unneeded (CommitResult.
+	// Discarded) if the caller has not finished it by then.
+	DiscardRetry time.Duration
 }
 
 // CommitResult says which blob the committed claim points at.
 type CommitResult struct {
 	Claim    Claim
 	Blob     Blob
-	DedupHit bool // the claim shares an existing blob; the staging blob was orphaned
+	DedupHit bool // the claim shares an existing blob; the staging blob is Discarded
 	FlipBack bool // the shared blob was orphaned and is committed again
+	// Discarded is the claim's own staging blob after a dedup hit: no
+	// claim can ever reference it (it has no digest), so it goes straight
+	// to deleting, due at Now + DiscardRetry. The caller deletes its
+	// object at once and calls FinishCollect; if that fails or the caller
+	// dies, collection retries it like any deleting blob. Zero without a
+	// dedup hit.
+	Discarded Blob
 }
 
 // Read is one served read of a claim.

@@ -15,10 +15,10 @@ import (
 
 // Authorisation (ADR 0060). When Config.Auth is set, every /v1 route
 // needs a bearer API key, and what it may touch is decided here, before
-// the handler runs, from one table of routes: the operation a route
-// performs and what it names (a namespace or a claim). A /v1 route
-// missing from the table is refused to every key, so a route added later
-// without an entry fails closed.
+// the handler runs, from the route's row in the route table (routes.go):
+// the operation it performs and what it names (a namespace or a claim).
+// A row without an operation is refused to every key, so a route added
+// without one fails closed.
 //
 // Answers: no or a bad key is 401 unauthenticated; a role that may not do
 // the operation, or a key limited to another namespace of its own tenant
@@ -37,51 +37,14 @@ const (
 	targetList                      // a listing the handler filters (visibleNamespaces)
 	targetDeadLetter                // the {id} path value, a parked blob's id
 	targetDeadLetters               // the tenant and ns query parameters; the handler scopes the rest (scopeDeadLetters)
-	// targetSigned: the URL's signature is the credential (the upload
-	// PUT). The guard asks for no key, and limits the route per client
-	// address, whether auth is on or not (ADR 0074).
+	// targetSigned: the upload token in the URL is the credential (the
+	// upload PUT). The guard asks for no key, and limits the route per
+	// client address, whether auth is on or not (ADR 0074).
 	targetSigned
+	// targetOpen: probes and metrics, outside /v1. No guard at all: no
+	// key, no limits (load balancers and Prometheus hold no key).
+	targetOpen
 )
-
-type routeRule struct {
-	op     auth.Op
-	target target
-}
-
-// routeRules is the permission table of the routes; the role table is
-// in package auth.
-var routeRules = map[string]routeRule{
-	"PUT /v1/namespaces/{ns}/claims":   {auth.OpPut, targetNamespace},
-	"GET /v1/namespaces/{ns}":          {auth.OpNamespace, targetNamespace},
-	"GET /v1/namespaces/{ns}/events":   {auth.OpAdmin, targetNamespace},
-	"GET /v1/namespaces":               {auth.OpNamespace, targetList},
-	"GET /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
-	"PUT /v1/namespaces/{ns}/hold":     {auth.OpAdmin, targetNamespace},
-	"DELETE /v1/namespaces/{ns}/hold":  {auth.OpAdmin, targetNamespace},
-	"DELETE /v1/namespaces/{ns}/key":   {auth.OpAdmin, targetNamespace},
-	"PUT /v1/claims/{id}/hold":         {auth.OpAdmin, targetClaim},
-	"DELETE /v1/claims/{id}/hold":      {auth.OpAdmin, targetClaim},
-	"POST /v1/uploads/{id}/confirm":    {auth.OpPut, targetClaim},
-	"GET /v1/claims/{id}":              {auth.OpRedeem, targetClaim},
-	"HEAD /v1/claims/{id}":             {auth.OpRedeem, targetClaim},
-	"GET /v1/claims/{id}/meta":         {auth.OpStat, targetClaim},
-	"POST /v1/claims/{id}/release":     {auth.OpRelease, targetClaim},
-	"DELETE /v1/claims/{id}":           {auth.OpDelete, targetClaim},
-	"GET /v1/claims/{id}/events":       {auth.OpAdmin, targetClaim},
-	"GET /v1/events":                   {auth.OpAdmin, targetNone}, // the key's own tenant only (events.go)
-	"POST /v1/namespaces/{ns}/uploads": {auth.OpPut, targetNamespace},
-	"PUT /v1/uploads/{id}/data":        {auth.OpPut, targetSigned},
-	"POST /v1/keys":                    {auth.OpKeys, targetNone},
-	"GET /v1/keys":                     {auth.OpKeys, targetNone},
-	"DELETE /v1/keys/{key}":            {auth.OpKeys, targetNone},
-	"GET /v1/dead-letters":             {auth.OpAdmin, targetDeadLetters},
-	"POST /v1/dead-letters/retry":      {auth.OpAdmin, targetDeadLetters},
-	"GET /v1/dead-letters/{id}":        {auth.OpAdmin, targetDeadLetter},
-	"POST /v1/dead-letters/{id}/retry": {auth.OpAdmin, targetDeadLetter},
-
-	// Master key rotation, one namespace at a time (rewrap.go).
-	"POST /v1/namespaces/{ns}/key/rewrap": {auth.OpAdmin, targetNamespace},
-}
 
 // keyCtx is the context key of the authenticated *auth.Key.
 type keyCtx struct{}
@@ -114,17 +77,16 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, auth.Key, error) 
 	return r.WithContext(ctx), key, nil
 }
 
-// authorize decides whether key may perform the route of pattern on what
-// the request names.
-func (s *Server) authorize(r *http.Request, pattern string, key auth.Key) error {
-	rule, ok := routeRules[pattern]
-	if !ok {
-		return fmt.Errorf("%w: %s is not open to API keys", claimcheck.ErrPermissionDenied, pattern)
+// authorize decides whether key may perform route rt on what the request
+// names.
+func (s *Server) authorize(r *http.Request, rt route, key auth.Key) error {
+	if rt.op == "" {
+		return fmt.Errorf("%w: %s is not open to API keys", claimcheck.ErrPermissionDenied, rt.pattern)
 	}
-	if !key.Role.Allows(rule.op) {
-		return fmt.Errorf("%w: role %s may not %s (key %s)", claimcheck.ErrPermissionDenied, key.Role, rule.op, key.ID)
+	if !key.Role.Allows(rt.op) {
+		return fmt.Errorf("%w: role %s may not %s (key %s)", claimcheck.ErrPermissionDenied, key.Role, rt.op, key.ID)
 	}
-	switch rule.target {
+	switch rt.target {
 	case targetNamespace:
 		ns := r.PathValue("ns")
 		if err := claimcheck.ValidateNamespace(ns); err != nil {

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -54,11 +53,11 @@ func (a *actorLog) hook() chan struct{} {
 	return a.entered
 }
 
-func (a *actorLog) ReceiveUpload(ctx context.Context, id string, query url.Values, contentLength int64, body io.Reader) error {
+func (a *actorLog) ReceiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error {
 	if entered := a.hook(); entered != nil {
 		entered <- struct{}{}
 	}
-	return a.Store.ReceiveUpload(ctx, id, query, contentLength, body)
+	return a.Store.ReceiveUpload(ctx, id, token, contentLength, body)
 }
 
 func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {

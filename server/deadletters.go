@@ -42,48 +42,64 @@ func (s *Server) scopeDeadLetters(r *http.Request) (claimcheck.DeadLetterQuery, 
 	return q, nil
 }
 
-// deadLetterPage makes the handler of GET /v1/dead-letters (call is
-// DeadLetterQueue.DeadLetters: a page) and of POST /v1/dead-letters/retry
-// (RetryDeadLetters: it retries the page the listing with the same
-// parameters would answer, at most claimcheck.MaxDeadLetterPage, and
-// answers those it took back with the next page's after).
-func (s *Server) deadLetterPage(call func(claimcheck.DeadLetterQueue, context.Context, claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error)) func(http.ResponseWriter, *http.Request) error {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		dq, err := s.deadLetterQueue()
-		if err != nil {
-			return err
-		}
-		q, err := s.scopeDeadLetters(r)
-		if err != nil {
-			return err
-		}
-		page, err := call(dq, r.Context(), q)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, page)
-		return nil
-	}
+// listDeadLetters answers GET /v1/dead-letters: a page.
+func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
+	return s.deadLetterPage(w, r, claimcheck.DeadLetterQueue.DeadLetters)
 }
 
-// oneDeadLetter makes the handler of GET /v1/dead-letters/{id} (call is
-// DeadLetterQueue.DeadLetter) and of POST /v1/dead-letters/{id}/retry
-// (RetryDeadLetter, answering the dead letter as it was parked).
-func (s *Server) oneDeadLetter(call func(claimcheck.DeadLetterQueue, context.Context, string) (claimcheck.DeadLetter, error)) func(http.ResponseWriter, *http.Request) error {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		id := r.PathValue("id")
-		if !claimcheck.ValidBlobID(id) {
-			return invalidf("dead letter id %q is malformed: want a blob id, b_ followed by 22 URL-safe base64 characters", clip(id))
-		}
-		dq, err := s.deadLetterQueue()
-		if err != nil {
-			return err
-		}
-		d, err := call(dq, r.Context(), id)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, d)
-		return nil
+// retryDeadLetters answers POST /v1/dead-letters/retry: it retries the
+// page the listing with the same parameters would answer, at most
+// claimcheck.MaxDeadLetterPage, and answers those it took back with the
+// next page's after.
+func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error {
+	return s.deadLetterPage(w, r, claimcheck.DeadLetterQueue.RetryDeadLetters)
+}
+
+// getDeadLetter answers GET /v1/dead-letters/{id}.
+func (s *Server) getDeadLetter(w http.ResponseWriter, r *http.Request) error {
+	return s.oneDeadLetter(w, r, claimcheck.DeadLetterQueue.DeadLetter)
+}
+
+// retryDeadLetter answers POST /v1/dead-letters/{id}/retry with the dead
+// letter as it was parked.
+func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
+	return s.oneDeadLetter(w, r, claimcheck.DeadLetterQueue.RetryDeadLetter)
+}
+
+// deadLetterPage answers a page route with call's page of the request's
+// (scoped) query.
+func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, call func(claimcheck.DeadLetterQueue, context.Context, claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error)) error {
+	dq, err := s.deadLetterQueue()
+	if err != nil {
+		return err
 	}
+	q, err := s.scopeDeadLetters(r)
+	if err != nil {
+		return err
+	}
+	page, err := call(dq, r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// oneDeadLetter answers a route about the dead letter {id} with call's
+// answer.
+func (s *Server) oneDeadLetter(w http.ResponseWriter, r *http.Request, call func(claimcheck.DeadLetterQueue, context.Context, string) (claimcheck.DeadLetter, error)) error {
+	id := r.PathValue("id")
+	if !claimcheck.ValidBlobID(id) {
+		return invalidf("dead letter id %q is malformed: want a blob id, b_ followed by 22 URL-safe base64 characters", clip(id))
+	}
+	dq, err := s.deadLetterQueue()
+	if err != nil {
+		return err
+	}
+	d, err := call(dq, r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
 }

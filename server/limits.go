@@ -297,13 +297,13 @@ func (w *progressWriter) Flush() {
 // needs neither), the per-client rate limit, the per-client stream limit
 // and the slow-client deadlines. It returns the request to hand on and a
 // cleanup, or false after it has answered the request itself.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (http.ResponseWriter, *http.Request, func(), bool) {
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.ResponseWriter, *http.Request, func(), bool) {
 	now := time.Now()
 	client, per := "addr:"+s.clientAddr(r), "client address"
 	// A signed route (the upload PUT) has no key to count by: it is
 	// limited per address even with auth on, so a leaked or replayed
 	// upload URL cannot open unbounded streams or requests.
-	if s.auth != nil && routeRules[pattern].target != targetSigned {
+	if s.auth != nil && rt.target != targetSigned {
 		// Addresses that keep failing to authenticate are slowed down
 		// before their tokens cost a database lookup.
 		if wait := s.authFailures.peek(client, now); wait > 0 {
@@ -321,7 +321,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		}
 		r = r2
 		client, per = "key:"+key.ID, "key"
-		if err := s.authorize(r, pattern, key); err != nil {
+		if err := s.authorize(r, rt, key); err != nil {
 			s.writeError(w, r, err)
 			return w, r, nil, false
 		}
@@ -334,7 +334,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 		return w, r, nil, false
 	}
 	done := func() {}
-	if streamOp(routeRules[pattern].op) {
+	if streamOp(rt.op) {
 		release, ok := s.streams.acquire(client)
 		if !ok {
 			s.writeLimited(w, r, &rateLimited{
@@ -347,6 +347,15 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string) (
 	}
 	if d := time.Duration(s.limits.ReadTimeout); d > 0 && r.Body != nil && r.Body != http.NoBody {
 		rc := http.NewResponseController(w)
+		// The wrapped body goes on a shallow copy of the request. net/http
+		// looks at the type of its own request's body to tell that a
+		// client sent "Expect: 100-continue" and is still waiting: then a
+		// handler that answers without reading (a digest-first dedup hit,
+		// a refusal) is sent at once and the connection closed. Seeing a
+		// body of another type, it would instead read the body before
+		// answering, and the client would only send it after its own
+		// expect timeout: every dedup hit would cost that timeout.
+		r = r.WithContext(r.Context())
 		r.Body = &progressBody{ReadCloser: r.Body, rc: rc, d: d}
 		release := done
 		done = func() {

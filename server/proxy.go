@@ -119,7 +119,7 @@ func (s *Server) claimLocation(id string) string {
 	if s.public != nil {
 		prefix = s.public.EscapedPath()
 	}
-	return prefix + "/v1/claims/" + id
+	return prefix + routePath(claimRoute, id)
 }
 
 // forwardedHeader is the value of header name ("" when absent). A proxy

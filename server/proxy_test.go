@@ -303,7 +303,7 @@ func TestClientUploadThroughProxy(t *testing.T) {
 // FuzzForwardedHeaders sends upload inits with arbitrary X-Forwarded-Proto
 // and X-Forwarded-Host from a trusted proxy. Whatever they hold, the
 // answer is either 201 with an upload URL that has an http(s) scheme, no
-// user info, and exactly the upload's data path and signature query (a
+// user info, and exactly the upload's data path and token query (a
 // header can change the host, never inject a path or credentials), or
 // 400 invalid_argument naming the header.
 func FuzzForwardedHeaders(f *testing.F) {
@@ -352,7 +352,7 @@ func FuzzForwardedHeaders(f *testing.F) {
 		}
 		q := u.Query()
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" ||
-			u.Path != "/v1/uploads/"+up.ID+"/data" || len(q) != 2 || q.Get("sig") == "" || q.Get("expires") == "" {
+			u.Path != "/v1/uploads/"+up.ID+"/data" || len(q) != 1 || q.Get("token") == "" {
 			t.Fatalf("X-Forwarded-Proto %q, X-Forwarded-Host %q gave the upload URL %q", proto, host, up.URL)
 		}
 	})

@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,11 +59,12 @@ const readyTimeout = 5 * time.Second
 
 // Server is the HTTP API. It implements http.Handler.
 type Server struct {
-	claims  claimcheck.Claims
-	ready   func(ctx context.Context) error
-	log     *slog.Logger
-	mux     *http.ServeMux
-	metrics *metrics // nil: no metrics
+	claims   claimcheck.Claims
+	ready    func(ctx context.Context) error
+	log      *slog.Logger
+	mux      *http.ServeMux
+	metrics  *metrics     // nil: no metrics
+	gathered http.Handler // /metrics; nil: no such route
 
 	auth           *auth.Service // nil: auth off
 	claimNamespace func(ctx context.Context, id string) (string, error)
@@ -97,9 +97,6 @@ func New(cfg Config) *Server {
 	s.public, _ = cfg.Limits.publicURL()
 	if s.auth != nil {
 		s.authFailures = newLimiters(authFailureRate, authFailureBurst)
-		s.handle("POST /v1/keys", s.createKey)
-		s.handle("GET /v1/keys", s.listKeys)
-		s.handle("DELETE /v1/keys/{key}", s.revokeKey)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -107,72 +104,14 @@ func New(cfg Config) *Server {
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
-
-	s.handle("PUT /v1/namespaces/{ns}/claims", s.put)
-	s.handle("GET /v1/namespaces", s.namespaces)
-	s.handle("GET /v1/namespaces/{ns}", s.namespaceInfo)
-	s.handle("GET /v1/claims/{id}", s.redeem)
-	// A GET pattern also matches HEAD, and a redeem counts as a read
-	// (delete_after_read starts its window on the first one), so a
-	// curious `curl -I` must not get that far.
-	s.handle("HEAD /v1/claims/{id}", s.headNotAllowed)
-	s.handle("GET /v1/claims/{id}/meta", s.stat)
-	s.handle("POST /v1/claims/{id}/release", s.release)
-	s.handle("DELETE /v1/claims/{id}", s.delete)
-	s.handle("PUT /v1/claims/{id}/hold", s.setClaimHold)              // legal holds (holds.go)
-	s.handle("DELETE /v1/claims/{id}/hold", s.clearClaimHold)         // legal holds
-	s.handle("GET /v1/namespaces/{ns}/hold", s.getNamespaceHold)      // legal holds
-	s.handle("PUT /v1/namespaces/{ns}/hold", s.setNamespaceHold)      // legal holds
-	s.handle("DELETE /v1/namespaces/{ns}/hold", s.clearNamespaceHold) // legal holds
-	s.handle("DELETE /v1/namespaces/{ns}/key", s.destroyNamespaceKey) // crypto-shredding (holds.go)
-	s.handle("POST /v1/namespaces/{ns}/key/rewrap", s.rewrapNamespaceKey)
-	s.handle("POST /v1/namespaces/{ns}/uploads", s.initUpload)
-	s.handle("POST /v1/uploads/{id}/confirm", s.confirmUpload)
-	s.handle("PUT /v1/uploads/{id}/data", s.uploadData) // the signed URL is the credential: no key, per-address limits
-	s.handle("GET /v1/claims/{id}/events", s.claimEvents)
-	s.handle("GET /v1/namespaces/{ns}/events", s.namespaceEvents)
-	s.handle("GET /v1/events", s.tenantEvents)
-	// Dead letters (deadletters.go): list and retry, a page or one.
-	s.handle("GET /v1/dead-letters", s.deadLetterPage(claimcheck.DeadLetterQueue.DeadLetters))
-	s.handle("POST /v1/dead-letters/retry", s.deadLetterPage(claimcheck.DeadLetterQueue.RetryDeadLetters))
-	s.handle("GET /v1/dead-letters/{id}", s.oneDeadLetter(claimcheck.DeadLetterQueue.DeadLetter))
-	s.handle("POST /v1/dead-letters/{id}/retry", s.oneDeadLetter(claimcheck.DeadLetterQueue.RetryDeadLetter))
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		// The process is up and serving; dependencies are /readyz's job.
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
-	s.handle("GET /readyz", s.readyz)
 	if cfg.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
+		s.gathered = promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
 			ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
 			ErrorHandling: promhttp.ContinueOnError,
-		}))
+		})
 	}
+	s.register() // the route table, routes.go
 	return s
-}
-
-// handle registers a handler that may fail; its error is answered by
-// writeError, the only place that turns errors into responses.
-func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
-	guarded := strings.Contains(pattern, " /v1/")
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if guarded {
-			var done func()
-			var ok bool
-			if w, r, done, ok = s.guard(w, r, pattern); !ok {
-				return
-			}
-			defer done()
-			if err := checkRequest(r, pattern); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
 }
 
 // ServeHTTP routes the request. Every request is counted by route (the

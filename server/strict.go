@@ -25,15 +25,16 @@ import (
 
 // routeParams are the query parameters each /v1 route reads.
 var routeParams = map[string][]string{
-	"GET /v1/claims/{id}":                 {"ns"},
-	"HEAD /v1/claims/{id}":                {"ns"},
-	"GET /v1/claims/{id}/meta":            {"ns"},
-	"POST /v1/claims/{id}/release":        {"ns"},
-	"DELETE /v1/claims/{id}":              {"ns"},
-	"PUT /v1/claims/{id}/hold":            {"ns"},
-	"DELETE /v1/claims/{id}/hold":         {"ns"},
-	"DELETE /v1/namespaces/{ns}/key":      {"confirm"},
-	"PUT /v1/uploads/{id}/data":           {"expires", "sig"},
+	"GET /v1/claims/{id}":            {"ns"},
+	"HEAD /v1/claims/{id}":           {"ns"},
+	"GET /v1/claims/{id}/meta":       {"ns"},
+	"POST /v1/claims/{id}/release":   {"ns"},
+	"DELETE /v1/claims/{id}":         {"ns"},
+	"PUT /v1/claims/{id}/hold":       {"ns"},
+	"DELETE /v1/claims/{id}/hold":    {"ns"},
+	"DELETE /v1/namespaces/{ns}/key": {"confirm"},
+	// expires and sig: the earlier URL format, which the handler explains.
+	uploadDataRoute:                       {uploadTokenParam, "expires", "sig"},
 	"GET /v1/claims/{id}/events":          {api.QueryAfter, api.QuerySince, api.QueryLimit, "ns"},
 	"GET /v1/namespaces/{ns}/events":      {api.QueryAfter, api.QuerySince, api.QueryLimit},
 	"GET /v1/events":                      {api.QueryAfter, api.QuerySince, api.QueryLimit, api.QueryTenant},

@@ -1,20 +1,39 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+	"net/url"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
 // Direct uploads (docs/ARCHITECTURE.md, "Direct upload"): init answers where to PUT the payload,
 // the client PUTs it there (to S3 with a presigned URL, or to the data
-// route below with a URL this server signed), then confirms. See
-// docs/HTTP.md, "Direct uploads".
+// route below with the store's upload token in the URL), then confirms.
+// See docs/HTTP.md, "Direct uploads".
+
+// UploadReceiver is implemented by stores that receive upload payloads
+// themselves (*engine.Store on file or memory storage): their
+// InitUpload answers a claimcheck.Upload with a Token instead of a URL,
+// and the server hands the body of a PUT to the data route to
+// ReceiveUpload. The store checks the token (signature, expiry, that it
+// names upload id; refusals are claimcheck.ErrPermissionDenied) and the
+// body (ErrTooLarge, ErrInvalidArgument when short, ErrChecksumMismatch)
+// and leaves nothing visible when it refuses. The server knows nothing of
+// the token but where it goes in the URL.
+type UploadReceiver interface {
+	ReceiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error
+}
+
+// uploadTokenParam is the query parameter of the data route that holds
+// the token: PUT /v1/uploads/{id}/data?token=TOKEN. The token stays out
+// of the path so that what logs and error messages show of a URL (the
+// path: the client's redacted) names the upload without its credential.
+const uploadTokenParam = "token"
 
 // uploads returns the store's upload flow, if it has one.
 func (s *Server) uploads() (claimcheck.Uploads, error) {
@@ -63,11 +82,14 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(u.URL, "/") {
-		// A URL this server serves: absolute, on the address the client
+	if u.Token != "" {
+		// The store receives this upload itself: the URL is this
+		// server's data route, absolute on the address the client
 		// reaches us by (public_url, the trusted proxy's, or this
 		// request's), so a browser can use it as it is.
-		u.URL = base + u.URL
+		u.URL = base + routePath(uploadDataRoute, u.ID) + "?" + url.Values{uploadTokenParam: {u.Token}}.Encode()
+		u.Method = http.MethodPut
+		u.Headers = map[string]string{"Content-Type": "application/octet-stream"}
 	}
 	writeJSON(w, http.StatusCreated, u)
 	return nil
@@ -88,19 +110,30 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// uploadData answers PUT /v1/uploads/{id}/data?expires=…&sig=…, the
-// upload URLs this server signs for file and memory storage. The signed
-// URL is the credential, like an S3 presigned URL: the guard asks for no
-// API key on this route (targetSigned in auth.go) and applies the rate,
-// stream and slow-client limits per client address instead.
+// uploadData answers PUT /v1/uploads/{id}/data?token=…, the upload URLs
+// this server builds from the store's upload tokens. The token is the
+// credential, like an S3 presigned URL: the guard asks for no API key on
+// this route (targetSigned in auth.go) and applies the rate, stream and
+// slow-client limits per client address instead.
 func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
-	recv, ok := s.claims.(engine.UploadReceiver)
+	recv, ok := s.claims.(UploadReceiver)
 	if !ok {
 		return fmt.Errorf("%w: this server's store does not receive uploads itself", claimcheck.ErrNotFound)
 	}
 	id := r.PathValue("id")
+	q := r.URL.Query()
+	tokens := q[uploadTokenParam]
+	if len(tokens) > 1 {
+		return fmt.Errorf("upload %s: %w", id, invalidf("query parameter %s: given %d times", uploadTokenParam, len(tokens)))
+	}
+	if len(tokens) == 0 && q.Has("sig") {
+		// A URL signed by an earlier version (expires and sig in the
+		// query): no longer accepted (ADR 0078), but worth saying so.
+		return fmt.Errorf("upload %s: %w: this upload URL is of an earlier format that is no longer accepted; init the upload again (same idempotency key) for a fresh URL",
+			id, claimcheck.ErrPermissionDenied)
+	}
 	body := &bodyReader{r: r.Body}
-	err := recv.ReceiveUpload(r.Context(), id, r.URL.Query(), r.ContentLength, body)
+	err := recv.ReceiveUpload(r.Context(), id, q.Get(uploadTokenParam), r.ContentLength, body)
 	if err != nil && body.err != nil {
 		s.log.Info("upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
 		return fmt.Errorf("upload %s: %w", id, invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))

@@ -6,18 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
+	"github.com/claimcheck/claimcheck/server/api"
 )
 
 // TestUploadWithAuth runs the direct-upload flow on a server with API
 // keys: init and confirm need a producer key of the namespace's tenant,
-// while the PUT to the signed URL carries no key at all (the URL is the
-// credential, as with S3).
+// while the PUT to the upload URL carries no key at all (its token is
+// the credential, as a presigned URL is on S3).
 func TestUploadWithAuth(t *testing.T) {
 	b := setupAuth(t, server.Limits{})
 	producer := b.key(t, "acme", auth.RoleProducer, "")
@@ -50,7 +53,7 @@ func TestUploadWithAuth(t *testing.T) {
 
 	put := strings.TrimPrefix(u.URL, b.http.URL)
 	if resp, msg := b.do(t, "", http.MethodPut, put, bytes.NewReader(data)); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("PUT to the signed URL without a key: %d %s", resp.StatusCode, msg)
+		t.Fatalf("PUT to the upload URL without a key: %d %s", resp.StatusCode, msg)
 	}
 
 	confirm := "/v1/uploads/" + u.ID + "/confirm"
@@ -67,5 +70,64 @@ func TestUploadWithAuth(t *testing.T) {
 	ref, err := claimcheck.ParseRef(answer)
 	if err != nil || ref.ID != u.ID {
 		t.Fatalf("confirm answered %s: %v", answer, err)
+	}
+}
+
+// The embedded store is what the data route hands bodies to.
+var _ server.UploadReceiver = (*engine.Store)(nil)
+
+// TestUploadDataToken: the server puts the store's upload token in the
+// query of its data route, and refuses a PUT whose token is missing,
+// altered, of another upload or given twice, and URLs of the earlier
+// expires/sig form, before any byte is stored.
+func TestUploadDataToken(t *testing.T) {
+	b := setupAuth(t, server.Limits{})
+	producer := b.key(t, "acme", auth.RoleProducer, "")
+	data := []byte("a payload sent by token")
+	_, answer, u := initUpload(t, b, producer, data)
+	_, _, other := initUpload(t, b, producer, []byte("another payload"))
+	parsed, err := url.Parse(u.URL)
+	if err != nil {
+		t.Fatalf("init answered %s: %v", answer, err)
+	}
+	token := parsed.Query().Get("token")
+	if parsed.Path != "/v1/uploads/"+u.ID+"/data" || len(parsed.Query()) != 1 || token == "" ||
+		u.Method != http.MethodPut || u.Headers["Content-Type"] != "application/octet-stream" {
+		t.Fatalf("init answered %s; want a PUT to the data route with a token", answer)
+	}
+	otherToken := strings.Split(other.URL, "?token=")[1]
+	path := parsed.Path
+	altered := []byte(token)
+	altered[len(altered)-1] = 'A' // another URL-safe character
+	if token[len(token)-1] == 'A' {
+		altered[len(altered)-1] = 'B'
+	}
+	for _, tc := range []struct {
+		name   string
+		query  string
+		status int
+		code   string
+		says   string
+	}{
+		{"no token", "", http.StatusForbidden, api.CodePermissionDenied, "no upload token"},
+		{"URL of the earlier form", "?expires=1772367300&sig=abc", http.StatusForbidden, api.CodePermissionDenied, "earlier format"},
+		{"altered token", "?token=" + string(altered), http.StatusForbidden, api.CodePermissionDenied, "signature does not match"},
+		{"another upload's token", "?token=" + otherToken, http.StatusForbidden, api.CodePermissionDenied, "is for upload " + other.ID},
+		{"token twice", "?token=" + token + "&token=" + token, http.StatusBadRequest, api.CodeInvalidArgument, "given 2 times"},
+	} {
+		resp, msg := b.do(t, "", http.MethodPut, path+tc.query, bytes.NewReader(data))
+		if e := wantError(t, resp, msg, tc.status, tc.code); !strings.Contains(e.Message, tc.says) || strings.Contains(e.Message, token) {
+			t.Errorf("%s: %s; want it to say %q and not to quote the token", tc.name, e.Message, tc.says)
+		}
+	}
+	confirm := "/v1/uploads/" + u.ID + "/confirm"
+	if resp, msg := b.do(t, producer, http.MethodPost, confirm, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("confirm after refused PUTs: %s %s; want 400, nothing uploaded", resp.Status, msg)
+	}
+	if resp, msg := b.do(t, "", http.MethodPut, path+"?token="+token, bytes.NewReader(data)); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT with the token: %s %s", resp.Status, msg)
+	}
+	if resp, msg := b.do(t, producer, http.MethodPost, confirm, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("confirm: %s %s", resp.Status, msg)
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // buildBinary compiles cmd/claimcheck once per test run.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "claimcheck")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
@@ -34,7 +34,7 @@ var servingLine = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
 
 // startServer runs `claimcheck serve` on a free loopback port and returns
 // its URL. The process is stopped (SIGTERM, then waited for) at cleanup.
-func startServer(t *testing.T, bin, dir string, args ...string) string {
+func startServer(t testing.TB, bin, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)

@@ -22,7 +22,9 @@ func newPutCmd(env Env) *cobra.Command {
 		Short: "Store a payload and print its reference (JSON) on stdout",
 		Long: `Store FILE (or standard input, with -) in namespace NS and print the
 reference as one line of JSON. The payload streams to the server; it is
-never read into memory whole.`,
+never read into memory whole. A regular FILE is hashed first and its
+sha256 sent before the body: when the namespace already holds the same
+bytes, the server answers without the body being sent.`,
 		Example: `  claimcheck put --ns orders big.json > ref.json
   cat dump.bin | claimcheck put --ns backups --label source=nightly -`,
 		Args: exactArgs(1),
@@ -59,6 +61,9 @@ func (p *putCmd) run(cmd *cobra.Command, env Env, path string) error {
 		if st.Mode().IsRegular() {
 			size = st.Size()
 			opts.Size = size
+			if opts.Digest, err = hashFile(env, f, size); err != nil {
+				return err
+			}
 		}
 		body = f
 	}

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -71,14 +68,9 @@ func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
 		return usageError{fmt.Errorf("%s is not a regular file", path)}
 	}
 	req.Size = st.Size()
-	h := sha256.New()
-	body, finish := withProgress(env.Stderr, f, req.Size, "sha256")
-	_, err = io.Copy(h, body)
-	finish()
-	if err != nil {
-		return fmt.Errorf("hashing %s: %w", path, err)
+	if req.Digest, err = hashFile(env, f, req.Size); err != nil {
+		return err
 	}
-	req.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 
 	ctx := cmd.Context()
 	up, err := c.InitUpload(ctx, u.claim.ns, req)
@@ -86,9 +78,6 @@ func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
 		return err
 	}
 	if up.State == claimcheck.StatePending {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
 		body, finish := withProgress(env.Stderr, f, req.Size, "upload")
 		err := c.SendUpload(ctx, up, body)
 		finish()

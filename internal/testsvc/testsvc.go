@@ -20,15 +20,30 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
 
+// Require skips the test unless both services are configured: for a
+// test that needs them together, before it opens anything.
+func Require(tb testing.TB) {
+	tb.Helper()
+	getenv(tb, "TEST_DATABASE_URL", "PostgreSQL")
+	getenv(tb, "TEST_S3_URL", "MinIO")
+}
+
+// getenv returns the variable that names service, or skips the test.
+func getenv(tb testing.TB, name, service string) string {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		tb.Skipf("%s is not set: skipping (scripts/test.sh starts %s and sets it)", name, service)
+	}
+	return v
+}
+
 // Postgres returns a postgres:// DSN whose search_path is a fresh schema,
 // and a connection to it for direct checks. It skips the test when
 // TEST_DATABASE_URL is not set.
 func Postgres(tb testing.TB) (dsn string, db *sql.DB) {
 	tb.Helper()
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		tb.Skip("TEST_DATABASE_URL is not set: skipping (scripts/test.sh starts PostgreSQL and sets it)")
-	}
+	base := getenv(tb, "TEST_DATABASE_URL", "PostgreSQL")
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		tb.Fatal(err)
@@ -64,10 +79,7 @@ func Postgres(tb testing.TB) (dsn string, db *sql.DB) {
 // the test ends. It skips the test when TEST_S3_URL is not set.
 func S3(tb testing.TB) (storageURL string, client *s3.Client, bucket string) {
 	tb.Helper()
-	base := os.Getenv("TEST_S3_URL")
-	if base == "" {
-		tb.Skip("TEST_S3_URL is not set: skipping (scripts/test.sh starts MinIO and sets it)")
-	}
+	base := getenv(tb, "TEST_S3_URL", "MinIO")
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatal(err)

@@ -193,10 +193,20 @@ func testDedupHit(t *testing.T, h *harness) {
 		t.Errorf("shared blob = %+v, want committed with refcount 2", shared)
 	}
 	staging := h.blob(cp.Blob.ID)
-	if staging.State != meta.BlobOrphaned || staging.Digest != "" {
-		t.Errorf("deduplicated staging blob = %+v, want orphaned without digest", staging)
+	if staging.State != meta.BlobDeleting || staging.Digest != "" {
+		t.Errorf("deduplicated staging blob = %+v, want deleting without digest", staging)
 	}
 	wantTime(t, "deduplicated staging blob CollectAt", staging.CollectAt, h.now())
+	if d := res.Discarded; d.ID != cp.Blob.ID || d.Key != staging.Key || d.State != meta.BlobDeleting || !d.CollectAt.Equal(staging.CollectAt) {
+		t.Errorf("Discarded = %+v, want the staging blob as stored: %+v", d, staging)
+	}
+	// Its caller deletes the object and finishes the collection at once.
+	if err := h.s.FinishCollect(h.ctx(), []string{cp.Blob.ID}, h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if b := h.blob(cp.Blob.ID); b.State != meta.BlobDeleted {
+		t.Errorf("discarded staging blob after FinishCollect is %s, want deleted", b.State)
+	}
 	// Usage is charged per claim, shared or not.
 	h.wantCounters("ns", counters{used: 600, active: 2})
 }

@@ -188,14 +188,23 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		if n == 0 {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
 		}
-		// Our own object is not needed: collect it now. It keeps no
-		// digest, so it never competes for the dedup index.
-		if _, err := q.exec(`UPDATE blobs SET state = 'orphaned', size = ?, stored_size = ?, compression = ?,
+		// Our own object is not needed. No claim can reference it: the
+		// claim that owned it points at the candidate from now on, and it
+		// keeps no digest, so dedup never finds it. It goes straight to
+		// deleting; the caller deletes the object now, and collection
+		// retries at collect_at if that does not happen.
+		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
+		if _, err := q.exec(`UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
 			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging'`,
-			p.Size, p.StoredSize, p.Compression, now, now, staging.ID); err != nil {
+			p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID); err != nil {
 			return meta.CommitResult{}, err
 		}
+		res.Discarded = staging
+		res.Discarded.State, res.Discarded.Size, res.Discarded.StoredSize, res.Discarded.Compression =
+			meta.BlobDeleting, p.Size, p.StoredSize, p.Compression
+		res.Discarded.Refcount, res.Discarded.CollectAt, res.Discarded.StateAt, res.Discarded.Version =
+			0, p.Now.Add(p.DiscardRetry).UTC(), p.Now.UTC(), staging.Version+1
 		res.DedupHit = true
 		res.FlipBack = cand.State == meta.BlobOrphaned
 		blobID = cand.ID

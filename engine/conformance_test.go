@@ -1,0 +1,27 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/claimcheck/claimcheck/claimstest"
+	"github.com/claimcheck/claimcheck/internal/enginetest"
+)
+
+// The embedded store under the contract's conformance suite: a fresh
+// store per subtest, the store itself as the claimcheck.Claims.
+
+func TestConformance(t *testing.T) {
+	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
+		return enginetest.Open(t, enginetest.Files, opts).Harness()
+	})
+}
+
+// TestConformanceServices runs the suite on PostgreSQL and S3 (MinIO)
+// when the test services are up: the production backends, where the
+// upload URLs are presigned by S3 instead of served by the store.
+func TestConformanceServices(t *testing.T) {
+	enginetest.SkipWithoutServices(t)
+	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
+		return enginetest.Open(t, enginetest.Services, opts).Harness()
+	})
+}

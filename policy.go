@@ -53,11 +53,17 @@ const (
 type Policy struct {
 	// Tenant owns the namespace (default DefaultTenant). API keys of
 	// other tenants never see its claims.
-	Tenant      string       `yaml:"tenant" json:"tenant,omitempty"`
-	Threshold   Size         `yaml:"threshold" json:"threshold" config:"nonzero"`
-	MaxSize     Size         `yaml:"max_size" json:"max_size" config:"nonzero"`
-	Compression Compression  `yaml:"compression" json:"compression"`
-	Dedup       *bool        `yaml:"dedup" json:"dedup"`
+	Tenant      string      `yaml:"tenant" json:"tenant,omitempty"`
+	Threshold   Size        `yaml:"threshold" json:"threshold" config:"nonzero"`
+	MaxSize     Size        `yaml:"max_size" json:"max_size" config:"nonzero"`
+	Compression Compression `yaml:"compression" json:"compression"`
+	Dedup       *bool       `yaml:"dedup" json:"dedup"`
+	// DigestFirst lets a put that sends its digest and length skip the
+	// upload when the namespace already holds those bytes (default on,
+	// with dedup). The early answer tells whoever may put into the
+	// namespace that the content exists there; off, every put sends its
+	// body and dedup happens, unseen, at commit (ADR 0083).
+	DigestFirst *bool        `yaml:"digest_first" json:"digest_first"`
 	TTL         TTLPolicy    `yaml:"ttl" json:"ttl"`
 	Uploads     UploadPolicy `yaml:"uploads" json:"uploads"`
 	Quota       Quota        `yaml:"quota" json:"quota"`
@@ -97,6 +103,13 @@ type Quota struct {
 // DedupEnabled reports the effective dedup setting (default on).
 func (p Policy) DedupEnabled() bool { return p.Dedup == nil || *p.Dedup }
 
+// DigestFirstEnabled reports whether a put with a digest may be answered
+// from an existing blob before its body is read: dedup on and digest_first
+// not switched off.
+func (p Policy) DigestFirstEnabled() bool {
+	return p.DedupEnabled() && (p.DigestFirst == nil || *p.DigestFirst)
+}
+
 // DeletesAfterRead reports the effective delete_after_read setting
 // (default off).
 func (p Policy) DeletesAfterRead() bool {
@@ -113,6 +126,7 @@ func BuiltinPolicy() Policy {
 		MaxSize:     DefaultMaxSize,
 		Compression: DefaultCompression,
 		Dedup:       &yes,
+		DigestFirst: &yes,
 		TTL: TTLPolicy{
 			MaxAge:             DefaultMaxAge,
 			DeleteAfterRead:    &no,
@@ -148,6 +162,9 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	}
 	if p.Dedup == nil {
 		p.Dedup = base.Dedup
+	}
+	if p.DigestFirst == nil {
+		p.DigestFirst = base.DigestFirst
 	}
 	p.TTL.MaxAge = dur(p.TTL.MaxAge, base.TTL.MaxAge)
 	if p.TTL.DeleteAfterRead == nil {

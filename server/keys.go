@@ -12,8 +12,10 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-// Failed authentications per client address: a burst, then one a second
-// (limits.go answers the rest with rate_limited before any lookup).
+// Failed authentications per client address: a burst, then one a second.
+// Over it, the guard (limits.go) answers failures with rate_limited, and
+// requests without a well-formed token before any lookup; a valid key is
+// never refused for them.
 const (
 	authFailureRate  = 1.0
 	authFailureBurst = 20

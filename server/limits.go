@@ -304,16 +304,27 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.R
 	// limited per address even with auth on, so a leaked or replayed
 	// upload URL cannot open unbounded streams or requests.
 	if s.auth != nil && rt.target != targetSigned {
-		// Addresses that keep failing to authenticate are slowed down
-		// before their tokens cost a database lookup.
-		if wait := s.authFailures.peek(client, now); wait > 0 {
-			s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: wait})
+		// Addresses that keep failing to authenticate are limited on
+		// the failure path only: a request with a valid key is never
+		// refused for what others from its address did (several
+		// clients share an address behind NAT or a proxy). Over the
+		// budget, a request without a well-formed token is refused
+		// before it costs anything; a well-formed token is still
+		// checked (one lookup by key id), and only if it fails is the
+		// answer 429 instead of 401.
+		over := s.authFailures.peek(client, now)
+		if over > 0 && !wellFormedToken(r) {
+			s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: over})
 			return w, r, nil, false
 		}
 		r2, key, err := s.authenticate(r)
 		if err != nil {
 			if errors.Is(err, claimcheck.ErrUnauthenticated) {
 				s.authFailures.take(client, now)
+				if over > 0 {
+					s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: over})
+					return w, r, nil, false
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="claimcheck"`)
 			}
 			s.writeError(w, r, err)
@@ -441,4 +452,21 @@ func (l *limiters) peek(client string, now time.Time) time.Duration {
 		return 0
 	}
 	return time.Duration((1 - lim.TokensAt(now)) / float64(l.limit) * float64(time.Second))
+}
+
+// wellFormedToken reports whether r carries one Authorization header
+// with a bearer token shaped like an API key: only such a request can
+// authenticate, so only it is worth a lookup from an address over its
+// failure budget.
+func wellFormedToken(r *http.Request) bool {
+	h := r.Header.Values("Authorization")
+	if len(h) != 1 {
+		return false
+	}
+	scheme, token, ok := strings.Cut(h[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	_, _, ok = auth.ParseToken(strings.TrimSpace(token))
+	return ok
 }

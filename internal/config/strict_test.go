@@ -98,6 +98,7 @@ func TestStrictConfigAccepts(t *testing.T) {
 		{"case and dashes in variables", "namespaces:\n  video-processing: {}\n", []string{"CLAIMCHECK_NAMESPACES__VIDEO_PROCESSING__TTL__MAX_AGE=2h"}},
 		{"negative retention", "history: {retention: -1s}\nevents: {retention: -1s}\n", nil},
 		{"sweeper durations", "sweeper: {idle_grace: 5m, backstop_interval: -1s}\n", nil},
+		{"digest_first off", "defaults: {digest_first: true}\nnamespaces: {hr: {digest_first: false}}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := load(t, tc.yaml, tc.env...); err != nil {

@@ -1,6 +1,10 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -52,4 +56,75 @@ func TestFailedAuthDoesNotLockOutValidKeys(t *testing.T) {
 	if limited == 0 {
 		t.Fatalf("%d failed authentications from one address were never limited", attempts)
 	}
+}
+
+// TestConnectionsPerAddressAreBounded: with http.max_conns_per_addr 5,
+// a client at 127.0.0.1 that opens 10 connections and sends nothing
+// keeps 5 of them (they still work), the other 5 are closed at once, and
+// a client at another address (127.0.0.2, also loopback) is served.
+func TestConnectionsPerAddressAreBounded(t *testing.T) {
+	const limit, opened = 5, 10
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t)
+	h := server.New(server.Config{Claims: b.store})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- server.ServeWith(ctx, ln, h, nil, server.Options{Limits: server.Limits{MaxConnsPerAddr: limit}})
+	}()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	addr := ln.Addr().String()
+
+	var conns []net.Conn
+	for range opened {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	// Beyond the bound: closed by the server before it read anything.
+	for i, c := range conns[limit:] {
+		n, err := c.Read(make([]byte, 1))
+		if n != 0 || err == nil {
+			t.Errorf("connection %d beyond the bound: read %d bytes, %v; want it closed", limit+i+1, n, err)
+		}
+	}
+	// Another address is not affected by this one's connections.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	if other, err := d.Dial("tcp", addr); err != nil {
+		t.Logf("no second loopback address here (%v); skipping that part", err)
+	} else {
+		defer other.Close()
+		if status := healthz(t, other); status != http.StatusOK {
+			t.Errorf("/healthz from 127.0.0.2 while 127.0.0.1 is at its bound: %d", status)
+		}
+	}
+	// Within the bound: served.
+	for i, c := range conns[:limit] {
+		if status := healthz(t, c); status != http.StatusOK {
+			t.Errorf("connection %d within the bound: /healthz %d", i+1, status)
+		}
+	}
+}
+
+// healthz sends GET /healthz on c and returns the status.
+func healthz(t *testing.T, c net.Conn) int {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

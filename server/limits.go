@@ -57,6 +57,12 @@ type Limits struct {
 	// stop a runaway client, they do not shape normal traffic).
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
+	// MaxConnsPerAddr bounds the connections one client address (the
+	// TCP peer) may have open at once (default 256); beyond it, new
+	// connections from that address are closed at once, before a byte is
+	// read (conns.go, ADR 0082). Connections from TrustedProxies are not
+	// counted. ServeWith applies it (it needs the listener).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
 	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
 	// reverse proxies in front of the server. For a request from one of
 	// them, the client address used for per-address limits and in
@@ -102,6 +108,7 @@ const (
 	DefaultMaxStreamsPerKey                      = 64
 	DefaultRateLimit                             = 1000.0
 	DefaultRateBurst                             = 2000
+	DefaultMaxConnsPerAddr                       = 256
 )
 
 // WithDefaults fills the zero fields with the defaults and turns negative
@@ -124,6 +131,7 @@ func (l Limits) WithDefaults() Limits {
 	l.MaxStreamsPerKey = int(num(float64(l.MaxStreamsPerKey), DefaultMaxStreamsPerKey))
 	l.RateLimit = num(l.RateLimit, DefaultRateLimit)
 	l.RateBurst = int(num(float64(l.RateBurst), DefaultRateBurst))
+	l.MaxConnsPerAddr = int(num(float64(l.MaxConnsPerAddr), DefaultMaxConnsPerAddr))
 	return l
 }
 

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -127,4 +128,81 @@ func healthz(t *testing.T, c net.Conn) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestPendingBytesPerKey: with http.max_pending_bytes_per_key 100, a key
+// with an 80-byte put in progress (its body held back) is refused a
+// further 30-byte put and a 30-byte upload init with 429 naming the
+// setting, while another key of the same tenant is served; once the put
+// commits, the key may put again. An upload init holds its size until it
+// is confirmed.
+func TestPendingBytesPerKey(t *testing.T) {
+	b := setupAuth(t, server.Limits{MaxPendingBytesPerKey: 100})
+	slow := b.key(t, "acme", auth.RoleProducer, "")
+	other := b.key(t, "acme", auth.RoleProducer, "")
+	payload := bytes.Repeat([]byte("s"), 80)
+
+	entered := make(chan struct{}, 1)
+	b.actors.mu.Lock()
+	b.actors.entered = entered
+	b.actors.mu.Unlock()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPut, b.http.URL+"/v1/namespaces/a2/claims", pr)
+		req.ContentLength = int64(len(payload))
+		req.Header.Set("Authorization", "Bearer "+slow)
+		resp, err := b.http.Client().Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered // the slow put holds its 80 bytes
+	b.actors.mu.Lock()
+	b.actors.entered = nil
+	b.actors.mu.Unlock()
+
+	small := bytes.Repeat([]byte("x"), 30)
+	resp, body := b.do(t, slow, http.MethodPut, "/v1/namespaces/a2/claims", bytes.NewReader(small))
+	e := wantError(t, resp, body, http.StatusTooManyRequests, api.CodeRateLimited)
+	if !strings.Contains(e.Message, "http.max_pending_bytes_per_key") || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("second put of the slow key: %q, Retry-After %q", e.Message, resp.Header.Get("Retry-After"))
+	}
+	if resp, body, _ := initUpload(t, b, slow, small); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "max_pending_bytes_per_key") {
+		t.Errorf("upload init of the slow key: %s %s, want 429", resp.Status, body)
+	}
+	if resp, body := b.do(t, other, http.MethodPut, "/v1/namespaces/a2/claims", bytes.NewReader(payload)); resp.StatusCode != http.StatusCreated {
+		t.Errorf("another key of the tenant: %s %s, want 201", resp.Status, body)
+	}
+
+	pw.Write(payload)
+	pw.Close()
+	if status := <-done; status != http.StatusCreated {
+		t.Fatalf("the slow put: %d", status)
+	}
+	if resp, body := b.do(t, slow, http.MethodPut, "/v1/namespaces/a2/claims", bytes.NewReader(small)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("after the slow put committed: %s %s, want 201", resp.Status, body)
+	}
+
+	// An upload init holds its size until confirmed.
+	big := bytes.Repeat([]byte("u"), 90)
+	resp, body, u := initUpload(t, b, slow, big)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload init: %s %s", resp.Status, body)
+	}
+	if resp, _ := b.do(t, slow, http.MethodPut, "/v1/namespaces/a2/claims", bytes.NewReader(small)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("put beside a 90-byte upload init: %s, want 429", resp.Status)
+	}
+	if resp, body := b.do(t, "", http.MethodPut, strings.TrimPrefix(u.URL, b.http.URL), bytes.NewReader(big)); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("upload data: %s %s", resp.Status, body)
+	}
+	if resp, body := b.do(t, slow, http.MethodPost, "/v1/uploads/"+u.ID+"/confirm", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("confirm: %s %s", resp.Status, body)
+	}
+	if resp, body := b.do(t, slow, http.MethodPut, "/v1/namespaces/a2/claims", bytes.NewReader(small)); resp.StatusCode != http.StatusCreated {
+		t.Errorf("put after the upload was confirmed: %s %s, want 201", resp.Status, body)
+	}
 }

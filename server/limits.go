@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,12 @@ type Limits struct {
 	// read (conns.go, ADR 0082). Connections from TrustedProxies are not
 	// counted. ServeWith applies it (it needs the listener).
 	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
+	// MaxPendingBytesPerKey bounds the bytes one key (without auth: one
+	// client address) may hold reserved at once in puts in progress and
+	// upload inits not yet confirmed (default 16GiB; pending.go, ADR
+	// 0081), so slow or abandoned transfers of one key cannot hold its
+	// tenant's whole quota. Per server process.
+	MaxPendingBytesPerKey claimcheck.Size `yaml:"max_pending_bytes_per_key"`
 	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
 	// reverse proxies in front of the server. For a request from one of
 	// them, the client address used for per-address limits and in
@@ -100,15 +107,16 @@ func (l Limits) trustedPrefixes() ([]netip.Prefix, error) {
 
 // The defaults of `claimcheck serve`.
 const (
-	DefaultMaxHeaderBytes    claimcheck.Size     = 64 << 10
-	DefaultReadHeaderTimeout claimcheck.Duration = claimcheck.Duration(10 * time.Second)
-	DefaultReadTimeout       claimcheck.Duration = claimcheck.Duration(time.Minute)
-	DefaultWriteTimeout      claimcheck.Duration = claimcheck.Duration(time.Minute)
-	DefaultIdleTimeout       claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
-	DefaultMaxStreamsPerKey                      = 64
-	DefaultRateLimit                             = 1000.0
-	DefaultRateBurst                             = 2000
-	DefaultMaxConnsPerAddr                       = 256
+	DefaultMaxHeaderBytes        claimcheck.Size     = 64 << 10
+	DefaultReadHeaderTimeout     claimcheck.Duration = claimcheck.Duration(10 * time.Second)
+	DefaultReadTimeout           claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultWriteTimeout          claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultIdleTimeout           claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
+	DefaultMaxStreamsPerKey                          = 64
+	DefaultRateLimit                                 = 1000.0
+	DefaultRateBurst                                 = 2000
+	DefaultMaxConnsPerAddr                           = 256
+	DefaultMaxPendingBytesPerKey claimcheck.Size     = 16 << 30
 )
 
 // WithDefaults fills the zero fields with the defaults and turns negative
@@ -132,6 +140,7 @@ func (l Limits) WithDefaults() Limits {
 	l.RateLimit = num(l.RateLimit, DefaultRateLimit)
 	l.RateBurst = int(num(float64(l.RateBurst), DefaultRateBurst))
 	l.MaxConnsPerAddr = int(num(float64(l.MaxConnsPerAddr), DefaultMaxConnsPerAddr))
+	l.MaxPendingBytesPerKey = claimcheck.Size(num(float64(l.MaxPendingBytesPerKey), float64(DefaultMaxPendingBytesPerKey)))
 	return l
 }
 
@@ -352,6 +361,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.R
 		})
 		return w, r, nil, false
 	}
+	// The handlers that reserve quota count it for the same client
+	// (pending.go).
+	r = r.WithContext(context.WithValue(r.Context(), clientCtx{}, client))
 	done := func() {}
 	if streamOp(rt.op) {
 		release, ok := s.streams.acquire(client)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,9 +79,20 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The upload holds its size reserved until it is confirmed or
+	// reaped: count it against the client's bound (pending.go).
+	release, err := s.reservePending(r, req.Size)
+	if err != nil {
+		s.writeLimited(w, r, err)
+		return nil
+	}
 	u, err := up.InitUpload(r.Context(), ns, req)
 	if err != nil {
+		release()
 		return err
+	}
+	if u.State != claimcheck.StatePending || !s.pending.holdUpload(u.ID, clientOf(r.Context()), req.Size, u.ConfirmBy) {
+		release() // a repeated init of an upload already held, or one already finished
 	}
 	if u.Token != "" {
 		// The store receives this upload itself: the URL is this
@@ -101,7 +113,13 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ref, err := up.ConfirmUpload(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	ref, err := up.ConfirmUpload(r.Context(), id)
+	if err == nil || !errors.Is(err, claimcheck.ErrUnavailable) && r.Context().Err() == nil {
+		// Confirmed, or refused for good (gone, not found, mismatch):
+		// either way the store holds no reservation for it any more.
+		s.pending.endUpload(id)
+	}
 	if err != nil {
 		return err
 	}

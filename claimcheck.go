@@ -136,6 +136,23 @@ type Payload struct {
 	h    hash.Hash
 	n    int64
 	err  error
+	// onMismatch is told once when verification fails (OnMismatch).
+	onMismatch func(error)
+}
+
+// OnMismatch registers f, called once with the error when the payload
+// fails its own verification (too many bytes, too few, another digest).
+// The embedded store uses it to mark the stored object damaged; it is
+// not called for transport errors or cancellations.
+func (p *Payload) OnMismatch(f func(error)) { p.onMismatch = f }
+
+func (p *Payload) mismatch(err error) error {
+	p.err = err
+	if f := p.onMismatch; f != nil {
+		p.onMismatch = nil
+		f(err)
+	}
+	return err
 }
 
 // NewPayload wraps body, the payload of ref, in a verifying reader. Both
@@ -154,18 +171,15 @@ func (p *Payload) Read(b []byte) (int, error) {
 	p.h.Write(b[:n])
 	p.n += int64(n)
 	if p.n > p.Ref.Size {
-		p.err = fmt.Errorf("claim %s: %w: more than the %d bytes recorded", p.Ref.ID, ErrChecksumMismatch, p.Ref.Size)
-		return 0, p.err
+		return 0, p.mismatch(fmt.Errorf("claim %s: %w: more than the %d bytes recorded", p.Ref.ID, ErrChecksumMismatch, p.Ref.Size))
 	}
 	switch {
 	case err == io.EOF:
 		if p.n != p.Ref.Size {
-			p.err = fmt.Errorf("claim %s: %w: stream ended after %d of %d bytes", p.Ref.ID, ErrChecksumMismatch, p.n, p.Ref.Size)
-			return n, p.err
+			return n, p.mismatch(fmt.Errorf("claim %s: %w: stream ended after %d of %d bytes", p.Ref.ID, ErrChecksumMismatch, p.n, p.Ref.Size))
 		}
 		if got := "sha256:" + hex.EncodeToString(p.h.Sum(nil)); got != p.Ref.Digest {
-			p.err = fmt.Errorf("claim %s: %w: content hashes to %s, recorded %s", p.Ref.ID, ErrChecksumMismatch, got, p.Ref.Digest)
-			return n, p.err
+			return n, p.mismatch(fmt.Errorf("claim %s: %w: content hashes to %s, recorded %s", p.Ref.ID, ErrChecksumMismatch, got, p.Ref.Digest))
 		}
 		p.err = io.EOF
 	case err != nil:

@@ -29,6 +29,7 @@ package claimstest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -36,7 +37,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,11 +87,12 @@ type Harness struct {
 	// server has cleaned up after it. nil: calls are finished when they
 	// return.
 	Idle func()
-	// UploadBase is the URL that relative upload URLs resolve against.
-	// An embedded store that serves upload URLs itself (file storage)
-	// answers paths, which the server in front of it makes absolute; ""
-	// when every URL is absolute.
-	UploadBase string
+	// UploadURL addresses an upload the store receives itself: an
+	// embedded store on file storage answers InitUpload with a Token and
+	// no URL, and the HTTP server in front of it turns the token into the
+	// URL a client PUTs to (server.UploadURL). nil when every upload
+	// comes with its URL (the client, S3 storage).
+	UploadURL func(claimcheck.Upload) claimcheck.Upload
 	// RotateMasterKey restarts the implementation over the same data and
 	// the same clock with a new master key, the current one kept as a
 	// previous key, and returns the restarted harness. nil: the rotation
@@ -292,21 +293,32 @@ func (e *env) uploads(t *testing.T) claimcheck.Uploads {
 	if !ok {
 		t.Skip("the implementation does not offer claimcheck.Uploads")
 	}
+	if e.h.UploadURL != nil {
+		return addressed{u, e.h.UploadURL}
+	}
 	return u
+}
+
+// addressed gives every upload the URL a client would PUT to, for an
+// implementation that answers tokens (Harness.UploadURL).
+type addressed struct {
+	claimcheck.Uploads
+	address func(claimcheck.Upload) claimcheck.Upload
+}
+
+func (a addressed) InitUpload(ctx context.Context, ns string, req claimcheck.UploadRequest) (claimcheck.Upload, error) {
+	u, err := a.Uploads.InitUpload(ctx, ns, req)
+	if err == nil && u.Token != "" && u.URL == "" {
+		u = a.address(u)
+	}
+	return u, err
 }
 
 // send does what a browser does with an upload: a PUT of body to the URL,
 // with the headers, over plain HTTP.
 func (e *env) send(t *testing.T, u claimcheck.Upload, body []byte) error {
 	t.Helper()
-	target := u.URL
-	if strings.HasPrefix(target, "/") {
-		if e.h.UploadBase == "" {
-			t.Fatalf("upload URL %q is relative and the harness has no UploadBase", target)
-		}
-		target = strings.TrimSuffix(e.h.UploadBase, "/") + target
-	}
-	req, err := http.NewRequestWithContext(t.Context(), u.Method, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), u.Method, u.URL, bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("upload request: %v", err)
 	}

@@ -177,16 +177,17 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 	if err != nil {
 		return nil, fmt.Errorf("redeem: %w", err)
 	}
+	// This client reads the Claimcheck-Error trailer at the end of every
+	// payload: the server may then report a failure after the headers
+	// there, instead of aborting the connection.
+	req.Header.Set("TE", "trailers")
 	resp, err := c.do(req, http.StatusOK, "redeem "+ref.ID, ref.ID)
 	if err != nil {
 		return nil, err
 	}
 	got, err := claimcheck.ParseRef([]byte(resp.Header.Get(api.HeaderRef)))
-	if err == nil && (got.ID != ref.ID || (ref.Namespace != "" && got.Namespace != ref.Namespace)) {
-		err = fmt.Errorf("the server sent the payload of claim %s in %s", got.ID, got.Namespace)
-	}
-	if err == nil && got.Digest == "" {
-		err = errors.New("the reference has no digest to verify against")
+	if err == nil {
+		err = checkAnsweredRef(ref, got)
 	}
 	if err != nil {
 		resp.Body.Close()
@@ -302,4 +303,26 @@ func (c cachingPolicies) Policy(ctx context.Context, ns string) (claimcheck.Poli
 		return p.policy, nil
 	}
 	return c.Client.Policy(ctx, ns)
+}
+
+// checkAnsweredRef compares the reference the server answered a redeem
+// with to the one asked for. The payload is verified against the answered
+// one, so a server (or anything between) that answers another claim's
+// ref, or the asked claim's with another digest or size, would otherwise
+// have other bytes verified as good: every field the caller's ref has
+// must match.
+func checkAnsweredRef(asked, got claimcheck.Ref) error {
+	switch {
+	case got.ID != asked.ID:
+		return fmt.Errorf("%w: the server sent the payload of claim id %s, not %s", claimcheck.ErrChecksumMismatch, got.ID, asked.ID)
+	case asked.Namespace != "" && got.Namespace != asked.Namespace:
+		return fmt.Errorf("%w: the server sent claim %s of namespace %s, not %s", claimcheck.ErrChecksumMismatch, got.ID, got.Namespace, asked.Namespace)
+	case got.Digest == "":
+		return errors.New("the reference has no digest to verify against")
+	case asked.Digest != "" && got.Digest != asked.Digest:
+		return fmt.Errorf("%w: the server's reference has digest %s, the claim's is %s", claimcheck.ErrChecksumMismatch, got.Digest, asked.Digest)
+	case asked.Size != 0 && got.Size != asked.Size:
+		return fmt.Errorf("%w: the server's reference has size %d, the claim's is %d", claimcheck.ErrChecksumMismatch, got.Size, asked.Size)
+	}
+	return nil
 }

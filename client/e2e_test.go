@@ -279,7 +279,11 @@ func TestBrokenBody(t *testing.T) {
 	})
 }
 
-// cancellingReader cancels the put's context once after bytes were read.
+// cancellingReader cancels the put's context once after bytes were read,
+// and gives no more bytes from then on. Were it to go on, the transport
+// could push the rest of the body into the loopback socket's buffers
+// before it noticed the cancellation, and the server, having received it
+// all, would rightly commit the put.
 type cancellingReader struct {
 	r      io.Reader
 	after  int
@@ -288,6 +292,9 @@ type cancellingReader struct {
 }
 
 func (c *cancellingReader) Read(p []byte) (int, error) {
+	if c.n >= c.after {
+		return 0, context.Canceled
+	}
 	n, err := c.r.Read(p)
 	c.n += n
 	if c.n >= c.after {

@@ -65,6 +65,15 @@ type Config struct {
 	// and repairs them, "check" only reports drift, "off" ignores them.
 	// See safetynet.go and ADR 0020.
 	Lifecycle string `yaml:"lifecycle"`
+	// BucketCORS is what the store does at start with the CORS rules of a
+	// bucket browsers PUT direct uploads to (S3): "check" (default) says
+	// which of BrowserOrigins no rule covers, "manage" writes claimcheck's
+	// rule for them, "off" ignores them. See bucketcors.go and ADR 0086.
+	BucketCORS string `yaml:"bucket_cors"`
+	// BrowserOrigins are the web origins whose pages use the server
+	// (serve sets them from http.cors.allowed_origins): the ones the
+	// bucket's CORS rules must cover.
+	BrowserOrigins []string `yaml:"-"`
 	// MasterKey wraps the data keys of encrypted namespaces: base64 of 32
 	// random bytes (CLAIMCHECK_MASTER_KEY in the environment keeps it out
 	// of the file). Required when any namespace has encryption:
@@ -193,6 +202,9 @@ func (c Config) WithDefaults() Config {
 	if c.Lifecycle == "" {
 		c.Lifecycle = LifecycleManage
 	}
+	if c.BucketCORS == "" {
+		c.BucketCORS = BucketCORSCheck
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -277,6 +289,11 @@ func (c Config) Validate() error {
 	case LifecycleManage, LifecycleCheck, LifecycleOff:
 	default:
 		return invalidf("lifecycle %q: want manage, check or off", c.Lifecycle)
+	}
+	switch c.BucketCORS {
+	case BucketCORSManage, BucketCORSCheck, BucketCORSOff:
+	default:
+		return invalidf("bucket_cors %q: want manage, check or off", c.BucketCORS)
 	}
 	if err := c.validateEncryption(); err != nil {
 		return err

@@ -215,7 +215,7 @@ func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
 	if errors.Is(err, meta.ErrNotFound) {
 		key := make([]byte, 32)
 		rand.Read(key)
-		id := newID(dataKeyIDPrefix)
+		id := newID(dataKeyIDPrefix, s.clock.Now())
 		dk, err = s.meta.CreateDataKey(ctx, meta.DataKey{
 			ID: id, Namespace: ns, MasterKeyID: s.keys.id,
 			Wrapped: s.keys.wrap(ns, id, key), CreatedAt: s.clock.Now(),
@@ -281,6 +281,10 @@ func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
 	}
 	if errors.Is(err, meta.ErrNotFound) {
 		return fmt.Errorf("destroy key of %s: %w: the namespace has no data key (nothing was encrypted, or it is destroyed already)", ns, claimcheck.ErrNotFound)
+	}
+	if errors.Is(err, meta.ErrShredIncomplete) {
+		s.log.Error("data key destroyed, but old copies may remain in the metadata store's files", "namespace", ns, "err", err)
+		return fmt.Errorf("destroy key of %s: %w: the key is destroyed and unreadable, but erasing its old copies did not finish: %v", ns, claimcheck.ErrUnavailable, err)
 	}
 	if err != nil {
 		return metaErr("destroy key of "+ns, err)

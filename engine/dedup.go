@@ -10,6 +10,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // putDigestFirst is put step 4 (docs/ARCHITECTURE.md, "Put"): a caller that sends the
@@ -26,6 +27,31 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 	if opts.Digest == "" || opts.Size <= 0 || !pol.DigestFirstEnabled() {
 		return claimcheck.Ref{}, false, nil
 	}
+	// The candidate's object must still be there, whole, before a claim
+	// is attached to it without a byte being read (integrity.go): one
+	// Attributes call (a HEAD, a stat). A missing or resized object is
+	// damage: marked, and the put sends its body, which repairs it.
+	cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
+	if errors.Is(err, meta.ErrNotFound) {
+		return claimcheck.Ref{}, false, nil // nothing to share: upload
+	}
+	if err != nil {
+		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
+		return claimcheck.Ref{}, false, nil
+	}
+	if cand.Damaged() || cand.Size != opts.Size {
+		return claimcheck.Ref{}, false, nil
+	}
+	f, err := sweep.CheckSize(ctx, s.blobs, cand)
+	if err != nil {
+		// Storage did not answer: the upload path decides for itself.
+		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", cand.ID, "err", err)
+		return claimcheck.Ref{}, false, nil
+	}
+	if f.Cause != "" {
+		s.markDamaged(ctx, cand, f.Cause, f.Detail+" (digest-first put)")
+		return claimcheck.Ref{}, false, nil
+	}
 	c := claim
 	c.State, c.BlobID, c.Size, c.ReservedBytes = meta.ClaimActive, "", opts.Size, 0
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
@@ -34,6 +60,8 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, c.ExpiresAt), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
+		// Only the blob and object just checked.
+		BlobID: cand.ID, Key: cand.Key,
 	})
 	if err != nil {
 		var qe *meta.QuotaError

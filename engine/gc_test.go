@@ -123,7 +123,7 @@ func TestBackstopRepairsDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Drift) != 3 || !rep.Damaged() {
+	if len(rep.Drift) != 3 || !rep.Problems() {
 		t.Fatalf("fsck report: drift %+v, want the three blobs", rep.Drift)
 	}
 
@@ -161,7 +161,7 @@ func TestBackstopRepairsDrift(t *testing.T) {
 		t.Errorf("unreferenced blob after grace and a sweep = %s, want deleted", b.State)
 	}
 	rep, err = g.store.Sweeper().Inspect(ctx, true)
-	if err != nil || rep.Damaged() {
+	if err != nil || rep.Problems() {
 		t.Errorf("fsck after repair: %+v, %v", rep, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -27,7 +28,7 @@ func FuzzNamespaceAndKey(f *testing.F) {
 			}
 			return
 		}
-		key := objectKey(ns, newBlobID())
+		key := objectKey(ns, newBlobID(time.Now()))
 		if path.Clean(key) != key || path.IsAbs(key) || strings.Contains(key, "\\") {
 			t.Fatalf("namespace %q gives the unclean key %q", ns, key)
 		}
@@ -70,4 +71,26 @@ func FuzzPutText(f *testing.F) {
 			t.Fatalf("accepted a field outside its limits: %q=%q, %q", key, val, name)
 		}
 	})
+}
+
+// TestIDsOrderedByTime: ids compare as strings in the order of their
+// creation time (to the millisecond), keep the contract's format, and
+// differ within one millisecond.
+func TestIDsOrderedByTime(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var prev string
+	for i := range 2000 {
+		now := t0.Add(time.Duration(i*37) * time.Millisecond)
+		id := newClaimID(now)
+		if !claimcheck.ValidClaimID(id) || !claimcheck.ValidBlobID(newBlobID(now)) {
+			t.Fatalf("id %q: not a valid claim id", id)
+		}
+		if id <= prev {
+			t.Fatalf("id %q at %v sorts before %q, created earlier", id, now, prev)
+		}
+		if again := newClaimID(now); again == id {
+			t.Fatalf("two ids in one millisecond are equal: %q", id)
+		}
+		prev = id
+	}
 }

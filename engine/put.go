@@ -70,7 +70,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	expires := now.Add(pol.TTL.MaxAge.D())
 	uploadDeadline := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
 	claim := meta.Claim{
-		ID: newClaimID(), Namespace: ns, State: meta.ClaimPending,
+		ID: newClaimID(now), Namespace: ns, State: meta.ClaimPending,
 		Size: opts.Size, ReservedBytes: opts.Size,
 		ContentType: opts.ContentType, Labels: opts.Labels,
 		CreatedAt: now, ExpiresAt: expires,
@@ -83,7 +83,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk); done {
 		return ref, err // a dedup hit: the body is never read
 	}
-	blobID := newBlobID()
+	blobID := newBlobID(now)
 	claim.BlobID = blobID
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
@@ -128,7 +128,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	}
 
 	now = s.clock.Now()
-	res, err := s.meta.Commit(ctx, meta.CommitParams{
+	cp := meta.CommitParams{
 		ClaimID: claim.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
 		Now: now, DueAt: expires, DueReason: meta.ReasonExpired,
@@ -140,7 +140,19 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		// current data key (keyFloor, crypt.go).
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
 		DiscardRetry:   s.discardRetry,
-	})
+	}
+	res, err := s.meta.Commit(ctx, cp)
+	if errors.Is(err, meta.ErrDamagedCandidate) {
+		// The blob of these bytes is damaged and nothing changed. This
+		// body can repair it: read the new object back, and only if
+		// storage kept it right, commit again as the repair
+		// (integrity.go). A rare path, so the extra read is cheap.
+		if err := s.verifyWritten(ctx, ns, staging.Key, w, sk); err != nil {
+			return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+		}
+		cp.RepairVerified, cp.Now = true, s.clock.Now()
+		res, err = s.meta.Commit(ctx, cp)
+	}
 	if errors.Is(err, meta.ErrConflict) {
 		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)
@@ -153,6 +165,10 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
 	s.observeDedup(ns, res, w.size)
+	if res.Repaired {
+		s.sweepMetrics.GC.Repaired.Inc()
+		s.log.Info("integrity: a put repaired a damaged blob", "blob", res.Blob.ID, "namespace", ns, "claim", claim.ID, "key", res.Blob.Key)
+	}
 	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil

@@ -102,10 +102,18 @@ func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 	if err != nil {
 		return nil, s.unreadable(ctx, c, err)
 	}
+	if b.Damaged() {
+		// Found altered, short or missing before: nothing good to serve
+		// until a put of the same bytes repairs it (integrity.go).
+		s.metrics.corruption.Inc()
+		return nil, damagedErr(c.ID, b)
+	}
 	obj, err := s.blobs.NewReader(ctx, b.Key)
 	if errors.Is(err, blob.ErrNotFound) {
 		s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
-		return nil, fmt.Errorf("redeem %s: the stored object %s is missing", c.ID, b.Key)
+		s.metrics.corruption.Inc()
+		s.markDamaged(ctx, b, meta.DamageMissing, "object not found on redeem")
+		return nil, fmt.Errorf("redeem %s: %w: the stored object %s is missing; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
@@ -119,6 +127,7 @@ func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 				return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
 			}
 			s.metrics.corruption.Inc()
+			s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on redeem: %v", err))
 			return nil, fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
 		}
 		stored = openedReader{stored}
@@ -126,7 +135,11 @@ func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 	dec, err := compress.NewReader(b.Compression, stored)
 	if err != nil {
 		obj.Close()
+		if src.err != nil {
+			return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
+		}
 		s.metrics.corruption.Inc()
+		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("cannot be decompressed on redeem: %v", err))
 		return nil, fmt.Errorf("redeem %s: %w: stored object cannot be decompressed: %v", c.ID, claimcheck.ErrChecksumMismatch, err)
 	}
 	// The read is served from here on: record it (off this path). If the
@@ -135,8 +148,16 @@ func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
 	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	ref = refOf(c, b)
-	body := &redeemStream{s: s, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
-	return claimcheck.NewPayload(ref, c.ContentType, body), nil
+	body := &redeemStream{s: s, ctx: ctx, blob: b, ns: c.Namespace, id: c.ID, dec: dec, src: src, obj: obj, start: start}
+	p := claimcheck.NewPayload(ref, c.ContentType, body)
+	// The stored bytes decompressed fine but are not the ones put (a
+	// flipped byte of an uncompressed object, a truncation at a block
+	// boundary): the blob is damaged.
+	p.OnMismatch(func(error) {
+		// Not the error's text: it names the digests (ADR 0096).
+		body.damaged(errors.New("payload does not match the recorded size and digest"))
+	})
+	return p, nil
 }
 
 // sourceReader remembers the object store's own read error, so that a
@@ -158,15 +179,19 @@ func (r *sourceReader) Read(p []byte) (int, error) {
 // not come from storage mean the stored bytes are corrupt, which is
 // reported as ErrChecksumMismatch; at the end it records metrics.
 type redeemStream struct {
-	s     *Store
-	ns    string
-	id    string
-	dec   io.ReadCloser
-	src   *sourceReader
-	obj   io.ReadCloser
-	start time.Time
-	n     int64
-	done  bool
+	s    *Store
+	ctx  context.Context
+	blob meta.Blob
+	// marked: the blob was reported damaged once; a stream reports once.
+	marked bool
+	ns     string
+	id     string
+	dec    io.ReadCloser
+	src    *sourceReader
+	obj    io.ReadCloser
+	start  time.Time
+	n      int64
+	done   bool
 }
 
 func (r *redeemStream) Read(p []byte) (int, error) {
@@ -181,8 +206,20 @@ func (r *redeemStream) Read(p []byte) (int, error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return n, err
 	}
+	err = fmt.Errorf("redeem %s: %w: stored object is corrupt: %v", r.id, claimcheck.ErrChecksumMismatch, err)
+	r.damaged(err)
+	return n, err
+}
+
+// damaged marks the stream's blob damaged after a verification failure of
+// its stored bytes (once per stream).
+func (r *redeemStream) damaged(err error) {
+	if r.marked {
+		return
+	}
+	r.marked = true
 	r.s.metrics.corruption.Inc()
-	return n, fmt.Errorf("redeem %s: %w: stored object is corrupt: %v", r.id, claimcheck.ErrChecksumMismatch, err)
+	r.s.markDamaged(r.ctx, r.blob, meta.DamageChecksum, "on redeem: "+err.Error())
 }
 
 func (r *redeemStream) Close() error {

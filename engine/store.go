@@ -112,6 +112,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
+	// The bucket itself, not the metered wrapper: CORS is checked once,
+	// at start, and the wrapper keeps only the abilities it measures.
+	setupBucketCORS(ctx, s.log, blobStore, cfg.BucketCORS, cfg.BrowserOrigins)
 	if err := s.syncTenants(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -121,6 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
+	s.sweeper.SetVerifier(s.VerifyBlob) // the scrub reads objects the way a redeem does (integrity.go)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)

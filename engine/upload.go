@@ -80,9 +80,9 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 	now := s.clock.Now()
 	expires := now.Add(pol.TTL.MaxAge.D())
 	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID()
+	blobID := newBlobID(now)
 	claim := meta.Claim{
-		ID: newClaimID(), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
+		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
 		Size: req.Size, ReservedBytes: req.Size,
 		ContentType: req.ContentType, Labels: req.Labels,
 		CreatedAt: now, ExpiresAt: expires,
@@ -325,6 +325,9 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
 		DiscardRetry:   s.discardRetry,
+		// The object was just read whole and matched size and digest:
+		// it may repair a damaged blob of the same content (integrity.go).
+		RepairVerified: true,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a

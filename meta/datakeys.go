@@ -2,8 +2,16 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrShredIncomplete is returned by DestroyDataKey when the key was
+// destroyed (the transaction committed: reads refuse it from now on) but
+// old copies of it may remain in the database's files for now, e.g. a WAL
+// checkpoint that a reader kept from finishing (ADR 0096). Retrying the
+// checkpoint, or the destroy's caller reporting it, is the remedy.
+var ErrShredIncomplete = errors.New("meta: shred committed, erasure incomplete")
 
 // DataKey is one row of the data_keys table: a namespace's data key for
 // encryption at rest, wrapped by a master key (ADR 0066). The store never

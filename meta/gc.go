@@ -25,6 +25,13 @@ type CommitExistingParams struct {
 	QuotaClaims    int64 // 0 = unlimited
 	// Tenant is the tenant's quota, checked too (tenants.go).
 	Tenant TenantQuota
+	// BlobID and Key, when set, are the candidate the caller checked
+	// (DedupCandidate, then one stat of its object): the hit is taken only
+	// if the candidate is still that blob with that object. A damaged
+	// candidate is always a miss, so the caller sends the body that
+	// repairs it.
+	BlobID string
+	Key    string
 }
 
 // RefFix reports one blob whose refcount hint disagreed with the live

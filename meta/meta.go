@@ -174,7 +174,15 @@ type Blob struct {
 	// DeadAt is when the blob was parked as a dead letter (deleting, no
 	// collect_at; see DeadLetterStore); zero otherwise.
 	DeadAt time.Time
+	// DamagedAt is when the blob's object was found altered, short or
+	// missing (IntegrityStore); zero while it is healthy. Damage says
+	// what was found.
+	DamagedAt time.Time
+	Damage    string
 }
+
+// Damaged reports whether the blob is marked damaged.
+func (b Blob) Damaged() bool { return !b.DamagedAt.IsZero() }
 
 // CreatePendingParams describe step 1 of a put.
 type CreatePendingParams struct {
@@ -215,6 +223,15 @@ type CommitParams struct {
 	// of a staging blob that a dedup hit made unneeded (CommitResult.
 	// Discarded) if the caller has not finished it by then.
 	DiscardRetry time.Duration
+	// RepairVerified says the caller read the staging object back and it
+	// matched Digest and Size. Only then may a damaged dedup candidate be
+	// repaired with it (integrity.go): the candidate takes the staging
+	// object (key, stored size, compression, created now), becomes
+	// healthy and committed, the claim shares it, and the staging blob
+	// takes the damaged object's key and is Discarded, so the caller
+	// deletes the bad object. Without it, a damaged candidate with Dedup
+	// on answers ErrDamagedCandidate and nothing changes.
+	RepairVerified bool
 }
 
 // CommitResult says which blob the committed claim points at.
@@ -230,6 +247,10 @@ type CommitResult struct {
 	// dies, collection retries it like any deleting blob. Zero without a
 	// dedup hit.
 	Discarded Blob
+	// Repaired: the shared blob was damaged and now owns the claim's
+	// freshly written object (CommitParams.RepairVerified); Discarded then
+	// holds the damaged object's key.
+	Repaired bool
 }
 
 // Read is one served read of a claim.
@@ -405,4 +426,5 @@ type Store interface {
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
 	TenantStore     // tenant usage over their namespaces (tenants.go)
 	HistoryStore    // pruning of finished claims and collected blobs (history.go)
+	IntegrityStore  // damaged blobs and their repair (integrity.go)
 }

@@ -40,7 +40,7 @@ func result(err error) int {
 		return resNotFound
 	case errors.Is(err, ErrConflict):
 		return resConflict
-	case errors.Is(err, ErrHeld), isQuota(err):
+	case errors.Is(err, ErrHeld), isQuota(err), errors.Is(err, ErrDamagedCandidate):
 		return resRefused
 	case errors.Is(err, context.Canceled):
 		return resCanceled
@@ -80,6 +80,7 @@ type ops struct {
 	RecordReads, Release, ReleaseLease, RetryDeadLetters, RevokeKey    opMetrics
 	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
+	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -415,4 +416,20 @@ func (m *metered) Upload(ctx context.Context, id string) (Upload, error) {
 
 func (m *metered) UploadByKey(ctx context.Context, ns string, key string) (Upload, error) {
 	return timer1[Upload](m.ops.UploadByKey.start()).end(m.next.UploadByKey(ctx, ns, key))
+}
+
+func (m *metered) MarkDamaged(ctx context.Context, d Damage) (bool, error) {
+	return timer1[bool](m.ops.MarkDamaged.start()).end(m.next.MarkDamaged(ctx, d))
+}
+
+func (m *metered) ClearDamage(ctx context.Context, blobID, key string, now time.Time) (bool, error) {
+	return timer1[bool](m.ops.ClearDamage.start()).end(m.next.ClearDamage(ctx, blobID, key, now))
+}
+
+func (m *metered) DamagedBlobs(ctx context.Context, afterID string, limit int) ([]Blob, error) {
+	return timer1[[]Blob](m.ops.DamagedBlobs.start()).end(m.next.DamagedBlobs(ctx, afterID, limit))
+}
+
+func (m *metered) DedupCandidate(ctx context.Context, ns, digest string) (Blob, error) {
+	return timer1[Blob](m.ops.DedupCandidate.start()).end(m.next.DedupCandidate(ctx, ns, digest))
 }

@@ -69,10 +69,27 @@ for dir in "${standalone[@]}"; do
   (cd "$dir" && GOWORK=off go test -race $short -count=1 -timeout 30m ./...) 2>&1 | tee -a "$log"
 done
 
+# The JavaScript client (clients/js): Node and headless Chromium against
+# a real server, and MinIO while it is up. node --test prints its own
+# closing lines.
+echo "== clients/js"
+./scripts/js-test.sh
+
 # The stress tests at full size, without the race detector (which slows
 # the pure-Go SQLite driver tenfold); -race above ran them at short size.
 echo "== stress tests at full size"
 go test -count=1 -timeout 30m -run 'Stress|RandomDeadlines|Concurrent' ./... 2>&1 | tee -a "$log"
+
+# The Python client (clients/python) against a real claimcheck serve,
+# with the standard library's unittest: no package to install. The binary
+# is built once here; the tests start their own server on 127.0.0.1.
+echo "== python client (clients/python)"
+if ! command -v python3 >/dev/null && [ "$(id -u)" = 0 ]; then
+  apt-get install -y -q python3 >/dev/null
+fi
+go build -o "$work/claimcheck" ./cmd/claimcheck
+(cd clients/python && CLAIMCHECK_BIN="$work/claimcheck" PYTHONDONTWRITEBYTECODE=1 \
+  python3 -m unittest -v) 2>&1
 
 # One closing line for the whole run: packages whose tests ran and passed,
 # and failures (a failure has already stopped the script, through pipefail).

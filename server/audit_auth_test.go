@@ -41,7 +41,7 @@ func TestAuditActorsOverHTTP(t *testing.T) {
 	if resp, body := b.do(t, consumer, http.MethodGet, "/v1/claims/"+ref.ID, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("redeem: %s %s", resp.Status, body)
 	}
-	if resp, body := b.do(t, consumer, http.MethodPost, "/v1/claims/"+ref.ID+"/release", strings.NewReader(`{"consumer":"billing"}`)); resp.StatusCode != http.StatusNoContent {
+	if resp, body := b.do(t, consumer, http.MethodPost, "/v1/claims/"+ref.ID+"/release", strings.NewReader(`{"consumer":"billing"}`), "Content-Type", "application/json"); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("release: %s %s", resp.Status, body)
 	}
 	if resp, body := b.do(t, admin, http.MethodDelete, "/v1/claims/"+ref.ID, nil); resp.StatusCode != http.StatusNoContent {
@@ -101,7 +101,7 @@ func TestAdminEventsOverHTTP(t *testing.T) {
 		if body != "" {
 			r = strings.NewReader(body)
 		}
-		resp, data := b.do(t, admin, method, path, r)
+		resp, data := b.do(t, admin, method, path, r, "Content-Type", "application/json")
 		if resp.StatusCode != want {
 			t.Fatalf("%s %s: %s %s, want %d", method, path, resp.Status, data, want)
 		}

@@ -108,9 +108,9 @@ func setupAuthWith(t testing.TB, limits server.Limits, edit func(*engine.Config)
 	}
 	t.Cleanup(func() { b.store.Close() })
 	b.actors = &actorLog{Store: b.store}
-	b.http = httptest.NewServer(server.New(server.Config{
+	b.http = httptest.NewServer(checkContract(t, true, server.New(server.Config{
 		Claims: b.actors, Logger: logger, Auth: b.auth, ClaimNamespace: b.store.ClaimNamespace, Limits: limits,
-	}))
+	})))
 	t.Cleanup(b.http.Close)
 	return b
 }
@@ -285,7 +285,7 @@ func TestIsolationMatrix(t *testing.T) {
 				}
 			}
 		}
-		resp, body = b.do(t, token, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"consumer"}`))
+		resp, body = b.do(t, token, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"consumer"}`), "Content-Type", "application/json")
 		if want := map[int]int{http.StatusOK: http.StatusCreated}[wantStatus]; want == 0 && resp.StatusCode != http.StatusForbidden || want != 0 && resp.StatusCode != want {
 			t.Errorf("%s create key: %s %s", name, resp.Status, body)
 		}
@@ -381,7 +381,7 @@ func TestUnauthenticated(t *testing.T) {
 func TestRevokedKeyFailsAtOnce(t *testing.T) {
 	b := setupAuth(t, server.Limits{})
 	admin := b.key(t, "acme", auth.RoleAdmin, "")
-	resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"producer","namespace":"a1","name":"uploader"}`))
+	resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"producer","namespace":"a1","name":"uploader"}`), "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create key: %s %s", resp.Status, body)
 	}
@@ -393,7 +393,7 @@ func TestRevokedKeyFailsAtOnce(t *testing.T) {
 		t.Fatalf("created key %+v: want acme producer of a1", created.KeyInfo)
 	}
 	// A key limited to another tenant's namespace cannot be made.
-	if resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"admin","namespace":"b1"}`)); resp.StatusCode != http.StatusNotFound {
+	if resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"admin","namespace":"b1"}`), "Content-Type", "application/json"); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("create a key for beta's namespace: %s %s, want 404", resp.Status, body)
 	}
 	put := func() int {

@@ -176,6 +176,18 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		case rerr != nil:
 			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", ref.ID, sent, rerr)
+			if !readsTrailers(r) {
+				// A client that did not say it reads trailers (curl -o,
+				// wget, a browser) would take a properly ended chunked
+				// stream as a good download. Abort the connection
+				// instead: net/http closes it (HTTP/1.1: without the
+				// terminating chunk; HTTP/2: RST_STREAM), so the client
+				// reports a broken transfer.
+				if r.Context().Err() == nil {
+					s.log.Error("redeem: payload stream failed part-way; the connection is aborted", "claim", ref.ID, "sent", sent, "err", rerr)
+				}
+				panic(http.ErrAbortHandler)
+			}
 			if r.Context().Err() == nil {
 				s.log.Error("redeem: payload stream failed part-way; the client is told in the trailer", "claim", ref.ID, "sent", sent, "err", rerr)
 			}
@@ -292,4 +304,21 @@ func claimRef(r *http.Request) (claimcheck.Ref, error) {
 		ref.Namespace = ns
 	}
 	return ref, nil
+}
+
+// readsTrailers reports whether the client announced that it reads
+// trailers ("TE: trailers", RFC 9110 §10.1.4): the Go client does, and
+// checks Claimcheck-Error at the end of every payload. Only such a client
+// gets a failure after the headers as a cleanly ended stream with the
+// error in the trailer; every other client gets an aborted connection.
+func readsTrailers(r *http.Request) bool {
+	for _, v := range r.Header.Values("TE") {
+		for _, t := range strings.Split(v, ",") {
+			t, _, _ = strings.Cut(t, ";")
+			if strings.EqualFold(strings.TrimSpace(t), "trailers") {
+				return true
+			}
+		}
+	}
+	return false
 }

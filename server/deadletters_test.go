@@ -247,7 +247,7 @@ func TestDeadLettersHTTPBadRequests(t *testing.T) {
 // listed, and tenant and ns are plain filters.
 func TestDeadLettersHTTPWithoutAuth(t *testing.T) {
 	b, ids := setupDeadLetters(t, "a1", "a2", "b1")
-	srv := httptest.NewServer(server.New(server.Config{Claims: b.store}))
+	srv := httptest.NewServer(checkContract(t, false, server.New(server.Config{Claims: b.store})))
 	defer srv.Close()
 	get := func(query string) []string {
 		t.Helper()

@@ -86,6 +86,9 @@ type Limits struct {
 	// the request, honouring X-Forwarded-Proto and X-Forwarded-Host from
 	// TrustedProxies.
 	PublicURL string `yaml:"public_url"`
+	// CORS says which web pages may use the API from a browser (cors.go,
+	// ADR 0085). None by default.
+	CORS CORS `yaml:"cors"`
 }
 
 // trustedPrefixes parses TrustedProxies; Validate reports bad entries.
@@ -153,6 +156,9 @@ func (l Limits) Validate() error {
 		return err
 	}
 	if _, err := l.publicURL(); err != nil {
+		return err
+	}
+	if err := l.CORS.Validate(); err != nil {
 		return err
 	}
 	if l.RateLimit > 0 && l.RateBurst < 1 {

@@ -12,7 +12,9 @@ import (
 // rows on the mux, the guard (limits.go) and authorize (auth.go) read
 // their permission from the row the request matched, and
 // TestRouteTableMatchesDocs fails when docs/HTTP.md's route list (between
-// its routes:begin and routes:end markers) says anything else. So a route
+// its routes:begin and routes:end markers) says anything else, as
+// TestRouteTableMatchesOpenAPI does when docs/openapi.yaml describes
+// another set of routes (or another need for a key). So a route
 // cannot be served without a permission, and cannot be added, changed or
 // removed without the documentation following.
 
@@ -37,6 +39,10 @@ type route struct {
 	// is true (the key routes need auth, /metrics a registry). Without
 	// it the route answers 404 no_route there, as any unknown path.
 	only func(s *Server) bool
+	// json marks a route whose body is JSON: a request with a body must
+	// say Content-Type: application/json, which no preflight-free
+	// cross-origin request can (cors.go).
+	json bool
 }
 
 // Paths the server hands out in answers, kept next to the table so that a
@@ -60,7 +66,7 @@ var routes = []route{
 		doc: "refused with `405` (a redeem counts as a read): use `/meta`"},
 	{pattern: "GET /v1/claims/{id}/meta", handler: (*Server).stat, op: auth.OpStat, target: targetClaim,
 		doc: "state, deadlines, counters: `200` + `ClaimInfo` JSON"},
-	{pattern: "POST /v1/claims/{id}/release", handler: (*Server).release, op: auth.OpRelease, target: targetClaim,
+	{pattern: "POST /v1/claims/{id}/release", handler: (*Server).release, op: auth.OpRelease, target: targetClaim, json: true,
 		doc: "a consumer is done with the claim (ack): `204`"},
 	{pattern: "DELETE /v1/claims/{id}", handler: (*Server).delete, op: auth.OpDelete, target: targetClaim,
 		doc: "finish the claim now (reason `deleted`): `204`"},
@@ -77,13 +83,13 @@ var routes = []route{
 		doc: "the tenant's administrative events (API keys, failed authentications)"},
 
 	// Legal holds, crypto-shredding and key rotation (holds.go, rewrap.go).
-	{pattern: "PUT /v1/claims/{id}/hold", handler: (*Server).setClaimHold, op: auth.OpAdmin, target: targetClaim,
+	{pattern: "PUT /v1/claims/{id}/hold", handler: (*Server).setClaimHold, op: auth.OpAdmin, target: targetClaim, json: true,
 		doc: "put the claim on legal hold"},
 	{pattern: "DELETE /v1/claims/{id}/hold", handler: (*Server).clearClaimHold, op: auth.OpAdmin, target: targetClaim,
 		doc: "lift the claim's own hold"},
 	{pattern: "GET /v1/namespaces/{ns}/hold", handler: (*Server).getNamespaceHold, op: auth.OpAdmin, target: targetNamespace,
 		doc: "the namespace's hold, if any"},
-	{pattern: "PUT /v1/namespaces/{ns}/hold", handler: (*Server).setNamespaceHold, op: auth.OpAdmin, target: targetNamespace,
+	{pattern: "PUT /v1/namespaces/{ns}/hold", handler: (*Server).setNamespaceHold, op: auth.OpAdmin, target: targetNamespace, json: true,
 		doc: "hold every claim of the namespace, present and future"},
 	{pattern: "DELETE /v1/namespaces/{ns}/hold", handler: (*Server).clearNamespaceHold, op: auth.OpAdmin, target: targetNamespace,
 		doc: "lift the namespace hold"},
@@ -93,7 +99,7 @@ var routes = []route{
 		doc: "master key rotation: rewrap the namespace's data key"},
 
 	// Direct uploads (uploads.go).
-	{pattern: "POST /v1/namespaces/{ns}/uploads", handler: (*Server).initUpload, op: auth.OpPut, target: targetNamespace,
+	{pattern: "POST /v1/namespaces/{ns}/uploads", handler: (*Server).initUpload, op: auth.OpPut, target: targetNamespace, json: true,
 		doc: "start a direct upload: reserve quota, answer where to PUT"},
 	// The token in the URL is the credential: no key, per-address limits.
 	{pattern: uploadDataRoute, handler: (*Server).uploadData, op: auth.OpPut, target: targetSigned,
@@ -112,7 +118,7 @@ var routes = []route{
 		doc: "put the blob back in the sweeper's queue"},
 
 	// API keys (keys.go): only where there are keys.
-	{pattern: "POST /v1/keys", handler: (*Server).createKey, op: auth.OpKeys, target: targetNone, only: (*Server).authOn,
+	{pattern: "POST /v1/keys", handler: (*Server).createKey, op: auth.OpKeys, target: targetNone, json: true, only: (*Server).authOn,
 		doc: "a new key in the caller's tenant (auth on only)"},
 	{pattern: "GET /v1/keys", handler: (*Server).listKeys, op: auth.OpKeys, target: targetNone, only: (*Server).authOn,
 		doc: "the tenant's keys, never their tokens (auth on only)"},
@@ -149,6 +155,10 @@ func (s *Server) register() {
 					s.writeError(w, r, err) // strict.go
 					return
 				}
+			}
+			if err := jsonBody(r, rt); err != nil {
+				s.writeError(w, r, err)
+				return
 			}
 			if err := rt.handler(s, w, r); err != nil {
 				s.writeError(w, r, err)

@@ -75,6 +75,7 @@ type Server struct {
 	pending        *pendingBytes  // per client; nil: no bound (pending.go)
 	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
 	public         *url.URL       // Limits.PublicURL; nil: from the request (proxy.go)
+	browser        *browserGate   // CORS and cross-origin protection (cors.go)
 	nsCache        claimNamespaces
 }
 
@@ -97,6 +98,7 @@ func New(cfg Config) *Server {
 	// nothing, and a bad public URL is not used.
 	s.trusted, _ = cfg.Limits.trustedPrefixes()
 	s.public, _ = cfg.Limits.publicURL()
+	s.browser = newBrowserGate(cfg.Limits.CORS)
 	if s.auth != nil {
 		s.authFailures = newLimiters(authFailureRate, authFailureBurst)
 	}
@@ -122,15 +124,28 @@ func New(cfg Config) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, req: r, allowed: s.allowed}
 	if s.metrics == nil {
-		s.mux.ServeHTTP(rec, r)
+		s.route(rec, r)
 		return
 	}
 	s.metrics.inFlight.Inc()
 	defer s.metrics.inFlight.Dec()
 	start := time.Now()
-	s.mux.ServeHTTP(rec, r)
-	// The mux stored the matched pattern in r.Pattern.
-	s.metrics.observe(r.Pattern, rec.statusCode(), time.Since(start))
+	// Deferred: a redeem that fails after its headers aborts the
+	// connection with a panic (claims.go) and is counted too.
+	defer func() {
+		// The mux stored the matched pattern in r.Pattern.
+		s.metrics.observe(r.Pattern, rec.statusCode(), time.Since(start))
+	}()
+	s.route(rec, r)
+}
+
+// route answers the request: browsers' CORS and cross-origin checks
+// first (cors.go), then the mux.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if s.gate(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -99,12 +100,23 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 		// server's data route, absolute on the address the client
 		// reaches us by (public_url, the trusted proxy's, or this
 		// request's), so a browser can use it as it is.
-		u.URL = base + routePath(uploadDataRoute, u.ID) + "?" + url.Values{uploadTokenParam: {u.Token}}.Encode()
-		u.Method = http.MethodPut
-		u.Headers = map[string]string{"Content-Type": "application/octet-stream"}
+		u = UploadURL(base, u)
 	}
 	writeJSON(w, http.StatusCreated, u)
 	return nil
+}
+
+// UploadURL addresses an upload whose store receives it itself (u.Token
+// set, as *engine.Store on file storage answers): URL becomes the data
+// route of the server at base (scheme and host, no trailing slash) with
+// the token, Method PUT. It is what InitUpload over HTTP answers; code
+// that embeds the engine behind its own server uses it to hand out the
+// same URLs.
+func UploadURL(base string, u claimcheck.Upload) claimcheck.Upload {
+	u.URL = strings.TrimSuffix(base, "/") + routePath(uploadDataRoute, u.ID) + "?" + url.Values{uploadTokenParam: {u.Token}}.Encode()
+	u.Method = http.MethodPut
+	u.Headers = map[string]string{"Content-Type": "application/octet-stream"}
+	return u
 }
 
 // confirmUpload answers POST /v1/uploads/{id}/confirm with the ref.

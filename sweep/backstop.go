@@ -208,7 +208,7 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 				Detail: fmt.Sprintf("state %s: refcount %d, live claims %d", f.State, f.Refcount, f.Live)})
 		}
 	}
-	missing, err := MissingObjects(ctx, bs.meta, bs.blobs, page)
+	missing, wrong, err := CheckObjects(ctx, bs.meta, bs.blobs, page)
 	if err != nil {
 		return "", false, err
 	}
@@ -218,6 +218,17 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 		bs.log.Error("gc: a blob's object is missing; the row is kept", "blob", b.ID, "namespace", b.Namespace, "key", b.Key, "state", b.State)
 		events = append(events, meta.Event{At: now, Kind: meta.EventObjectMissing, Namespace: b.Namespace, BlobID: b.ID,
 			Detail: fmt.Sprintf("state %s, key %s: object not found", b.State, b.Key)})
+		// Damaged from now on: dedup stops sharing it, and the next put
+		// of its bytes repairs it (ADR 0095).
+		if _, err := MarkDamaged(ctx, bs.meta, bs.metrics, bs.log, b, Finding{Cause: meta.DamageMissing, Detail: "object not found"}, now); err != nil {
+			return "", false, fmt.Errorf("sweep: backstop: %w", err)
+		}
+	}
+	for _, w := range wrong {
+		f := Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
+		if _, err := MarkDamaged(ctx, bs.meta, bs.metrics, bs.log, w.Blob, f, now); err != nil {
+			return "", false, fmt.Errorf("sweep: backstop: %w", err)
+		}
 	}
 	if err := bs.meta.AppendEvents(ctx, events); err != nil {
 		return "", false, fmt.Errorf("sweep: backstop: %w", err)
@@ -230,29 +241,51 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 // meantime (collected under us) is not missing: its row is reloaded
 // before it is reported.
 func MissingObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) ([]meta.Blob, error) {
-	var out []meta.Blob
+	missing, _, err := CheckObjects(ctx, m, b, page)
+	return missing, err
+}
+
+// WrongSize is a blob whose object exists with another size than the
+// blob's stored size: truncated, or grown.
+type WrongSize struct {
+	Blob       meta.Blob `json:"blob"`
+	ObjectSize int64     `json:"object_size"`
+}
+
+// CheckObjects makes the cheap check (one Attributes call, CheckSize) of
+// every blob of page that holds committed content, and returns the ones
+// whose object is missing and the ones whose object has another size than
+// the stored size. Each finding is re-checked against the reloaded row: a
+// blob collected or repaired meanwhile is not reported.
+func CheckObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) (missing []meta.Blob, wrong []WrongSize, err error) {
 	for _, bl := range page {
 		// Without a digest the blob never held committed content: a
 		// staging blob orphaned by an aborted put (its object may never
 		// have been written) or by a dedup hit. Only committed content
 		// can be missing.
-		if (bl.State != meta.BlobCommitted && bl.State != meta.BlobOrphaned) || bl.Digest == "" {
+		if !holdsContent(bl) {
 			continue
 		}
-		if _, err := b.Attributes(ctx, bl.Key); err == nil {
+		a, err := b.Attributes(ctx, bl.Key)
+		if err == nil && a.Size == bl.StoredSize {
 			continue
-		} else if !errors.Is(err, blob.ErrNotFound) {
-			return nil, fmt.Errorf("sweep: check object of blob %s: %w", bl.ID, err)
+		} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return nil, nil, fmt.Errorf("sweep: check object of blob %s: %w", bl.ID, err)
 		}
-		now, err := m.Blob(ctx, bl.ID)
+		now, rerr := m.Blob(ctx, bl.ID)
+		if rerr != nil {
+			return nil, nil, fmt.Errorf("sweep: reload blob %s: %w", bl.ID, rerr)
+		}
+		if !holdsContent(now) || now.Key != bl.Key {
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("sweep: reload blob %s: %w", bl.ID, err)
-		}
-		if now.State == meta.BlobCommitted || now.State == meta.BlobOrphaned {
-			out = append(out, now)
+			missing = append(missing, now)
+		} else {
+			wrong = append(wrong, WrongSize{Blob: now, ObjectSize: a.Size})
 		}
 	}
-	return out, nil
+	return missing, wrong, nil
 }
 
 // objectPage lists one page of the bucket after key after and collects
@@ -342,6 +375,13 @@ type GCMetrics struct {
 	MissingObjects prometheus.Counter // blob rows whose object is missing
 	DebrisDeleted  prometheus.Counter // objects without a row, deleted
 	Passes         prometheus.Counter // backstop passes finished
+
+	// Integrity (scrub.go, ADR 0095).
+	Damaged     *prometheus.CounterVec // blobs marked damaged, by cause
+	Repaired    prometheus.Counter     // damaged blobs repaired by a put of their bytes
+	ScrubBytes  prometheus.Counter     // object bytes read and verified by the scrub
+	ScrubBlobs  prometheus.Counter     // blobs verified by the scrub
+	ScrubPasses prometheus.Counter     // scrub passes finished
 }
 
 func newGCMetrics(reg prometheus.Registerer) *GCMetrics {
@@ -356,8 +396,20 @@ func newGCMetrics(reg prometheus.Registerer) *GCMetrics {
 		DebrisDeleted:  c("claimcheck_gc_debris_deleted_total", "Objects without a blob row, older than the grace period, deleted by the backstop."),
 		Passes:         c("claimcheck_gc_backstop_passes_total", "Backstop passes finished."),
 	}
+	m.Damaged = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_blobs_damaged_total",
+		Help: "Blobs marked damaged (object altered, short or missing), by cause; a put of the same bytes repairs them."}, []string{"cause"})
+	// Every cause exported from the start (at 0), so an alert on an
+	// increase sees the first damage.
+	for _, cause := range []string{meta.DamageChecksum, meta.DamageSize, meta.DamageMissing} {
+		m.Damaged.WithLabelValues(cause)
+	}
+	m.Repaired = c("claimcheck_blobs_repaired_total", "Damaged blobs repaired by a put that brought their bytes.")
+	m.ScrubBytes = c("claimcheck_scrub_bytes_total", "Object bytes read and verified by the scrub.")
+	m.ScrubBlobs = c("claimcheck_scrub_blobs_total", "Blobs whose object the scrub read and verified.")
+	m.ScrubPasses = c("claimcheck_scrub_passes_total", "Scrub passes over every blob finished.")
 	if reg != nil {
-		reg.MustRegister(m.Candidates, m.DriftFixed, m.Orphaned, m.MissingObjects, m.DebrisDeleted, m.Passes)
+		reg.MustRegister(m.Candidates, m.DriftFixed, m.Orphaned, m.MissingObjects, m.DebrisDeleted, m.Passes,
+			m.Damaged, m.Repaired, m.ScrubBytes, m.ScrubBlobs, m.ScrubPasses)
 	}
 	return m
 }

@@ -21,8 +21,13 @@ type Report struct {
 	// InGrace: blobs orphaned but still within their grace period.
 	InGrace Reclaim `json:"in_grace"`
 
-	Drift          []Drift       `json:"refcount_drift"`
-	Missing        []meta.Blob   `json:"missing_objects"`
+	Drift   []Drift     `json:"refcount_drift"`
+	Missing []meta.Blob `json:"missing_objects"`
+	// WrongSize lists blobs whose object's size is not the stored size
+	// (truncated or grown); Damaged the blobs marked damaged (ADR 0095)
+	// when the walk read them, found now or earlier.
+	WrongSize      []WrongSize   `json:"wrong_size"`
+	Damaged        []meta.Blob   `json:"damaged"`
 	StuckDeleting  []meta.Blob   `json:"stuck_deleting"`
 	Debris         []blob.Object `json:"debris"`
 	ObjectsListed  int           `json:"objects_listed"`
@@ -31,6 +36,8 @@ type Report struct {
 	// QuotaDrift lists namespaces whose quota counters disagree with
 	// the sums over their live claims (meta.QuotaStore.QuotaDrift).
 	QuotaDrift []meta.QuotaDrift `json:"quota_drift"`
+	// Scrub is what `fsck --verify` read and found (nil without it).
+	Scrub *ScrubReport `json:"scrub,omitempty"`
 }
 
 // Reclaim sums a set of blobs waiting for collection.
@@ -56,9 +63,10 @@ type Drift struct {
 	Live     int64          `json:"live_claims"`
 }
 
-// Damaged reports whether fsck should fail: anything out of place.
-func (r Report) Damaged() bool {
-	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0 || len(r.QuotaDrift) > 0
+// Problems reports whether fsck should fail: anything out of place.
+func (r Report) Problems() bool {
+	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0 || len(r.QuotaDrift) > 0 ||
+		len(r.WrongSize) > 0 || len(r.Damaged) > 0 || (r.Scrub != nil && len(r.Scrub.Found) > 0)
 }
 
 // Inspect walks every blob row and the whole bucket, a page at a time, and
@@ -100,6 +108,9 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 			if bl.State == meta.BlobCommitted || bl.State == meta.BlobOrphaned {
 				ids = append(ids, bl.ID)
 			}
+			if bl.Damaged() && holdsContent(bl) {
+				r.Damaged = append(r.Damaged, bl)
+			}
 		}
 		live, err := m.LiveRefs(ctx, ids)
 		if err != nil {
@@ -127,11 +138,12 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 			}
 		}
 		if withObjects {
-			missing, err := MissingObjects(ctx, m, b, page)
+			missing, wrong, err := CheckObjects(ctx, m, b, page)
 			if err != nil {
 				return r, err
 			}
 			r.Missing = append(r.Missing, missing...)
+			r.WrongSize = append(r.WrongSize, wrong...)
 		}
 		if len(page) < pageSize {
 			break
@@ -181,4 +193,31 @@ const StuckDeletingAfter = time.Hour
 // for debris: backstop_grace); see the package function Inspect.
 func (s *Sweeper) Inspect(ctx context.Context, withObjects bool) (Report, error) {
 	return Inspect(ctx, s.meta, s.blobs, s.clock.Now(), s.cfg.BackstopGrace, StuckDeletingAfter, s.cfg.PageSize, withObjects)
+}
+
+// MarkFindings marks damaged the blobs a report found missing or of the
+// wrong size (fsck does, so that the next put of their bytes repairs
+// them), and returns how many it marked now.
+func (s *Sweeper) MarkFindings(ctx context.Context, r Report) (int, error) {
+	n := 0
+	now := s.clock.Now()
+	mark := func(b meta.Blob, f Finding) error {
+		marked, err := MarkDamaged(ctx, s.meta, s.metrics, s.log, b, f, now)
+		if marked {
+			n++
+		}
+		return err
+	}
+	for _, b := range r.Missing {
+		if err := mark(b, Finding{Cause: meta.DamageMissing, Detail: "object not found"}); err != nil {
+			return n, err
+		}
+	}
+	for _, w := range r.WrongSize {
+		f := Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
+		if err := mark(w.Blob, f); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -78,6 +78,14 @@ type Config struct {
 	// EventRetention is how long audit events are kept (retention.go);
 	// zero or negative keeps them. Set from the config's events section.
 	EventRetention time.Duration `yaml:"-"`
+	// Scrub turns on the background scrub (scrub.go, ADR 0095): objects
+	// are read whole and verified at ScrubRate, one replica at a time
+	// (the scrub lease), and what is found is marked damaged. Off by
+	// default; `claimcheck fsck --verify` runs the same scrub by hand.
+	Scrub bool `yaml:"scrub"`
+	// ScrubRate is the background scrub's budget in object bytes per
+	// second (default 8 MiB/s, DefaultScrubRate).
+	ScrubRate int64 `yaml:"scrub_bytes_per_second"`
 	// HistoryRetention is how long finished claims and collected blobs
 	// keep their rows (retention.go, ADR 0077); zero or negative keeps
 	// them. Set from the config's history section.
@@ -111,6 +119,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
+	if c.ScrubRate == 0 {
+		c.ScrubRate = DefaultScrubRate
+	}
 	return c
 }
 
@@ -133,6 +144,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("sweeper.%s %d: must not be negative", n.name, n.v)
 		}
 	}
+	if c.ScrubRate < 0 {
+		return fmt.Errorf("sweeper.scrub_bytes_per_second %d: must not be negative", c.ScrubRate)
+	}
 	return nil
 }
 
@@ -147,6 +161,13 @@ type Sweeper struct {
 
 	holder   string // this sweeper's name in the maintenance lease
 	backstop *Backstop
+
+	// The background scrub (scrub.go): set by SetVerifier; its budget
+	// accrues at ScrubRate per second of the clock between ticks.
+	scrubMu     sync.Mutex
+	scrub       *Scrub
+	scrubLast   time.Time
+	scrubBudget int64
 
 	lastOp    atomic.Int64 // unix nanos of the last operation (Touch)
 	lastPrune atomic.Int64 // unix nanos of the last pruning of events and history (retention.go)
@@ -220,6 +241,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 		}
 		s.tickBackstop(ctx)
 		s.tickRetention(ctx)
+		s.TickScrub(ctx)
 	}
 }
 

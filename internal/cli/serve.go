@@ -117,6 +117,9 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := fc.Config
 	cfg.Logger = logger
+	// The bucket's CORS rules must cover the pages the server lets in
+	// (engine/bucketcors.go); load has validated them.
+	cfg.BrowserOrigins, _ = limits.CORS.NormalOrigins()
 	cfg.Registerer = reg
 	store, err := engine.Open(ctx, cfg)
 	if err != nil {

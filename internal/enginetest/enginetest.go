@@ -255,7 +255,8 @@ func (e *Env) RotateMasterKey(t *testing.T) {
 // Harness is the suite's harness of the embedded store itself; the
 // server only serves the upload URLs of file storage.
 func (e *Env) Harness() claimstest.Harness {
-	return e.hooks(claimstest.Harness{Claims: e.Store, UploadBase: e.URL}, func(t *testing.T) claimstest.Harness {
+	return e.hooks(claimstest.Harness{Claims: e.Store,
+		UploadURL: func(u claimcheck.Upload) claimcheck.Upload { return server.UploadURL(e.URL, u) }}, func(t *testing.T) claimstest.Harness {
 		e.RotateMasterKey(t)
 		return e.Harness()
 	})

@@ -21,7 +21,7 @@ func BenchmarkFinishDueClaims(b *testing.B) {
 			s := openSQLiteStore(b)
 			defer s.Close()
 			base := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)
-			seedDueClaims(b, s, base, b.N)
+			seedDueClaims(b, s, base, b.N, false)
 			now := base.Add(time.Hour)
 
 			b.ResetTimer()
@@ -48,8 +48,12 @@ func BenchmarkFinishDueClaims(b *testing.B) {
 }
 
 // seedDueClaims inserts n active claims, each on its own committed blob,
-// all due within the hour after base, in one transaction.
-func seedDueClaims(b testing.TB, s *Store, base time.Time, n int) {
+// all due within the hour after base, in one transaction. With ordered,
+// due times follow the ids, as they do for the engine's time-ordered ids
+// when claims share a max_age (created together, due together); without
+// it, claims due one after the other are n/3600 ids apart, one per page,
+// as random ids would place them.
+func seedDueClaims(b testing.TB, s *Store, base time.Time, n int, ordered bool) {
 	b.Helper()
 	err := s.write(context.Background(), func(q *txq) error {
 		if err := q.ensureNamespace("bench"); err != nil {
@@ -59,6 +63,9 @@ func seedDueClaims(b testing.TB, s *Store, base time.Time, n int) {
 			id := fmt.Sprintf("%012d", i)
 			created := base.UnixNano()
 			due := base.Add(time.Duration(i%3600) * time.Second).UnixNano()
+			if ordered {
+				due = base.Add(time.Duration(i) * time.Hour / time.Duration(n)).UnixNano()
+			}
 			if _, err := q.exec(`INSERT INTO blobs (id, namespace, digest, dedupable, size, stored_size, compression,
 				object_key, state, refcount, created_at, state_at, collect_at, version)
 				VALUES (?, 'bench', ?, 1, 1000, 500, 'zstd', ?, 'committed', 1, ?, ?, NULL, 1)`,

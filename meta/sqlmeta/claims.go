@@ -175,7 +175,20 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 
 	res := meta.CommitResult{}
 	blobID := staging.ID
-	if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
+	if cand != nil && p.Dedup && cand.Damaged() {
+		// Never attach a claim to a damaged object. The body we have is
+		// its content, so it can repair it, but only once the caller has
+		// read its own object back (integrity.go).
+		if !p.RepairVerified {
+			return meta.CommitResult{}, fmt.Errorf("blob %s (%s): %w", cand.ID, cand.Damage, meta.ErrDamagedCandidate)
+		}
+		if res.Discarded, err = q.repair(p, *cand, staging); err != nil {
+			return meta.CommitResult{}, err
+		}
+		res.DedupHit, res.Repaired = true, true
+		res.FlipBack = cand.State == meta.BlobOrphaned
+		blobID = cand.ID
+	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
 		n, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,

@@ -117,7 +117,7 @@ func (s *Store) DataKey(ctx context.Context, id string) (meta.DataKey, error) {
 // DestroyDataKey shreds the live key of ns; see meta.DataKeyStore.
 func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (meta.DataKey, error) {
 	var k meta.DataKey
-	err := s.write(ctx, func(q *txq) error {
+	err := s.shred(ctx, func(q *txq) error {
 		// Lock order as in SetNamespaceHold: the namespace row first, so
 		// a hold and a shred of one namespace are serialised.
 		if err := q.ensureNamespace(ns); err != nil {
@@ -151,6 +151,20 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 		suffix := "." + k.ID
 		if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1
 			WHERE namespace = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')
+			AND substr(object_key, length(object_key) - ? + 1) = ?`, ns, len(suffix), suffix); err != nil {
+			return err
+		}
+		// What the shred leaves of the namespace's claims says nothing
+		// about their content (ADR 0096): labels are cleared, and the
+		// sha256 of the plaintext, which confirms a guess of a short
+		// payload, leaves the blobs under the destroyed key (they are
+		// outside dedup from here on and their bytes can never be
+		// served, so nothing needs it).
+		if _, err := q.exec(`UPDATE claims SET labels = NULL WHERE namespace = ? AND labels IS NOT NULL`, ns); err != nil {
+			return err
+		}
+		if _, err := q.exec(`UPDATE blobs SET digest = NULL, damage = '', version = version + 1
+			WHERE namespace = ? AND digest IS NOT NULL
 			AND substr(object_key, length(object_key) - ? + 1) = ?`, ns, len(suffix), suffix); err != nil {
 			return err
 		}

@@ -52,6 +52,12 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 		if cand.Size != c.Size || cand.CreatedAt.Before(p.DedupNotBefore) {
 			return nil // not shareable: the caller uploads
 		}
+		if cand.Damaged() || (p.BlobID != "" && (cand.ID != p.BlobID || cand.Key != p.Key)) {
+			// A damaged blob is never shared: the caller sends the body,
+			// whose commit repairs it. Another blob or object than the
+			// one the caller checked: its object was not looked at.
+			return nil
+		}
 		n, err := q.loadNamespace(c.Namespace)
 		if err != nil {
 			return err
@@ -75,6 +81,9 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 		}
 		if cand.State != meta.BlobCommitted && cand.State != meta.BlobOrphaned {
 			return errRetry // collected under us: look again
+		}
+		if cand.Damaged() || (p.BlobID != "" && cand.Key != p.Key) {
+			return nil // marked or repaired between the look and the lock
 		}
 		now := p.Now.UnixNano()
 		changed, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,

@@ -19,7 +19,7 @@ const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, conte
 	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason`
 
 const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
-	created_at, state_at, collect_at, attempts, last_error, version, dead_at`
+	created_at, state_at, collect_at, attempts, last_error, version, dead_at, damaged_at, damage`
 
 // liveClaimsOfBlob is the condition "a claim that still holds the blob
 // in the outer query's row": pending or active. Written in this one form
@@ -78,10 +78,11 @@ func scanBlob(row scanner) (meta.Blob, error) {
 		state            string
 		created, stateAt int64
 		collect, dead    sql.NullInt64
+		damaged          sql.NullInt64
 		attempts         int64
 	)
 	err := row.Scan(&b.ID, &b.Namespace, &digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &state, &b.Refcount,
-		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead)
+		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead, &damaged, &b.Damage)
 	if err != nil {
 		return meta.Blob{}, err
 	}
@@ -92,6 +93,7 @@ func scanBlob(row scanner) (meta.Blob, error) {
 	b.CollectAt = fromTS(collect)
 	b.Attempts = int(attempts)
 	b.DeadAt = fromTS(dead)
+	b.DamagedAt = fromTS(damaged)
 	return b, nil
 }
 

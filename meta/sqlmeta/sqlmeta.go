@@ -138,7 +138,13 @@ func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
 	return s.runTx(ctx, s.r, s.rc, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
-func (s *Store) runTx(ctx context.Context, db *sql.DB, stmts *stmtCache, opts *sql.TxOptions, fn func(q *txq) error) error {
+// beginner is what a transaction starts on: a pool, or one connection of
+// it (shred.go).
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func (s *Store) runTx(ctx context.Context, db beginner, stmts *stmtCache, opts *sql.TxOptions, fn func(q *txq) error) error {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err

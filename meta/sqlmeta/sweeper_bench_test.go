@@ -20,6 +20,11 @@ import (
 // and no listing. It lives here, not in package sweep, because seeding a
 // million rows needs this package's direct inserts.
 //
+// Two layouts of the same backlog: "ordered", where claims due together
+// sit together in the id index, as the engine's time-ordered ids place
+// claims that share a max_age; and "spread", one due claim per index page,
+// as random ids placed them.
+//
 //	go test -run '^$' -bench SweeperMillion -benchtime 1x ./meta/sqlmeta/
 //
 // CLAIMCHECK_BENCH_CLAIMS sets another count.
@@ -28,12 +33,18 @@ func BenchmarkSweeperMillion(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("CLAIMCHECK_BENCH_CLAIMS")); err == nil && v > 0 {
 		n = v
 	}
+	for _, layout := range []string{"ordered", "spread"} {
+		b.Run(layout, func(b *testing.B) { benchSweeper(b, n, layout == "ordered") })
+	}
+}
+
+func benchSweeper(b *testing.B, n int, ordered bool) {
 	ctx := context.Background()
 	for b.Loop() {
 		b.StopTimer()
 		s := openSQLiteStore(b)
 		base := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)
-		seedDueClaims(b, s, base, n)
+		seedDueClaims(b, s, base, n, ordered)
 		mem, err := blob.Open(ctx, "mem://")
 		if err != nil {
 			b.Fatal(err)

@@ -1,0 +1,25 @@
+"""Python client of the claimcheck HTTP API (docs/openapi.yaml in the repository).
+
+Standard library only::
+
+    from claimcheck import Client
+    c = Client("http://127.0.0.1:8080", api_key="cck_...")
+    with open("big.json", "rb") as f:
+        ref = c.put("orders", f, content_type="application/json")
+    with c.redeem(ref) as payload:      # verified as it streams
+        payload.copy_to(out)
+"""
+
+from .client import BLOCK, Body, Client, Payload, RefLike
+from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Internal,
+                     InvalidArgument, MethodNotAllowed, NoRoute, NotFound, PermissionDenied,
+                     QuotaExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable)
+from .ref import Ref, is_ref
+
+__all__ = [
+    "BLOCK", "Body", "Client", "Payload", "Ref", "RefLike", "is_ref",
+    "ClaimcheckError", "ChecksumMismatch", "Expired", "Gone", "Held", "Internal",
+    "InvalidArgument", "MethodNotAllowed", "NoRoute", "NotFound", "PermissionDenied",
+    "QuotaExceeded", "RateLimited", "TooLarge", "Unauthenticated", "Unavailable",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,301 @@
+"""The Python client against a real `claimcheck serve` (see harness.py),
+and against a fake server that lies, for the checks a real one never
+triggers. Run from clients/python: python3 -m unittest -v
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import os
+import socketserver
+import tempfile
+import threading
+import unittest
+from pathlib import Path
+
+import claimcheck
+from claimcheck import Client, Ref
+
+from .harness import Server
+
+server: Server
+
+
+def setUpModule() -> None:
+    global server
+    server = Server()
+
+
+def tearDownModule() -> None:
+    server.stop()
+
+
+def data_of(n: int, seed: int = 0) -> bytes:
+    """n bytes that differ per seed (so dedup does not join test cases)."""
+    block = hashlib.sha256(f"seed {seed}".encode()).digest()
+    return (block * (n // len(block) + 1))[:n]
+
+
+def digest(b: bytes) -> str:
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+class ClaimsTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.c = Client(server.url, api_key=server.keys["admin"])
+
+    def test_put_and_redeem_every_kind_of_body(self) -> None:
+        bodies = {
+            "bytes": lambda d: d,
+            "file": lambda d: io.BytesIO(d),
+            "chunks": lambda d: iter([d[:1000], d[1000:]]),  # no length: sent chunked
+        }
+        for i, (kind, make) in enumerate(bodies.items()):
+            for size in (0, 1000, 300 << 10):
+                with self.subTest(kind=kind, size=size):
+                    data = data_of(size, seed=i * 10 + size)
+                    ref = self.c.put("orders", make(data), content_type="text/plain")
+                    self.assertEqual((ref.ns, ref.size, ref.digest), ("orders", size, digest(data)))
+                    with self.c.redeem(ref) as p:
+                        self.assertEqual(p.ref, ref)
+                        self.assertEqual(p.content_type, "text/plain")
+                        self.assertEqual(p.read(), data)
+                    # A bare id and the JSON form name the same claim.
+                    self.assertEqual(self.c.get_bytes(ref.id), data)
+                    self.assertEqual(self.c.get_bytes(ref.to_json()), data)
+
+    def test_put_from_a_real_file_streams_in_blocks(self) -> None:
+        data = data_of(3 * claimcheck.BLOCK + 17, seed=99)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            f.seek(0)
+            ref = self.c.put("raw", f)
+        self.assertEqual(ref.size, len(data))
+        with self.c.redeem(ref) as p:
+            chunks = list(p.iter_chunks(1 << 16))
+        self.assertEqual(b"".join(chunks), data)
+        self.assertTrue(all(len(c) <= 1 << 16 for c in chunks))
+
+    def test_stat_release_delete(self) -> None:
+        ref = self.c.put("orders", b"fan-out", consumer_names=["audit", "mail,eu"],
+                         labels={"team": "billing", "note": "a b=c"})
+        info = self.c.stat(ref)
+        self.assertEqual(info["state"], "active")
+        self.assertEqual(info["consumers"], 2)
+        self.assertEqual(info["labels"], {"team": "billing", "note": "a b=c"})
+        self.c.release(ref, "audit")
+        self.c.release(ref, "audit")  # idempotent per name
+        self.assertEqual(self.c.stat(ref)["released_by"], ["audit"])
+        self.c.delete(ref)
+        self.c.delete(ref)  # fine on a finished claim
+        with self.assertRaises(claimcheck.Gone) as cm:
+            self.c.redeem(ref)
+        self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.reason), ("gone", 410, "deleted"))
+        self.assertEqual(self.c.stat(ref)["delete_reason"], "deleted")
+
+    def test_errors_are_typed_by_code(self) -> None:
+        unknown = "cc_AAAAAAAAAAAAAAAAAAAAAA"
+        with self.assertRaises(claimcheck.NotFound):
+            self.c.stat(unknown)
+        ref = self.c.put("orders", b"lives in orders")
+        with self.assertRaises(claimcheck.NotFound):
+            self.c.stat(ref.id, ns="raw")  # ids do not leak across namespaces
+        with self.assertRaises(claimcheck.TooLarge):
+            self.c.put("tiny", data_of(2000))
+        with self.assertRaises(claimcheck.InvalidArgument):
+            self.c.put("Not A Namespace", b"x")
+        with self.assertRaises(claimcheck.InvalidArgument):
+            self.c.put("orders", b"x", digest="sha256:XYZ")  # a malformed digest is 400...
+        with self.assertRaises(claimcheck.ChecksumMismatch):
+            self.c.put("orders", b"x" * 10, digest=digest(b"y" * 10))  # ...a wrong one 422
+        self.c.put("quota1", b"the one claim")
+        with self.assertRaises(claimcheck.QuotaExceeded) as cm:
+            self.c.put("quota1", b"one too many")
+        self.assertEqual(cm.exception.status, 403)
+        with self.assertRaises(claimcheck.NoRoute):
+            Client(server.url + "/not-the-api", api_key=server.keys["admin"]).stat(ref)
+
+    def test_api_keys(self) -> None:
+        ref = Client(server.url, api_key=server.keys["producer"]).put("orders", b"by the producer")
+        consumer = Client(server.url, api_key=server.keys["consumer"])
+        self.assertEqual(consumer.get_bytes(ref), b"by the producer")
+        with self.assertRaises(claimcheck.PermissionDenied):
+            consumer.put("orders", b"consumers may not put")
+        with self.assertRaises(claimcheck.Unauthenticated):
+            Client(server.url).stat(ref)
+        with self.assertRaises(claimcheck.Unauthenticated):
+            Client(server.url, api_key="cck_nope_nope").stat(ref)
+        limited = Client(server.url, api_key=server.create_key("admin", ns="raw"))
+        with self.assertRaises(claimcheck.NotFound):  # outside its namespace: like an unknown id
+            limited.stat(ref)
+
+    def test_direct_upload(self) -> None:
+        data = data_of(200 << 10, seed=7)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "video.bin"
+            path.write_bytes(data)
+            ref = self.c.upload_file("raw", path, content_type="video/mp4", labels={"team": "web"},
+                                     idempotency_key="job-42")
+            # Repeating with the same key answers the same claim.
+            again = self.c.upload_file("raw", str(path), content_type="video/mp4", idempotency_key="job-42")
+        self.assertEqual(again.id, ref.id)
+        self.assertEqual((ref.size, ref.digest, ref.compression), (len(data), digest(data), "none"))
+        with self.c.redeem(ref) as p:
+            self.assertEqual(p.content_type, "video/mp4")
+            self.assertEqual(p.read(), data)
+
+    def test_offload_and_resolve_against_the_threshold(self) -> None:
+        small = {"order": 1}
+        large = {"order": 2, "items": ["x" * 50] * 10}  # over offl's 100 bytes
+        self.assertIs(self.c.offload("offl", small), small)
+        v = self.c.offload("offl", large)
+        self.assertTrue(claimcheck.is_ref(v))
+        self.assertEqual(Ref.from_dict(v).ns, "offl")
+        self.assertEqual(json.loads(json.dumps(v))["type"], "claim_check_ref")  # travels as JSON
+        self.assertEqual(self.c.resolve(v), large)
+        self.assertEqual(self.c.resolve(small), small)
+        # orders keeps the default threshold (50 KiB): inline.
+        self.assertIs(self.c.offload("orders", large), large)
+        self.assertTrue(claimcheck.is_ref(self.c.offload("orders", large, threshold=10)))
+
+
+class VerificationTest(unittest.TestCase):
+    """Bytes that are not the claim's never come out quietly."""
+
+    def setUp(self) -> None:
+        self.c = Client(server.url, api_key=server.keys["admin"])
+
+    def corrupt_new_object(self, ns: str, data: bytes) -> Ref:
+        root = Path(server.data) / "blobs" / ns
+        before = set(root.glob("*")) if root.exists() else set()
+        ref = self.c.put(ns, data)
+        (obj,) = set(root.glob("*")) - before
+        b = bytearray(obj.read_bytes())
+        b[-1] ^= 0xFF
+        obj.write_bytes(bytes(b))
+        return ref
+
+    def test_corruption_found_part_way_comes_from_the_trailer(self) -> None:
+        data = data_of(300 << 10, seed=1234)
+        ref = self.corrupt_new_object("raw", data)
+        with self.c.redeem(ref) as p:
+            got = bytearray()
+            with self.assertRaises(claimcheck.ChecksumMismatch) as cm:
+                while chunk := p.read(1 << 16):
+                    got += chunk
+            self.assertIn("stream failed", cm.exception.message)  # the server's words, from the trailer
+            self.assertTrue(p.trailers.get("claimcheck-error"))
+            with self.assertRaises(claimcheck.ChecksumMismatch):
+                p.read(1)  # and it stays failed
+        # Every byte may have arrived (the last one is the altered one):
+        # what matters is that the read raised instead of ending.
+        self.assertLessEqual(len(got), len(data))
+
+    def test_small_corruption_is_an_error_status(self) -> None:
+        ref = self.corrupt_new_object("raw", data_of(1000, seed=4321))
+        with self.assertRaises(claimcheck.ChecksumMismatch) as cm:
+            self.c.redeem(ref)
+        self.assertEqual(cm.exception.status, 422)
+
+    def test_a_ref_that_disagrees_with_the_server(self) -> None:
+        ref = self.c.put("orders", b"the real bytes")
+        forged = Ref(**{**ref.__dict__, "digest": digest(b"other bytes")})
+        with self.assertRaises(claimcheck.ChecksumMismatch):
+            self.c.redeem(forged)
+
+    def test_a_lying_server(self) -> None:
+        """The client's own checks, against a server that sends wrong bytes
+        with an empty trailer: too few, too many, or altered."""
+        data = b"0123456789" * 10
+        ref = Ref(id="cc_AAAAAAAAAAAAAAAAAAAAAA", ns="orders", size=len(data), stored_size=len(data),
+                  compression="none", digest=digest(data), created_at=1, expires_at=0)
+        for name, body in (("short", data[:-1]), ("long", data + b"!"), ("altered", data[:-1] + b"X"),
+                           ("whole", data)):
+            with self.subTest(name), LyingServer(ref, body) as url:
+                with Client(url).redeem(ref) as p:
+                    if name == "whole":
+                        self.assertEqual(p.read(), data)
+                        continue
+                    with self.assertRaises(claimcheck.ChecksumMismatch):
+                        p.read()
+
+    def test_ref_parsing_is_strict(self) -> None:
+        good = self.c.put("orders", b"x").to_dict()
+        self.assertEqual(Ref.from_dict(good).to_dict(), good)
+        for bad in ({**good, "type": "other"}, {**good, "v": 2}, {**good, "extra": 1},
+                    {**good, "id": "cc_short"}, {**good, "digest": "md5:00"}, {**good, "size": -1},
+                    {**good, "ns": "UPPER"}):
+            with self.subTest(bad=bad), self.assertRaises(claimcheck.InvalidArgument):
+                Ref.from_dict(bad)
+
+
+class LyingServer:
+    """An HTTP server on 127.0.0.1 that answers every redeem with body,
+    chunked, under the given ref, and an empty Claimcheck-Error trailer."""
+
+    def __init__(self, ref: Ref, body: bytes) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Claimcheck-Ref", ref.to_json())
+                self.send_header("Trailer", "Claimcheck-Error")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\nClaimcheck-Error: \r\n\r\n" % (len(body), body))
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class GoInteropTest(unittest.TestCase):
+    """The Go client (through the claimcheck CLI) and this one read each
+    other's claims on one server."""
+
+    def setUp(self) -> None:
+        self.c = Client(server.url, api_key=server.keys["admin"])
+        self.key = server.keys["admin"]
+
+    def test_python_puts_go_redeems(self) -> None:
+        data = data_of(500 << 10, seed=55)
+        ref = self.c.put("orders", data, consumers=1)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "copy")
+            server.cli("get", ref.to_json(), "-o", out, key=self.key)
+            self.assertEqual(Path(out).read_bytes(), data)
+        server.cli("release", "--consumer", "go", ref.to_json(), key=self.key)
+        self.assertEqual(self.c.stat(ref)["releases"], 1)
+
+    def test_go_puts_python_redeems(self) -> None:
+        data = data_of(700 << 10, seed=56)
+        out = server.cli("put", "--ns", "orders", "-", key=self.key, stdin=data)
+        ref = Ref.parse(out)
+        self.assertEqual((ref.size, ref.digest), (len(data), digest(data)))
+        self.assertEqual(self.c.get_bytes(ref), data)
+        self.c.delete(ref)
+        with self.assertRaises(RuntimeError) as cm:
+            server.cli("get", ref.id, key=self.key)
+        self.assertIn("exit 4", str(cm.exception))  # the CLI's exit code for gone
+
+
+if __name__ == "__main__":
+    unittest.main()

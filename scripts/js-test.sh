@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The JavaScript client's suites (clients/js), as scripts/test.sh runs
+# them: `node --test` against a real `claimcheck serve` built from this
+# tree, and end to end in a headless Chromium (the system's; installed
+# with apt-get when missing and we are root, as scripts/postgres.sh does
+# for PostgreSQL). With TEST_S3_URL set (scripts/minio.sh) the browser
+# suite also runs against MinIO. Without Node the suites are skipped,
+# and without a Chromium the browser suite is, each saying why.
+#   ./scripts/js-test.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+cd "$here/../clients/js"
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  log "SKIP: node and npm not found; the JavaScript client's suites did not run (install Node 20+)"
+  exit 0
+fi
+
+find_chromium() {
+  local c
+  for c in "${CHROMIUM:-}" chromium chromium-browser; do
+    if [ -n "$c" ] && command -v "$c" >/dev/null; then command -v "$c"; return 0; fi
+  done
+  return 1
+}
+if ! find_chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "Chromium not found: installing the chromium package with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2 ||
+      log "installing chromium failed; the browser suite will skip"
+  else
+    log "Chromium not found and not root: the browser suite will skip (install the chromium package)"
+  fi
+fi
+if chromium=$(find_chromium); then export CHROMIUM="$chromium"; fi
+
+# The locked dependencies only; the browser is the system's, never one
+# downloaded by an install script.
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+(cd ../.. && go build -o "$bin/claimcheck" ./cmd/claimcheck)
+CLAIMCHECK_BIN="$bin/claimcheck" node --test --test-concurrency=1 test/*.test.js

@@ -1,0 +1,288 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// The scrub (ADR 0095): a paged, resumable walk over every blob that holds
+// committed content, reading each object whole and checking it against
+// its row (stored size; decrypted and decompressed, the size and sha256
+// of the original bytes). What it finds is marked damaged (meta.
+// IntegrityStore), so the next put of the same bytes repairs it and
+// redeems answer checksum_mismatch at once instead of streaming bad
+// bytes; a damaged blob whose object reads back good again (restored by
+// an operator) is cleared. `claimcheck fsck --verify` runs it at a bounded
+// rate; the sweeper runs it in the background under a byte budget
+// (Config.ScrubRate, off by default) and the scrub lease, so one replica
+// scrubs at a time. The position is kept in the cursors table after every
+// blob, so a pass resumes where it stopped.
+
+// Finding is what a check found wrong with a blob's object; a zero Cause
+// is a good object.
+type Finding struct {
+	Cause  string // a meta.Damage* cause
+	Detail string
+}
+
+// Verifier reads blob b's object whole and checks it against the row. It
+// returns the object bytes it read (the scrub's budget counts them). An
+// error means the object could not be checked (storage unavailable, no
+// master key), never damage.
+type Verifier func(ctx context.Context, b meta.Blob) (f Finding, read int64, err error)
+
+// ScrubLease is the lease the background scrub holds: one runner across
+// replicas.
+const ScrubLease = "scrub"
+
+// ScrubCursor is the cursors row that keeps the scrub's position.
+const ScrubCursor = "scrub"
+
+// DefaultScrubRate is the byte budget of `claimcheck fsck --verify` and of
+// the background scrub when enabled without a rate: low enough that
+// redeems do not notice it (docs/PERFORMANCE.md, "Scrub").
+const DefaultScrubRate = 8 << 20
+
+// holdsContent reports whether b should have a good object: committed, or
+// orphaned after being committed (a digest says it held content).
+func holdsContent(b meta.Blob) bool {
+	return (b.State == meta.BlobCommitted || b.State == meta.BlobOrphaned) && b.Digest != ""
+}
+
+// CheckSize is the cheap check: one Attributes call (a HEAD on S3, a stat
+// on files) that the object exists with the blob's stored size.
+func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error) {
+	a, err := bs.Attributes(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
+	}
+	if err != nil {
+		return Finding{}, fmt.Errorf("check object of blob %s: %w", b.ID, err)
+	}
+	if a.Size != b.StoredSize {
+		return Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", a.Size, b.StoredSize)}, nil
+	}
+	return Finding{}, nil
+}
+
+// MarkDamaged records finding f about blob b: the mark (a compare-and-swap
+// on b's object key), its event, the metric and a log line. It reports
+// whether the blob was marked now (false: already marked, or the blob no
+// longer owns that object).
+func MarkDamaged(ctx context.Context, m meta.Store, metrics *Metrics, log *slog.Logger, b meta.Blob, f Finding, now time.Time) (bool, error) {
+	marked, err := m.MarkDamaged(ctx, meta.Damage{BlobID: b.ID, Key: b.Key, Cause: f.Cause, Detail: f.Detail, Now: now})
+	if err != nil {
+		return false, err
+	}
+	if marked {
+		if metrics != nil {
+			metrics.GC.Damaged.WithLabelValues(f.Cause).Inc()
+		}
+		if log != nil {
+			log.Error("integrity: blob marked damaged; a put of the same bytes repairs it", "blob", b.ID,
+				"namespace", b.Namespace, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
+		}
+	}
+	return marked, nil
+}
+
+// Scrub walks the blobs and verifies their objects. Use one per runner.
+type Scrub struct {
+	meta     meta.Store
+	verify   Verifier
+	clock    interface{ Now() time.Time }
+	log      *slog.Logger
+	metrics  *Metrics
+	pageSize int
+}
+
+// NewScrub returns a scrub over m that checks objects with verify.
+func NewScrub(m meta.Store, verify Verifier, clk interface{ Now() time.Time }, log *slog.Logger, metrics *Metrics, pageSize int) *Scrub {
+	if pageSize <= 0 {
+		pageSize = 250
+	}
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Scrub{meta: m, verify: verify, clock: clk, log: log, metrics: metrics, pageSize: pageSize}
+}
+
+// ScrubFinding is one damaged blob a scrub step found.
+type ScrubFinding struct {
+	BlobID    string `json:"blob_id"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"object_key"`
+	Cause     string `json:"cause"`
+	Detail    string `json:"detail"`
+	// Marked: this step marked it; false when it was marked already.
+	Marked bool `json:"marked"`
+}
+
+// ScrubReport is what one step did.
+type ScrubReport struct {
+	Blobs   int            `json:"blobs_verified"`
+	Bytes   int64          `json:"bytes_read"`
+	Found   []ScrubFinding `json:"damaged"`
+	Cleared []string       `json:"cleared"` // damaged blobs whose object read back good
+	// PassDone: the step reached the last blob; the next step starts a
+	// new pass from the first.
+	PassDone bool `json:"pass_done"`
+}
+
+// Step verifies blobs after the saved position until budget object bytes
+// were read (it always verifies at least one blob, so a blob larger than
+// the budget is not skipped forever) or the pass ends, and saves the
+// position after every blob.
+func (sc *Scrub) Step(ctx context.Context, budget int64) (ScrubReport, error) {
+	var rep ScrubReport
+	after, err := sc.meta.Cursor(ctx, ScrubCursor)
+	if err != nil {
+		return rep, fmt.Errorf("sweep: scrub: %w", err)
+	}
+	for {
+		page, err := sc.meta.Blobs(ctx, after, sc.pageSize)
+		if err != nil {
+			return rep, fmt.Errorf("sweep: scrub: %w", err)
+		}
+		for _, b := range page {
+			if rep.Blobs > 0 && rep.Bytes >= budget {
+				return rep, nil
+			}
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			if holdsContent(b) {
+				if err := sc.one(ctx, b, &rep); err != nil {
+					return rep, err
+				}
+			}
+			after = b.ID
+			if err := sc.meta.SetCursor(ctx, ScrubCursor, after); err != nil {
+				return rep, fmt.Errorf("sweep: scrub: %w", err)
+			}
+		}
+		if len(page) < sc.pageSize {
+			rep.PassDone = true
+			sc.metrics.GC.ScrubPasses.Inc()
+			if err := sc.meta.SetCursor(ctx, ScrubCursor, ""); err != nil {
+				return rep, fmt.Errorf("sweep: scrub: %w", err)
+			}
+			return rep, nil
+		}
+	}
+}
+
+func (sc *Scrub) one(ctx context.Context, b meta.Blob, rep *ScrubReport) error {
+	f, n, err := sc.verify(ctx, b)
+	rep.Bytes += n
+	if err != nil {
+		return fmt.Errorf("sweep: scrub blob %s: %w", b.ID, err)
+	}
+	rep.Blobs++
+	sc.metrics.GC.ScrubBlobs.Inc()
+	sc.metrics.GC.ScrubBytes.Add(float64(n))
+	now := sc.clock.Now()
+	if f.Cause == "" {
+		if b.Damaged() {
+			cleared, err := sc.meta.ClearDamage(ctx, b.ID, b.Key, now)
+			if err != nil {
+				return fmt.Errorf("sweep: scrub: %w", err)
+			}
+			if cleared {
+				rep.Cleared = append(rep.Cleared, b.ID)
+				sc.log.Info("integrity: a damaged blob's object reads back good; it is healthy again", "blob", b.ID, "key", b.Key)
+			}
+		}
+		return nil
+	}
+	marked, err := MarkDamaged(ctx, sc.meta, sc.metrics, sc.log, b, f, now)
+	if err != nil {
+		return fmt.Errorf("sweep: scrub: %w", err)
+	}
+	// Reported whether this step marked it or an earlier finding had:
+	// either way the object is bad now. A blob that changed object
+	// meanwhile (repaired, collected) is not reported.
+	if !marked {
+		again, err := sc.meta.Blob(ctx, b.ID)
+		if err != nil {
+			return fmt.Errorf("sweep: scrub: %w", err)
+		}
+		if !again.Damaged() || again.Key != b.Key || !holdsContent(again) {
+			return nil
+		}
+	}
+	{
+		rep.Found = append(rep.Found, ScrubFinding{BlobID: b.ID, Namespace: b.Namespace, Key: b.Key,
+			Cause: f.Cause, Detail: f.Detail, Marked: marked})
+	}
+	return nil
+}
+
+// SetVerifier gives the sweeper the object check of its store (the
+// engine's, which can decrypt and decompress), enabling Sweeper.Scrub and,
+// with Config.Scrub, the background scrub.
+func (s *Sweeper) SetVerifier(v Verifier) {
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
+	s.scrub = NewScrub(s.meta, v, s.clock, s.log, s.metrics, s.cfg.PageSize)
+}
+
+// Scrub returns the sweeper's scrub (nil before SetVerifier), for fsck
+// --verify and tests.
+func (s *Sweeper) Scrub() *Scrub {
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
+	return s.scrub
+}
+
+// maxScrubBurst caps the budget that accrues while the scrub cannot run
+// (lease held elsewhere, a long pause): at most this many seconds of
+// ScrubRate at once, so the byte rate stays bounded over any window.
+const maxScrubBurst = 10
+
+// TickScrub does the background scrub's share of work: the budget is
+// ScrubRate times the clock time since the last tick (capped), spent
+// under the scrub lease. A step that read more than its budget (a large
+// object) leaves a debt that later ticks pay first, so the rate holds on
+// average. The loop calls it every interval; tests call it with a fake
+// clock.
+func (s *Sweeper) TickScrub(ctx context.Context) (ScrubReport, error) {
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
+	if !s.cfg.Scrub || s.scrub == nil {
+		return ScrubReport{}, nil
+	}
+	now := s.clock.Now()
+	last := s.scrubLast
+	s.scrubLast = now
+	if last.IsZero() || !now.After(last) {
+		return ScrubReport{}, nil
+	}
+	rate := s.cfg.ScrubRate
+	s.scrubBudget = min(s.scrubBudget+int64(now.Sub(last).Seconds()*float64(rate)), maxScrubBurst*rate)
+	if s.scrubBudget <= 0 {
+		return ScrubReport{}, nil
+	}
+	// Held across ticks while this replica scrubs; it expires a few
+	// intervals after this one stops, and another replica takes over.
+	ok, err := s.meta.TryLease(ctx, ScrubLease, s.holder, now, 3*s.cfg.Interval+s.cfg.MaxRuntimePerRun)
+	if err != nil || !ok {
+		s.scrubBudget = 0 // another replica scrubs: no budget piles up here
+		return ScrubReport{}, err
+	}
+	rep, err := s.scrub.Step(ctx, s.scrubBudget)
+	s.scrubBudget -= rep.Bytes
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: scrub step failed; retrying next tick", "err", err)
+	}
+	return rep, err
+}

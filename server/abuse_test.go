@@ -206,3 +206,14 @@ func TestPendingBytesPerKey(t *testing.T) {
 		t.Errorf("put after the upload was confirmed: %s %s, want 201", resp.Status, body)
 	}
 }
+
+// TestKeyRequestIsStrict: the key route's JSON body is one object too.
+func TestKeyRequestIsStrict(t *testing.T) {
+	b := setupAuth(t, server.Limits{})
+	admin := b.key(t, "acme", auth.RoleAdmin, "")
+	resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", strings.NewReader(`{"role":"producer"}{"role":"admin"}`), "Content-Type", api.ContentTypeJSON)
+	e := wantError(t, resp, body, http.StatusBadRequest, api.CodeInvalidArgument)
+	if !strings.Contains(e.Message, "found more data") {
+		t.Errorf("message %q", e.Message)
+	}
+}

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,10 +33,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return invalidf("key request body: %v", err)
 	}
 	var req api.CreateKeyRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return invalidf(`key request body: want {"role":"producer|consumer|admin","namespace":"…","name":"…"}: %v`, err)
+	if err := api.DecodeJSON(b, `key request body (want {"role":"producer|consumer|admin","namespace":"…","name":"…"})`, &req); err != nil {
+		return err
 	}
 	role, err := auth.ParseRole(req.Role)
 	if err != nil {

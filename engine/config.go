@@ -126,7 +126,7 @@ func (d *Defaults) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		var on bool
 		if err := n.Decode(&on); err != nil {
-			return fmt.Errorf("line %d: defaults: want a policy or true/false, got %q", n.Line, n.Value)
+			return fmt.Errorf("line %d: want a policy or true/false, got %q", n.Line, n.Value)
 		}
 		*d = Defaults{Disabled: !on}
 		return nil

@@ -39,6 +39,7 @@ var strictCases = []struct {
 	{"max_age 0s in a namespace", "namespaces:\n  a: {ttl: {max_age: 0s}}\n", nil, []string{"namespaces.a.ttl.max_age: an explicit 0s", "line 2"}},
 	{"threshold 0", "defaults: {threshold: 0}\n", nil, []string{"defaults.threshold: an explicit 0"}},
 	{"confirm_within 0", "defaults: {uploads: {confirm_within: 0}}\n", nil, []string{"defaults.uploads.confirm_within: an explicit 0"}},
+	{"defaults neither policy nor boolean", "defaults: maybe\n", nil, []string{"defaults: want a policy or true/false", `"maybe"`, "line 1"}},
 	{"merge key typo", "base: &b {treshold: 1MiB}\n", nil, []string{"base: unknown key"}},
 	{"merged typo", "namespaces:\n  a: &a {threshold: 1MiB}\n  b:\n    <<: *a\n    tresh: 2\n", nil, []string{"namespaces.b.tresh: unknown key", "line 5"}},
 

@@ -86,6 +86,18 @@ type TTLPolicy struct {
 	// GracePeriod is how long an unreferenced blob waits before it is
 	// collected; a dedup hit inside it revives the blob.
 	GracePeriod Duration `yaml:"grace_period" json:"grace_period" config:"nonzero"`
+	// MaxLifetime is the longest any claim may live from its creation,
+	// extensions included (Extender, ADR 0101). Unset (0) means max_age:
+	// claims cannot be extended. The lifecycle safety net's rule follows
+	// it, so a bucket rule by age never expires an extended claim's
+	// object.
+	MaxLifetime Duration `yaml:"max_lifetime" json:"max_lifetime,omitzero"`
+}
+
+// Lifetime is the longest a claim of this policy may live from its
+// creation: max_lifetime when set, else max_age.
+func (t TTLPolicy) Lifetime() time.Duration {
+	return max(t.MaxAge.D(), t.MaxLifetime.D())
 }
 
 // UploadPolicy governs direct (presigned) uploads.
@@ -172,6 +184,7 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	}
 	p.TTL.RetentionAfterRead = dur(p.TTL.RetentionAfterRead, base.TTL.RetentionAfterRead)
 	p.TTL.GracePeriod = dur(p.TTL.GracePeriod, base.TTL.GracePeriod)
+	p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
 	p.Uploads.URLTTL = dur(p.Uploads.URLTTL, base.Uploads.URLTTL)
 	p.Uploads.ConfirmWithin = dur(p.Uploads.ConfirmWithin, base.Uploads.ConfirmWithin)
 	p.Quota.Bytes = pick(p.Quota.Bytes, base.Quota.Bytes)
@@ -231,6 +244,12 @@ func (p Policy) Validate() error {
 	}
 	if p.TTL.RetentionAfterRead > p.TTL.MaxAge {
 		return fieldErr("ttl.retention_after_read", p.TTL.RetentionAfterRead.String(), "must not be longer than ttl.max_age "+p.TTL.MaxAge.String())
+	}
+	if p.TTL.MaxLifetime < 0 {
+		return fieldErr("ttl.max_lifetime", p.TTL.MaxLifetime.String(), "must not be negative")
+	}
+	if p.TTL.MaxLifetime != 0 && p.TTL.MaxLifetime < p.TTL.MaxAge {
+		return fieldErr("ttl.max_lifetime", p.TTL.MaxLifetime.String(), "must not be shorter than ttl.max_age "+p.TTL.MaxAge.String())
 	}
 	if p.Uploads.URLTTL >= p.Uploads.ConfirmWithin {
 		return fieldErr("uploads.url_ttl", p.Uploads.URLTTL.String(), "must be shorter than uploads.confirm_within "+p.Uploads.ConfirmWithin.String())

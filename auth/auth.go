@@ -67,6 +67,8 @@ const (
 	OpRelease   Op = "release"
 	OpDelete    Op = "delete"
 	OpNamespace Op = "namespace" // read a namespace's policy and usage
+	OpList      Op = "list"      // list a namespace's claims (ADR 0100)
+	OpExtend    Op = "extend"    // move a claim's expiry later (ADR 0101)
 	OpKeys      Op = "keys"      // create, list and revoke keys
 	OpAdmin     Op = "admin"     // anything else an operator does (gc, holds, …)
 )
@@ -75,11 +77,13 @@ const (
 // Producers delete as well as put: a publisher whose message never went
 // out deletes the claim it made (ADR 0040). Every role may stat a claim
 // and read its namespace's policy: neither hands out payload bytes, and
-// MaybeOffload needs the threshold.
+// MaybeOffload needs the threshold. Producers own the lifetime of what
+// they put: they list their namespace's claims and extend them (a
+// Temporal keeper runs with a producer key); consumers do neither.
 var permissions = map[Role][]Op{
-	RoleProducer: {OpPut, OpStat, OpRelease, OpDelete, OpNamespace},
+	RoleProducer: {OpPut, OpStat, OpRelease, OpDelete, OpNamespace, OpList, OpExtend},
 	RoleConsumer: {OpRedeem, OpStat, OpRelease, OpNamespace},
-	RoleAdmin:    {OpPut, OpRedeem, OpStat, OpRelease, OpDelete, OpNamespace, OpKeys, OpAdmin},
+	RoleAdmin:    {OpPut, OpRedeem, OpStat, OpRelease, OpDelete, OpNamespace, OpList, OpExtend, OpKeys, OpAdmin},
 }
 
 // Allows reports whether role r may perform op.

@@ -86,11 +86,11 @@ func TestCreateValidates(t *testing.T) {
 
 func TestRoles(t *testing.T) {
 	want := map[auth.Role]string{
-		auth.RoleProducer: "put stat release delete namespace",
+		auth.RoleProducer: "put stat release delete namespace list extend",
 		auth.RoleConsumer: "redeem stat release namespace",
-		auth.RoleAdmin:    "put redeem stat release delete namespace keys admin",
+		auth.RoleAdmin:    "put redeem stat release delete namespace list extend keys admin",
 	}
-	all := []auth.Op{auth.OpPut, auth.OpRedeem, auth.OpStat, auth.OpRelease, auth.OpDelete, auth.OpNamespace, auth.OpKeys, auth.OpAdmin}
+	all := []auth.Op{auth.OpPut, auth.OpRedeem, auth.OpStat, auth.OpRelease, auth.OpDelete, auth.OpNamespace, auth.OpList, auth.OpExtend, auth.OpKeys, auth.OpAdmin}
 	for role, ops := range want {
 		allowed := strings.Fields(ops)
 		for _, op := range all {

@@ -57,7 +57,7 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
 	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
-		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, c.ExpiresAt), sk),
+		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
 		// Only the blob and object just checked.

@@ -138,7 +138,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		// expire before this claim's deadline (safetynet.go).
 		// Encrypted namespaces share only objects written under the
 		// current data key (keyFloor, crypt.go).
-		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, expires), sk),
+		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, latestExpiry(pol, claim.CreatedAt, expires)), sk),
 		DiscardRetry:   s.discardRetry,
 	}
 	res, err := s.meta.Commit(ctx, cp)

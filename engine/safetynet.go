@@ -55,9 +55,13 @@ const (
 )
 
 // lifecycleDays is the age in days after which a namespace's rule
-// expires objects: ceil(max_age + grace_period + margin).
+// expires objects: ceil(lifetime + grace_period + margin), where lifetime
+// is ttl.max_lifetime when set (a claim may be extended up to it, ADR
+// 0101), else max_age. A claim that writes its object lives at most
+// lifetime from its creation, so the rule never expires the object of a
+// live claim, extended or not.
 func lifecycleDays(p claimcheck.Policy) int {
-	d := p.TTL.MaxAge.D() + p.TTL.GracePeriod.D() + lifecycleMargin
+	d := p.TTL.Lifetime() + p.TTL.GracePeriod.D() + lifecycleMargin
 	return int((d + 24*time.Hour - 1) / (24 * time.Hour))
 }
 
@@ -229,4 +233,17 @@ func RedactURL(raw string) string {
 	}
 	u.RawQuery = ""
 	return u.String()
+}
+
+// latestExpiry is the latest a claim created at created with expiry
+// expires may ever expire under policy p: created + ttl.max_lifetime when
+// extensions may move it there (ADR 0101), else expires. Dedup bounds the
+// blobs it shares by this, not by the expiry of the day, so that the
+// choice already holds for every expiry the claim may be given later
+// (Extend checks again, for blobs chosen under an older policy).
+func latestExpiry(p claimcheck.Policy, created, expires time.Time) time.Time {
+	if l := created.Add(p.TTL.Lifetime()); l.After(expires) {
+		return l
+	}
+	return expires
 }

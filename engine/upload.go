@@ -323,7 +323,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 		Tenant:         s.tenantQuota(pol),
-		DedupNotBefore: s.dedupNotBefore(up.Namespace, c.ExpiresAt),
+		DedupNotBefore: s.dedupNotBefore(up.Namespace, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)),
 		DiscardRetry:   s.discardRetry,
 		// The object was just read whole and matched size and digest:
 		// it may repair a damaged blob of the same content (integrity.go).

@@ -426,5 +426,6 @@ type Store interface {
 	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
 	TenantStore     // tenant usage over their namespaces (tenants.go)
 	HistoryStore    // pruning of finished claims and collected blobs (history.go)
+	LifetimeStore   // listing and extending claims (lifetime.go)
 	IntegrityStore  // damaged blobs and their repair (integrity.go)
 }

@@ -81,6 +81,7 @@ type ops struct {
 	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
+	ListClaims, ExtendClaim                                            opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -432,4 +433,12 @@ func (m *metered) DamagedBlobs(ctx context.Context, afterID string, limit int) (
 
 func (m *metered) DedupCandidate(ctx context.Context, ns, digest string) (Blob, error) {
 	return timer1[Blob](m.ops.DedupCandidate.start()).end(m.next.DedupCandidate(ctx, ns, digest))
+}
+
+func (m *metered) ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, error) {
+	return timer1[[]ListedClaim](m.ops.ListClaims.start()).end(m.next.ListClaims(ctx, p))
+}
+
+func (m *metered) ExtendClaim(ctx context.Context, p ExtendParams) (Claim, error) {
+	return timer1[Claim](m.ops.ExtendClaim.start()).end(m.next.ExtendClaim(ctx, p))
 }

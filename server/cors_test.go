@@ -94,7 +94,7 @@ func TestCORSPreflight(t *testing.T) {
 		{"/v1/namespaces/media/uploads", "POST", "POST"},
 		{"/v1/uploads/" + ref.ID + "/data?expires=1&sig=x", "PUT", "PUT"},
 		{"/v1/uploads/" + ref.ID + "/confirm", "POST", "POST"},
-		{"/v1/namespaces/orders/claims", "PUT", "PUT"},
+		{"/v1/namespaces/orders/claims", "PUT", "GET, HEAD, PUT"}, // GET lists the claims (ADR 0100)
 		{"/v1/claims/" + ref.ID, "DELETE", "GET, HEAD, DELETE"},
 		{"/v1/claims/" + ref.ID + "/release", "POST", "POST"},
 	} {

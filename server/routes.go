@@ -70,6 +70,11 @@ var routes = []route{
 		doc: "a consumer is done with the claim (ack): `204`"},
 	{pattern: "DELETE /v1/claims/{id}", handler: (*Server).delete, op: auth.OpDelete, target: targetClaim,
 		doc: "finish the claim now (reason `deleted`): `204`"},
+	// Listing and extending (lifetime.go, ADR 0100, ADR 0101).
+	{pattern: "GET /v1/namespaces/{ns}/claims", handler: (*Server).listClaims, op: auth.OpList, target: targetNamespace,
+		doc: "a page of the namespace's claims, newest first: label selector, state, expiry window, cursor"},
+	{pattern: "POST /v1/claims/{id}/extend", handler: (*Server).extendClaim, op: auth.OpExtend, target: targetClaim,
+		doc: "move the claim's expiry later, up to `ttl.max_lifetime`: `200` + `ClaimInfo` JSON"},
 	{pattern: "GET /v1/claims/{id}/events", handler: (*Server).claimEvents, op: auth.OpAdmin, target: targetClaim,
 		doc: "the claim's audit trail (see \"Audit events\")"},
 	{pattern: "GET /v1/namespaces", handler: (*Server).namespaces, op: auth.OpNamespace, target: targetList,

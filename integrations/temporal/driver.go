@@ -169,7 +169,7 @@ func redeemPayload(ctx context.Context, c claimcheck.Claims, ref claimcheck.Ref)
 	data, err := claimcheck.Resolve(ctx, c, claimcheck.Value{Ref: &ref})
 	if err != nil {
 		if errors.Is(err, claimcheck.ErrGone) {
-			return nil, fmt.Errorf("redeem %s (history outlived the claim: max_age should be at least the Temporal retention plus the longest workflow run): %w", ref.ID, err)
+			return nil, fmt.Errorf("redeem %s (history outlived the claim: run the keeper (NewKeeper or claimcheck-temporal-keeper), or give the namespace a max_age of at least the Temporal retention plus the longest workflow run): %w", ref.ID, err)
 		}
 		return nil, fmt.Errorf("redeem %s: %w", ref.ID, err)
 	}

@@ -146,7 +146,7 @@ func (p *policies) threshold(ctx context.Context, ns string) (int64, error) {
 		return 0, fmt.Errorf("claimcheck namespace %q: %w", ns, err)
 	}
 	if pol.DeletesAfterRead() {
-		return 0, fmt.Errorf("%w: claimcheck namespace %q: ttl.delete_after_read is on: %w (set delete_after_read: false and max_age at least the Temporal namespace retention plus the longest workflow run)", claimcheck.ErrInvalidArgument, ns, ErrReplayUnsafe)
+		return 0, fmt.Errorf("%w: claimcheck namespace %q: ttl.delete_after_read is on: %w (set delete_after_read: false, and run the keeper or give max_age at least the Temporal namespace retention plus the longest workflow run)", claimcheck.ErrInvalidArgument, ns, ErrReplayUnsafe)
 	}
 	t = int64(pol.Threshold)
 	if p.override > 0 {

@@ -108,6 +108,8 @@ Then store and fetch payloads through it:
 		newUploadCmd(env),
 		newGetCmd(env),
 		newStatCmd(env),
+		newLsCmd(env),
+		newExtendCmd(env),
 		newReleaseCmd(env),
 		newRmCmd(env),
 		newSweepCmd(env),

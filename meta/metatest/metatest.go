@@ -101,6 +101,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"PruneHistory", testPruneHistory},
 	}
 	tests = append(tests, holdTests...)
+	tests = append(tests, lifetimeTests...)
 	tests = append(tests, dataKeyTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,6 +71,9 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		if err != nil {
 			return err
 		}
+		if err := q.insertLabels(c); err != nil {
+			return err
+		}
 		return q.applyNamespace(c.Namespace, nsDelta{reserved: c.ReservedBytes, pending: 1})
 	})
 	if s.d.isUniqueViolation(err) {

@@ -163,6 +163,11 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 		if _, err := q.exec(`UPDATE claims SET labels = NULL WHERE namespace = ? AND labels IS NOT NULL`, ns); err != nil {
 			return err
 		}
+		// The label rows of the listing index (0022) are a copy of those
+		// labels: they go too, in the same erasing transaction.
+		if _, err := q.exec(`DELETE FROM claim_labels WHERE namespace = ?`, ns); err != nil {
+			return err
+		}
 		if _, err := q.exec(`UPDATE blobs SET digest = NULL, damage = '', version = version + 1
 			WHERE namespace = ? AND digest IS NOT NULL
 			AND substr(object_key, length(object_key) - ? + 1) = ?`, ns, len(suffix), suffix); err != nil {

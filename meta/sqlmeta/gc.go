@@ -104,6 +104,9 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			int64(max(c.Consumers, 1)), names); err != nil {
 			return err
 		}
+		if err := q.insertLabels(c); err != nil {
+			return err
+		}
 		if err := q.applyNamespace(c.Namespace, nsDelta{used: c.Size, active: 1}); err != nil {
 			return err
 		}

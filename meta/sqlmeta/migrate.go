@@ -21,6 +21,14 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// afterMigration are steps in Go that complete a migration, run right
+// after its file in the same transaction: data copies that need what the
+// two dialects spell differently (JSON functions), while the file itself
+// stays the same on both.
+var afterMigration = map[int64]func(q *txq) error{
+	22: backfillLabels, // claim_labels from claims.labels (0022_claim_labels.sql)
+}
+
 type migration struct {
 	version int64
 	name    string
@@ -86,6 +94,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			if _, err := q.exec(m.sql); err != nil {
 				return err
+			}
+			if after := afterMigration[m.version]; after != nil {
+				if err := after(q); err != nil {
+					return err
+				}
 			}
 			_, err = q.exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name)
 			return err

@@ -138,6 +138,10 @@ export class Client {
   stat(ref: RefLike, options?: { signal?: AbortSignal }): Promise<ClaimInfo>;
   release(ref: RefLike, options?: { consumer?: string; signal?: AbortSignal }): Promise<void>;
   delete(ref: RefLike, options?: { signal?: AbortSignal }): Promise<void>;
+  /** Moves the expiry later (up to ttl.max_lifetime): one of expiresAt and by ("24h"). */
+  extend(ref: RefLike, options: { expiresAt?: Date | string; by?: string; signal?: AbortSignal }): Promise<ClaimInfo>;
+  /** One page of the namespace's claims; pass next as cursor for the following page. */
+  list(ns: string, options?: ListOptions): Promise<ClaimPage>;
   namespace(ns: string, options?: { signal?: AbortSignal }): Promise<NamespaceInfo>;
   /** Direct upload: hash, init, PUT to the answered URL with progress, confirm. */
   upload(ns: string, file: Blob, options?: UploadOptions): Promise<Ref>;
@@ -209,3 +213,24 @@ export class InternalError extends ClaimcheckError { constructor(message: string
 export class NoRouteError extends ClaimcheckError { constructor(message: string, options?: ErrorOptions) }
 export class MethodNotAllowedError extends ClaimcheckError { constructor(message: string, options?: ErrorOptions) }
 export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>>;
+
+export interface ListOptions {
+  /** All must match. */
+  labels?: Record<string, string>;
+  state?: 'pending' | 'active' | 'deleted';
+  /** Expiry in [expiresAfter, expiresBefore). */
+  expiresAfter?: Date | string;
+  expiresBefore?: Date | string;
+  /** newest (default) or expiring: live claims, soonest expiry first. */
+  order?: 'newest' | 'expiring';
+  cursor?: string;
+  /** 1 to 1000 (default 100). */
+  limit?: number;
+  signal?: AbortSignal;
+}
+
+export interface ClaimPage {
+  claims: ClaimInfo[];
+  /** The cursor of the next page; absent on the last one. */
+  next?: string;
+}

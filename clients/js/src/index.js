@@ -420,6 +420,43 @@ export class Client {
     await resp.body?.cancel();
   }
 
+  /**
+   * Moves the claim's expiry later, up to the namespace's
+   * ttl.max_lifetime, and answers its ClaimInfo. Give either expiresAt (a
+   * Date or an RFC 3339 string; repeating it changes nothing) or by (a
+   * duration such as "24h", added to the current expiry).
+   */
+  async extend(ref, { expiresAt, by, signal } = {}) {
+    const { id, ns } = refParts(ref);
+    if ((expiresAt === undefined) === (by === undefined)) {
+      throw new InvalidArgumentError(`extend ${id}: give one of expiresAt and by`);
+    }
+    const body = by !== undefined ? { by: String(by) } : { expires_at: expiresAt instanceof Date ? expiresAt.toISOString() : String(expiresAt) };
+    const init = { method: 'POST', headers: this.#headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body), signal };
+    const resp = await this.#send(`extend ${id}`, this.#url(`v1/claims/${id}/extend`, ns), init, 200);
+    return resp.json();
+  }
+
+  /**
+   * One page of a namespace's claims, newest first (or soonest expiry
+   * first with order "expiring"): {claims, next}. labels: {key: value},
+   * all must match; pass next as cursor for the following page.
+   */
+  async list(ns, { labels, state, expiresAfter, expiresBefore, order, cursor, limit, signal } = {}) {
+    const u = this.#url(`v1/namespaces/${encodeURIComponent(ns)}/claims`);
+    for (const [k, v] of Object.entries(labels ?? {})) u.searchParams.append('label', `${k}=${v}`);
+    const time = (t) => (t instanceof Date ? t.toISOString() : String(t));
+    if (state) u.searchParams.set('state', state);
+    if (expiresAfter !== undefined) u.searchParams.set('expires_after', time(expiresAfter));
+    if (expiresBefore !== undefined) u.searchParams.set('expires_before', time(expiresBefore));
+    if (order) u.searchParams.set('order', order);
+    if (cursor) u.searchParams.set('cursor', cursor);
+    if (limit) u.searchParams.set('limit', String(limit));
+    const resp = await this.#send(`list ${ns}`, u, { headers: this.#headers(), signal }, 200);
+    const page = await resp.json();
+    return { claims: page.claims ?? [], next: page.next };
+  }
+
   /** The namespace's effective policy, limits and usage. */
   async namespace(ns, { signal } = {}) {
     const resp = await this.#send(`namespace ${ns}`, this.#url(`v1/namespaces/${encodeURIComponent(ns)}`), { headers: this.#headers(), signal }, 200);

@@ -27,6 +27,7 @@ before(async () => {
     CLAIMCHECK_NAMESPACES__SMALL__MAX_SIZE: '1KiB',
     CLAIMCHECK_NAMESPACES__SMALL__THRESHOLD: '1KiB',
     CLAIMCHECK_NAMESPACES__TINY__QUOTA__BYTES: '100',
+    CLAIMCHECK_NAMESPACES__LONG__TTL__MAX_LIFETIME: '720h',
   });
   cc = new Client(server.url);
 });
@@ -151,4 +152,20 @@ test('errors mirror the server codes', async () => {
   // No server there at all.
   const nobody = new Client('http://127.0.0.1:9');
   await assert.rejects(nobody.stat('cc_AAAAAAAAAAAAAAAAAAAAAA'), UnavailableError);
+});
+
+test('list a namespace by label and extend a claim up to max_lifetime', async () => {
+  const mine = await cc.put('long', randomBytes(1000), { labels: { run: 'r-1' } });
+  await cc.put('long', randomBytes(1000), { labels: { run: 'r-2' } });
+  const page = await cc.list('long', { labels: { run: 'r-1' } });
+  assert.deepEqual(page.claims.map((c) => c.ref.id), [mine.id]);
+  assert.equal(page.next, undefined);
+
+  const later = new Date(mine.expires_at * 1000 + 48 * 3600 * 1000);
+  const info = await cc.extend(mine, { expiresAt: later });
+  assert.equal(info.ref.expires_at, later.getTime() / 1000);
+  const again = await cc.extend(mine, { by: '24h' });
+  assert.equal(again.ref.expires_at, later.getTime() / 1000 + 24 * 3600);
+  await assert.rejects(cc.extend(mine, { by: '8760h' }), InvalidArgumentError);
+  await assert.rejects(cc.extend(mine, {}), InvalidArgumentError);
 });

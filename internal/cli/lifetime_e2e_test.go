@@ -1,0 +1,70 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// claimcheck ls and claimcheck extend through the real binary and server.
+func TestCLIListAndExtend(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "claimcheck.yaml")
+	os.WriteFile(cfg, []byte("namespaces:\n  wf:\n    ttl:\n      max_age: 1h\n      max_lifetime: 48h\n"), 0o600)
+	server := "--server=" + startServer(t, bin, dir, "--config", cfg, "--data", dir)
+	in := filepath.Join(dir, "photos.json")
+	var refs []string
+	for i := range 3 {
+		os.WriteFile(in, photosJSON(10<<10+i), 0o600)
+		out, stderr, code := run(t, bin, nil, "put", server, "--ns", "wf", "--label", "run="+[]string{"a", "b", "a"}[i], in)
+		if code != 0 {
+			t.Fatalf("put: exit %d: %s", code, stderr)
+		}
+		refs = append(refs, strings.TrimSpace(out))
+	}
+	stdout, stderr, code := run(t, bin, nil, "ls", server, "wf", "-l", "run=a", "--json", "--page", "1")
+	if code != 0 {
+		t.Fatalf("ls: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("ls -l run=a: %d lines, want 2:\n%s", len(lines), stdout)
+	}
+	for _, l := range lines {
+		var ci claimcheck.ClaimInfo
+		if err := json.Unmarshal([]byte(l), &ci); err != nil || ci.Labels["run"] != "a" {
+			t.Fatalf("ls line %q: %v", l, err)
+		}
+	}
+	if stdout, _, code := run(t, bin, nil, "ls", server, "wf"); code != 0 || strings.Count(stdout, "cc_") != 3 || !strings.HasPrefix(stdout, "ID") {
+		t.Fatalf("ls table: exit %d:\n%s", code, stdout)
+	}
+	if _, stderr, code := run(t, bin, nil, "ls", server, "wf", "-l", "run"); code != 2 || !strings.Contains(stderr, "--label") {
+		t.Fatalf("ls -l run: exit %d: %s", code, stderr)
+	}
+
+	ref, err := claimcheck.ParseRef([]byte(refs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = run(t, bin, nil, "extend", server, refs[0], "--by", "24h")
+	if code != 0 {
+		t.Fatalf("extend --by 24h: exit %d: %s", code, stderr)
+	}
+	var info claimcheck.ClaimInfo
+	if err := json.Unmarshal([]byte(stdout), &info); err != nil || !info.Ref.ExpiresAt.Equal(ref.ExpiresAt.Add(24*time.Hour)) {
+		t.Fatalf("extend answered %s (%v), want expiry %v", stdout, err, ref.ExpiresAt.Add(24*time.Hour))
+	}
+	if _, stderr, code := run(t, bin, nil, "extend", server, refs[0], "--by", "48h"); code != 1 || !strings.Contains(stderr, "ttl.max_lifetime 48h0m0s") {
+		t.Fatalf("extend past max_lifetime: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := run(t, bin, nil, "extend", server, refs[0]); code != 2 {
+		t.Fatalf("extend without --by or --until: exit %d: %s", code, stderr)
+	}
+}

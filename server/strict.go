@@ -29,6 +29,8 @@ var routeParams = map[string][]string{
 	"HEAD /v1/claims/{id}":           {"ns"},
 	"GET /v1/claims/{id}/meta":       {"ns"},
 	"POST /v1/claims/{id}/release":   {"ns"},
+	"POST /v1/claims/{id}/extend":    {"ns"},
+	"GET /v1/namespaces/{ns}/claims": {api.QueryLabel, api.QueryState, api.QueryOrder, api.QueryExpiresAfter, api.QueryExpiresBefore, api.QueryCursor, api.QueryLimit},
 	"DELETE /v1/claims/{id}":         {"ns"},
 	"PUT /v1/claims/{id}/hold":       {"ns"},
 	"DELETE /v1/claims/{id}/hold":    {"ns"},
@@ -41,6 +43,12 @@ var routeParams = map[string][]string{
 	"GET /v1/dead-letters":                {api.QueryTenant, api.QueryNamespace, api.QueryAfter, api.QueryLimit},
 	"POST /v1/dead-letters/retry":         {api.QueryTenant, api.QueryNamespace, api.QueryAfter, api.QueryLimit},
 	"POST /v1/namespaces/{ns}/key/rewrap": {api.QueryDryRun},
+}
+
+// repeatable are the parameters a route takes more than once (the
+// listing's label selectors, ANDed).
+var repeatable = map[string][]string{
+	"GET /v1/namespaces/{ns}/claims": {api.QueryLabel},
 }
 
 // routeHeaders are the Claimcheck-* request headers each route reads.
@@ -62,11 +70,11 @@ func checkRequest(r *http.Request, pattern string) error {
 	for _, name := range sortedKeys(q) {
 		if !slices.Contains(known, name) {
 			if len(known) == 0 {
-				return invalidf("query parameter %q: unknown parameter; %s takes none", clip(name), pattern)
+				return invalidf("query parameter %s: unknown parameter; %s takes none", clip(name), pattern)
 			}
-			return invalidf("query parameter %q: unknown parameter; known: %s", clip(name), strings.Join(known, ", "))
+			return invalidf("query parameter %s: unknown parameter; known: %s", clip(name), strings.Join(known, ", "))
 		}
-		if n := len(q[name]); n != 1 {
+		if n := len(q[name]); n != 1 && !slices.Contains(repeatable[pattern], name) {
 			return invalidf("query parameter %s: given %d times, want once", name, n)
 		}
 	}

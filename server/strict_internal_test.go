@@ -54,6 +54,8 @@ func FuzzCheckRequest(f *testing.F) {
 		{2, "=x&&", "claimcheck-digest", "sha256:x"},
 		{3, "since=2263-01-01T00:00:00Z&limit=1", "Claimcheck-Ttl", "1h"},
 		{4, "token=abc&expires=1&sig=2", "", ""},
+		{6, "label=a%3Db&label=c%3Dd&limit=2&limit=3", "Claimcheck-Labels", "a=b"},
+		{7, "ns=orders&ns=orders", "", ""},
 	} {
 		f.Add(s.route, s.query, s.header, s.headerV)
 	}

@@ -2,6 +2,7 @@ package claimcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -45,16 +46,24 @@ const (
 
 // Policy is a namespace's rules. In a config file every field is optional:
 // an unset field takes the value of the defaults section, then the
-// built-in default. Policy changes apply to new claims only; a claim keeps
+// built-in default. Zero is how a field is unset, so the fields tagged
+// config:"nonzero" refuse an explicit 0 in a config file (ADR 0080):
+// "max_age: 0" would otherwise silently mean 24h. Policy changes apply to new claims only; a claim keeps
 // the deadlines it was given.
 type Policy struct {
 	// Tenant owns the namespace (default DefaultTenant). API keys of
 	// other tenants never see its claims.
-	Tenant      string       `yaml:"tenant" json:"tenant,omitempty"`
-	Threshold   Size         `yaml:"threshold" json:"threshold"`
-	MaxSize     Size         `yaml:"max_size" json:"max_size"`
-	Compression Compression  `yaml:"compression" json:"compression"`
-	Dedup       *bool        `yaml:"dedup" json:"dedup"`
+	Tenant      string      `yaml:"tenant" json:"tenant,omitempty"`
+	Threshold   Size        `yaml:"threshold" json:"threshold" config:"nonzero"`
+	MaxSize     Size        `yaml:"max_size" json:"max_size" config:"nonzero"`
+	Compression Compression `yaml:"compression" json:"compression"`
+	Dedup       *bool       `yaml:"dedup" json:"dedup"`
+	// DigestFirst lets a put that sends its digest and length skip the
+	// upload when the namespace already holds those bytes (default on,
+	// with dedup). The early answer tells whoever may put into the
+	// namespace that the content exists there; off, every put sends its
+	// body and dedup happens, unseen, at commit (ADR 0083).
+	DigestFirst *bool        `yaml:"digest_first" json:"digest_first"`
 	TTL         TTLPolicy    `yaml:"ttl" json:"ttl"`
 	Uploads     UploadPolicy `yaml:"uploads" json:"uploads"`
 	Quota       Quota        `yaml:"quota" json:"quota"`
@@ -67,16 +76,16 @@ type Policy struct {
 // TTLPolicy sets a claim's deadlines.
 type TTLPolicy struct {
 	// MaxAge is the hard deadline: nothing outlives created + max_age.
-	MaxAge Duration `yaml:"max_age" json:"max_age"`
+	MaxAge Duration `yaml:"max_age" json:"max_age" config:"nonzero"`
 	// DeleteAfterRead finishes the claim RetentionAfterRead after its
 	// first read. Reads inside that window succeed (redelivery).
 	DeleteAfterRead *bool `yaml:"delete_after_read" json:"delete_after_read"`
 	// RetentionAfterRead is the redelivery window after the first read
 	// (with DeleteAfterRead) or after the last release.
-	RetentionAfterRead Duration `yaml:"retention_after_read" json:"retention_after_read"`
+	RetentionAfterRead Duration `yaml:"retention_after_read" json:"retention_after_read" config:"nonzero"`
 	// GracePeriod is how long an unreferenced blob waits before it is
 	// collected; a dedup hit inside it revives the blob.
-	GracePeriod Duration `yaml:"grace_period" json:"grace_period"`
+	GracePeriod Duration `yaml:"grace_period" json:"grace_period" config:"nonzero"`
 	// MaxLifetime is the longest any claim may live from its creation,
 	// extensions included (Extender, ADR 0101). Unset (0) means max_age:
 	// claims cannot be extended. The lifecycle safety net's rule follows
@@ -93,8 +102,8 @@ func (t TTLPolicy) Lifetime() time.Duration {
 
 // UploadPolicy governs direct (presigned) uploads.
 type UploadPolicy struct {
-	URLTTL        Duration `yaml:"url_ttl" json:"url_ttl"`               // lifetime of a presigned URL
-	ConfirmWithin Duration `yaml:"confirm_within" json:"confirm_within"` // unconfirmed uploads are reaped after this
+	URLTTL        Duration `yaml:"url_ttl" json:"url_ttl" config:"nonzero"`               // lifetime of a presigned URL
+	ConfirmWithin Duration `yaml:"confirm_within" json:"confirm_within" config:"nonzero"` // unconfirmed uploads are reaped after this
 }
 
 // Quota limits a namespace. Zero means unlimited.
@@ -105,6 +114,13 @@ type Quota struct {
 
 // DedupEnabled reports the effective dedup setting (default on).
 func (p Policy) DedupEnabled() bool { return p.Dedup == nil || *p.Dedup }
+
+// DigestFirstEnabled reports whether a put with a digest may be answered
+// from an existing blob before its body is read: dedup on and digest_first
+// not switched off.
+func (p Policy) DigestFirstEnabled() bool {
+	return p.DedupEnabled() && (p.DigestFirst == nil || *p.DigestFirst)
+}
 
 // DeletesAfterRead reports the effective delete_after_read setting
 // (default off).
@@ -122,6 +138,7 @@ func BuiltinPolicy() Policy {
 		MaxSize:     DefaultMaxSize,
 		Compression: DefaultCompression,
 		Dedup:       &yes,
+		DigestFirst: &yes,
 		TTL: TTLPolicy{
 			MaxAge:             DefaultMaxAge,
 			DeleteAfterRead:    &no,
@@ -158,6 +175,9 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	if p.Dedup == nil {
 		p.Dedup = base.Dedup
 	}
+	if p.DigestFirst == nil {
+		p.DigestFirst = base.DigestFirst
+	}
 	p.TTL.MaxAge = dur(p.TTL.MaxAge, base.TTL.MaxAge)
 	if p.TTL.DeleteAfterRead == nil {
 		p.TTL.DeleteAfterRead = base.TTL.DeleteAfterRead
@@ -189,24 +209,24 @@ func (p Policy) Validate() error {
 	switch p.Encryption {
 	case "", EncryptionNone, EncryptionAES256GCM:
 	default:
-		return invalidf("encryption %q: want aes-256-gcm or none", p.Encryption)
+		return fieldErr("encryption", strconv.Quote(p.Encryption), "want aes-256-gcm or none")
 	}
 	if p.Threshold < 0 {
-		return invalidf("threshold %s: must not be negative", p.Threshold)
+		return fieldErr("threshold", p.Threshold.String(), "must not be negative")
 	}
 	if p.MaxSize <= 0 {
-		return invalidf("max_size %s: must be positive", p.MaxSize)
+		return fieldErr("max_size", p.MaxSize.String(), "must be positive")
 	}
 	if p.MaxSize > MaxMaxSize {
-		return invalidf("max_size %s: at most %s", p.MaxSize, MaxMaxSize)
+		return fieldErr("max_size", p.MaxSize.String(), "at most "+MaxMaxSize.String())
 	}
 	if p.Threshold > p.MaxSize {
-		return invalidf("threshold %s is larger than max_size %s", p.Threshold, p.MaxSize)
+		return fieldErr("threshold", p.Threshold.String(), "must not be larger than max_size "+p.MaxSize.String())
 	}
 	switch p.Compression {
 	case CompressionZstd, CompressionGzip, CompressionNone, CompressionAuto:
 	default:
-		return invalidf("compression %q: want zstd, gzip, none or auto", p.Compression)
+		return fieldErr("compression", strconv.Quote(string(p.Compression)), "want zstd, gzip, none or auto")
 	}
 	for _, d := range []struct {
 		name string
@@ -219,26 +239,26 @@ func (p Policy) Validate() error {
 		{"uploads.confirm_within", p.Uploads.ConfirmWithin},
 	} {
 		if d.v <= 0 {
-			return invalidf("%s %s: must be positive", d.name, d.v)
+			return fieldErr(d.name, d.v.String(), "must be positive")
 		}
 	}
 	if p.TTL.RetentionAfterRead > p.TTL.MaxAge {
-		return invalidf("ttl.retention_after_read %s is longer than ttl.max_age %s", p.TTL.RetentionAfterRead, p.TTL.MaxAge)
+		return fieldErr("ttl.retention_after_read", p.TTL.RetentionAfterRead.String(), "must not be longer than ttl.max_age "+p.TTL.MaxAge.String())
 	}
 	if p.TTL.MaxLifetime < 0 {
-		return invalidf("ttl.max_lifetime %s: must not be negative", p.TTL.MaxLifetime)
+		return fieldErr("ttl.max_lifetime", p.TTL.MaxLifetime.String(), "must not be negative")
 	}
 	if p.TTL.MaxLifetime != 0 && p.TTL.MaxLifetime < p.TTL.MaxAge {
-		return invalidf("ttl.max_lifetime %s is shorter than ttl.max_age %s", p.TTL.MaxLifetime, p.TTL.MaxAge)
+		return fieldErr("ttl.max_lifetime", p.TTL.MaxLifetime.String(), "must not be shorter than ttl.max_age "+p.TTL.MaxAge.String())
 	}
 	if p.Uploads.URLTTL >= p.Uploads.ConfirmWithin {
-		return invalidf("uploads.url_ttl %s must be shorter than uploads.confirm_within %s", p.Uploads.URLTTL, p.Uploads.ConfirmWithin)
+		return fieldErr("uploads.url_ttl", p.Uploads.URLTTL.String(), "must be shorter than uploads.confirm_within "+p.Uploads.ConfirmWithin.String())
 	}
 	if p.Quota.Bytes < 0 {
-		return invalidf("quota.bytes %s: must not be negative", p.Quota.Bytes)
+		return fieldErr("quota.bytes", p.Quota.Bytes.String(), "must not be negative")
 	}
 	if p.Quota.Claims < 0 {
-		return invalidf("quota.claims %d: must not be negative", p.Quota.Claims)
+		return fieldErr("quota.claims", strconv.FormatInt(p.Quota.Claims, 10), "must not be negative")
 	}
 	return nil
 }
@@ -270,17 +290,17 @@ type Size int64
 func ParseSize(s string) (Size, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, invalidf("size: empty")
+		return 0, fieldErr("size", `""`, "empty")
 	}
 	if strings.HasPrefix(s, "-") {
-		return 0, invalidf("size %q: must not be negative", s)
+		return 0, fieldErr("size", strconv.Quote(s), "must not be negative")
 	}
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
-		return 0, invalidf("size %q: want a byte count such as 51200, 50KiB or 1GiB", s)
+		return 0, fieldErr("size", strconv.Quote(s), "want a byte count such as 51200, 50KiB or 1GiB")
 	}
 	if n > math.MaxInt64 {
-		return 0, invalidf("size %q: too large", s)
+		return 0, fieldErr("size", strconv.Quote(s), "too large")
 	}
 	return Size(n), nil
 }
@@ -311,16 +331,16 @@ func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
 	if secs, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if secs < 0 || secs > math.MaxInt64/int64(time.Second) {
-			return 0, invalidf("duration %q: out of range", s)
+			return 0, fieldErr("duration", strconv.Quote(s), "out of range")
 		}
 		return Duration(time.Duration(secs) * time.Second), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, invalidf("duration %q: want Go syntax such as 90s or 24h, or a number of seconds", s)
+		return 0, fieldErr("duration", strconv.Quote(s), "want Go syntax such as 90s or 24h, or a number of seconds")
 	}
 	if d < 0 {
-		return 0, invalidf("duration %q: must not be negative", s)
+		return 0, fieldErr("duration", strconv.Quote(s), "must not be negative")
 	}
 	return Duration(d), nil
 }
@@ -355,7 +375,7 @@ func ParseRetention(s string) (Retention, error) {
 		d, err := ParseDuration(rest)
 		if err != nil {
 			// Name the value as written, minus included.
-			return 0, invalidf("retention %q: want Go syntax such as 720h, a number of seconds, or a negative value to keep for ever", s)
+			return 0, fieldErr("retention", strconv.Quote(s), "want Go syntax such as 720h, a number of seconds, or a negative value to keep for ever")
 		}
 		return -Retention(d), nil
 	}
@@ -393,9 +413,15 @@ func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String(
 func (r *Retention) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseRetention, r) }
 
 // decodeYAML parses a YAML scalar into *dst, naming its line on error.
+// A *FieldError keeps its type (the config loader puts the key's path in
+// front of it and the line after it).
 func decodeYAML[T any](n *yaml.Node, parse func(string) (T, error), dst *T) error {
 	v, err := parse(n.Value)
 	if err != nil {
+		if fe, ok := errors.AsType[*FieldError](err); ok {
+			fe.Got += fmt.Sprintf(", line %d", n.Line)
+			return fe
+		}
 		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	*dst = v

@@ -1,5 +1,7 @@
 package claimcheck
 
+import "strconv"
+
 // DefaultTenant owns every namespace whose policy names no tenant. It
 // always exists, declared or not, so a config without a tenants section
 // (the embedded single-user default) has exactly one tenant.
@@ -21,10 +23,10 @@ type TenantPolicy struct {
 // Validate checks a tenant policy; the error names the field.
 func (t TenantPolicy) Validate() error {
 	if t.Quota.Bytes < 0 {
-		return invalidf("quota.bytes %s: must not be negative", t.Quota.Bytes)
+		return fieldErr("quota.bytes", t.Quota.Bytes.String(), "must not be negative")
 	}
 	if t.Quota.Claims < 0 {
-		return invalidf("quota.claims %d: must not be negative", t.Quota.Claims)
+		return fieldErr("quota.claims", strconv.FormatInt(t.Quota.Claims, 10), "must not be negative")
 	}
 	return nil
 }

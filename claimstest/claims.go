@@ -27,7 +27,7 @@ func testRoundTrip(t *testing.T, e *env) {
 	}{
 		{"empty", "", nil},
 		{"small", "text/plain", []byte("hello")},
-		{"json", "application/json", jsonDoc(256<<10, 1)},
+		{"json", "application/json", JSONDoc(256<<10, 1)},
 		// Random bytes do not compress: the stored object is as large as
 		// the payload, and spans several copy buffers.
 		{"random", "", randomBytes(512 << 10)},
@@ -86,7 +86,7 @@ func testRoundTrip(t *testing.T, e *env) {
 // leaves incompressible data alone.
 func testCompression(t *testing.T, e *env) {
 	e.start(t)
-	doc := jsonDoc(200<<10, 2)
+	doc := JSONDoc(200<<10, 2)
 	for ns, want := range map[string]string{"orders": "zstd", "plain": "none", "gz": "gzip"} {
 		ref := e.put(t, ns, doc, claimcheck.PutOptions{})
 		if ref.Compression != want || (want != "none" && ref.StoredSize >= ref.Size) {
@@ -109,7 +109,7 @@ func testStatReleaseDelete(t *testing.T, e *env) {
 	ctx := t.Context()
 	t0 := e.now()
 	labels := map[string]string{"workflow": "wf-1", "odd, key": "a=b&c d+e"}
-	data := jsonDoc(100_000, 3)
+	data := JSONDoc(100_000, 3)
 	ref := e.put(t, "orders", data, claimcheck.PutOptions{
 		ContentType: "application/json", Labels: labels, ConsumerNames: []string{"audit", "mailer, eu"},
 	})
@@ -349,7 +349,7 @@ func testChecksumMismatch(t *testing.T, e *env) {
 		for _, size := range []int{10 << 10, 300 << 10} {
 			t.Run(fmt.Sprintf("%s/%d", ns, size), func(t *testing.T) {
 				seed++
-				ref := e.put(t, ns, jsonDoc(size, seed), claimcheck.PutOptions{})
+				ref := e.put(t, ns, JSONDoc(size, seed), claimcheck.PutOptions{})
 				e.h.Corrupt(t, ref)
 				got, err := e.redeem(t, ref)
 				if !errors.Is(err, claimcheck.ErrChecksumMismatch) {
@@ -425,7 +425,7 @@ func testMaybeOffloadResolve(t *testing.T, e *env) {
 			if v, err := w.offload("small", tiny); err != nil || v.Offloaded() {
 				t.Fatalf("small namespace, 4 bytes: %+v, %v; want inline", v, err)
 			}
-			large := jsonDoc(10<<10, 4)
+			large := JSONDoc(10<<10, 4)
 			v, err = w.offload("small", large)
 			if err != nil || !v.Offloaded() || v.Ref.Size != int64(len(large)) {
 				t.Fatalf("small namespace, 10 KiB: %+v, %v; want a reference", v, err)
@@ -440,7 +440,7 @@ func testMaybeOffloadResolve(t *testing.T, e *env) {
 	}
 
 	// OffloadAt takes the caller's threshold and put options.
-	data := jsonDoc(2<<10, 5)
+	data := JSONDoc(2<<10, 5)
 	v, err := claimcheck.OffloadAt(ctx, e.c(), "orders", data, 1<<10, claimcheck.PutOptions{
 		Consumers: 2, ContentType: "application/json", Size: 1, Digest: "sha256:ignored",
 	})

@@ -397,9 +397,12 @@ func sameRef(a, b claimcheck.Ref) bool {
 // put streams a body of unknown size.
 type onlyReader struct{ io.Reader }
 
-// jsonDoc returns a deterministic JSON document of about n bytes; seed
-// makes documents of one size differ (no dedup between them).
-func jsonDoc(n int, seed uint64) []byte {
+// JSONDoc returns a deterministic JSON document of about n bytes, shaped
+// like the payloads that get offloaded (records with repeated keys and
+// varied values, so it compresses); seed makes documents of one size
+// differ (no dedup between them). The suites of the implementations use
+// it too.
+func JSONDoc(n int, seed uint64) []byte {
 	r := mrand.New(mrand.NewPCG(seed, 2))
 	var buf bytes.Buffer
 	buf.WriteString(`{"orders":[`)

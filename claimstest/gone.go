@@ -46,7 +46,7 @@ func testGoneExpired(t *testing.T, e *env) {
 func testGoneReleased(t *testing.T, e *env) {
 	e.start(t)
 	ctx := t.Context()
-	data := jsonDoc(4<<10, 20)
+	data := JSONDoc(4<<10, 20)
 	ref := e.put(t, "keep", data, claimcheck.PutOptions{ConsumerNames: []string{"billing", "mailer"}})
 	for _, c := range []string{"billing", "mailer"} {
 		e.advance(time.Minute)
@@ -76,7 +76,7 @@ func testGoneReleased(t *testing.T, e *env) {
 // gone as read_retention_over.
 func testGoneReadRetention(t *testing.T, e *env) {
 	e.start(t)
-	data := jsonDoc(4<<10, 21)
+	data := JSONDoc(4<<10, 21)
 	ref := e.put(t, "dar", data, claimcheck.PutOptions{})
 	e.advance(time.Minute)
 	first := e.now()

@@ -26,9 +26,9 @@ func testHolds(t *testing.T, e *env) {
 	e.start(t)
 	h := e.holder(t)
 	ctx := t.Context()
-	data := jsonDoc(8<<10, 30)
+	data := JSONDoc(8<<10, 30)
 	ref := e.put(t, "short", data, claimcheck.PutOptions{})
-	other := e.put(t, "short", jsonDoc(9<<10, 31), claimcheck.PutOptions{})
+	other := e.put(t, "short", JSONDoc(9<<10, 31), claimcheck.PutOptions{})
 
 	since := e.now()
 	if err := h.SetHold(ctx, ref, "case 42"); err != nil {
@@ -85,14 +85,14 @@ func testHoldErrors(t *testing.T, e *env) {
 	e.start(t)
 	h := e.holder(t)
 	ctx := t.Context()
-	ref := e.put(t, "keep", jsonDoc(1024, 32), claimcheck.PutOptions{})
+	ref := e.put(t, "keep", JSONDoc(1024, 32), claimcheck.PutOptions{})
 	if err := e.c().Delete(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	wantGone(t, "hold of a deleted claim", h.SetHold(ctx, ref, ""), claimcheck.ReasonDeleted)
 	wantErr(t, "hold of an unknown claim", h.SetHold(ctx, claimcheck.Ref{ID: unknownID}, ""), claimcheck.ErrNotFound)
 	// An overdue claim is finished by the attempt, not revived by it.
-	late := e.put(t, "keep", jsonDoc(2048, 33), claimcheck.PutOptions{})
+	late := e.put(t, "keep", JSONDoc(2048, 33), claimcheck.PutOptions{})
 	e.advance(25 * time.Hour)
 	wantGone(t, "hold of an overdue claim", h.SetHold(ctx, late, ""), claimcheck.ReasonExpired)
 	if hold, err := h.NamespaceHold(ctx, "keep"); err != nil || hold != nil {
@@ -108,7 +108,7 @@ func testHoldKeepsDeadlines(t *testing.T, e *env) {
 	e.start(t)
 	h := e.holder(t)
 	ctx := t.Context()
-	data := jsonDoc(4<<10, 34)
+	data := JSONDoc(4<<10, 34)
 	released := e.put(t, "keep", data, claimcheck.PutOptions{})
 	read := e.put(t, "dar", data, claimcheck.PutOptions{})
 	for _, ref := range []claimcheck.Ref{released, read} {

@@ -26,7 +26,7 @@ func testGoneKeyDestroyed(t *testing.T, e *env) {
 	if p, err := e.c().Policy(ctx, "vault"); err != nil || p.Encryption != claimcheck.EncryptionAES256GCM || !p.Encrypted() {
 		t.Fatalf("policy of an encrypted namespace: %+v, %v", p, err)
 	}
-	data := jsonDoc(64<<10, 40)
+	data := JSONDoc(64<<10, 40)
 	ref := e.put(t, "vault", data, claimcheck.PutOptions{})
 	other := e.put(t, "vault2", data, claimcheck.PutOptions{}) // another namespace: untouched
 	e.wantRedeem(t, ref, data)
@@ -75,7 +75,7 @@ func testRewrapDataKeys(t *testing.T, e *env) {
 		t.Skip("the implementation does not offer claimcheck.KeyRewrapper")
 	}
 	ctx := t.Context()
-	data := map[string][]byte{"vault": jsonDoc(32<<10, 41), "vault2": randomBytes(3000)}
+	data := map[string][]byte{"vault": JSONDoc(32<<10, 41), "vault2": randomBytes(3000)}
 	refs := map[string]claimcheck.Ref{}
 	for _, ns := range []string{"vault", "vault2"} {
 		refs[ns] = e.put(t, ns, data[ns], claimcheck.PutOptions{})

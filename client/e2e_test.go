@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
@@ -159,20 +159,7 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // jsonDoc returns a deterministic JSON document of about n bytes.
-func jsonDoc(n int) []byte {
-	r := mrand.New(mrand.NewPCG(1, 2))
-	var buf bytes.Buffer
-	buf.WriteString(`{"orders":[`)
-	for i := 0; buf.Len() < n; i++ {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"id":%d,"customer":%d,"note":"order %d, shipped by %s","sku":"%x"}`,
-			i, r.IntN(1000), i, []string{"rail", "road", "sea", "air"}[r.IntN(4)], r.Uint64())
-	}
-	buf.WriteString(`]}`)
-	return buf.Bytes()
-}
+func jsonDoc(n int) []byte { return claimstest.JSONDoc(n, 1) }
 
 func randomBytes(t *testing.T, n int) []byte {
 	b := make([]byte, n)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -107,18 +109,44 @@ type Defaults struct {
 	Policy   claimcheck.Policy
 }
 
+// ConfigShape tells the strict config loader (internal/config) what a
+// defaults node must look like: a mapping is a policy, checked key by key
+// like a namespace's; anything else is UnmarshalYAML's to judge. Without
+// it the loader could not look inside, since UnmarshalYAML decodes the
+// policy itself.
+func (d *Defaults) ConfigShape(n *yaml.Node) any {
+	if n.Kind == yaml.MappingNode {
+		return claimcheck.Policy{}
+	}
+	return nil
+}
+
 // UnmarshalYAML accepts a policy mapping or a boolean.
 func (d *Defaults) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		var on bool
 		if err := n.Decode(&on); err != nil {
-			return fmt.Errorf("line %d: defaults: want a policy or true/false, got %q", n.Line, n.Value)
+			return fmt.Errorf("line %d: want a policy or true/false, got %q", n.Line, n.Value)
 		}
 		*d = Defaults{Disabled: !on}
 		return nil
 	}
 	d.Disabled = false
-	return n.Decode(&d.Policy)
+	// n.Decode would decode with a fresh, lenient decoder: a typo under
+	// defaults: was silently dropped while the same typo under a
+	// namespace was refused. Re-decode strictly, whoever decodes Config.
+	var buf bytes.Buffer
+	if err := yaml.NewEncoder(&buf).Encode(n); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	var p claimcheck.Policy
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("line %d: defaults: %w", n.Line, err)
+	}
+	d.Policy = p
+	return nil
 }
 
 // MarshalYAML writes false for disabled defaults, else the policy.
@@ -192,7 +220,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Policies() (map[string]claimcheck.Policy, *claimcheck.Policy, error) {
 	base := c.Defaults.Policy.WithDefaults(claimcheck.BuiltinPolicy())
 	if err := base.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("defaults: %w", err)
+		return nil, nil, under("defaults", err)
 	}
 	names := make([]string, 0, len(c.Namespaces))
 	for name := range c.Namespaces {
@@ -206,7 +234,7 @@ func (c Config) Policies() (map[string]claimcheck.Policy, *claimcheck.Policy, er
 		}
 		p := c.Namespaces[name].WithDefaults(base)
 		if err := p.Validate(); err != nil {
-			return nil, nil, fmt.Errorf("namespaces.%s: %w", name, err)
+			return nil, nil, under("namespaces."+name, err)
 		}
 		if !c.HasTenant(p.Tenant) {
 			return nil, nil, invalidf("namespaces.%s: tenant %q is not declared in the tenants section", name, p.Tenant)
@@ -251,7 +279,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("tenants: %w", err)
 		}
 		if err := c.Tenants[name].Validate(); err != nil {
-			return fmt.Errorf("tenants.%s: %w", name, err)
+			return under("tenants."+name, err)
 		}
 	}
 	if err := c.Sweeper.Validate(); err != nil {
@@ -274,4 +302,14 @@ func (c Config) Validate() error {
 		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)
 	}
 	return nil
+}
+
+// under puts a config section's path in front of a field error, so that
+// it names the key as written ("namespaces.orders.ttl.max_age"); other
+// errors get the section as a prefix.
+func under(section string, err error) error {
+	if fe, ok := errors.AsType[*claimcheck.FieldError](err); ok {
+		return fe.Under(section)
+	}
+	return fmt.Errorf("%s: %w", section, err)
 }

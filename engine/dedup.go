@@ -21,7 +21,10 @@ import (
 // on a miss nothing changed and the put streams the body as usual. ok
 // reports that the put is done (with ref, or with err).
 func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey) (ref claimcheck.Ref, ok bool, err error) {
-	if opts.Digest == "" || opts.Size <= 0 || !pol.DedupEnabled() {
+	// digest_first: false (ADR 0083): the namespace does not tell a
+	// putter whether it holds some content; the body is read and dedup
+	// happens at commit, where the answer looks the same either way.
+	if opts.Digest == "" || opts.Size <= 0 || !pol.DigestFirstEnabled() {
 		return claimcheck.Ref{}, false, nil
 	}
 	// The candidate's object must still be there, whole, before a claim

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -20,16 +17,9 @@ import (
 // namespace and a generated id (objectKey), so no field a client sends
 // can reach outside its namespace's prefix.
 
-// checkText refuses invalid UTF-8 and control characters in a field.
-func checkText(field, s string) error {
-	if !utf8.ValidString(s) {
-		return invalidf("%s: not valid UTF-8", field)
-	}
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-		return invalidf("%s: control character %U at byte %d is not allowed", field, []rune(s[i:])[0], i)
-	}
-	return nil
-}
+// checkText refuses invalid UTF-8 and control characters in a field
+// (claimcheck.CheckText, which the HTTP API's parsers use too).
+func checkText(field, s string) error { return claimcheck.CheckText(field, s) }
 
 // checkPutText applies checkText to every free-text field of a put.
 func checkPutText(opts *claimcheck.PutOptions) error {

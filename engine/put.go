@@ -116,6 +116,9 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		}
 	}()
 
+	// The deadline follows the body's progress (progress.go).
+	body = &pendingProgress{r: body, ctx: ctx, s: s, claimID: claim.ID, blobID: blobID,
+		window: pol.Uploads.ConfirmWithin.D(), expires: expires, last: now}
 	w, err := s.writeObjectSealed(ctx, staging.Key, body, pol, opts, sk)
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
@@ -333,6 +336,11 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 // disconnected or sent fewer bytes than it announced).
 func bodyErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	// The put's own claim was reaped while the body stalled
+	// (pendingProgress): gone, as the commit would have answered.
+	if _, ok := errors.AsType[*claimcheck.GoneError](err); ok {
 		return err
 	}
 	return invalidf("reading the payload failed: %v", err)

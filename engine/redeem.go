@@ -292,6 +292,9 @@ func (s *Store) Release(ctx context.Context, ref claimcheck.Ref, consumer string
 	if len(consumer) > maxConsumerName {
 		return fmt.Errorf("release: %w", invalidf("consumer name: longer than %d characters", maxConsumerName))
 	}
+	if err := checkText("consumer name", consumer); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
 	if err := s.reads.sync(ctx); err != nil {
 		return err
 	}

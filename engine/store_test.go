@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 )
@@ -58,20 +57,7 @@ func setup(t *testing.T, mutate ...func(*engine.Config)) *bundle {
 }
 
 // jsonDoc returns a deterministic JSON document of about n bytes.
-func jsonDoc(n int) []byte {
-	r := mrand.New(mrand.NewPCG(1, 2))
-	var buf bytes.Buffer
-	buf.WriteString(`{"photos":[`)
-	for i := 0; buf.Len() < n; i++ {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"id":%d,"album":%d,"title":"photo %d of the %s series","url":"https://img.example/%x.jpg"}`,
-			i, r.IntN(100), i, []string{"spring", "summer", "autumn", "winter"}[r.IntN(4)], r.Uint64())
-	}
-	buf.WriteString(`]}`)
-	return buf.Bytes()
-}
+func jsonDoc(n int) []byte { return claimstest.JSONDoc(n, 1) }
 
 func randomBytes(t testing.TB, n int) []byte {
 	b := make([]byte, n)

@@ -22,7 +22,7 @@ func TestTenantConfig(t *testing.T) {
 			wantTenant: map[string]string{"a": "acme"}},
 		{name: "undeclared", yaml: "namespaces: {a: {tenant: acme}}", wantErr: `namespaces.a: tenant "acme" is not declared`},
 		{name: "bad name", yaml: "tenants: {Acme: {}}", wantErr: `tenant "Acme": use lowercase`},
-		{name: "negative quota", yaml: "tenants: {acme: {quota: {claims: -1}}}", wantErr: "tenants.acme: invalid argument: quota.claims -1"},
+		{name: "negative quota", yaml: "tenants: {acme: {quota: {claims: -1}}}", wantErr: "tenants.acme.quota.claims: must not be negative (got -1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Config

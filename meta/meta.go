@@ -287,6 +287,14 @@ type Store interface {
 	// changes.
 	Commit(ctx context.Context, p CommitParams) (CommitResult, error)
 
+	// ExtendPending raises the due time of the pending claim claimID and
+	// the collect time of its staging blob blobID to dueAt, never lowering
+	// either: a put still receiving its body keeps its rows while it makes
+	// progress (its deadline follows its progress, like the server's read
+	// timeout), and only a stalled put is reaped. ErrConflict if the claim
+	// is no longer pending (reaped, or committed).
+	ExtendPending(ctx context.Context, claimID, blobID string, dueAt time.Time) error
+
 	// Claim loads a claim with its releases. ErrNotFound if absent.
 	Claim(ctx context.Context, id string) (Claim, error)
 

@@ -68,20 +68,20 @@ type opMetrics struct {
 // field name is the operation label, so the label and the method cannot
 // drift apart, and WithMetrics binds them all by reflection, once.
 type ops struct {
-	AppendEvents, BeginCollect, Blob, Blobs, BlobsByKeys, Claim      opMetrics
-	ClaimEvents, ClaimHolds, ClearClaimHold, ClearNamespaceHold      opMetrics
-	CollectFailed, Commit, CommitExisting, CountDeadLetters          opMetrics
-	CountNamespaces, CreateDataKey, CreateKey, CreatePending         opMetrics
-	CreateUpload, Cursor, DataKey, DeadLetters, DestroyDataKey       opMetrics
-	Events, FinishClaim, FinishCollect, FinishDueClaims              opMetrics
-	FixRefcounts, HeldClaims, Key, Keys, LiveDataKey, LiveDataKeys   opMetrics
-	LiveRefs, Namespace, NamespaceEvents, NamespaceHold, Namespaces  opMetrics
-	OldestDue, ParkBlob, Ping, PruneEvents, PruneHistory, QuotaDrift opMetrics
-	RecordReads, Release, ReleaseLease, RetryDeadLetters, RevokeKey  opMetrics
-	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold opMetrics
-	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey opMetrics
-	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged           opMetrics
-	ListClaims, ExtendClaim                                          opMetrics
+	AppendEvents, BeginCollect, Blob, Blobs, BlobsByKeys, Claim        opMetrics
+	ClaimEvents, ClaimHolds, ClearClaimHold, ClearNamespaceHold        opMetrics
+	CollectFailed, Commit, CommitExisting, CountDeadLetters            opMetrics
+	CountNamespaces, CreateDataKey, CreateKey, CreatePending           opMetrics
+	CreateUpload, Cursor, DataKey, DeadLetters, DestroyDataKey         opMetrics
+	Events, ExtendPending, FinishClaim, FinishCollect, FinishDueClaims opMetrics
+	FixRefcounts, HeldClaims, Key, Keys, LiveDataKey, LiveDataKeys     opMetrics
+	LiveRefs, Namespace, NamespaceEvents, NamespaceHold, Namespaces    opMetrics
+	OldestDue, ParkBlob, Ping, PruneEvents, PruneHistory, QuotaDrift   opMetrics
+	RecordReads, Release, ReleaseLease, RetryDeadLetters, RevokeKey    opMetrics
+	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
+	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
+	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
+	ListClaims, ExtendClaim                                            opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -245,6 +245,10 @@ func (m *metered) CreateKey(ctx context.Context, k APIKey) error {
 
 func (m *metered) CreatePending(ctx context.Context, p CreatePendingParams) error {
 	return m.ops.CreatePending.start().end(m.next.CreatePending(ctx, p))
+}
+
+func (m *metered) ExtendPending(ctx context.Context, claimID, blobID string, dueAt time.Time) error {
+	return m.ops.ExtendPending.start().end(m.next.ExtendPending(ctx, claimID, blobID, dueAt))
 }
 
 func (m *metered) CreateUpload(ctx context.Context, u Upload) (Upload, bool, error) {

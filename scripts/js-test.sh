@@ -45,4 +45,4 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit -
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 (cd ../.. && go build -o "$bin/claimcheck" ./cmd/claimcheck)
-CLAIMCHECK_BIN="$bin/claimcheck" node --test --test-concurrency=1 test/*.test.js
+CLAIMCHECK_TEST_BIN="$bin/claimcheck" node --test --test-concurrency=1 test/*.test.js

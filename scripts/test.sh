@@ -88,7 +88,7 @@ if ! command -v python3 >/dev/null && [ "$(id -u)" = 0 ]; then
   apt-get install -y -q python3 >/dev/null
 fi
 go build -o "$work/claimcheck" ./cmd/claimcheck
-(cd clients/python && CLAIMCHECK_BIN="$work/claimcheck" PYTHONDONTWRITEBYTECODE=1 \
+(cd clients/python && CLAIMCHECK_TEST_BIN="$work/claimcheck" PYTHONDONTWRITEBYTECODE=1 \
   python3 -m unittest -v) 2>&1
 
 # One closing line for the whole run: packages whose tests ran and passed,

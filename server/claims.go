@@ -36,6 +36,14 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The store reserves the declared size until the put commits: count
+	// it against the client's bound of pending bytes (pending.go).
+	release, err := s.reservePending(r, opts.Size)
+	if err != nil {
+		s.writeLimited(w, r, err)
+		return nil
+	}
+	defer release()
 	body := &bodyReader{r: r.Body}
 	ref, err := s.claims.Put(r.Context(), ns, body, opts)
 	if err != nil {

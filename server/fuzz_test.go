@@ -51,6 +51,17 @@ func FuzzServerRequests(f *testing.F) {
 		{1, "/v1/dead-letters?tenant=default&ns=orders&after=b_AAAAAAAAAAAAAAAAAAAAAA&limit=3", "", "", "", "", "", "", nil},
 		{2, "/v1/dead-letters/retry?ns=orders&limit=x", "", "", "", "", "", "", nil},
 		{2, "/v1/dead-letters/b_AAAAAAAAAAAAAAAAAAAAAA/retry", "", "", "", "", "", "", nil},
+		// Strict requests: unknown and repeated parameters, trailing
+		// JSON, missing fields, control characters, times out of range,
+		// methods a path does not take.
+		{1, "/v1/claims/cc_AAAAAAAAAAAAAAAAAAAAAA?ns=a&ns=b", "", "", "", "", "", "", nil},
+		{0, "/v1/namespaces/orders/claims?consumers=3", "", "", "", "", "", "", []byte("x")},
+		{1, "/v1/claims/cc_AAAAAAAAAAAAAAAAAAAAAA/meta?ns=%zz", "", "", "", "", "", "", nil},
+		{2, "/v1/namespaces/orders/uploads", "", "", "", "", "application/json", "", []byte(`{"size":5,"sha256":"` + digest[7:] + `"}{"size":6}`)},
+		{2, "/v1/namespaces/orders/uploads", "", "", "", "", "application/json", "", []byte(`{"sha256":"` + digest[7:] + `"}`)},
+		{2, "/v1/claims/cc_AAAAAAAAAAAAAAAAAAAAAA/release", "", "", "", "", "application/json", "", []byte("{\"consumer\":\"a\u001b[2J\"}")},
+		{1, "/v1/events?since=2263-01-01T00:00:00Z", "", "", "", "", "", "", nil},
+		{2, "/v1/claims/cc_AAAAAAAAAAAAAAAAAAAAAA", "", "", "", "", "", "", nil},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.digest, s.cons, s.names, s.labels, s.ctype, s.auth, s.body)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,13 +29,8 @@ func holdReason(w http.ResponseWriter, r *http.Request) (string, error) {
 	}
 	var req api.HoldRequest
 	if len(bytes.TrimSpace(b)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return "", invalidf(`hold body: want {"reason":"TEXT"} or nothing: %v`, err)
-		}
-		if dec.More() {
-			return "", invalidf(`hold body: want one JSON object, found more`)
+		if err := api.DecodeJSON(b, `hold body (want {"reason":"TEXT"} or nothing)`, &req); err != nil {
+			return "", err
 		}
 	}
 	return req.Reason, nil

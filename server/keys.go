@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,8 +10,10 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-// Failed authentications per client address: a burst, then one a second
-// (limits.go answers the rest with rate_limited before any lookup).
+// Failed authentications per client address: a burst, then one a second.
+// Over it, the guard (limits.go) answers failures with rate_limited, and
+// requests without a well-formed token before any lookup; a valid key is
+// never refused for them.
 const (
 	authFailureRate  = 1.0
 	authFailureBurst = 20
@@ -33,10 +33,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return invalidf("key request body: %v", err)
 	}
 	var req api.CreateKeyRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return invalidf(`key request body: want {"role":"producer|consumer|admin","namespace":"…","name":"…"}: %v`, err)
+	if err := api.DecodeJSON(b, `key request body (want {"role":"producer|consumer|admin","namespace":"…","name":"…"})`, &req); err != nil {
+		return err
 	}
 	role, err := auth.ParseRole(req.Role)
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,18 @@ type Limits struct {
 	// stop a runaway client, they do not shape normal traffic).
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
+	// MaxConnsPerAddr bounds the connections one client address (the
+	// TCP peer) may have open at once (default 256); beyond it, new
+	// connections from that address are closed at once, before a byte is
+	// read (conns.go, ADR 0082). Connections from TrustedProxies are not
+	// counted. ServeWith applies it (it needs the listener).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
+	// MaxPendingBytesPerKey bounds the bytes one key (without auth: one
+	// client address) may hold reserved at once in puts in progress and
+	// upload inits not yet confirmed (default 16GiB; pending.go, ADR
+	// 0081), so slow or abandoned transfers of one key cannot hold its
+	// tenant's whole quota. Per server process.
+	MaxPendingBytesPerKey claimcheck.Size `yaml:"max_pending_bytes_per_key"`
 	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
 	// reverse proxies in front of the server. For a request from one of
 	// them, the client address used for per-address limits and in
@@ -97,14 +110,16 @@ func (l Limits) trustedPrefixes() ([]netip.Prefix, error) {
 
 // The defaults of `claimcheck serve`.
 const (
-	DefaultMaxHeaderBytes    claimcheck.Size     = 64 << 10
-	DefaultReadHeaderTimeout claimcheck.Duration = claimcheck.Duration(10 * time.Second)
-	DefaultReadTimeout       claimcheck.Duration = claimcheck.Duration(time.Minute)
-	DefaultWriteTimeout      claimcheck.Duration = claimcheck.Duration(time.Minute)
-	DefaultIdleTimeout       claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
-	DefaultMaxStreamsPerKey                      = 64
-	DefaultRateLimit                             = 1000.0
-	DefaultRateBurst                             = 2000
+	DefaultMaxHeaderBytes        claimcheck.Size     = 64 << 10
+	DefaultReadHeaderTimeout     claimcheck.Duration = claimcheck.Duration(10 * time.Second)
+	DefaultReadTimeout           claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultWriteTimeout          claimcheck.Duration = claimcheck.Duration(time.Minute)
+	DefaultIdleTimeout           claimcheck.Duration = claimcheck.Duration(2 * time.Minute)
+	DefaultMaxStreamsPerKey                          = 64
+	DefaultRateLimit                                 = 1000.0
+	DefaultRateBurst                                 = 2000
+	DefaultMaxConnsPerAddr                           = 256
+	DefaultMaxPendingBytesPerKey claimcheck.Size     = 16 << 30
 )
 
 // WithDefaults fills the zero fields with the defaults and turns negative
@@ -127,6 +142,8 @@ func (l Limits) WithDefaults() Limits {
 	l.MaxStreamsPerKey = int(num(float64(l.MaxStreamsPerKey), DefaultMaxStreamsPerKey))
 	l.RateLimit = num(l.RateLimit, DefaultRateLimit)
 	l.RateBurst = int(num(float64(l.RateBurst), DefaultRateBurst))
+	l.MaxConnsPerAddr = int(num(float64(l.MaxConnsPerAddr), DefaultMaxConnsPerAddr))
+	l.MaxPendingBytesPerKey = claimcheck.Size(num(float64(l.MaxPendingBytesPerKey), float64(DefaultMaxPendingBytesPerKey)))
 	return l
 }
 
@@ -310,16 +327,27 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.R
 	// limited per address even with auth on, so a leaked or replayed
 	// upload URL cannot open unbounded streams or requests.
 	if s.auth != nil && rt.target != targetSigned {
-		// Addresses that keep failing to authenticate are slowed down
-		// before their tokens cost a database lookup.
-		if wait := s.authFailures.peek(client, now); wait > 0 {
-			s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: wait})
+		// Addresses that keep failing to authenticate are limited on
+		// the failure path only: a request with a valid key is never
+		// refused for what others from its address did (several
+		// clients share an address behind NAT or a proxy). Over the
+		// budget, a request without a well-formed token is refused
+		// before it costs anything; a well-formed token is still
+		// checked (one lookup by key id), and only if it fails is the
+		// answer 429 instead of 401.
+		over := s.authFailures.peek(client, now)
+		if over > 0 && !wellFormedToken(r) {
+			s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: over})
 			return w, r, nil, false
 		}
 		r2, key, err := s.authenticate(r)
 		if err != nil {
 			if errors.Is(err, claimcheck.ErrUnauthenticated) {
 				s.authFailures.take(client, now)
+				if over > 0 {
+					s.writeLimited(w, r, &rateLimited{limit: "too many failed authentications from this address", retryAfter: over})
+					return w, r, nil, false
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="claimcheck"`)
 			}
 			s.writeError(w, r, err)
@@ -339,6 +367,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, rt route) (http.R
 		})
 		return w, r, nil, false
 	}
+	// The handlers that reserve quota count it for the same client
+	// (pending.go).
+	r = r.WithContext(context.WithValue(r.Context(), clientCtx{}, client))
 	done := func() {}
 	if streamOp(rt.op) {
 		release, ok := s.streams.acquire(client)
@@ -447,4 +478,21 @@ func (l *limiters) peek(client string, now time.Time) time.Duration {
 		return 0
 	}
 	return time.Duration((1 - lim.TokensAt(now)) / float64(l.limit) * float64(time.Second))
+}
+
+// wellFormedToken reports whether r carries one Authorization header
+// with a bearer token shaped like an API key: only such a request can
+// authenticate, so only it is worth a lookup from an address over its
+// failure budget.
+func wellFormedToken(r *http.Request) bool {
+	h := r.Header.Values("Authorization")
+	if len(h) != 1 {
+		return false
+	}
+	scheme, token, ok := strings.Cut(h[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	_, _, ok = auth.ParseToken(strings.TrimSpace(token))
+	return ok
 }

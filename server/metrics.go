@@ -74,6 +74,10 @@ type recorder struct {
 	req     *http.Request
 	status  int
 	swallow bool // the mux's own body is dropped: the JSON error replaced it
+	// allowed lists the methods that work on a path (strict.go): the
+	// mux's own Allow offers HEAD wherever GET works, even where HEAD is
+	// refused.
+	allowed func(*http.Request) string
 }
 
 func (rec *recorder) WriteHeader(code int) {
@@ -93,6 +97,10 @@ func (rec *recorder) WriteHeader(code int) {
 		}
 		if code == http.StatusMethodNotAllowed {
 			allow := rec.Header().Get("Allow")
+			if rec.allowed != nil {
+				allow = rec.allowed(rec.req)
+				rec.Header().Set("Allow", allow)
+			}
 			body = api.Error{
 				Code:    api.CodeMethodNotAllowed,
 				Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rec.req.Method, rec.req.URL.Path, allow),

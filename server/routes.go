@@ -156,6 +156,10 @@ func (s *Server) register() {
 					return
 				}
 				defer done()
+				if err := checkRequest(r, rt.pattern); err != nil {
+					s.writeError(w, r, err) // strict.go
+					return
+				}
 			}
 			if err := jsonBody(r, rt); err != nil {
 				s.writeError(w, r, err)

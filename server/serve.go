@@ -28,7 +28,8 @@ const (
 // Options tune ServeWith.
 type Options struct {
 	// Limits supplies the connection-level limits: MaxHeaderBytes,
-	// ReadHeaderTimeout and IdleTimeout (zero: Serve's defaults). The
+	// ReadHeaderTimeout and IdleTimeout (zero: Serve's defaults), and
+	// MaxConnsPerAddr (zero: no bound; TrustedProxies are exempt). The
 	// per-request ones belong to the handler (Config.Limits).
 	Limits Limits
 	// TLS, when set, makes the server speak HTTPS (HTTP/2 and HTTP/1.1)
@@ -60,6 +61,12 @@ func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 			return time.Duration(v)
 		}
 		return d
+	}
+	if n := opts.Limits.MaxConnsPerAddr; n > 0 {
+		// Bad trusted_proxies entries are Limits.Validate's to report;
+		// here they exempt nothing.
+		trusted, _ := opts.Limits.trustedPrefixes()
+		ln = newLimitListener(ln, n, trusted, logger)
 	}
 	srv := &http.Server{
 		Handler:           h,

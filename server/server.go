@@ -72,6 +72,7 @@ type Server struct {
 	rate           *limiters // per key (or address); nil: no rate limit
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
+	pending        *pendingBytes  // per client; nil: no bound (pending.go)
 	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
 	public         *url.URL       // Limits.PublicURL; nil: from the request (proxy.go)
 	browser        *browserGate   // CORS and cross-origin protection (cors.go)
@@ -91,7 +92,8 @@ func New(cfg Config) *Server {
 	s := &Server{claims: cfg.Claims, ready: cfg.Ready, log: cfg.Logger, mux: http.NewServeMux(),
 		auth: cfg.Auth, claimNamespace: cfg.ClaimNamespace, limits: cfg.Limits,
 		rate:    newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
-		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}}}
+		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}},
+		pending: newPendingBytes(int64(cfg.Limits.MaxPendingBytesPerKey))}
 	// Bad entries are Limits.Validate's to report; here they trust
 	// nothing, and a bad public URL is not used.
 	s.trusted, _ = cfg.Limits.trustedPrefixes()
@@ -120,7 +122,7 @@ func New(cfg Config) *Server {
 // mux pattern, so the label set stays bounded) and status, and requests
 // that match no route get a JSON error like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, req: r}
+	rec := &recorder{ResponseWriter: w, req: r, allowed: s.allowed}
 	if s.metrics == nil {
 		s.route(rec, r)
 		return

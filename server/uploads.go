@@ -1,9 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,10 +64,8 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if len(raw) > maxJSONBody {
 		return invalidf("request body: more than %d bytes", maxJSONBody)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return invalidf("request body: %v", err)
+	if body, err = api.ParseInitUploadRequest(raw); err != nil {
+		return err
 	}
 	keys := r.Header.Values(api.HeaderIdempotencyKey)
 	if len(keys) > 1 {
@@ -83,9 +80,20 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The upload holds its size reserved until it is confirmed or
+	// reaped: count it against the client's bound (pending.go).
+	release, err := s.reservePending(r, req.Size)
+	if err != nil {
+		s.writeLimited(w, r, err)
+		return nil
+	}
 	u, err := up.InitUpload(r.Context(), ns, req)
 	if err != nil {
+		release()
 		return err
+	}
+	if u.State != claimcheck.StatePending || !s.pending.holdUpload(u.ID, clientOf(r.Context()), req.Size, u.ConfirmBy) {
+		release() // a repeated init of an upload already held, or one already finished
 	}
 	if u.Token != "" {
 		// The store receives this upload itself: the URL is this
@@ -117,7 +125,13 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ref, err := up.ConfirmUpload(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	ref, err := up.ConfirmUpload(r.Context(), id)
+	if err == nil || !errors.Is(err, claimcheck.ErrUnavailable) && r.Context().Err() == nil {
+		// Confirmed, or refused for good (gone, not found, mismatch):
+		// either way the store holds no reservation for it any more.
+		s.pending.endUpload(id)
+	}
 	if err != nil {
 		return err
 	}

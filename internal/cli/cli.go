@@ -28,6 +28,16 @@ type Env struct {
 	Getenv func(string) string
 	// Environ lists the environment for config overrides (CLAIMCHECK_*).
 	Environ func() []string
+	// IsTerminal reports whether a stream is a terminal (default: a
+	// *os.File that is one). Tests pretend.
+	IsTerminal func(io.Writer) bool
+}
+
+func (e Env) isTerminal(w io.Writer) bool {
+	if e.IsTerminal != nil {
+		return e.IsTerminal(w)
+	}
+	return isTerminal(w)
 }
 
 // Exit codes, so scripts can tell outcomes apart without parsing text.

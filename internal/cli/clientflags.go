@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ const DefaultServer = "http://127.0.0.1:8080"
 type clientFlags struct {
 	server string
 	apiKey string
+	envKey string // $CLAIMCHECK_API_KEY, used when --api-key is not given
 }
 
 func (f *clientFlags) register(cmd *cobra.Command, env Env) {
@@ -27,14 +29,20 @@ func (f *clientFlags) register(cmd *cobra.Command, env Env) {
 	if server == "" {
 		server = DefaultServer
 	}
-	cmd.Flags().StringVar(&f.server, "server", server, "server URL (default $CLAIMCHECK_SERVER, then "+DefaultServer+")")
-	cmd.Flags().StringVar(&f.apiKey, "api-key", env.Getenv("CLAIMCHECK_API_KEY"), "API key (default $CLAIMCHECK_API_KEY)")
+	// The flag's default is shown by --help, once: it is the value in
+	// force ($CLAIMCHECK_SERVER when set), so the usage text only says
+	// where it comes from.
+	cmd.Flags().StringVar(&f.server, "server", server, "server URL ($CLAIMCHECK_SERVER when set)")
+	// The key's default is not the flag's: --help would print the
+	// secret. client() takes $CLAIMCHECK_API_KEY when the flag is unset.
+	cmd.Flags().StringVar(&f.apiKey, "api-key", "", "API key (default $CLAIMCHECK_API_KEY)")
+	f.envKey = env.Getenv("CLAIMCHECK_API_KEY")
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
 	var opts []client.Option
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
+	if key := cmp.Or(f.apiKey, f.envKey); key != "" {
+		opts = append(opts, client.WithAPIKey(key))
 	}
 	c, err := client.New(f.server, opts...)
 	if err != nil {
@@ -66,6 +74,10 @@ func readRef(arg string, stdin io.Reader) (claimcheck.Ref, error) {
 		data, err = os.ReadFile(arg[1:])
 	case claimcheck.ValidClaimID(arg):
 		return claimcheck.Ref{ID: arg}, nil
+	case !strings.HasPrefix(strings.TrimSpace(arg), "{"):
+		// Not JSON at all: a parser's complaint about its first byte
+		// would not tell the user what was expected.
+		return claimcheck.Ref{}, usageError{fmt.Errorf("%q is neither a reference (inline JSON, @FILE or - for standard input) nor a claim id (cc_ followed by 22 characters)", clipArg(arg))}
 	default:
 		data = []byte(arg)
 	}
@@ -73,4 +85,12 @@ func readRef(arg string, stdin io.Reader) (claimcheck.Ref, error) {
 		return claimcheck.Ref{}, fmt.Errorf("reading the reference: %w", err)
 	}
 	return claimcheck.ParseRef(data)
+}
+
+// clipArg shortens an argument echoed in an error.
+func clipArg(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
 }

@@ -21,6 +21,11 @@ func FuzzServeConfig(f *testing.F) {
 	f.Add([]byte("tenants: {acme: {quota: {bytes: 1TiB}}}\nnamespaces: {v: {tenant: acme}}\n"), "")
 	f.Add([]byte("namespaces: {\"../x\": {}}\n"), "CLAIMCHECK_SWEEPER__PAGE_SIZE=-1")
 	f.Add([]byte("{"), "CLAIMCHECK_=x")
+	f.Add([]byte("defaults:\n  treshold: 1MiB\n  ttl: {max_agee: 1h, delete_afer_read: true}\n"), "")
+	f.Add([]byte("defaults: {uploads: {confirm_witin: 1h}, quota: {byte: 1}}\n"), "")
+	f.Add([]byte("defaults: {ttl: {max_age: 0}}\n"), "CLAIMCHECK_DEFAULTS__QUOTA__BYTES=-1")
+	f.Add([]byte("http: {max_conns_per_addr: 5, max_pending_bytes_per_key: 1MiB}\n"), "CLAIMCHECK_HTTP__MAX_CONNS_PER_ADDR=x")
+	f.Add([]byte("namespaces: {a: {digest_first: false}}\n"), "CLAIMCHECK_LISTN=x")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		var fc fileConfig
 		if err := config.Decode(data, strings.Split(env, "\n"), &fc); err != nil {

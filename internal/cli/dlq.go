@@ -57,10 +57,16 @@ last error, but the sweeper stops retrying it. Fix the cause (permissions,
 bucket policy, an object lock), then 'claimcheck dlq retry'. Quota is never
 involved: it was given back when the blob's last claim finished.
 
-Offline, with the same --config/--data as serve, both commands work on the
-store directly and are safe while servers are running. With --server (or
-$CLAIMCHECK_SERVER) and an admin --api-key they go through a running
-server instead, and see only the key's tenant (or its one namespace).`,
+Offline: with --config/--data (the same as serve), or with neither flag
+and no $CLAIMCHECK_SERVER, both commands open the store directly (./data by
+default); that is safe while servers are running.
+
+Through a server: with --server or --api-key, or with $CLAIMCHECK_SERVER
+set, they call a running server's admin API instead (an admin key), and see
+only the key's tenant (or its one namespace).
+
+Giving flags of both kinds is a usage error. Each run says on stderr
+which of the two it did.`,
 	}
 
 	ls := &dlqCmd{}

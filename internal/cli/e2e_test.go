@@ -220,7 +220,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	cfg := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(cfg, []byte("namespaces:\n  a:\n    ttl:\n      max_age: 1m\n      retention_after_read: 1h\n"), 0o600)
 	_, stderr, code := run(t, bin, nil, "serve", "--config", cfg, "--data", dir, "--listen", "127.0.0.1:0")
-	if code == 0 || !strings.Contains(stderr, "retention_after_read 1h0m0s") || !strings.Contains(stderr, "max_age 1m0s") {
+	if code == 0 || !strings.Contains(stderr, "namespaces.a.ttl.retention_after_read: ") || !strings.Contains(stderr, "1h0m0s") || !strings.Contains(stderr, "max_age 1m0s") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }

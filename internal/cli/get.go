@@ -2,10 +2,7 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
@@ -23,16 +20,21 @@ func newGetCmd(env Env) *cobra.Command {
 		Short: "Redeem a reference and write the payload (stdout by default)",
 		Long: `Redeem a reference and write the verified payload to OUT or stdout.
 
-With -o the payload is written to a temporary file beside OUT and renamed
-into place only after its size and sha256 matched, so OUT never holds a
-partial payload. On stdout, bytes are written as they arrive and a failed
-verification ends the command with an error (exit code 5).
+With -o FILE the payload is written to a temporary file beside FILE and
+renamed into place only after its size and sha256 matched, so FILE never
+holds a partial payload. A symbolic link is followed (the payload goes to
+its target), and an existing file that is not a regular file (a device
+such as /dev/null, a named pipe) is written to directly, never replaced.
 
-With --continue (and -o) the download goes to .OUT.<claim id>.partial
-beside OUT, which is kept when the transfer breaks off; running the same
+On stdout (no -o, or -o -), bytes are written as they arrive and a failed
+verification ends the command with an error (exit code 5). A binary
+payload is not written to a terminal unless -o - asks for it.
+
+With --continue (and -o FILE) the download goes to .FILE.<claim id>.partial
+beside FILE, which is kept when the transfer breaks off; running the same
 command again asks the server only for the bytes after it (a Range
-request) and appends them. Before the file is renamed to OUT, the whole of
-it is checked against the reference's size and sha256; a partial file
+request) and appends them. Before the file is renamed to FILE, the whole
+of it is checked against the reference's size and sha256; a partial file
 that does not match is removed (exit code 5) and the next run starts
 afresh.`,
 		Example: `  claimcheck get @ref.json -o payload.json
@@ -42,8 +44,8 @@ afresh.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return g.run(cmd, env, args[0]) },
 	}
 	g.client.register(cmd, env)
-	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file instead of stdout")
-	cmd.Flags().BoolVar(&g.resume, "continue", false, "resume an interrupted download into -o from its partial file, and verify the whole file")
+	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file (- for stdout, even a terminal)")
+	cmd.Flags().BoolVar(&g.resume, "continue", false, "resume an interrupted download into -o FILE from its partial file, and verify the whole file")
 	return cmd
 }
 
@@ -65,24 +67,18 @@ func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
 	defer p.Close()
 	src, finish := withProgress(env.Stderr, p, p.Ref.Size, "get")
 	defer finish()
-	if g.out == "" || g.out == "-" {
+	switch g.out {
+	case "-":
+		_, err := io.Copy(env.Stdout, src)
+		return err
+	case "":
+		if env.isTerminal(env.Stdout) {
+			if src, err = refuseBinaryOnTerminal(src); err != nil {
+				return err
+			}
+		}
 		_, err := io.Copy(env.Stdout, src)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(g.out), "."+filepath.Base(g.out)+".partial-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), g.out); err != nil {
-		return fmt.Errorf("moving the payload into place: %w", err)
-	}
-	return nil
+	return writeOutput(g.out, src)
 }

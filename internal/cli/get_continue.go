@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -20,8 +21,24 @@ import (
 // only after the whole of it matched the reference's size and sha256,
 // because the parts of a resumed download were each checked only as far
 // as a range can be (docs/HTTP.md, "Ranged redeem").
+//
+// Like a plain get -o, a symbolic link is followed; a target that is not
+// a regular file (a device, a pipe) cannot be resumed into.
 func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref claimcheck.Ref) error {
-	partial := filepath.Join(filepath.Dir(g.out), "."+filepath.Base(g.out)+"."+ref.ID+".partial")
+	target, err := resolveOutput(g.out)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case err == nil && fi.IsDir():
+		return usageError{fmt.Errorf("-o %s: is a directory", g.out)}
+	case err == nil && !fi.Mode().IsRegular():
+		return usageError{fmt.Errorf("--continue: -o %s is not a regular file; a download into it cannot be resumed", g.out)}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("-o %s: %w", g.out, err)
+	}
+	partial := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+"."+ref.ID+".partial")
 	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -80,10 +97,16 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 		os.Remove(partial)
 		return fmt.Errorf("%s: %w; it was removed, run again to download from the start", partial, err)
 	}
+	if fi != nil {
+		// An existing file keeps its permission bits, as with get -o.
+		if err := f.Chmod(fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(partial, g.out); err != nil {
+	if err := os.Rename(partial, target); err != nil {
 		return fmt.Errorf("moving the payload into place: %w", err)
 	}
 	return nil

@@ -22,14 +22,14 @@ import (
 // Checked: no redeem ever ends successfully with wrong bytes; fsck
 // --verify finds every injected damage that no put has repaired; after
 // one more put of each payload every claim that was acknowledged redeems
-// byte-exactly. Short: a few seconds; CLAIMCHECK_CHAOS_OPS=N for a longer
+// byte-exactly. Short: a few seconds; CLAIMCHECK_TEST_CHAOS_OPS=N for a longer
 // run (operations per worker).
 func TestIntegrityDamageChaos(t *testing.T) {
 	ops := 40
-	if v := os.Getenv("CLAIMCHECK_CHAOS_OPS"); v != "" {
+	if v := os.Getenv("CLAIMCHECK_TEST_CHAOS_OPS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			t.Fatalf("CLAIMCHECK_CHAOS_OPS=%q: want a positive number", v)
+			t.Fatalf("CLAIMCHECK_TEST_CHAOS_OPS=%q: want a positive number", v)
 		}
 		ops = n
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -77,12 +78,35 @@ func (f *operatorFlags) open(ctx context.Context, env Env) (operatorTarget, erro
 	if err != nil {
 		return operatorTarget{}, err
 	}
+	// Say which, on stderr (stdout stays the command's output): the
+	// same command line means an offline store or a server depending on
+	// $CLAIMCHECK_SERVER, and the two can hold different things.
+	name := f.cmd.CommandPath()
 	if remote {
 		c, err := f.client.client()
+		if err == nil {
+			fmt.Fprintf(env.Stderr, "%s: through the server at %s (--server)\n", name, f.client.server)
+		}
 		return operatorTarget{client: c}, err
 	}
 	store, err := f.store.openOffline(ctx, env)
+	if err == nil {
+		fmt.Fprintf(env.Stderr, "%s: offline, on the store of %s (--config/--data; give --server URL to go through a server)\n", name, f.store.describe())
+	}
 	return operatorTarget{store: store}, err
+}
+
+// describe names the store the flags open, for the mode notice.
+func (f *storeFlags) describe() string {
+	switch {
+	case f.config != "" && f.data != "":
+		return "--config " + f.config + " with --data " + f.data
+	case f.config != "":
+		return "--config " + f.config
+	case f.data != "":
+		return "--data " + f.data
+	}
+	return "the default data directory " + engine.DefaultDataDir
 }
 
 // deadLetters is the target's dead-letter queue: both sides implement

@@ -6,9 +6,17 @@
 // ("50KiB", "90s", "false"). A variable CLAIMCHECK_A__B__C sets key c of
 // mapping b of mapping a: levels are separated by a double underscore,
 // keys match case-insensitively with '-' and '_' treated alike, and
-// missing mappings are created. Only variables whose first level is a
-// top-level key of the target struct are applied, so variables meant for
-// other programs (CLAIMCHECK_SERVER for the CLI client, say) are ignored.
+// missing mappings are created.
+//
+// Every CLAIMCHECK_ variable is a config key, except the few that other
+// parts of claimcheck read (Foreign): a variable that names no key is an
+// error naming the variable, like an unknown key in the file, so a typo
+// in a deployment's environment is not silently ignored.
+//
+// The merged tree is checked against the target type before it is
+// decoded (strict.go): unknown keys, values of the wrong kind and values
+// that do not parse are errors that name the key path as written, and
+// the line or the variable it came from.
 package config
 
 import (
@@ -26,6 +34,31 @@ import (
 
 // EnvPrefix starts every override variable.
 const EnvPrefix = "CLAIMCHECK_"
+
+// Foreign are the CLAIMCHECK_ variables that are not config keys: the
+// CLI client's server and API key, the Temporal integration's
+// threshold; and Foreign prefixes those of the test suites and
+// benchmarks. Decode ignores them; any other CLAIMCHECK_ variable must
+// name a key.
+var (
+	Foreign         = []string{"CLAIMCHECK_SERVER", "CLAIMCHECK_API_KEY", "CLAIMCHECK_THRESHOLD_BYTES"}
+	ForeignPrefixes = []string{"CLAIMCHECK_TEST_", "CLAIMCHECK_BENCH_", "CLAIMCHECK_GC_STRESS_"}
+)
+
+// foreign reports whether the variable name is not a config key.
+func foreign(name string) bool {
+	for _, f := range Foreign {
+		if name == f {
+			return true
+		}
+	}
+	for _, p := range ForeignPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Load reads the YAML file at path (none when path is ""), applies the
 // overrides found in env (KEY=VALUE strings, as os.Environ returns) and
@@ -65,14 +98,14 @@ func Decode(data []byte, env []string, out any) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: the config must be a mapping of keys to values", root.Line)
 	}
-	top := topLevelKeys(reflect.TypeOf(out))
+	c := &checker{origin: map[*yaml.Node]string{}}
 	for _, kv := range overrides(env) {
-		if !top[normalize(kv.path[0])] {
-			continue
+		if err := set(root, kv.path, kv.value, kv.name, c.origin); err != nil {
+			return &Error{Path: strings.Join(kv.path, "."), Reason: err.Error(), Variable: kv.name}
 		}
-		if err := set(root, kv.path, kv.value); err != nil {
-			return fmt.Errorf("environment %s%s: %w", EnvPrefix, strings.Join(kv.path, "__"), err)
-		}
+	}
+	if err := c.check(root, reflect.TypeOf(out), "", "", false); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -88,6 +121,7 @@ func Decode(data []byte, env []string, out any) error {
 }
 
 type override struct {
+	name  string // the variable, as written
 	path  []string
 	value string
 }
@@ -97,14 +131,14 @@ func overrides(env []string) []override {
 	var out []override
 	for _, e := range env {
 		name, value, ok := strings.Cut(e, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) || len(name) == len(EnvPrefix) {
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || foreign(name) {
 			continue
 		}
 		path := strings.Split(name[len(EnvPrefix):], "__")
 		for i := range path {
 			path[i] = strings.ToLower(path[i])
 		}
-		out = append(out, override{path: path, value: value})
+		out = append(out, override{name: name, path: path, value: value})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return strings.Join(out[i].path, ".") < strings.Join(out[j].path, ".")
@@ -112,11 +146,12 @@ func overrides(env []string) []override {
 	return out
 }
 
-// set writes value at path under the mapping node m.
-func set(m *yaml.Node, path []string, value string) error {
+// set writes value at path under the mapping node m, recording in
+// origin that the nodes it writes came from the variable name.
+func set(m *yaml.Node, path []string, value, name string, origin map[*yaml.Node]string) error {
 	for _, p := range path {
 		if p == "" {
-			return errors.New("empty level in the variable name")
+			return errors.New("empty level in the variable name (a key path is KEY__KEY__KEY)")
 		}
 	}
 	for i, key := range path {
@@ -136,7 +171,9 @@ func set(m *yaml.Node, path []string, value string) error {
 			if last {
 				child = &yaml.Node{}
 			}
-			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
+			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+			origin[k] = name
+			m.Content = append(m.Content, k, child)
 		}
 		if last {
 			// Parse the value as YAML so "false", "3" and "50KiB" mean what
@@ -144,9 +181,10 @@ func set(m *yaml.Node, path []string, value string) error {
 			var v yaml.Node
 			if err := yaml.Unmarshal([]byte(value), &v); err != nil || len(v.Content) != 1 {
 				*child = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
-				return nil
+			} else {
+				*child = *v.Content[0]
 			}
-			*child = *v.Content[0]
+			origin[child] = name
 			return nil
 		}
 		m = child
@@ -156,38 +194,4 @@ func set(m *yaml.Node, path []string, value string) error {
 
 func normalize(key string) string {
 	return strings.ReplaceAll(strings.ToLower(key), "-", "_")
-}
-
-// topLevelKeys returns the normalized yaml keys of struct type t
-// (following pointers and inline fields).
-func topLevelKeys(t reflect.Type) map[string]bool {
-	keys := map[string]bool{}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return keys
-	}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") {
-			for k := range topLevelKeys(f.Type) {
-				keys[k] = true
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		keys[normalize(name)] = true
-	}
-	return keys
 }

@@ -126,7 +126,7 @@ func TestBadConfigIsNamed(t *testing.T) {
 		{"bad size", "defaults:\n  max_size: huge\n", []string{"huge", "line 2"}},
 		{"bad duration", "defaults:\n  ttl:\n    max_age: forever\n", []string{"forever"}},
 		{"retention over max_age", "namespaces:\n  a:\n    ttl: {max_age: 1m, retention_after_read: 1h}\n",
-			[]string{"namespaces.a", "ttl.retention_after_read 1h0m0s", "ttl.max_age 1m0s"}},
+			[]string{"namespaces.a.ttl.retention_after_read: ", "1h0m0s", "ttl.max_age 1m0s"}},
 		{"bad namespace name", "namespaces:\n  Bad/Name: {}\n", []string{"Bad/Name"}},
 		{"not a mapping", "- a\n- b\n", []string{"mapping"}},
 	} {
@@ -168,6 +168,11 @@ func FuzzDecodeConfig(f *testing.F) {
 	f.Add([]byte(sample), "CLAIMCHECK_DEFAULTS__THRESHOLD=2MiB")
 	f.Add([]byte("defaults: false"), "")
 	f.Add([]byte("namespaces: {a: {ttl: {max_age: 1}}}"), "CLAIMCHECK_NAMESPACES__A=x")
+	// The strict check's cases: typos under defaults, explicit zeros,
+	// bad values and unknown or invalid variables.
+	for _, tc := range strictCases {
+		f.Add([]byte(tc.yaml), strings.Join(tc.env, "\n"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		var cfg engine.Config
 		if err := config.Decode(data, strings.Split(env, "\n"), &cfg); err != nil {

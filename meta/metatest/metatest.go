@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"QuotaClaimsRefusedLeavesNothing", testQuotaClaimsRefused},
 		{"CommitQuotaRefusedChangesNothing", testCommitQuotaRefused},
 		{"CommitConflicts", testCommitConflicts},
+		{"ExtendPending", testExtendPending},
 		{"DedupHit", testDedupHit},
 		{"DedupFlipBack", testDedupFlipBack},
 		{"DedupDisabled", testDedupDisabled},

@@ -427,3 +427,30 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 	}
 	return c, nil
 }
+
+// ExtendPending implements meta.Store.
+func (s *Store) ExtendPending(ctx context.Context, claimID, blobID string, dueAt time.Time) error {
+	err := s.write(ctx, func(q *txq) error {
+		var state string
+		if err := q.queryRow(`SELECT state FROM claims WHERE id = ?`, claimID).Scan(&state); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return meta.ErrNotFound
+			}
+			return err
+		}
+		if state != string(meta.ClaimPending) {
+			return meta.ErrConflict
+		}
+		if _, err := q.exec(`UPDATE claims SET due_at = ? WHERE id = ? AND state = 'pending' AND due_at < ?`,
+			ts(dueAt), claimID, ts(dueAt)); err != nil {
+			return err
+		}
+		_, err := q.exec(`UPDATE blobs SET collect_at = ? WHERE id = ? AND state = 'staging' AND collect_at < ?`,
+			ts(dueAt), blobID, ts(dueAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: extend pending claim %s: %w", claimID, err)
+	}
+	return nil
+}

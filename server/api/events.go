@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"time"
@@ -63,6 +64,12 @@ func ParseEventQuery(v url.Values) (claimcheck.EventQuery, error) {
 		if err != nil {
 			return q, queryErr(QuerySince, "%q: want an RFC 3339 time such as 2026-01-09T13:24:00Z", clip(s))
 		}
+		// The store compares times as Unix nanoseconds: a time they
+		// cannot hold (before 1678, after 2262) overflowed and matched
+		// every event. Refuse it rather than guess.
+		if t.Before(minQueryTime) || t.After(maxQueryTime) {
+			return q, queryErr(QuerySince, "%q: out of range; want a time between %s and %s", clip(s), minQueryTime.Format(time.RFC3339), maxQueryTime.Format(time.RFC3339))
+		}
 		q.Since = t.UTC()
 	}
 	return q, nil
@@ -82,6 +89,13 @@ func FormatEventQuery(q claimcheck.EventQuery) url.Values {
 	}
 	return v
 }
+
+// The times a query may name: those Unix nanoseconds (an int64) can hold,
+// to the second.
+var (
+	minQueryTime = time.Unix(0, math.MinInt64).UTC().Truncate(time.Second).Add(time.Second)
+	maxQueryTime = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
 
 func queryErr(name, format string, args ...any) error {
 	return fmt.Errorf("%w: query parameter %s: %s", claimcheck.ErrInvalidArgument, name, fmt.Sprintf(format, args...))

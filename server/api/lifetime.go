@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -66,6 +65,11 @@ func ParseListQuery(v url.Values) (claimcheck.ListOptions, error) {
 			if err != nil {
 				return o, queryErr(p.name, "%q: want an RFC 3339 time such as 2026-01-09T13:24:00Z", clip(s))
 			}
+			// As for since (events.go): a time Unix nanoseconds cannot
+			// hold is refused, never left to overflow.
+			if t.Before(minQueryTime) || t.After(maxQueryTime) {
+				return o, queryErr(p.name, "%q: out of range; want a time between %s and %s", clip(s), minQueryTime.Format(time.RFC3339), maxQueryTime.Format(time.RFC3339))
+			}
 			*p.dst = t.UTC()
 		}
 	}
@@ -117,18 +121,16 @@ func ParseExtendRequest(b []byte) (claimcheck.ExtendOptions, error) {
 		req  ExtendRequest
 		opts claimcheck.ExtendOptions
 	)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return opts, invalidBody(`extend body: want {"expires_at":"RFC 3339 time"} or {"by":"24h"}: %v`, err)
-	}
-	if dec.More() {
-		return opts, invalidBody("extend body: want one JSON object, found more")
+	if err := DecodeJSON(b, `extend body (want {"expires_at":"RFC 3339 time"} or {"by":"24h"})`, &req); err != nil {
+		return opts, err
 	}
 	if req.ExpiresAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, req.ExpiresAt)
 		if err != nil {
 			return opts, invalidBody("extend body: expires_at %q: want an RFC 3339 time such as 2026-01-09T13:24:00Z", clip(req.ExpiresAt))
+		}
+		if t.Before(minQueryTime) || t.After(maxQueryTime) {
+			return opts, invalidBody("extend body: expires_at %q: out of range; want a time before %s", clip(req.ExpiresAt), maxQueryTime.Format(time.RFC3339))
 		}
 		opts.ExpiresAt = t.UTC()
 	}

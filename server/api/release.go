@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/claimcheck/claimcheck"
@@ -22,13 +21,13 @@ func ParseReleaseRequest(b []byte) (ReleaseRequest, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return req, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return ReleaseRequest{}, fmt.Errorf(`%w: release body: want {"consumer":"NAME"} or nothing: %v`, claimcheck.ErrInvalidArgument, err)
+	if err := DecodeJSON(b, `release body (want {"consumer":"NAME"} or nothing)`, &req); err != nil {
+		return ReleaseRequest{}, err
 	}
-	if dec.More() {
-		return ReleaseRequest{}, fmt.Errorf(`%w: release body: want one JSON object, found more`, claimcheck.ErrInvalidArgument)
+	// The name is echoed in errors, events and stat answers: no control
+	// characters, like the consumer names of a put.
+	if err := claimcheck.CheckText("consumer", req.Consumer); err != nil {
+		return ReleaseRequest{}, fmt.Errorf("release body: %w", err)
 	}
 	return req, nil
 }

@@ -1,5 +1,5 @@
 // A real `claimcheck serve` for the tests: built from this repository
-// (or CLAIMCHECK_BIN, which scripts/test.sh builds once), on a free port
+// (or CLAIMCHECK_TEST_BIN, which scripts/test.sh builds once), on a free port
 // of 127.0.0.1, with its data in a temporary directory removed at stop.
 
 import { spawn, execFileSync } from 'node:child_process';
@@ -17,7 +17,7 @@ let built;
 
 // binary returns the claimcheck binary, building it once per process.
 export function binary() {
-  if (process.env.CLAIMCHECK_BIN) return process.env.CLAIMCHECK_BIN;
+  if (process.env.CLAIMCHECK_TEST_BIN) return process.env.CLAIMCHECK_TEST_BIN;
   if (!built) {
     const dir = mkdtempSync(join(tmpdir(), 'claimcheck-js-bin-'));
     built = join(dir, 'claimcheck');

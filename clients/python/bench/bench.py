@@ -5,7 +5,7 @@ peak memory (max RSS) of each client process.
     cd clients/python && python3 bench/bench.py [--mb 100] [--rounds 3]
 
 Starts its own `claimcheck serve` (tests/harness.py: a temporary data
-directory on 127.0.0.1, auth on; CLAIMCHECK_BIN or a fresh go build) and
+directory on 127.0.0.1, auth on; CLAIMCHECK_TEST_BIN or a fresh go build) and
 uses the namespace `raw` (compression none), so that both clients are
 measured on transport and verification rather than on the server's zstd.
 Each put sends different bytes (a counter at the start), so no put is a

@@ -1,7 +1,7 @@
 """A real `claimcheck serve` for the tests and the benchmark.
 
 The binary is built from this repository (``go build``) unless
-CLAIMCHECK_BIN names one already built (scripts/test.sh builds it once).
+CLAIMCHECK_TEST_BIN names one already built (scripts/test.sh builds it once).
 The server runs on a temporary data directory, on a free port of
 127.0.0.1 that it picks itself (``--listen 127.0.0.1:0``; its URL is read
 from its log), with auth on; stop() ends it.
@@ -32,8 +32,8 @@ namespaces:
 
 
 def build_binary(out_dir: str) -> str:
-    """The claimcheck binary: CLAIMCHECK_BIN, or built into out_dir."""
-    given = os.environ.get("CLAIMCHECK_BIN")
+    """The claimcheck binary: CLAIMCHECK_TEST_BIN, or built into out_dir."""
+    given = os.environ.get("CLAIMCHECK_TEST_BIN")
     if given:
         return given
     path = os.path.join(out_dir, "claimcheck")

@@ -3,7 +3,7 @@ module github.com/claimcheck/claimcheck/integrations/kafka
 go 1.26.0
 
 require (
-	github.com/claimcheck/claimcheck v0.0.0-20261124054030-e52cb5172a2c
+	github.com/claimcheck/claimcheck v0.0.0-20261124070726-f782dd1b9c77
 	github.com/prometheus/client_golang v1.25.0
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

@@ -3,7 +3,7 @@ module github.com/claimcheck/claimcheck/integrations/nats
 go 1.26.0
 
 require (
-	github.com/claimcheck/claimcheck v0.0.0-20261124054030-e52cb5172a2c
+	github.com/claimcheck/claimcheck v0.0.0-20261124070726-f782dd1b9c77
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0

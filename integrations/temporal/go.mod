@@ -5,7 +5,7 @@ go 1.26.8
 require (
 	github.com/aws/aws-sdk-go-v2 v1.46.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.111.0
-	github.com/claimcheck/claimcheck v0.0.0-20261124054030-e52cb5172a2c
+	github.com/claimcheck/claimcheck v0.0.0-20261124070726-f782dd1b9c77
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.0

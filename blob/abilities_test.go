@@ -77,14 +77,14 @@ func TestWrappersKeepAbilities(t *testing.T) {
 			t.Fatalf("mask %03b: expose gave %T with abilities %v %v %v", mask, inner, bd, ps, lc)
 		}
 		// Counting keeps them too, and its Counts.
-		c := NewCounting(inner)
+		c, counts := NewCounting(inner)
 		if bd, ps, lc := has(c); bd != wantBD || ps != wantPS || lc != wantLC {
 			t.Errorf("mask %03b: Counting of a store with BatchDeleter %v, Presigner %v, Lifecycler %v has %v, %v, %v",
 				mask, wantBD, wantPS, wantLC, bd, ps, lc)
 		}
 		if bd, ok := c.(BatchDeleter); ok {
 			_, _ = bd.DeleteMany(ctx, []string{"a", "b"})
-			if got := c.Counts(); got.BatchDeletes != 1 || got.BatchKeys != 2 {
+			if got := counts.Counts(); got.BatchDeletes != 1 || got.BatchKeys != 2 {
 				t.Errorf("mask %03b: Counting counted %+v after one DeleteMany of 2 keys", mask, got)
 			}
 		}

@@ -86,7 +86,8 @@ func TestS3DeleteMany(t *testing.T) {
 
 func TestCounting(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
-		return blob.NewCounting(openURL(t, "mem://"))
+		s, _ := blob.NewCounting(openURL(t, "mem://"))
+		return s
 	})
 }
 

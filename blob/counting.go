@@ -18,12 +18,6 @@ type Counts struct {
 	Lists        int64 // List calls (pages)
 }
 
-// CountingStore is a Store that reports the requests made through it.
-type CountingStore interface {
-	Store
-	Counts() Counts
-}
-
 // Counting wraps a Store and counts requests by kind. Benchmarks and tests
 // use it to prove request budgets ("at most one delete per blob, zero
 // listings") without touching the backend.
@@ -40,67 +34,21 @@ type countingBatch struct {
 }
 
 var (
-	_ CountingStore = (*Counting)(nil)
-	_ BatchDeleter  = countingBatch{}
+	_ Store        = (*Counting)(nil)
+	_ BatchDeleter = countingBatch{}
 )
 
-// NewCounting wraps next. The result has exactly the optional abilities
-// of next, so the engine's type assertions see through the wrapper; that
-// is why it returns an interface and not *Counting. Batch deletes are
+// NewCounting wraps next and returns the store to use, which has exactly
+// the optional abilities of next (so the engine's type assertions see
+// through the wrapper), and the counter to read. Batch deletes are
 // counted; presigning and lifecycle calls pass through uncounted.
-func NewCounting(next Store) CountingStore {
+func NewCounting(next Store) (Store, *Counting) {
 	c := &Counting{next: next}
 	a := abilitiesOf(next)
 	if a.bd != nil {
 		a.bd = countingBatch{c, a.bd}
 	}
-	// expose would hide Counts behind its Store field, so the same
-	// combinations are spelled out here with *Counting embedded.
-	bd, ps, lc := a.bd != nil, a.ps != nil, a.lc != nil
-	switch {
-	case bd && ps && lc:
-		return struct {
-			*Counting
-			BatchDeleter
-			Presigner
-			Lifecycler
-		}{c, a.bd, a.ps, a.lc}
-	case bd && ps:
-		return struct {
-			*Counting
-			BatchDeleter
-			Presigner
-		}{c, a.bd, a.ps}
-	case bd && lc:
-		return struct {
-			*Counting
-			BatchDeleter
-			Lifecycler
-		}{c, a.bd, a.lc}
-	case ps && lc:
-		return struct {
-			*Counting
-			Presigner
-			Lifecycler
-		}{c, a.ps, a.lc}
-	case bd:
-		return struct {
-			*Counting
-			BatchDeleter
-		}{c, a.bd}
-	case ps:
-		return struct {
-			*Counting
-			Presigner
-		}{c, a.ps}
-	case lc:
-		return struct {
-			*Counting
-			Lifecycler
-		}{c, a.lc}
-	default:
-		return c
-	}
+	return expose(c, a), c
 }
 
 // Counts returns a snapshot. The counters are read one by one, so a

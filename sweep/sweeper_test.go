@@ -24,7 +24,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type bundle struct {
 	meta   meta.Store
-	blobs  blob.CountingStore
+	blobs  blob.Store
+	counts *blob.Counting // what went through blobs
 	clock  *clock.Fake
 	sw     *sweep.Sweeper
 	metric *sweep.Metrics
@@ -43,7 +44,8 @@ func setup(t *testing.T, cfg sweep.Config, wrap ...func(meta.Store) meta.Store) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mem.Close() })
-	b := &bundle{meta: m, blobs: blob.NewCounting(mem), clock: clock.NewFake(t0), metric: sweep.NewMetrics(nil)}
+	b := &bundle{meta: m, clock: clock.NewFake(t0), metric: sweep.NewMetrics(nil)}
+	b.blobs, b.counts = blob.NewCounting(mem)
 	var ms meta.Store = m
 	for _, w := range wrap {
 		ms = w(ms)
@@ -122,7 +124,7 @@ func TestRunOnceFinishesAndCollects(t *testing.T) {
 	if got := b.deleted(t, ids); got != 30 {
 		t.Fatalf("%d of 30 claims deleted", got)
 	}
-	c := b.blobs.Counts()
+	c := b.counts.Counts()
 	if c.Deletes != 30 || c.Lists != 0 {
 		t.Fatalf("backend requests: %+v; want one delete per blob and no listing", c)
 	}
@@ -242,7 +244,7 @@ func TestStoppedMidRunResumesWithoutRepeats(t *testing.T) {
 	if err != nil || first+res.BlobsCollected != 100 {
 		t.Fatalf("resumed run collected %d after %d: %v", res.BlobsCollected, first, err)
 	}
-	if c := b.blobs.Counts(); c.Deletes != 100 {
+	if c := b.counts.Counts(); c.Deletes != 100 {
 		t.Fatalf("%d deletes for 100 blobs: work was repeated", c.Deletes)
 	}
 	if got := b.deleted(t, ids); got != 100 {

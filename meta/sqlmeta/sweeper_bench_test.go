@@ -59,7 +59,7 @@ func benchSweeper(b *testing.B, n int, ordered bool) {
 				b.Fatal(err)
 			}
 		}
-		counted := blob.NewCounting(mem)
+		counted, counts := blob.NewCounting(mem)
 		fc := clock.NewFake(base.Add(time.Hour)) // every claim is due
 		sw := sweep.New(sweep.Config{}, s, counted, fc, nil, nil)
 		b.StartTimer()
@@ -78,7 +78,7 @@ func benchSweeper(b *testing.B, n int, ordered bool) {
 			b.Fatalf("collected %d of %d: %v", res.BlobsCollected, n, err)
 		}
 		b.StopTimer()
-		c := counted.Counts()
+		c := counts.Counts()
 		b.ReportMetric(float64(n)/finish.Seconds(), "claims/s")
 		b.ReportMetric(float64(n)/collect.Seconds(), "blobs/s")
 		b.ReportMetric(float64(c.Deletes+c.BatchKeys)/float64(n), "deletes/blob")

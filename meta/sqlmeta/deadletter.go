@@ -41,24 +41,13 @@ func (s *Store) DeadLetters(ctx context.Context, ns, afterID string, limit int) 
 	}
 	var out []meta.Blob
 	err := s.read(ctx, func(q *txq) error {
-		out = nil
 		where, args := ``, []any{afterID}
 		if ns != "" {
 			where, args = ` AND namespace = ?`, append(args, ns)
 		}
-		rows, err := q.query(`SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND id > ?`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			b, err := scanBlob(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-		}
-		return rows.Err()
+		var err error
+		out, err = queryAll(q, scanBlob, `SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND id > ?`+where+` ORDER BY id LIMIT ?`, append(args, limit)...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: list dead letters: %w", err)
@@ -90,21 +79,8 @@ func (s *Store) RetryDeadLetters(ctx context.Context, ids []string, all bool, no
 	err := s.write(ctx, func(q *txq) error {
 		out = nil
 		take := func(where string, args ...any) error {
-			rows, err := q.query(`SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND state = 'deleting'`+where+` ORDER BY id`+q.d.lockRow, args...)
+			page, err := queryAll(q, scanBlob, `SELECT `+blobColumns+` FROM blobs WHERE dead_at IS NOT NULL AND state = 'deleting'`+where+` ORDER BY id`+q.d.lockRow, args...)
 			if err != nil {
-				return err
-			}
-			var page []meta.Blob
-			for rows.Next() {
-				b, err := scanBlob(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				page = append(page, b)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
 				return err
 			}
 			for _, b := range page {

@@ -59,24 +59,11 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 	var res []meta.FinishResult
 	err := s.write(ctx, func(q *txq) error {
 		res = nil
-		rows, err := q.query(`SELECT `+claimColumns+` FROM claims
+		cs, err := queryAll(q, scanClaim, `SELECT `+claimColumns+` FROM claims
 			WHERE due_at IS NOT NULL AND due_at <= ? AND parked = 0 AND state IN ('pending', 'active')
 			ORDER BY due_at LIMIT ?`+q.d.skipLocked,
 			now.UnixNano(), limit)
 		if err != nil {
-			return err
-		}
-		var cs []meta.Claim
-		for rows.Next() {
-			c, err := scanClaim(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			cs = append(cs, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		if len(cs) == 0 {

@@ -135,20 +135,9 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 func (s *Store) Blobs(ctx context.Context, afterID string, limit int) ([]meta.Blob, error) {
 	var out []meta.Blob
 	err := s.read(ctx, func(q *txq) error {
-		out = nil
-		rows, err := q.query(`SELECT `+blobColumns+` FROM blobs WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			b, err := scanBlob(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-		}
-		return rows.Err()
+		var err error
+		out, err = queryAll(q, scanBlob, `SELECT `+blobColumns+` FROM blobs WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: list blobs after %q: %w", afterID, err)

@@ -13,7 +13,7 @@ import (
 
 const keyColumns = `id, tenant, role, namespace, name, hash, created_at, revoked_at`
 
-func scanKey(sc interface{ Scan(...any) error }) (meta.APIKey, error) {
+func scanKey(sc scanner) (meta.APIKey, error) {
 	var k meta.APIKey
 	var created int64
 	var revoked sql.NullInt64
@@ -74,20 +74,9 @@ func (s *Store) Key(ctx context.Context, id string) (meta.APIKey, error) {
 func (s *Store) Keys(ctx context.Context, tenant string) ([]meta.APIKey, error) {
 	var out []meta.APIKey
 	err := s.read(ctx, func(q *txq) error {
-		out = out[:0]
-		rows, err := q.query(`SELECT `+keyColumns+` FROM api_keys WHERE ? = '' OR tenant = ? ORDER BY created_at, id`, tenant, tenant)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			k, err := scanKey(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, k)
-		}
-		return rows.Err()
+		var err error
+		out, err = queryAll(q, scanKey, `SELECT `+keyColumns+` FROM api_keys WHERE ? = '' OR tenant = ? ORDER BY created_at, id`, tenant, tenant)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: list keys: %w", err)

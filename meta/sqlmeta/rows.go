@@ -30,6 +30,26 @@ const liveClaimsOfBlob = `FROM claims WHERE claims.blob_id = blobs.id AND claims
 
 type scanner interface{ Scan(dest ...any) error }
 
+// queryAll runs query in the transaction and scans every row with scan.
+// The rows are closed when it returns, so the transaction can run its
+// next statement at once.
+func queryAll[T any](q *txq, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanClaim(row scanner) (meta.Claim, error) {
 	var (
 		c                                 meta.Claim

@@ -310,7 +310,9 @@ func (t *tusTransfer) head(ctx context.Context) (ResumableStatus, error) {
 // patch sends the chunk at offset and returns the server's new offset,
 // and the claim's reference when that chunk completed the upload.
 func (t *tusTransfer) patch(ctx context.Context, offset int64) (*claimcheck.Ref, int64, error) {
-	n := min(t.opts.ChunkSize, t.size-offset)
+	// Chunks end at multiples of ChunkSize, also after the server kept
+	// a part of a chunk that was cut.
+	n := min(t.opts.ChunkSize-offset%t.opts.ChunkSize, t.size-offset)
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(t.r, offset, n)); err != nil {
 		return nil, offset, fmt.Errorf("%s: reading the payload: %w", t.op, err)

@@ -71,13 +71,15 @@ const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; ch
 /**
  * A static server on a free port of 127.0.0.1, another origin than the
  * claimcheck server: it serves files under clients/js (the client and
- * its node_modules) and the pages given as {path: html}.
+ * its node_modules) and the pages given as {path: content}, HTML unless
+ * the path ends in .js.
  */
 export async function startStatic(pages = {}) {
   const srv = createServer(async (req, res) => {
     const path = new URL(req.url, 'http://x').pathname;
     if (pages[path] !== undefined) {
-      res.writeHead(200, { 'Content-Type': types['.html'] });
+      const ext = path.includes('.') ? path.slice(path.lastIndexOf('.')) : '.html';
+      res.writeHead(200, { 'Content-Type': types[ext] ?? types['.html'] });
       res.end(pages[path]);
       return;
     }

@@ -109,7 +109,13 @@ func (c *Client) UploadResumable(ctx context.Context, ns string, r io.ReaderAt, 
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
-	return c.ResumeUpload(ctx, u, r, size, opts)
+	// A new upload is at offset 0: no need to ask. An empty one was
+	// complete at creation, and the HEAD answers its reference.
+	var fresh *ResumableStatus
+	if size > 0 {
+		fresh = &ResumableStatus{Size: size}
+	}
+	return c.resume(ctx, u, r, size, opts, fresh)
 }
 
 // CreateResumable creates a tus upload of size bytes in namespace ns and
@@ -168,6 +174,12 @@ func (c *Client) CreateResumable(ctx context.Context, ns string, r io.ReaderAt, 
 // already complete only answers its reference. opts.Digest, when set, is
 // checked against the reference the server answers.
 func (c *Client) ResumeUpload(ctx context.Context, uploadURL string, r io.ReaderAt, size int64, opts ResumableOptions) (claimcheck.Ref, error) {
+	return c.resume(ctx, uploadURL, r, size, opts, nil)
+}
+
+// resume is ResumeUpload starting from status st, or from a HEAD when
+// st is nil.
+func (c *Client) resume(ctx context.Context, uploadURL string, r io.ReaderAt, size int64, opts ResumableOptions, st *ResumableStatus) (claimcheck.Ref, error) {
 	opts = opts.withDefaults()
 	target, err := c.base.Parse(uploadURL)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
@@ -175,7 +187,7 @@ func (c *Client) ResumeUpload(ctx context.Context, uploadURL string, r io.Reader
 	}
 	op := "resumable upload " + target.Redacted()
 	t := &tusTransfer{c: c, url: target, r: r, size: size, opts: opts, op: op}
-	ref, err := t.run(ctx)
+	ref, err := t.run(ctx, st)
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
@@ -231,9 +243,15 @@ type tusTransfer struct {
 // The server's offset is the only truth about what it has: a chunk
 // whose answer was lost may have been stored whole, in part or not at
 // all.
-func (t *tusTransfer) run(ctx context.Context) (claimcheck.Ref, error) {
+func (t *tusTransfer) run(ctx context.Context, known *ResumableStatus) (claimcheck.Ref, error) {
 	failures := 0
-	st, err := t.headed(ctx)
+	var st ResumableStatus
+	var err error
+	if known != nil {
+		st = *known
+	} else {
+		st, err = t.headed(ctx)
+	}
 	for {
 		if err == nil && st.Ref != nil {
 			return *st.Ref, nil

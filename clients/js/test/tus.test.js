@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, writeFileSync, openAsBlob, existsSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { Client } from '../src/index.js';
+import { Client, ChecksumMismatchError, InvalidArgumentError } from '../src/index.js';
 import { startServer, startStatic, jsRoot } from './server.js';
 
 const MB50 = 50 << 20;
@@ -213,6 +213,13 @@ function scenario(name, env) {
       await redeemed('node', ref, sha256hex(data));
     });
 
+    test('a payload that is not the declared sha256 is refused, nothing stored', async () => {
+      const before = (await direct.namespace('node')).usage;
+      const blob = new Blob([randomBytes(100 << 10)]);
+      await assert.rejects(direct.uploadResumable('node', blob, { digest: 'sha256:' + '0'.repeat(64) }), ChecksumMismatchError);
+      assert.deepEqual((await direct.namespace('node')).usage, before);
+    });
+
     test('Chromium: Uppy with @uppy/tus sends 50 MB, is cut once mid-way, resumes', { skip: noBrowser }, async () => {
       const drops = proxy.state.drops;
       proxy.state.dropAfter = 5 << 20;
@@ -238,6 +245,12 @@ function scenario(name, env) {
     });
   });
 }
+
+test('uploadResumable refuses what it cannot send, naming it', async () => {
+  const cc = new Client('http://127.0.0.1:1');
+  await assert.rejects(cc.uploadResumable('ns', 'not a blob'), (e) => e instanceof InvalidArgumentError && /want a Blob or File/.test(e.message));
+  await assert.rejects(cc.uploadResumable('ns', new Blob(['x']), { digest: 'md5:00' }), (e) => e instanceof InvalidArgumentError && /digest "md5:00"/.test(e.message));
+});
 
 scenario('tus on file storage', {});
 

@@ -11,6 +11,8 @@
 # Everything lives in a temporary directory that is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 size_mb=${SIZE_MB:-1024}
 work=$(mktemp -d)
 server_pid=
@@ -31,13 +33,7 @@ start_server() {
   rm -rf "$work/data" "$work/server.log"
   "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
   server_pid=$!
-  url=
-  for _ in $(seq 1 100); do
-    url=$(grep -o 'url=http://[0-9.:]*' "$work/server.log" | head -1 | cut -d= -f2 || true)
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
-  [ -n "$url" ] || { cat "$work/server.log"; exit 1; }
+  url=$(serve_url "$work/server.log")
 }
 
 kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,40 +25,17 @@ import (
 
 // tusProxy forwards to the server and breaks uploads the way networks
 // and machines do: it drops the client's connection once in the middle
-// of a PATCH body (dropAfter bytes into it), and it runs onOffset when a
-// PATCH has carried the upload to a given offset (to kill the client
-// there). It records each request as "METHOD Upload-Offset".
+// of a PATCH body (dropAfter bytes into it), and it runs kill when a
+// PATCH has carried the upload to offset killAt (to kill the client
+// there); the reverse proxy then aborts both connections, so the server
+// sees a short body and the client a connection closed without an
+// answer. It records each request as "METHOD Upload-Offset".
 type tusProxy struct {
 	mu        sync.Mutex
 	dropAfter int64 // 0: no drop (set again to drop once more)
 	killAt    int64 // 0: none
 	kill      func()
 	log       []string
-}
-
-// stopBody fails the proxied PATCH body at a point: the reverse proxy
-// then aborts both connections, so the server sees a short body and the
-// client a connection closed without an answer.
-type stopBody struct {
-	io.ReadCloser
-	left int64 // bytes to pass before failing
-	stop func()
-}
-
-func (s *stopBody) Read(p []byte) (int, error) {
-	if s.left <= 0 {
-		if s.stop != nil {
-			s.stop()
-			s.stop = nil
-		}
-		return 0, errors.New("proxy: connection dropped on purpose")
-	}
-	if int64(len(p)) > s.left {
-		p = p[:s.left]
-	}
-	n, err := s.ReadCloser.Read(p)
-	s.left -= int64(n)
-	return n, err
 }
 
 func (tp *tusProxy) start(t *testing.T, target string) string {
@@ -80,10 +56,10 @@ func (tp *tusProxy) start(t *testing.T, target string) string {
 			off, _ := strconv.ParseInt(r.Header.Get("Upload-Offset"), 10, 64)
 			switch {
 			case tp.dropAfter > 0:
-				r.Body = &stopBody{ReadCloser: r.Body, left: tp.dropAfter}
+				r.Body = &cutBody{ReadCloser: r.Body, left: tp.dropAfter}
 				tp.dropAfter = 0
 			case off < tp.killAt && tp.killAt < off+r.ContentLength:
-				r.Body = &stopBody{ReadCloser: r.Body, left: tp.killAt - off, stop: tp.kill}
+				r.Body = &cutBody{ReadCloser: r.Body, left: tp.killAt - off, onCut: tp.kill}
 				tp.killAt = 0
 			}
 		}

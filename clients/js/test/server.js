@@ -15,6 +15,20 @@ export const jsRoot = join(repoRoot, 'clients', 'js');
 
 let built;
 
+/**
+ * The system's Chromium: CHROMIUM, else chromium or chromium-browser on
+ * PATH; undefined when there is none (the browser suites then skip).
+ */
+export function findChromium() {
+  if (process.env.CHROMIUM && existsSync(process.env.CHROMIUM)) return process.env.CHROMIUM;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    for (const name of ['chromium', 'chromium-browser']) {
+      if (dir && existsSync(join(dir, name))) return join(dir, name);
+    }
+  }
+  return undefined;
+}
+
 // binary returns the claimcheck binary, building it once per process.
 export function binary() {
   if (process.env.CLAIMCHECK_TEST_BIN) return process.env.CLAIMCHECK_TEST_BIN;

@@ -14,24 +14,15 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync, openAsBlob, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, openAsBlob } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Client, ChecksumMismatchError, InvalidArgumentError } from '../src/index.js';
-import { startServer, startStatic, jsRoot } from './server.js';
+import { startServer, startStatic, jsRoot, findChromium } from './server.js';
 
 const MB50 = 50 << 20;
 
-function findChromium() {
-  if (process.env.CHROMIUM && existsSync(process.env.CHROMIUM)) return process.env.CHROMIUM;
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    for (const name of ['chromium', 'chromium-browser']) {
-      if (dir && existsSync(join(dir, name))) return join(dir, name);
-    }
-  }
-  return undefined;
-}
 const chromiumPath = findChromium();
 const noBrowser = chromiumPath ? false : 'no Chromium found (install the chromium package, or set CHROMIUM to its binary)';
 

@@ -100,6 +100,9 @@ type ResumableStatus struct {
 // Retry-After) in between. It returns the claim's reference, which the
 // server answers with the last chunk.
 //
+// The creation itself is not retried: one whose answer was lost may have
+// created an upload that nobody knows (it expires on the server).
+//
 // r is read more than once (hash, chunk checksums, resent chunks), so it
 // must keep its contents for the duration. When the process may end
 // before the upload does, keep the URL passed to opts.Created and finish
@@ -181,11 +184,10 @@ func (c *Client) ResumeUpload(ctx context.Context, uploadURL string, r io.Reader
 // st is nil.
 func (c *Client) resume(ctx context.Context, uploadURL string, r io.ReaderAt, size int64, opts ResumableOptions, st *ResumableStatus) (claimcheck.Ref, error) {
 	opts = opts.withDefaults()
-	target, err := c.base.Parse(uploadURL)
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
-		return claimcheck.Ref{}, fmt.Errorf("resume upload: %w: upload URL %q is not an http(s) URL", claimcheck.ErrInvalidArgument, uploadURL)
+	target, op, err := c.uploadURL(uploadURL)
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("resume upload: %w", err)
 	}
-	op := "resumable upload " + target.Redacted()
 	t := &tusTransfer{c: c, url: target, r: r, size: size, opts: opts, op: op}
 	ref, err := t.run(ctx, st)
 	if err != nil {
@@ -200,32 +202,42 @@ func (c *Client) resume(ctx context.Context, uploadURL string, r io.ReaderAt, si
 // ResumableStatus asks the server where the tus upload at uploadURL
 // stands (HEAD).
 func (c *Client) ResumableStatus(ctx context.Context, uploadURL string) (ResumableStatus, error) {
-	target, err := c.base.Parse(uploadURL)
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
-		return ResumableStatus{}, fmt.Errorf("resumable status: %w: upload URL %q is not an http(s) URL", claimcheck.ErrInvalidArgument, uploadURL)
+	target, op, err := c.uploadURL(uploadURL)
+	if err != nil {
+		return ResumableStatus{}, fmt.Errorf("resumable status: %w", err)
 	}
-	t := &tusTransfer{c: c, url: target, op: "resumable upload " + target.Redacted()}
+	t := &tusTransfer{c: c, url: target, op: op}
 	return t.head(ctx)
 }
 
 // AbortResumable drops the tus upload at uploadURL (termination): the
 // server deletes what it received and gives the quota back.
 func (c *Client) AbortResumable(ctx context.Context, uploadURL string) error {
-	target, err := c.base.Parse(uploadURL)
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
-		return fmt.Errorf("abort upload: %w: upload URL %q is not an http(s) URL", claimcheck.ErrInvalidArgument, uploadURL)
+	target, op, err := c.uploadURL(uploadURL)
+	if err != nil {
+		return fmt.Errorf("abort upload: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, target.String(), nil)
 	if err != nil {
 		return fmt.Errorf("abort upload: %w", err)
 	}
 	req.Header.Set(headerTusResumable, tusVersion)
-	resp, err := c.do(req, http.StatusNoContent, "abort upload "+target.Redacted(), "")
+	resp, err := c.do(req, http.StatusNoContent, "abort "+op, "")
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// uploadURL parses an upload URL (relative ones are taken relative to
+// the server) and names it for errors.
+func (c *Client) uploadURL(raw string) (*url.URL, string, error) {
+	u, err := c.base.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, "", fmt.Errorf("%w: upload URL %q is not an http(s) URL", claimcheck.ErrInvalidArgument, raw)
+	}
+	return u, "resumable upload " + u.Redacted(), nil
 }
 
 // tusTransfer is one run of ResumeUpload.

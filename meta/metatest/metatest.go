@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"UploadNotFound", testUploadNotFound},
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},
 		{"UploadIdempotencyConcurrent", testUploadIdempotencyConcurrent},
+		{"Resumable", testResumable},
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
 	}

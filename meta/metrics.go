@@ -82,7 +82,7 @@ type ops struct {
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
 	ListClaims, ExtendClaim                                            opMetrics
-	CreateResumable, Resumable, RecordReceived                         opMetrics
+	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -266,6 +266,10 @@ func (m *metered) Resumable(ctx context.Context, id string) (ResumableUpload, er
 
 func (m *metered) RecordReceived(ctx context.Context, id, blobID string, from, to int64, dueAt, now time.Time) error {
 	return m.ops.RecordReceived.start().end(m.next.RecordReceived(ctx, id, blobID, from, to, dueAt, now))
+}
+
+func (m *metered) Restage(ctx context.Context, p RestageParams) error {
+	return m.ops.Restage.start().end(m.next.Restage(ctx, p))
 }
 
 func (m *metered) Cursor(ctx context.Context, name string) (string, error) {

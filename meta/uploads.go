@@ -95,4 +95,24 @@ type ResumableStore interface {
 	// append moved the count first (received ≠ from); ErrNotFound if
 	// there is no such upload.
 	RecordReceived(ctx context.Context, id, blobID string, from, to int64, dueAt, now time.Time) error
+
+	// Restage moves the pending claim p.ClaimID from its staging blob
+	// p.From to the new staging blob p.To (inserted here, its collect
+	// time the claim's due time), and orphans p.From, to be collected at
+	// p.FromCollectAt, in one transaction. A payload rewritten after it
+	// arrived (a resumable upload compressed or encrypted on completion)
+	// so gets its new object owned by a row before the first byte is
+	// written, while the old object stays owned until it is collected.
+	// ErrConflict, with nothing changed, if the claim is not pending on
+	// p.From.
+	Restage(ctx context.Context, p RestageParams) error
+}
+
+// RestageParams are the arguments of ResumableStore.Restage.
+type RestageParams struct {
+	ClaimID       string
+	From          string // the staging blob the claim leaves
+	To            Blob   // the new staging blob: ID, Namespace, Key, CreatedAt
+	FromCollectAt time.Time
+	Now           time.Time
 }

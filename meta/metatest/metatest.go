@@ -98,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},
 		{"UploadIdempotencyConcurrent", testUploadIdempotencyConcurrent},
 		{"Resumable", testResumable},
+		{"Restage", testRestage},
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
 	}

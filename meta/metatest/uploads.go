@@ -233,3 +233,45 @@ func testResumable(t *testing.T, h *harness) {
 	}
 	h.checkInvariants(t)
 }
+
+// testRestage checks that a pending upload moved to a new staging blob
+// commits on the new one, leaves the old one orphaned (with its append
+// handle, due at the time given), and that only one restage from a blob
+// wins.
+func testRestage(t *testing.T, h *harness) {
+	cp := h.pending(put{Reserve: 100})
+	u := uploadOf(cp, "")
+	if err := h.s.CreateResumable(h.ctx(), u, "handle-1"); err != nil {
+		t.Fatal(err)
+	}
+	to := meta.Blob{ID: newID("b_"), Namespace: u.Namespace, Key: u.Namespace + "/restaged", CreatedAt: h.now()}
+	h.mu.Lock()
+	h.blobs = append(h.blobs, to.ID) // the claim is tracked already
+	h.mu.Unlock()
+	fromCollect := h.now().Add(time.Minute)
+	p := meta.RestageParams{ClaimID: u.ClaimID, From: u.BlobID, To: to, FromCollectAt: fromCollect, Now: h.now()}
+	if err := h.s.Restage(h.ctx(), p); err != nil {
+		t.Fatalf("Restage: %v", err)
+	}
+	if c := h.claim(u.ClaimID); c.BlobID != to.ID || c.State != meta.ClaimPending {
+		t.Errorf("claim after Restage is %s on %s, want pending on %s", c.State, c.BlobID, to.ID)
+	}
+	if b := h.blob(to.ID); b.State != meta.BlobStaging || b.Key != to.Key || !b.CollectAt.Equal(cp.Claim.DueAt) {
+		t.Errorf("new blob = %+v, want staging at %s, collected at the claim's due time %v", b, to.Key, cp.Claim.DueAt)
+	}
+	if b := h.blob(u.BlobID); b.State != meta.BlobOrphaned || !b.CollectAt.Equal(fromCollect) || b.AppendHandle != "handle-1" {
+		t.Errorf("old blob = %+v, want orphaned, collected at %v, with its handle", b, fromCollect)
+	}
+	p.To.ID = newID("b_")
+	if err := h.s.Restage(h.ctx(), p); !errors.Is(err, meta.ErrConflict) {
+		t.Errorf("second Restage from the old blob = %v, want ErrConflict", err)
+	}
+	moved := cp
+	moved.Blob = h.blob(to.ID)
+	res := h.commit(moved, put{Size: 100})
+	if res.Claim.BlobID != to.ID || res.Blob.State != meta.BlobCommitted {
+		t.Errorf("commit on the new blob: claim on %s, blob %s", res.Claim.BlobID, res.Blob.State)
+	}
+	h.wantCounters(u.Namespace, counters{used: 100, active: 1})
+	h.checkInvariants(t)
+}

@@ -220,3 +220,35 @@ func (s *Store) RecordReceived(ctx context.Context, id, blobID string, from, to 
 	}
 	return nil
 }
+
+// Restage moves a pending claim to a new staging blob; see
+// meta.ResumableStore. The old blob keeps its append handle, so its
+// collection also aborts what the storage may still hold of it.
+func (s *Store) Restage(ctx context.Context, p meta.RestageParams) error {
+	err := s.write(ctx, func(q *txq) error {
+		c, err := q.loadClaim(p.ClaimID, true)
+		if err != nil {
+			return err
+		}
+		if c.State != meta.ClaimPending || c.BlobID != p.From {
+			return fmt.Errorf("claim %s is %s on blob %s, not pending on %s: %w", c.ID, c.State, c.BlobID, p.From, meta.ErrConflict)
+		}
+		nowNS := p.Now.UnixNano()
+		if _, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+			state, refcount, created_at, state_at, collect_at, version)
+			VALUES (?, ?, NULL, 0, 0, '', ?, 'staging', 1, ?, ?, ?, 1)`,
+			p.To.ID, c.Namespace, p.To.Key, p.To.CreatedAt.UnixNano(), nowNS, ts(c.DueAt)); err != nil {
+			return err
+		}
+		if _, err := q.exec(`UPDATE claims SET blob_id = ? WHERE id = ? AND state = 'pending'`, p.To.ID, c.ID); err != nil {
+			return err
+		}
+		_, err = q.exec(`UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
+			WHERE id = ? AND state = 'staging'`, ts(p.FromCollectAt), nowNS, p.From)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: restage claim %s from blob %s to %s: %w", p.ClaimID, p.From, p.To.ID, err)
+	}
+	return nil
+}

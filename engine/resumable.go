@@ -266,7 +266,14 @@ func (s *Store) appendChunk(ctx context.Context, op string, r meta.ResumableUplo
 		return r, c, fmt.Errorf("%s: %w: %s; the upload stays at %d bytes", op, claimcheck.ErrChecksumMismatch, mismatch, before)
 	case errors.Is(err, errChunkUnchecked):
 		return r, c, fmt.Errorf("%s: %w: the chunk broke off before its end, so its checksum could not be checked; nothing of it was kept", op, claimcheck.ErrInvalidArgument)
-	case errors.Is(err, meta.ErrConflict), errors.Is(err, meta.ErrNotFound), errors.Is(err, blob.ErrNotFound), errors.Is(err, claimcheck.ErrGone):
+	case errors.Is(err, blob.ErrNotFound):
+		if _, lc, lerr := s.loadResumable(ctx, op, c.ID); lerr != nil {
+			return r, c, lerr
+		} else if lc.State == meta.ClaimPending {
+			return r, c, s.lostResumable(ctx, op, r)
+		}
+		return r, c, fmt.Errorf("%s: %w: the upload was finished meanwhile", op, claimcheck.ErrInvalidArgument)
+	case errors.Is(err, meta.ErrConflict), errors.Is(err, meta.ErrNotFound), errors.Is(err, claimcheck.ErrGone):
 		// The reaper or an abort finished the upload while the chunk
 		// streamed (or another request appended first): answer what
 		// the upload is now.
@@ -310,6 +317,7 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 			if _, _, lerr := s.loadResumable(ctx, op, r.ClaimID); lerr != nil {
 				return claimcheck.ResumableUpload{}, lerr
 			}
+			return claimcheck.ResumableUpload{}, s.lostResumable(ctx, op, r)
 		}
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w: complete the stored object: %v", op, claimcheck.ErrUnavailable, err)
 	}
@@ -461,6 +469,15 @@ func (s *Store) rewriteResumable(ctx context.Context, op string, r meta.Resumabl
 func (s *Store) refuseResumable(ctx context.Context, op string, r meta.ResumableUpload, cause error) error {
 	s.finishResumable(ctx, r)
 	return fmt.Errorf("%s: %w; nothing was stored and the reservation is refunded", op, cause)
+}
+
+// lostResumable finishes pending upload r whose bytes the storage no
+// longer holds: on S3, a bucket rule aborts multipart uploads some time
+// after they started, whatever their progress (the safety net's rule:
+// a day). Nothing can complete it; the client must start again.
+func (s *Store) lostResumable(ctx context.Context, op string, r meta.ResumableUpload) error {
+	s.finishResumable(ctx, r)
+	return fmt.Errorf("%s: %w: the storage no longer holds the upload's bytes (on S3 a bucket rule aborts multipart uploads a day after they start); start the upload again", op, claimcheck.ErrInvalidArgument)
 }
 
 // finishResumable finishes upload r as aborted and removes its bytes

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
@@ -428,4 +429,40 @@ func TestResumableDeadlineFollowsProgress(t *testing.T) {
 	if !errors.As(err, &gone) || gone.Reason != claimcheck.ReasonNeverConfirmed {
 		t.Errorf("stalled upload after its deadline = %v, want gone (never_confirmed)", err)
 	}
+}
+
+// TestResumableLost: when the storage drops an upload's bytes on its
+// own (on S3, the bucket's rule that aborts old multipart uploads), the
+// next append finishes the upload and says to start again, and the
+// reservation is refunded.
+func TestResumableLost(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 6<<20)
+		for _, completing := range []bool{false, true} {
+			u := b.start("plain", len(data), "")
+			b.mustAppend(u.ID, 0, data[:5<<20])
+			r, err := b.s.meta.Resumable(t.Context(), u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.s.blobs.(blob.Appender).AbortAppend(t.Context(), r.Key, r.Handle); err != nil {
+				t.Fatal(err)
+			}
+			rest := data[5<<20 : 5<<20+10]
+			if completing {
+				rest = data[5<<20:]
+			}
+			_, err = b.append(u.ID, 5<<20, rest)
+			if !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "start the upload again") {
+				t.Fatalf("append (completing: %v) after the storage dropped the upload = %v", completing, err)
+			}
+			if _, err := b.s.ResumableUpload(t.Context(), u.ID); !errors.Is(err, claimcheck.ErrGone) {
+				t.Errorf("the lost upload = %v, want gone", err)
+			}
+			if res, _ := b.usage("plain"); res != 0 {
+				t.Errorf("reserved %d after the lost upload, want 0", res)
+			}
+			b.assertNothingLeft(r.Key)
+		}
+	})
 }

@@ -1,0 +1,468 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/claimstest"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/sweep"
+)
+
+// Resumable uploads (resumable.go) on the real store: SQLite and files,
+// and PostgreSQL with MinIO when the services are configured. The clock
+// is fake and the sweeper is run by hand.
+
+// rsBundle is one test's store, and on S3 the client to look into the
+// bucket with.
+type rsBundle struct {
+	t      *testing.T
+	s      *Store
+	clock  *clock.Fake
+	s3     *s3.Client
+	bucket string
+}
+
+// resumableWindow is confirm_within in every namespace of the tests.
+const resumableWindow = 10 * time.Minute
+
+// resumableBackends runs fn on SQLite + files and on PostgreSQL + MinIO.
+func resumableBackends(t *testing.T, fn func(t *testing.T, b *rsBundle)) {
+	t.Run("file", func(t *testing.T) { fn(t, setupResumable(t, false)) })
+	t.Run("s3", func(t *testing.T) { fn(t, setupResumable(t, true)) })
+}
+
+func setupResumable(t *testing.T, s3 bool) *rsBundle {
+	t.Helper()
+	up := claimcheck.UploadPolicy{ConfirmWithin: claimcheck.Duration(resumableWindow), URLTTL: claimcheck.Duration(time.Minute)}
+	cfg := Config{
+		Data:      t.TempDir(),
+		Clock:     clock.NewFake(upT0),
+		MasterKey: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
+		Namespaces: map[string]claimcheck.Policy{
+			"plain":  {Compression: claimcheck.CompressionNone, Uploads: up},
+			"zstd":   {Uploads: up},
+			"auto":   {Compression: claimcheck.CompressionAuto, Uploads: up},
+			"sealed": {Encryption: claimcheck.EncryptionAES256GCM, Uploads: up},
+			"quota":  {Compression: claimcheck.CompressionNone, Quota: claimcheck.Quota{Bytes: 8 << 20}, Uploads: up},
+			"tiny":   {MaxSize: 1 << 10, Threshold: 1 << 10, Uploads: up},
+		},
+		Sweeper: sweep.Config{Disabled: true},
+		Logger:  slog.New(slog.DiscardHandler),
+	}
+	b := &rsBundle{t: t, clock: cfg.Clock.(*clock.Fake)}
+	if s3 {
+		dsn, _ := testsvc.Postgres(t)
+		cfg.Metadata = dsn
+		cfg.Storage, b.s3, b.bucket = testsvc.S3(t)
+	}
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.s = s
+	t.Cleanup(func() {
+		if !t.Failed() {
+			assertNoQuotaDrift(t, s)
+		}
+		s.Close()
+	})
+	return b
+}
+
+func (b *rsBundle) start(ns string, size int, digest string) claimcheck.ResumableUpload {
+	b.t.Helper()
+	u, err := b.s.StartResumable(b.t.Context(), ns, claimcheck.ResumableRequest{Size: int64(size), Digest: digest, ContentType: "text/plain"})
+	if err != nil {
+		b.t.Fatalf("StartResumable(%s, %d bytes): %v", ns, size, err)
+	}
+	return u
+}
+
+func (b *rsBundle) append(id string, off int, data []byte) (claimcheck.ResumableUpload, error) {
+	return b.s.AppendResumable(b.t.Context(), id, int64(off), bytes.NewReader(data), claimcheck.ChunkChecksum{})
+}
+
+func (b *rsBundle) mustAppend(id string, off int, data []byte) claimcheck.ResumableUpload {
+	b.t.Helper()
+	u, err := b.append(id, off, data)
+	if err != nil {
+		b.t.Fatalf("AppendResumable(%s at %d, %d bytes): %v", id, off, len(data), err)
+	}
+	if want := int64(off + len(data)); u.Offset != want {
+		b.t.Fatalf("offset after appending %d bytes at %d = %d, want %d", len(data), off, u.Offset, want)
+	}
+	return u
+}
+
+func (b *rsBundle) redeem(ref claimcheck.Ref) []byte {
+	b.t.Helper()
+	p, err := b.s.Redeem(b.t.Context(), ref)
+	if err != nil {
+		b.t.Fatalf("Redeem: %v", err)
+	}
+	defer p.Close()
+	data, err := io.ReadAll(p)
+	if err != nil {
+		b.t.Fatalf("read payload: %v", err)
+	}
+	return data
+}
+
+// reserved is the namespace's reserved and used bytes.
+func (b *rsBundle) usage(ns string) (reserved, used int64) {
+	b.t.Helper()
+	n, err := b.s.meta.Namespace(b.t.Context(), ns)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return n.ReservedBytes, n.UsedBytes
+}
+
+// assertNothingLeft checks that no byte of the uploads is left in the
+// storage: no object at their keys and, on S3, no multipart upload in
+// the bucket.
+func (b *rsBundle) assertNothingLeft(keys ...string) {
+	b.t.Helper()
+	for _, k := range keys {
+		if _, err := b.s.blobs.Attributes(b.t.Context(), k); err == nil {
+			b.t.Errorf("object %s is still there", k)
+		}
+	}
+	if b.s3 == nil {
+		return
+	}
+	out, err := b.s3.ListMultipartUploads(b.t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(b.bucket)})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, u := range out.Uploads {
+		b.t.Errorf("multipart upload of %s is still there", aws.ToString(u.Key))
+	}
+	if n := testsvc.CountObjects(b.t, b.s3, b.bucket); n != 0 {
+		b.t.Errorf("%d objects in the bucket, want none", n)
+	}
+}
+
+func (b *rsBundle) key(id string) string {
+	b.t.Helper()
+	r, err := b.s.meta.Resumable(b.t.Context(), id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r.Key
+}
+
+// cutAfter yields n bytes of data, then fails like a broken connection.
+type cutAfter struct {
+	r io.Reader
+	n int
+}
+
+var errBroken = errors.New("connection reset")
+
+func (c *cutAfter) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, errBroken
+	}
+	p = p[:min(len(p), c.n)]
+	n, err := c.r.Read(p)
+	c.n -= n
+	return n, err
+}
+
+// TestResumableRoundTrip sends a payload in uneven chunks (inside a
+// part, across part boundaries, the rest) to namespaces that store it
+// as it arrived, compress it and encrypt it, and redeems the same bytes.
+func TestResumableRoundTrip(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := claimstest.JSONDoc(11<<20+4321, 3) // compressible
+		for _, ns := range []string{"plain", "zstd", "auto", "sealed"} {
+			t.Run(ns, func(t *testing.T) {
+				u := b.start(ns, len(data), claimcheck.DigestOf(data))
+				if u.Offset != 0 || u.State != claimcheck.StatePending || !u.ExpiresAt.Equal(b.clock.Now().Add(resumableWindow)) {
+					t.Fatalf("started upload = %+v", u)
+				}
+				if r, _ := b.usage(ns); r != int64(len(data)) {
+					t.Errorf("reserved %d bytes, want %d", r, len(data))
+				}
+				off := 0
+				for _, n := range []int{3 << 20, 4 << 20} {
+					sum := sha256.Sum256(data[off : off+n])
+					got, err := b.s.AppendResumable(t.Context(), u.ID, int64(off), bytes.NewReader(data[off:off+n]),
+						claimcheck.ChunkChecksum{Algorithm: "sha256", Sum: sum[:]})
+					if err != nil || got.Offset != int64(off+n) || got.Ref != nil {
+						t.Fatalf("append %d at %d = %+v, %v", n, off, got, err)
+					}
+					off += n
+				}
+				done := b.mustAppend(u.ID, off, data[off:])
+				if done.Ref == nil || done.State != claimcheck.StateActive {
+					t.Fatalf("last append = %+v, want the claim", done)
+				}
+				if got := b.redeem(*done.Ref); !bytes.Equal(got, data) {
+					t.Fatalf("redeemed %d bytes, not the %d sent", len(got), len(data))
+				}
+				if ns == "zstd" && done.Ref.Compression != string(claimcheck.CompressionZstd) {
+					t.Errorf("ref compression %q in a zstd namespace", done.Ref.Compression)
+				}
+				again, err := b.s.ResumableUpload(t.Context(), u.ID)
+				if err != nil || again.Ref == nil || *again.Ref != *done.Ref {
+					t.Errorf("ResumableUpload after completion = %+v, %v; want the same ref", again, err)
+				}
+				if r, used := b.usage(ns); r != 0 || used != int64(len(data)) {
+					t.Errorf("after completion: reserved %d, used %d; want 0, %d", r, used, len(data))
+				}
+			})
+		}
+		// The rewritten namespaces left only their claims' objects.
+		if b.s3 != nil {
+			out, err := b.s3.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(b.bucket)})
+			if err != nil || len(out.Uploads) != 0 {
+				t.Errorf("multipart uploads after completion: %d, %v", len(out.Uploads), err)
+			}
+		}
+	})
+}
+
+// TestResumableCutAndResume breaks a chunk off mid-way: what arrived is
+// kept, the upload says so, and the rest continues from there.
+func TestResumableCutAndResume(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 7<<20+99)
+		u := b.start("plain", len(data), claimcheck.DigestOf(data))
+		cut := 6<<20 + 17 // past the first S3 part
+		got, err := b.s.AppendResumable(t.Context(), u.ID, 0, &cutAfter{r: bytes.NewReader(data), n: cut}, claimcheck.ChunkChecksum{})
+		if !errors.Is(err, claimcheck.ErrInvalidArgument) || got.Offset != int64(cut) {
+			t.Fatalf("cut append = offset %d, %v; want %d and the body's error", got.Offset, err, cut)
+		}
+		st, err := b.s.ResumableUpload(t.Context(), u.ID)
+		if err != nil || st.Offset != int64(cut) {
+			t.Fatalf("ResumableUpload = %+v, %v; want offset %d", st, err, cut)
+		}
+		// From the wrong offset: refused, nothing moves.
+		if _, err := b.append(u.ID, 0, data); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+			t.Fatalf("append at 0 after %d bytes = %v, want ErrInvalidArgument", cut, err)
+		}
+		done := b.mustAppend(u.ID, cut, data[cut:])
+		if got := b.redeem(*done.Ref); !bytes.Equal(got, data) {
+			t.Fatal("the resumed upload redeems other bytes")
+		}
+	})
+}
+
+// TestResumableChunkChecksum refuses a chunk whose checksum does not
+// match, keeping the offset where it was.
+func TestResumableChunkChecksum(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 6<<20)
+		u := b.start("plain", len(data), "")
+		b.mustAppend(u.ID, 0, data[:1000])
+		wrong := sha256.Sum256([]byte("other bytes"))
+		for _, chunk := range [][]byte{data[1000:2000], data[1000 : 5<<20+10]} { // inside a part; past its end
+			got, err := b.s.AppendResumable(t.Context(), u.ID, 1000, bytes.NewReader(chunk), claimcheck.ChunkChecksum{Algorithm: "sha256", Sum: wrong[:]})
+			if !errors.Is(err, claimcheck.ErrChecksumMismatch) || got.Offset != 1000 {
+				t.Fatalf("append of %d bytes with a wrong checksum = offset %d, %v; want 1000, ErrChecksumMismatch", len(chunk), got.Offset, err)
+			}
+			if st, _ := b.s.ResumableUpload(t.Context(), u.ID); st.Offset != 1000 {
+				t.Fatalf("offset after a refused chunk = %d, want 1000", st.Offset)
+			}
+		}
+		if _, err := b.s.AppendResumable(t.Context(), u.ID, 1000, bytes.NewReader(data[1000:]), claimcheck.ChunkChecksum{Algorithm: "md5", Sum: wrong[:16]}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+			t.Errorf("md5 checksum = %v, want ErrInvalidArgument", err)
+		}
+		sum := sha256.Sum256(data[1000:])
+		done, err := b.s.AppendResumable(t.Context(), u.ID, 1000, bytes.NewReader(data[1000:]), claimcheck.ChunkChecksum{Algorithm: "sha256", Sum: sum[:]})
+		if err != nil || done.Ref == nil {
+			t.Fatalf("append with the right checksum = %+v, %v", done, err)
+		}
+		if got := b.redeem(*done.Ref); !bytes.Equal(got, data) {
+			t.Fatal("redeemed other bytes")
+		}
+	})
+}
+
+// TestResumableDigestMismatch: a payload whose sha256 is not the one
+// declared is refused on its last byte; nothing is stored and the
+// reservation is refunded.
+func TestResumableDigestMismatch(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		for _, ns := range []string{"plain", "zstd"} {
+			data := randData(t, 5<<20+3)
+			u := b.start(ns, len(data), claimcheck.DigestOf([]byte("something else")))
+			key := b.key(u.ID)
+			b.mustAppend(u.ID, 0, data[:100])
+			_, err := b.append(u.ID, 100, data[100:])
+			if !errors.Is(err, claimcheck.ErrChecksumMismatch) || !strings.Contains(err.Error(), "sha256") {
+				t.Fatalf("%s: completing a mismatched payload = %v, want ErrChecksumMismatch naming sha256", ns, err)
+			}
+			if _, err := b.s.ResumableUpload(t.Context(), u.ID); !errors.Is(err, claimcheck.ErrGone) {
+				t.Errorf("%s: the refused upload = %v, want gone", ns, err)
+			}
+			if r, used := b.usage(ns); r != 0 || used != 0 {
+				t.Errorf("%s: after the refusal: reserved %d, used %d; want nothing", ns, r, used)
+			}
+			b.assertNothingLeft(key)
+		}
+	})
+}
+
+// TestResumableLimits: max_size and the quota are checked when the
+// upload starts, with the put's errors.
+func TestResumableLimits(t *testing.T) {
+	b := setupResumable(t, false)
+	_, err := b.s.StartResumable(t.Context(), "tiny", claimcheck.ResumableRequest{Size: 2 << 10})
+	if !errors.Is(err, claimcheck.ErrTooLarge) || !strings.Contains(err.Error(), "max_size") {
+		t.Errorf("start past max_size = %v, want ErrTooLarge naming max_size", err)
+	}
+	b.start("quota", 6<<20, "")
+	_, err = b.s.StartResumable(t.Context(), "quota", claimcheck.ResumableRequest{Size: 3 << 20})
+	if !errors.Is(err, claimcheck.ErrQuotaExceeded) {
+		t.Errorf("start past the quota = %v, want ErrQuotaExceeded", err)
+	}
+	if r, _ := b.usage("quota"); r != 6<<20 {
+		t.Errorf("reserved %d bytes, want the first upload's %d", r, 6<<20)
+	}
+}
+
+// TestResumableAbort finishes an upload at once: its bytes removed, its
+// reservation refunded, further appends gone.
+func TestResumableAbort(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 6<<20)
+		u := b.start("plain", len(data), "")
+		key := b.key(u.ID)
+		b.mustAppend(u.ID, 0, data[:5<<20+1])
+		if err := b.s.AbortResumable(t.Context(), u.ID); err != nil {
+			t.Fatalf("AbortResumable: %v", err)
+		}
+		if r, _ := b.usage("plain"); r != 0 {
+			t.Errorf("reserved %d bytes after abort, want 0", r)
+		}
+		b.assertNothingLeft(key)
+		if err := b.s.AbortResumable(t.Context(), u.ID); err != nil {
+			t.Errorf("second AbortResumable = %v, want nil", err)
+		}
+		if _, err := b.append(u.ID, 5<<20+1, data[5<<20+1:]); !errors.Is(err, claimcheck.ErrGone) {
+			t.Errorf("append after abort = %v, want gone", err)
+		}
+		// The sweeper finds nothing left to do twice.
+		b.clock.Advance(time.Hour)
+		if _, err := b.s.SweepOnce(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := b.usage("plain"); r != 0 {
+			t.Errorf("reserved %d bytes after the sweep, want 0", r)
+		}
+	})
+}
+
+// TestResumableAbandoned leaves uploads at several offsets (nothing,
+// inside the first part, after a whole part) and lets confirm_within
+// pass: one sweep removes every byte, aborts every multipart upload and
+// refunds the reservations exactly.
+func TestResumableAbandoned(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 7<<20)
+		var keys []string
+		for _, n := range []int{0, 1 << 20, 5 << 20, 5<<20 + 1} {
+			u := b.start("plain", len(data), "")
+			keys = append(keys, b.key(u.ID))
+			if n > 0 {
+				b.mustAppend(u.ID, 0, data[:n])
+			}
+		}
+		if r, _ := b.usage("plain"); r != 4*int64(len(data)) {
+			t.Fatalf("reserved %d, want %d", r, 4*len(data))
+		}
+		b.clock.Advance(resumableWindow + time.Second)
+		if _, err := b.s.SweepOnce(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if r, used := b.usage("plain"); r != 0 || used != 0 {
+			t.Errorf("after the sweep: reserved %d, used %d; want nothing", r, used)
+		}
+		b.assertNothingLeft(keys...)
+	})
+}
+
+// TestResumableDeadlineFollowsProgress: each append moves the deadline
+// to confirm_within from then, so an upload that keeps sending outlives
+// its first deadline, and one that stops is reaped on time.
+func TestResumableDeadlineFollowsProgress(t *testing.T) {
+	b := setupResumable(t, false)
+	data := randData(t, 3000)
+	u := b.start("plain", len(data), "")
+	for i := range 2 {
+		b.clock.Advance(resumableWindow * 9 / 10)
+		got := b.mustAppend(u.ID, i*1000, data[i*1000:(i+1)*1000])
+		if want := b.clock.Now().Add(resumableWindow); !got.ExpiresAt.Equal(want) {
+			t.Fatalf("deadline after an append = %v, want %v", got.ExpiresAt, want)
+		}
+		if _, err := b.s.SweepOnce(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := b.s.ResumableUpload(t.Context(), u.ID); err != nil || st.State != claimcheck.StatePending || st.Offset != int64((i+1)*1000) {
+			t.Fatalf("upload after %d appends and a sweep = %+v, %v; want pending", i+1, st, err)
+		}
+	}
+	b.clock.Advance(resumableWindow + time.Second)
+	if _, err := b.s.SweepOnce(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.s.ResumableUpload(t.Context(), u.ID)
+	var gone *claimcheck.GoneError
+	if !errors.As(err, &gone) || gone.Reason != claimcheck.ReasonNeverConfirmed {
+		t.Errorf("stalled upload after its deadline = %v, want gone (never_confirmed)", err)
+	}
+}
+
+// TestResumableLost: when the storage drops an upload's bytes on its
+// own (on S3, the bucket's rule that aborts old multipart uploads), the
+// next append finishes the upload and says to start again, and the
+// reservation is refunded.
+func TestResumableLost(t *testing.T) {
+	resumableBackends(t, func(t *testing.T, b *rsBundle) {
+		data := randData(t, 6<<20)
+		for _, completing := range []bool{false, true} {
+			u := b.start("plain", len(data), "")
+			b.mustAppend(u.ID, 0, data[:5<<20])
+			r, err := b.s.meta.Resumable(t.Context(), u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.s.blobs.(blob.Appender).AbortAppend(t.Context(), r.Key, r.Handle); err != nil {
+				t.Fatal(err)
+			}
+			rest := data[5<<20 : 5<<20+10]
+			if completing {
+				rest = data[5<<20:]
+			}
+			_, err = b.append(u.ID, 5<<20, rest)
+			if !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "start the upload again") {
+				t.Fatalf("append (completing: %v) after the storage dropped the upload = %v", completing, err)
+			}
+			if _, err := b.s.ResumableUpload(t.Context(), u.ID); !errors.Is(err, claimcheck.ErrGone) {
+				t.Errorf("the lost upload = %v, want gone", err)
+			}
+			if res, _ := b.usage("plain"); res != 0 {
+				t.Errorf("reserved %d after the lost upload, want 0", res)
+			}
+			b.assertNothingLeft(r.Key)
+		}
+	})
+}

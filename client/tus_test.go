@@ -175,7 +175,7 @@ func TestResumableUpload(t *testing.T) {
 		if after := b.usage(t, "raw"); after != before {
 			t.Fatalf("usage %+v after abort, was %+v", after, before)
 		}
-		if _, err := c.ResumableStatus(ctx, saved); !errors.Is(err, claimcheck.ErrNotFound) {
+		if _, err := c.ResumableStatus(ctx, saved); !errors.Is(err, claimcheck.ErrGone) {
 			t.Fatalf("status of an aborted upload = %v", err)
 		}
 	})

@@ -127,7 +127,7 @@ func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Clie
 	var ref claimcheck.Ref
 	if saved := state.load(path); saved != "" {
 		ref, err = c.ResumeUpload(ctx, saved, f, st.Size(), opts)
-		if errors.Is(err, claimcheck.ErrNotFound) {
+		if errors.Is(err, claimcheck.ErrNotFound) || errors.Is(err, claimcheck.ErrGone) {
 			// Expired or dropped by the server (or another API key's):
 			// only a new upload can go on.
 			fmt.Fprintf(env.Stderr, "claimcheck: the saved upload is no longer on the server (%v); starting a new one\n", err)
@@ -164,7 +164,7 @@ func (u *uploadCmd) resumeDone(ref claimcheck.Ref, err error, path string) (clai
 		}
 		return ref, nil
 	}
-	if _, serr := os.Stat(path); serr == nil && !errors.Is(err, claimcheck.ErrChecksumMismatch) && !errors.Is(err, claimcheck.ErrNotFound) {
+	if _, serr := os.Stat(path); serr == nil && !errors.Is(err, claimcheck.ErrChecksumMismatch) && !errors.Is(err, claimcheck.ErrNotFound) && !errors.Is(err, claimcheck.ErrGone) {
 		return ref, fmt.Errorf("%w (the server keeps what it received: run the same command again to continue)", err)
 	}
 	os.Remove(path)

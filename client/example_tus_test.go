@@ -41,7 +41,7 @@ func ExampleClient_UploadResumable() {
 	ref, err := c.UploadResumable(ctx, "media", bytes.NewReader(video), int64(len(video)), client.ResumableOptions{
 		ContentType: "video/mp4",
 		ChunkSize:   1 << 20,
-		Created:     func(u string) { uploadURL = u }, // save it to resume after a crash
+		Created:     func(u string) error { uploadURL = u; return nil }, // save it to resume after a crash
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -60,8 +60,10 @@ type ResumableOptions struct {
 	Retries int
 	// Created is called with the upload's URL as soon as the server has
 	// created it, before any byte is sent: keep it to resume the upload
-	// with ResumeUpload after this process ends.
-	Created func(uploadURL string)
+	// with ResumeUpload after this process ends. When it fails (the URL
+	// could not be kept), the upload is dropped on the server and the
+	// error returned.
+	Created func(uploadURL string) error
 	// Progress is called with the server's offset after every chunk it
 	// accepted and every offset it reported.
 	Progress func(offset, size int64)
@@ -124,7 +126,7 @@ func (c *Client) UploadResumable(ctx context.Context, ns string, r io.ReaderAt, 
 // CreateResumable creates a tus upload of size bytes in namespace ns and
 // returns its URL. When opts.Digest is empty it is computed from r and
 // filled in (so that the same opts go on to ResumeUpload); opts.Created
-// is called with the URL.
+// is called with the URL (and a failure of it drops the upload).
 func (c *Client) CreateResumable(ctx context.Context, ns string, r io.ReaderAt, size int64, opts *ResumableOptions) (string, error) {
 	op := "resumable upload to " + ns
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
@@ -165,7 +167,10 @@ func (c *Client) CreateResumable(ctx context.Context, ns string, r io.ReaderAt, 
 		return "", fmt.Errorf("%s: the server's Location %q is not an upload URL", op, resp.Header.Get("Location"))
 	}
 	if opts.Created != nil {
-		opts.Created(loc.String())
+		if err := opts.Created(loc.String()); err != nil {
+			c.AbortResumable(context.WithoutCancel(ctx), loc.String())
+			return "", fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	return loc.String(), nil
 }

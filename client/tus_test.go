@@ -113,7 +113,7 @@ func TestResumableUpload(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		var saved string
 		o := opts
-		o.Created = func(u string) { saved = u }
+		o.Created = func(u string) error { saved = u; return nil }
 		o.Progress = func(off, size int64) {
 			if off >= 1<<20 {
 				cancel() // the process ends after the first chunk
@@ -162,7 +162,7 @@ func TestResumableUpload(t *testing.T) {
 		before := b.usage(t, "raw")
 		var saved string
 		o := opts
-		o.Created = func(u string) { saved = u }
+		o.Created = func(u string) error { saved = u; return nil }
 		if _, err := c.CreateResumable(ctx, "raw", bytes.NewReader(data), int64(len(data)), &o); err != nil {
 			t.Fatal(err)
 		}

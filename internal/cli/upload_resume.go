@@ -139,18 +139,11 @@ func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Clie
 			return u.resumeDone(ref, err, path)
 		}
 	}
-	var saveErr error
-	opts.Created = func(url string) { saveErr = state.save(path, url) }
-	uploadURL, err := c.CreateResumable(ctx, u.claim.ns, f, st.Size(), &opts)
-	if err == nil && saveErr != nil {
-		// Without the state a cut could not be resumed: better to stop
-		// now than to find out after a long transfer.
-		c.AbortResumable(context.WithoutCancel(ctx), uploadURL)
-		err = saveErr
-	}
-	if err == nil {
-		ref, err = c.ResumeUpload(ctx, uploadURL, f, st.Size(), opts)
-	}
+	// The state is saved before any byte is sent: without it a cut could
+	// not be resumed, and it is better to stop now than to find out
+	// after a long transfer.
+	opts.Created = func(url string) error { return state.save(path, url) }
+	ref, err = c.UploadResumable(ctx, u.claim.ns, f, st.Size(), opts)
 	finish()
 	return u.resumeDone(ref, err, path)
 }

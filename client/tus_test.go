@@ -78,7 +78,9 @@ func TestResumableUpload(t *testing.T) {
 	opts := client.ResumableOptions{ChunkSize: 1 << 20, ContentType: "video/mp4"}
 
 	t.Run("dropped once", func(t *testing.T) {
+		dp.mu.Lock()
 		dp.dropAfter = 300 << 10
+		dp.mu.Unlock()
 		var offsets []int64
 		o := opts
 		o.Progress = func(off, size int64) { offsets = append(offsets, off) }

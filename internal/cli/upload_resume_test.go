@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
@@ -74,6 +75,31 @@ func atoi(s string) int64 {
 	return n
 }
 
+// runKilled runs cmd with the proxy armed to drop the connection
+// dropAfter bytes into the next PATCH (0: not) and to kill cmd when the
+// upload reaches killAt, and returns cmd's end. The process reaches the
+// proxy's goroutine through an atomic.
+func (tp *tusProxy) runKilled(t *testing.T, cmd *exec.Cmd, dropAfter, killAt int64) error {
+	var proc atomic.Pointer[os.Process]
+	tp.arm(dropAfter, killAt, func() {
+		if p := proc.Load(); p != nil {
+			p.Kill()
+		}
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proc.Store(cmd.Process)
+	return cmd.Wait()
+}
+
+// arm sets the next drop and kill (zero: none).
+func (tp *tusProxy) arm(dropAfter, killAt int64, kill func()) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.dropAfter, tp.killAt, tp.kill = dropAfter, killAt, kill
+}
+
 func (tp *tusProxy) takeLog() []string {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
@@ -110,14 +136,11 @@ func TestUploadResume(t *testing.T) {
 
 	// Run 1: dropped once 3 MiB into the first chunk (the client goes on
 	// by itself), then killed 4 MiB into the second.
-	tp.dropAfter = 3 << 20
-	tp.killAt = chunk + 4<<20
 	cmd := exec.Command(bin, "upload", "--resume", proxied, "--ns", "raw", in)
 	cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER=", "CLAIMCHECK_API_KEY="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	tp.kill = func() { cmd.Process.Kill() }
-	if err := cmd.Run(); err == nil {
+	if err := tp.runKilled(t, cmd, 3<<20, chunk+4<<20); err == nil {
 		t.Fatalf("the killed upload succeeded: %s", stdout.String())
 	}
 	first := tp.takeLog()
@@ -176,11 +199,9 @@ func TestUploadResume(t *testing.T) {
 	// The same command again makes a new upload (the state was removed);
 	// the server's dedup answers it without storing the bytes twice.
 	t.Run("a changed file starts over", func(t *testing.T) {
-		tp.killAt = 1 << 20
 		cmd := exec.Command(bin, "upload", "--resume", proxied, "--ns", "raw", in)
 		cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER="), env...)
-		tp.kill = func() { cmd.Process.Kill() }
-		cmd.Run()
+		tp.runKilled(t, cmd, 0, 1<<20)
 		tp.takeLog()
 		if len(states()) != 1 {
 			t.Fatalf("state files: %v", states())

@@ -5,8 +5,9 @@
 # zstd) on loopback: peak RSS of the server (VmHWM) and of the CLI, and
 # MB/s of the whole command (hashing included: both hash the file first).
 #
-#   ./scripts/bench-tus.sh            # 1 GiB of random bytes
+#   ./scripts/bench-tus.sh                    # 1 GiB of random bytes
 #   SIZE_MB=256 ./scripts/bench-tus.sh
+#   COMPRESSION=none ./scripts/bench-tus.sh   # the namespace stores as sent
 #
 # Everything lives in a temporary directory that is removed at the end.
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 size_mb=${SIZE_MB:-1024}
+compression=${COMPRESSION:-}
 work=$(mktemp -d)
 server_pid=
 stop_server() {
@@ -31,7 +33,8 @@ head -c "$((size_mb << 20))" /dev/urandom > "$work/payload"
 
 start_server() {
   rm -rf "$work/data" "$work/server.log"
-  "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
+  env ${compression:+CLAIMCHECK_DEFAULTS__COMPRESSION="$compression"} \
+    "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
   server_pid=$!
   url=$(serve_url "$work/server.log")
 }
@@ -60,7 +63,7 @@ measure() {
     "$(mib "$server_kib")" "$(mib "$(cat "$work/cli.rss")")"
 }
 
-printf 'payload: %d MiB (random bytes, default zstd policy)\n\n' "$size_mb"
+printf 'payload: %d MiB (random bytes), compression: %s\n\n' "$size_mb" "${compression:-the default (zstd)}"
 echo '| command | MB/s | server peak RSS | CLI peak RSS |'
 echo '|---|---|---|---|'
 measure 'put (one streaming PUT)' put

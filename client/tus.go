@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -82,16 +83,7 @@ func (o ResumableOptions) withDefaults() ResumableOptions {
 	return o
 }
 
-// ResumableStatus is what the server reports about a resumable upload
-// (HEAD).
-type ResumableStatus struct {
-	Offset, Size int64
-	// Expires is when the server drops the upload if it is not finished
-	// (zero when the server did not say).
-	Expires time.Time
-	// Ref is the claim's reference once the upload is complete.
-	Ref *claimcheck.Ref
-}
+var _ claimcheck.ResumableUploads = (*Client)(nil)
 
 // UploadResumable stores the size bytes of r in a new claim of namespace
 // ns over tus: it creates an upload, sends the bytes in chunks of
@@ -110,115 +102,156 @@ type ResumableStatus struct {
 // before the upload does, keep the URL passed to opts.Created and finish
 // with ResumeUpload.
 func (c *Client) UploadResumable(ctx context.Context, ns string, r io.ReaderAt, size int64, opts ResumableOptions) (claimcheck.Ref, error) {
-	u, err := c.CreateResumable(ctx, ns, r, size, &opts)
-	if err != nil {
-		return claimcheck.Ref{}, err
-	}
-	// A new upload is at offset 0: no need to ask. An empty one was
-	// complete at creation, and the HEAD answers its reference.
-	var fresh *ResumableStatus
-	if size > 0 {
-		fresh = &ResumableStatus{Size: size}
-	}
-	return c.resume(ctx, u, r, size, opts, fresh)
-}
-
-// CreateResumable creates a tus upload of size bytes in namespace ns and
-// returns its URL. When opts.Digest is empty it is computed from r and
-// filled in (so that the same opts go on to ResumeUpload); opts.Created
-// is called with the URL (and a failure of it drops the upload).
-func (c *Client) CreateResumable(ctx context.Context, ns string, r io.ReaderAt, size int64, opts *ResumableOptions) (string, error) {
 	op := "resumable upload to " + ns
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return "", fmt.Errorf("resumable upload: %w", err)
-	}
-	if size < 0 {
-		return "", fmt.Errorf("%s: %w: size %d is negative", op, claimcheck.ErrInvalidArgument, size)
-	}
-	if opts.Digest == "" {
+	if opts.Digest == "" && size >= 0 {
 		h := sha256.New()
 		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
-			return "", fmt.Errorf("%s: hashing the payload: %w", op, err)
+			return claimcheck.Ref{}, fmt.Errorf("%s: hashing the payload: %w", op, err)
 		}
 		opts.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	}
-	hexDigest, ok := strings.CutPrefix(opts.Digest, "sha256:")
-	if !ok || !claimcheck.ValidDigest(opts.Digest) {
-		return "", fmt.Errorf("%s: %w: digest %q is not sha256:<64 lowercase hex digits>", op, claimcheck.ErrInvalidArgument, opts.Digest)
-	}
-	req, err := c.newRequest(ctx, http.MethodPost, nil, "v1", "namespaces", ns, "tus")
+	up, target, err := c.start(ctx, ns, claimcheck.ResumableRequest{Size: size, Digest: opts.Digest, ContentType: opts.ContentType})
 	if err != nil {
-		return "", err
-	}
-	req.Header.Set(headerTusResumable, tusVersion)
-	req.Header.Set(headerUploadLength, strconv.FormatInt(size, 10))
-	meta := []string{"sha256 " + base64.StdEncoding.EncodeToString([]byte(hexDigest))}
-	if opts.ContentType != "" {
-		meta = append(meta, "content_type "+base64.StdEncoding.EncodeToString([]byte(opts.ContentType)))
-	}
-	req.Header.Set(headerUploadMeta, strings.Join(meta, ","))
-	resp, err := c.do(req, http.StatusCreated, op, "")
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.Header.Get("Location") == "" || (loc.Scheme != "http" && loc.Scheme != "https") {
-		return "", fmt.Errorf("%s: the server's Location %q is not an upload URL", op, resp.Header.Get("Location"))
+		return claimcheck.Ref{}, err
 	}
 	if opts.Created != nil {
-		if err := opts.Created(loc.String()); err != nil {
-			c.AbortResumable(context.WithoutCancel(ctx), loc.String())
-			return "", fmt.Errorf("%s: %w", op, err)
+		if err := opts.Created(target.String()); err != nil {
+			c.AbortResumable(context.WithoutCancel(ctx), target.String())
+			return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	return loc.String(), nil
+	// A new upload is at offset 0: no need to ask. An empty one was
+	// complete at creation, and the HEAD answers its reference.
+	var known *claimcheck.ResumableUpload
+	if size > 0 {
+		known = &up
+	}
+	return c.resume(ctx, target, r, size, opts, known)
 }
 
-// ResumeUpload sends the rest of the tus upload at uploadURL from r (the
-// size bytes of the whole payload, the same as at creation) and returns
-// the claim's reference. It asks the server for its offset first, so it
-// continues an upload that another process started; an upload that is
-// already complete only answers its reference. opts.Digest, when set, is
-// checked against the reference the server answers.
-func (c *Client) ResumeUpload(ctx context.Context, uploadURL string, r io.ReaderAt, size int64, opts ResumableOptions) (claimcheck.Ref, error) {
-	return c.resume(ctx, uploadURL, r, size, opts, nil)
-}
-
-// resume is ResumeUpload starting from status st, or from a HEAD when
-// st is nil.
-func (c *Client) resume(ctx context.Context, uploadURL string, r io.ReaderAt, size int64, opts ResumableOptions, st *ResumableStatus) (claimcheck.Ref, error) {
-	opts = opts.withDefaults()
-	target, op, err := c.uploadURL(uploadURL)
+// ResumeUpload sends the rest of the resumable upload upload (its id, or
+// the URL given to ResumableOptions.Created) from r, the size bytes of the
+// whole payload as at creation, and returns the claim's reference. It
+// asks the server for its offset first, so it continues an upload that
+// another process started; an upload that is already complete only
+// answers its reference. opts.Digest, when set, is checked against the
+// reference the server answers.
+func (c *Client) ResumeUpload(ctx context.Context, upload string, r io.ReaderAt, size int64, opts ResumableOptions) (claimcheck.Ref, error) {
+	target, err := c.uploadURL(upload)
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("resume upload: %w", err)
 	}
-	t := &tusTransfer{c: c, url: target, r: r, size: size, opts: opts, op: op}
-	ref, err := t.run(ctx, st)
+	return c.resume(ctx, target, r, size, opts, nil)
+}
+
+// resume is ResumeUpload from the known state of the upload, or from a
+// HEAD when known is nil.
+func (c *Client) resume(ctx context.Context, target *url.URL, r io.ReaderAt, size int64, opts ResumableOptions, known *claimcheck.ResumableUpload) (claimcheck.Ref, error) {
+	opts = opts.withDefaults()
+	t := &tusTransfer{c: c, url: target, r: r, size: size, opts: opts, op: "resumable upload " + target.Redacted()}
+	ref, err := t.run(ctx, known)
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
 	if opts.Digest != "" && ref.Digest != opts.Digest || ref.Size != size {
-		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the server stored %d bytes with digest %s, not the %d bytes with %s sent", op, claimcheck.ErrChecksumMismatch, ref.Size, ref.Digest, size, opts.Digest)
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the server stored %d bytes with digest %s, not the %d bytes with %s sent", t.op, claimcheck.ErrChecksumMismatch, ref.Size, ref.Digest, size, opts.Digest)
 	}
 	return ref, nil
 }
 
-// ResumableStatus asks the server where the tus upload at uploadURL
-// stands (HEAD).
-func (c *Client) ResumableStatus(ctx context.Context, uploadURL string) (ResumableStatus, error) {
-	target, op, err := c.uploadURL(uploadURL)
-	if err != nil {
-		return ResumableStatus{}, fmt.Errorf("resumable status: %w", err)
+// StartResumable creates a resumable upload (tus creation) of req.Size
+// bytes in namespace ns; see claimcheck.ResumableUploads. req.Digest
+// travels in the upload's metadata and is checked at completion.
+func (c *Client) StartResumable(ctx context.Context, ns string, req claimcheck.ResumableRequest) (claimcheck.ResumableUpload, error) {
+	up, _, err := c.start(ctx, ns, req)
+	return up, err
+}
+
+func (c *Client) start(ctx context.Context, ns string, req claimcheck.ResumableRequest) (claimcheck.ResumableUpload, *url.URL, error) {
+	op := "resumable upload to " + ns
+	if err := claimcheck.ValidateNamespace(ns); err != nil {
+		return claimcheck.ResumableUpload{}, nil, fmt.Errorf("resumable upload: %w", err)
 	}
-	t := &tusTransfer{c: c, url: target, op: op}
+	if req.Size < 0 {
+		return claimcheck.ResumableUpload{}, nil, fmt.Errorf("%s: %w: size %d is negative", op, claimcheck.ErrInvalidArgument, req.Size)
+	}
+	var meta []string
+	if req.Digest != "" {
+		hexDigest, ok := strings.CutPrefix(req.Digest, "sha256:")
+		if !ok || !claimcheck.ValidDigest(req.Digest) {
+			return claimcheck.ResumableUpload{}, nil, fmt.Errorf("%s: %w: digest %q is not sha256:<64 lowercase hex digits>", op, claimcheck.ErrInvalidArgument, req.Digest)
+		}
+		meta = append(meta, "sha256 "+base64.StdEncoding.EncodeToString([]byte(hexDigest)))
+	}
+	if req.ContentType != "" {
+		meta = append(meta, "content_type "+base64.StdEncoding.EncodeToString([]byte(req.ContentType)))
+	}
+	hr, err := c.newRequest(ctx, http.MethodPost, nil, "v1", "namespaces", ns, "tus")
+	if err != nil {
+		return claimcheck.ResumableUpload{}, nil, err
+	}
+	hr.Header.Set(headerTusResumable, tusVersion)
+	hr.Header.Set(headerUploadLength, strconv.FormatInt(req.Size, 10))
+	if len(meta) > 0 {
+		hr.Header.Set(headerUploadMeta, strings.Join(meta, ","))
+	}
+	resp, err := c.do(hr, http.StatusCreated, op, "")
+	if err != nil {
+		return claimcheck.ResumableUpload{}, nil, err
+	}
+	resp.Body.Close()
+	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.Header.Get("Location") == "" || (loc.Scheme != "http" && loc.Scheme != "https") {
+		return claimcheck.ResumableUpload{}, nil, fmt.Errorf("%s: the server's Location %q is not an upload URL", op, resp.Header.Get("Location"))
+	}
+	up := claimcheck.ResumableUpload{
+		ID: path.Base(loc.Path), Namespace: ns, State: claimcheck.StatePending,
+		Size: req.Size, Digest: req.Digest, ContentType: req.ContentType,
+		ExpiresAt: expiresOf(resp),
+	}
+	return up, loc, nil
+}
+
+// ResumableUpload asks the server where the resumable upload upload (its
+// id, or its URL) stands (HEAD); see claimcheck.ResumableUploads. The
+// Namespace is known once the upload completed (from its Ref).
+func (c *Client) ResumableUpload(ctx context.Context, upload string) (claimcheck.ResumableUpload, error) {
+	target, err := c.uploadURL(upload)
+	if err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("resumable upload: %w", err)
+	}
+	t := &tusTransfer{c: c, url: target, op: "resumable upload " + target.Redacted()}
 	return t.head(ctx)
 }
 
-// AbortResumable drops the tus upload at uploadURL (termination): the
-// server deletes what it received and gives the quota back.
-func (c *Client) AbortResumable(ctx context.Context, uploadURL string) error {
-	target, op, err := c.uploadURL(uploadURL)
+// AppendResumable sends body as the bytes of upload (its id, or its URL)
+// from offset, in one request, checked against chunk when it is set; see
+// claimcheck.ResumableUploads. The body's length is sent when http can
+// tell it (a *bytes.Reader, say), otherwise the body is streamed chunked.
+// The answer of a PATCH does not carry the upload's size, content type
+// or (before completion) digest: those fields are left empty. When the
+// request fails, the server is asked for the upload's state, which comes
+// back with the error when it answers.
+func (c *Client) AppendResumable(ctx context.Context, upload string, offset int64, body io.Reader, chunk claimcheck.ChunkChecksum) (claimcheck.ResumableUpload, error) {
+	target, err := c.uploadURL(upload)
+	if err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("append to upload: %w", err)
+	}
+	t := &tusTransfer{c: c, url: target, op: "resumable upload " + target.Redacted()}
+	up, err := t.patch(ctx, offset, body, -1, chunk)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, claimcheck.ErrNotFound) && !errors.Is(err, claimcheck.ErrGone) {
+		if st, herr := t.head(ctx); herr == nil {
+			return st, err
+		}
+	}
+	return up, err
+}
+
+// AbortResumable drops the resumable upload upload (its id, or its URL;
+// tus termination): the server deletes what it received and gives the
+// quota back.
+func (c *Client) AbortResumable(ctx context.Context, upload string) error {
+	target, err := c.uploadURL(upload)
 	if err != nil {
 		return fmt.Errorf("abort upload: %w", err)
 	}
@@ -227,7 +260,7 @@ func (c *Client) AbortResumable(ctx context.Context, uploadURL string) error {
 		return fmt.Errorf("abort upload: %w", err)
 	}
 	req.Header.Set(headerTusResumable, tusVersion)
-	resp, err := c.do(req, http.StatusNoContent, "abort "+op, "")
+	resp, err := c.do(req, http.StatusNoContent, "abort resumable upload "+target.Redacted(), "")
 	if err != nil {
 		return err
 	}
@@ -235,17 +268,21 @@ func (c *Client) AbortResumable(ctx context.Context, uploadURL string) error {
 	return nil
 }
 
-// uploadURL parses an upload URL (relative ones are taken relative to
-// the server) and names it for errors.
-func (c *Client) uploadURL(raw string) (*url.URL, string, error) {
-	u, err := c.base.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", fmt.Errorf("%w: upload URL %q is not an http(s) URL", claimcheck.ErrInvalidArgument, raw)
+// uploadURL is the URL of an upload given by its id (under this client's
+// server) or by its URL (relative ones are taken relative to the server).
+func (c *Client) uploadURL(upload string) (*url.URL, error) {
+	if claimcheck.ValidClaimID(upload) {
+		return c.base.JoinPath("v1", "tus", upload), nil
 	}
-	return u, "resumable upload " + u.Redacted(), nil
+	u, err := c.base.Parse(upload)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("%w: %q is neither an upload id nor an http(s) URL", claimcheck.ErrInvalidArgument, upload)
+	}
+	return u, nil
 }
 
-// tusTransfer is one run of ResumeUpload.
+// tusTransfer is one run of ResumeUpload, or one request of the
+// ResumableUploads methods.
 type tusTransfer struct {
 	c    *Client
 	url  *url.URL
@@ -260,9 +297,9 @@ type tusTransfer struct {
 // The server's offset is the only truth about what it has: a chunk
 // whose answer was lost may have been stored whole, in part or not at
 // all.
-func (t *tusTransfer) run(ctx context.Context, known *ResumableStatus) (claimcheck.Ref, error) {
+func (t *tusTransfer) run(ctx context.Context, known *claimcheck.ResumableUpload) (claimcheck.Ref, error) {
 	failures := 0
-	var st ResumableStatus
+	var st claimcheck.ResumableUpload
 	var err error
 	if known != nil {
 		st = *known
@@ -277,12 +314,8 @@ func (t *tusTransfer) run(ctx context.Context, known *ResumableStatus) (claimche
 			if st.Size != t.size {
 				return claimcheck.Ref{}, fmt.Errorf("%s: %w: the upload has %d bytes, the payload %d: it is another payload's upload", t.op, claimcheck.ErrInvalidArgument, st.Size, t.size)
 			}
-			var ref *claimcheck.Ref
 			before := st.Offset
-			ref, st.Offset, err = t.patch(ctx, st.Offset)
-			if ref != nil {
-				return *ref, nil
-			}
+			st, err = t.sendChunk(ctx, st.Offset)
 			if err == nil || st.Offset > before {
 				failures = 0
 			}
@@ -305,7 +338,7 @@ func (t *tusTransfer) run(ctx context.Context, known *ResumableStatus) (claimche
 }
 
 // headed is head, reporting the offset to opts.Progress.
-func (t *tusTransfer) headed(ctx context.Context) (ResumableStatus, error) {
+func (t *tusTransfer) headed(ctx context.Context) (claimcheck.ResumableUpload, error) {
 	st, err := t.head(ctx)
 	if err == nil && st.Ref == nil && t.opts.Progress != nil {
 		t.opts.Progress(st.Offset, t.size)
@@ -313,92 +346,118 @@ func (t *tusTransfer) headed(ctx context.Context) (ResumableStatus, error) {
 	return st, err
 }
 
-// head asks for the upload's offset, size, expiry, and reference when
-// complete.
-func (t *tusTransfer) head(ctx context.Context) (ResumableStatus, error) {
+// head asks for the upload's offset, size, expiry, metadata, and
+// reference when complete.
+func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, t.url.String(), nil)
 	if err != nil {
-		return ResumableStatus{}, fmt.Errorf("%s: %w", t.op, err)
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
 	req.Header.Set(headerTusResumable, tusVersion)
 	resp, err := t.c.do(req, http.StatusOK, t.op, "")
 	if err != nil {
-		return ResumableStatus{}, err
+		return claimcheck.ResumableUpload{}, err
 	}
 	resp.Body.Close()
-	var st ResumableStatus
-	if st.Offset, err = headerInt(resp, headerUploadOffset); err != nil {
-		return ResumableStatus{}, fmt.Errorf("%s: %w", t.op, err)
+	st, err := t.state(resp)
+	if err != nil {
+		return claimcheck.ResumableUpload{}, err
 	}
 	if st.Size, err = headerInt(resp, headerUploadLength); err != nil {
-		return ResumableStatus{}, fmt.Errorf("%s: %w", t.op, err)
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
-	if v := resp.Header.Get(headerUploadExpires); v != "" {
-		st.Expires, _ = http.ParseTime(v)
+	meta := parseMetadata(resp.Header.Get(headerUploadMeta))
+	if d := meta["sha256"]; d != "" {
+		st.Digest = "sha256:" + d
+	}
+	st.ContentType = meta["content_type"]
+	return st, nil
+}
+
+// state reads what every answer about an upload says: its offset, expiry
+// and, once complete, its reference.
+func (t *tusTransfer) state(resp *http.Response) (claimcheck.ResumableUpload, error) {
+	st := claimcheck.ResumableUpload{ID: path.Base(t.url.Path), State: claimcheck.StatePending, Size: t.size, ExpiresAt: expiresOf(resp)}
+	var err error
+	if st.Offset, err = headerInt(resp, headerUploadOffset); err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
 	if st.Ref, err = answeredRef(resp); err != nil {
-		return ResumableStatus{}, fmt.Errorf("%s: %w", t.op, err)
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
+	}
+	if st.Ref != nil {
+		st.State, st.ID, st.Namespace = claimcheck.StateActive, st.Ref.ID, st.Ref.Namespace
+		st.Digest, st.ExpiresAt = st.Ref.Digest, time.Time{}
 	}
 	return st, nil
 }
 
-// patch sends the chunk at offset and returns the server's new offset,
-// and the claim's reference when that chunk completed the upload.
-func (t *tusTransfer) patch(ctx context.Context, offset int64) (*claimcheck.Ref, int64, error) {
-	// Chunks end at multiples of ChunkSize, also after the server kept
-	// a part of a chunk that was cut.
+// sendChunk sends the chunk of r at offset with its sha256. Chunks end
+// at multiples of ChunkSize, also after the server kept a part of a chunk
+// that was cut.
+func (t *tusTransfer) sendChunk(ctx context.Context, offset int64) (claimcheck.ResumableUpload, error) {
 	n := min(t.opts.ChunkSize-offset%t.opts.ChunkSize, t.size-offset)
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(t.r, offset, n)); err != nil {
-		return nil, offset, fmt.Errorf("%s: reading the payload: %w", t.op, err)
+		return claimcheck.ResumableUpload{Offset: offset}, fmt.Errorf("%s: reading the payload: %w", t.op, err)
 	}
-	body := &bodyTracker{r: &exactReader{r: io.NewSectionReader(t.r, offset, n), left: n, size: n}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, t.url.String(), body)
+	body := &exactReader{r: io.NewSectionReader(t.r, offset, n), left: n, size: n}
+	st, err := t.patch(ctx, offset, body, n, claimcheck.ChunkChecksum{Algorithm: "sha256", Sum: h.Sum(nil)})
 	if err != nil {
-		return nil, offset, fmt.Errorf("%s: %w", t.op, err)
+		return claimcheck.ResumableUpload{Offset: offset}, err
+	}
+	if st.Offset != offset+n {
+		return st, fmt.Errorf("%s: the server is at offset %d after a chunk of %d bytes from %d", t.op, st.Offset, n, offset)
+	}
+	if t.opts.Progress != nil {
+		t.opts.Progress(st.Offset, t.size)
+	}
+	if st.Offset == t.size && st.Ref == nil {
+		return st, fmt.Errorf("%s: the answer to the last chunk has no %s header", t.op, api.HeaderRef)
+	}
+	return st, nil
+}
+
+// patch sends body (n bytes, or -1 when unknown) from offset in one PATCH
+// and returns the upload's state the server answers.
+func (t *tusTransfer) patch(ctx context.Context, offset int64, body io.Reader, n int64, chunk claimcheck.ChunkChecksum) (claimcheck.ResumableUpload, error) {
+	if body == nil {
+		body, n = http.NoBody, 0
+	}
+	tracker := &bodyTracker{r: body}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, t.url.String(), tracker)
+	if err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
 	req.ContentLength = n
-	if n == 0 {
+	if n < 0 {
+		if l, ok := body.(interface{ Len() int }); ok {
+			req.ContentLength = int64(l.Len())
+		}
+	}
+	if req.ContentLength == 0 {
 		req.Body = http.NoBody
 	}
 	req.Header.Set(headerTusResumable, tusVersion)
 	req.Header.Set("Content-Type", contentTypeTusPatch)
 	req.Header.Set(headerUploadOffset, strconv.FormatInt(offset, 10))
-	req.Header.Set(headerUploadCheck, "sha256 "+base64.StdEncoding.EncodeToString(h.Sum(nil)))
+	if chunk.Algorithm != "" {
+		req.Header.Set(headerUploadCheck, chunk.Algorithm+" "+base64.StdEncoding.EncodeToString(chunk.Sum))
+	}
 	resp, err := t.c.do(req, http.StatusNoContent, t.op, "")
-	if berr := body.finish(); err != nil && berr != nil {
-		return nil, offset, fmt.Errorf("%s: reading the payload: %w", t.op, berr)
+	if berr := tracker.finish(); err != nil && berr != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: reading the payload: %w", t.op, berr)
 	}
 	var e *Error
 	if errors.As(err, &e) && e.Status == statusChecksumMismatch && !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 		// 460 from something that did not send claimcheck's JSON.
-		return nil, offset, fmt.Errorf("%s: %w: %w", t.op, claimcheck.ErrChecksumMismatch, err)
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w: %w", t.op, claimcheck.ErrChecksumMismatch, err)
 	}
 	if err != nil {
-		return nil, offset, err
+		return claimcheck.ResumableUpload{}, err
 	}
 	resp.Body.Close()
-	next, err := headerInt(resp, headerUploadOffset)
-	if err != nil {
-		return nil, offset, fmt.Errorf("%s: %w", t.op, err)
-	}
-	if next != offset+n {
-		return nil, next, fmt.Errorf("%s: the server is at offset %d after a chunk of %d bytes from %d", t.op, next, n, offset)
-	}
-	if t.opts.Progress != nil {
-		t.opts.Progress(next, t.size)
-	}
-	if next < t.size {
-		return nil, next, nil
-	}
-	ref, err := answeredRef(resp)
-	if err == nil && ref == nil {
-		err = fmt.Errorf("the answer to the last chunk has no %s header", api.HeaderRef)
-	}
-	if err != nil {
-		return nil, next, fmt.Errorf("%s: %w", t.op, err)
-	}
-	return ref, next, nil
+	return t.state(resp)
 }
 
 // answeredRef reads the Claimcheck-Ref header of a complete upload; nil
@@ -413,6 +472,25 @@ func answeredRef(resp *http.Response) (*claimcheck.Ref, error) {
 		return nil, fmt.Errorf("header %s: %w", api.HeaderRef, err)
 	}
 	return &ref, nil
+}
+
+// expiresOf reads Upload-Expires; zero when absent or not an HTTP date.
+func expiresOf(resp *http.Response) time.Time {
+	t, _ := http.ParseTime(resp.Header.Get(headerUploadExpires))
+	return t
+}
+
+// parseMetadata reads tus's Upload-Metadata ("key base64,key2 base64");
+// pairs that do not parse are left out.
+func parseMetadata(v string) map[string]string {
+	m := map[string]string{}
+	for pair := range strings.SplitSeq(v, ",") {
+		k, b, _ := strings.Cut(strings.TrimSpace(pair), " ")
+		if val, err := base64.StdEncoding.DecodeString(b); err == nil && k != "" {
+			m[k] = string(val)
+		}
+	}
+	return m
 }
 
 func headerInt(resp *http.Response, name string) (int64, error) {

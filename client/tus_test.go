@@ -3,12 +3,14 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,8 +126,9 @@ func TestResumableUpload(t *testing.T) {
 		if _, err := c.UploadResumable(cctx, "raw", bytes.NewReader(data), int64(len(data)), o); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled upload = %v", err)
 		}
-		st, err := c.ResumableStatus(ctx, saved)
-		if err != nil || st.Offset != 1<<20 || st.Size != int64(len(data)) || st.Ref != nil || st.Expires.IsZero() {
+		st, err := c.ResumableUpload(ctx, saved)
+		if err != nil || st.Offset != 1<<20 || st.Size != int64(len(data)) || st.Ref != nil || st.ExpiresAt.IsZero() ||
+			st.State != claimcheck.StatePending || st.Digest != claimcheck.DigestOf(data) || st.ContentType != "video/mp4" {
 			t.Fatalf("status after one chunk = %+v, %v", st, err)
 		}
 		o = opts
@@ -137,8 +140,8 @@ func TestResumableUpload(t *testing.T) {
 		b.redeemEqual(t, ref, data)
 		// Done: the status answers the reference, and resuming again
 		// answers it without sending a byte.
-		st, err = c.ResumableStatus(ctx, saved)
-		if err != nil || st.Ref == nil || st.Ref.ID != ref.ID {
+		st, err = c.ResumableUpload(ctx, saved)
+		if err != nil || st.Ref == nil || st.Ref.ID != ref.ID || st.State != claimcheck.StateActive || st.ID != ref.ID {
 			t.Fatalf("status after completion = %+v, %v", st, err)
 		}
 		again, err := c.ResumeUpload(ctx, saved, bytes.NewReader(data), int64(len(data)), o)
@@ -162,24 +165,67 @@ func TestResumableUpload(t *testing.T) {
 
 	t.Run("abort", func(t *testing.T) {
 		before := b.usage(t, "raw")
-		var saved string
-		o := opts
-		o.Created = func(u string) error { saved = u; return nil }
-		if _, err := c.CreateResumable(ctx, "raw", bytes.NewReader(data), int64(len(data)), &o); err != nil {
+		up, err := c.StartResumable(ctx, "raw", claimcheck.ResumableRequest{Size: int64(len(data))})
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got := b.usage(t, "raw"); got.ReservedBytes != before.ReservedBytes+int64(len(data)) {
-			t.Fatalf("usage after create %+v, was %+v: the upload reserves its size", got, before)
+			t.Fatalf("usage after start %+v, was %+v: the upload reserves its size", got, before)
 		}
-		if err := c.AbortResumable(ctx, saved); err != nil {
+		if err := c.AbortResumable(ctx, up.ID); err != nil {
 			t.Fatal(err)
 		}
 		if after := b.usage(t, "raw"); after != before {
 			t.Fatalf("usage %+v after abort, was %+v", after, before)
 		}
-		if _, err := c.ResumableStatus(ctx, saved); !errors.Is(err, claimcheck.ErrGone) {
+		if _, err := c.ResumableUpload(ctx, up.ID); !errors.Is(err, claimcheck.ErrGone) {
 			t.Fatalf("status of an aborted upload = %v", err)
 		}
+
+		// A URL that cannot be kept drops the upload before a byte is sent.
+		o := opts
+		var saved string
+		o.Created = func(u string) error { saved = u; return errors.New("disk full") }
+		if _, err := c.UploadResumable(ctx, "raw", bytes.NewReader(data), int64(len(data)), o); err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("upload whose Created failed = %v", err)
+		}
+		if _, err := c.ResumableUpload(ctx, saved); !errors.Is(err, claimcheck.ErrGone) {
+			t.Fatalf("status of the upload whose Created failed = %v", err)
+		}
+		if after := b.usage(t, "raw"); after != before {
+			t.Fatalf("usage %+v after the dropped upload, was %+v", after, before)
+		}
+	})
+
+	// The contract's calls, by id: one append per request, each chunk
+	// checked, the offset the server's.
+	t.Run("ResumableUploads", func(t *testing.T) {
+		data := randomBytes(t, 300<<10)
+		up, err := c.StartResumable(ctx, "raw", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: claimcheck.DigestOf(data)})
+		if err != nil || !claimcheck.ValidClaimID(up.ID) || up.Offset != 0 || up.State != claimcheck.StatePending || up.ExpiresAt.IsZero() {
+			t.Fatalf("start = %+v, %v", up, err)
+		}
+		sum := func(b []byte) claimcheck.ChunkChecksum {
+			s := sha256.Sum256(b)
+			return claimcheck.ChunkChecksum{Algorithm: "sha256", Sum: s[:]}
+		}
+		got, err := c.AppendResumable(ctx, up.ID, 0, bytes.NewReader(data[:100<<10]), sum([]byte("other bytes")))
+		if !errors.Is(err, claimcheck.ErrChecksumMismatch) || got.Offset != 0 {
+			t.Fatalf("append with a wrong chunk checksum = %+v, %v; want ErrChecksumMismatch at offset 0", got, err)
+		}
+		if got, err = c.AppendResumable(ctx, up.ID, 0, bytes.NewReader(data[:100<<10]), sum(data[:100<<10])); err != nil || got.Offset != 100<<10 {
+			t.Fatalf("first append = %+v, %v", got, err)
+		}
+		if got, err = c.AppendResumable(ctx, up.ID, 0, bytes.NewReader(data[:100<<10]), claimcheck.ChunkChecksum{}); !errors.Is(err, claimcheck.ErrInvalidArgument) || got.Offset != 100<<10 {
+			t.Fatalf("append at a stale offset = %+v, %v; want ErrInvalidArgument and the server's offset", got, err)
+		}
+		// A body of unknown length goes chunked.
+		rest := io.MultiReader(bytes.NewReader(data[100<<10:200<<10]), bytes.NewReader(data[200<<10:]))
+		got, err = c.AppendResumable(ctx, up.ID, 100<<10, rest, claimcheck.ChunkChecksum{})
+		if err != nil || got.State != claimcheck.StateActive || got.Ref == nil || got.Ref.Digest != claimcheck.DigestOf(data) {
+			t.Fatalf("last append = %+v, %v", got, err)
+		}
+		b.redeemEqual(t, *got.Ref, data)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -192,6 +238,9 @@ func TestResumableUpload(t *testing.T) {
 			t.Errorf("bad digest = %v", err)
 		}
 		if _, err := c.ResumeUpload(ctx, "ftp://x/y", bytes.NewReader(data), 10, opts); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+			t.Errorf("bad URL = %v", err)
+		}
+		if _, err := c.ResumableUpload(ctx, "ftp://x/y"); !errors.Is(err, claimcheck.ErrInvalidArgument) {
 			t.Errorf("bad URL = %v", err)
 		}
 	})

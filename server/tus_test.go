@@ -471,3 +471,25 @@ func TestTusTenants(t *testing.T) {
 		t.Errorf("HEAD without a key: %s, want 401", resp.Status)
 	}
 }
+
+// TestTusEmpty: an empty payload is complete on creation; the 201
+// carries its ref.
+func TestTusEmpty(t *testing.T) {
+	tusBackends(t, func(t *testing.T, b *tusBundle) {
+		resp, body := b.do(t, "POST", "/v1/namespaces/raw/tus", nil, "Upload-Length", "0",
+			"Upload-Metadata", tusMetadata("sha256", sha256Hex(nil)))
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %s %s", resp.Status, body)
+		}
+		var ref claimcheck.Ref
+		if err := json.Unmarshal([]byte(resp.Header.Get(api.HeaderRef)), &ref); err != nil || ref.Size != 0 {
+			t.Fatalf("Claimcheck-Ref %q: %v", resp.Header.Get(api.HeaderRef), err)
+		}
+		if got := b.redeem(t, ref); len(got) != 0 {
+			t.Errorf("redeemed %d bytes of an empty upload", len(got))
+		}
+		if n, resp := b.offset(t, resp.Header.Get("Location")); n != 0 || resp.Header.Get(api.HeaderRef) == "" {
+			t.Errorf("HEAD: offset %d, ref %q", n, resp.Header.Get(api.HeaderRef))
+		}
+	})
+}

@@ -204,6 +204,29 @@ function scenario(name, env) {
       await redeemed('node', ref, sha256hex(data));
     });
 
+    test('Node: an upload stopped by its signal continues from its URL in a later call', async () => {
+      const data = randomBytes(12 << 20);
+      const blob = new Blob([data]);
+      const stop = new AbortController();
+      let url;
+      proxy.take();
+      const first = new Client(proxy.url).uploadResumable('later', blob, {
+        chunkSize: 4 << 20,
+        signal: stop.signal,
+        onUploadUrl: (u) => { url = u; },
+        onProgress: (e) => { if (e.phase === 'uploading' && e.loaded >= 4 << 20) stop.abort(new Error('stopped')); },
+      });
+      await assert.rejects(first, /stopped/);
+      proxy.take();
+      const ref = await new Client(proxy.url).uploadResumable('later', blob, { chunkSize: 4 << 20, uploadUrl: url });
+      const log = proxy.take();
+      assert.equal(log[0], 'HEAD', `the second call asks for the offset first: ${log}`);
+      assert.ok(!log.includes('POST') && !log.includes('PATCH 0'), `no new upload, no byte of the first chunk again: ${log}`);
+      assert.equal(ref.digest, 'sha256:' + sha256hex(data));
+      const got = await (await direct.redeem(ref)).bytes();
+      assert.equal(sha256hex(got), sha256hex(data));
+    });
+
     test('a payload that is not the declared sha256 is refused, nothing stored', async () => {
       const before = (await direct.namespace('node')).usage;
       const blob = new Blob([randomBytes(100 << 10)]);

@@ -120,13 +120,8 @@ func (c *Client) UploadResumable(ctx context.Context, ns string, r io.ReaderAt, 
 			return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	// A new upload is at offset 0: no need to ask. An empty one was
-	// complete at creation, and the HEAD answers its reference.
-	var known *claimcheck.ResumableUpload
-	if size > 0 {
-		known = &up
-	}
-	return c.resume(ctx, target, r, size, opts, known)
+	// A new upload is at offset 0 (an empty one complete): no need to ask.
+	return c.resume(ctx, target, r, size, opts, &up)
 }
 
 // ResumeUpload sends the rest of the resumable upload upload (its id, or
@@ -208,6 +203,13 @@ func (c *Client) start(ctx context.Context, ns string, req claimcheck.ResumableR
 		ID: path.Base(loc.Path), Namespace: ns, State: claimcheck.StatePending,
 		Size: req.Size, Digest: req.Digest, ContentType: req.ContentType,
 		ExpiresAt: expiresOf(resp),
+	}
+	// An empty upload is complete at creation: the answer has its ref.
+	if up.Ref, err = answeredRef(resp); err != nil {
+		return claimcheck.ResumableUpload{}, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if up.Ref != nil {
+		up.State, up.ExpiresAt = claimcheck.StateActive, time.Time{}
 	}
 	return up, loc, nil
 }

@@ -228,6 +228,13 @@ func TestResumableUpload(t *testing.T) {
 		b.redeemEqual(t, *got.Ref, data)
 	})
 
+	t.Run("empty", func(t *testing.T) {
+		ref, err := c.UploadResumable(ctx, "raw", bytes.NewReader(nil), 0, opts)
+		if err != nil || ref.Size != 0 || ref.Digest != claimcheck.DigestOf(nil) {
+			t.Fatalf("empty upload = %+v, %v", ref, err)
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		if _, err := c.UploadResumable(ctx, "Bad NS", bytes.NewReader(data), 10, opts); !errors.Is(err, claimcheck.ErrInvalidArgument) {
 			t.Errorf("bad namespace = %v", err)

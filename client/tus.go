@@ -330,7 +330,7 @@ func (t *tusTransfer) run(ctx context.Context, known *claimcheck.ResumableUpload
 		}
 		failures++
 		if failures > t.opts.Retries {
-			return claimcheck.Ref{}, fmt.Errorf("%s: gave up after %d attempts in a row without progress: %w", t.op, failures, err)
+			return claimcheck.Ref{}, fmt.Errorf("gave up after %d attempts in a row without progress: %w", failures, err)
 		}
 		if werr := sleepCtx(ctx, backoff(failures, err)); werr != nil {
 			return claimcheck.Ref{}, fmt.Errorf("%s: %w", t.op, werr)

@@ -35,7 +35,8 @@ failure, say) continues the same upload instead of starting another.
 With --resume the file is sent over tus, the resumable upload protocol,
 in chunks of 16 MiB, each checked by the server (sha256) as it arrives.
 A connection cut on the way is resumed from the server's offset (up to 5
-attempts in a row without progress, waiting longer each time). The
+retries in a row without progress, waiting 0.5 s, then twice as long
+each time). The
 upload's URL is kept in a state file under the user's cache directory
 (claimcheck/uploads, $XDG_CACHE_HOME or ~/.cache on Linux) until the
 server answers the reference, so after a failure, a stop or a reboot the

@@ -36,14 +36,13 @@ With --resume the file is sent over tus, the resumable upload protocol,
 in chunks of 16 MiB, each checked by the server (sha256) as it arrives.
 A connection cut on the way is resumed from the server's offset (up to 5
 retries in a row without progress, waiting 0.5 s, then twice as long
-each time). The
-upload's URL is kept in a state file under the user's cache directory
-(claimcheck/uploads, $XDG_CACHE_HOME or ~/.cache on Linux) until the
-server answers the reference, so after a failure, a stop or a reboot the
-same command continues where the server is; a file whose size,
-modification time or sha256 changed starts a new upload. A resumable
-upload carries only the content type: labels, consumers and idempotency
-keys are not available with --resume.`,
+each time). The upload's URL is kept in a state file under the user's
+cache directory (claimcheck/uploads, $XDG_CACHE_HOME or ~/.cache on
+Linux) until the server answers the reference, so after a failure, a
+stop or a reboot the same command continues where the server is; a file
+whose size, modification time or sha256 changed starts a new upload. A
+resumable upload carries only the content type: labels, consumers and
+idempotency keys are not available with --resume.`,
 		Example: `  claimcheck upload --ns media video.mp4 > ref.json
   claimcheck upload --ns media --idempotency-key job-42 --content-type video/mp4 video.mp4
   claimcheck upload --resume --ns media big.iso > ref.json   # again after a cut: continues`,

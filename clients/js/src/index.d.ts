@@ -195,6 +195,12 @@ export class Client {
 
 export function isRef(v: unknown): v is Ref;
 export function parseRef(json: string): Ref;
+/**
+ * The error of an answer given by its status, body text and Retry-After
+ * seconds (the error classes of the server's codes; 460 is
+ * ChecksumMismatchError), for answers that did not come through fetch.
+ */
+export function errorFromAnswer(status: number, text: string, op: string, retryAfter?: number): ClaimcheckError;
 export function digestOf(
   data: string | Uint8Array | ArrayBuffer | ArrayBufferView | Blob,
   options?: { onProgress?: (e: ProgressEvent) => void; signal?: AbortSignal },

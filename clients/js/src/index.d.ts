@@ -130,6 +130,8 @@ export interface ResumableUploadOptions {
   urlStorage?: ResumableUrlStorage | null;
   /** The tus-js-client module, when it is not importable as 'tus-js-client' (a UMD global, say). */
   tus?: unknown;
+  /** A tus-js-client HTTP stack to send the requests with (default its DefaultHttpStack); each PATCH still gets its Upload-Checksum. */
+  httpStack?: unknown;
 }
 
 export interface UploadOptions {

@@ -103,7 +103,19 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
   if (contentType) metadata.content_type = contentType;
   if (typeof blob.name === 'string' && blob.name) metadata.filename = blob.name;
 
-  return new Promise((resolve, reject) => {
+  return new Promise((resolveOuter, rejectOuter) => {
+    const onAbort = () => {
+      // Stop without terminating: the upload stays on the server until
+      // it expires, to be resumed (uploadUrl, or the stored fingerprint).
+      upload.abort(false);
+      rejectOuter(signal.reason);
+    };
+    const settled = (fn) => (v) => {
+      signal?.removeEventListener('abort', onAbort);
+      fn(v);
+    };
+    const resolve = settled(resolveOuter);
+    const reject = settled(rejectOuter);
     const upload = new tus.Upload(blob, {
       endpoint,
       uploadUrl: opts.uploadUrl,
@@ -143,12 +155,7 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
         }
       },
     });
-    signal?.addEventListener('abort', () => {
-      // Stop without terminating: the upload stays on the server until
-      // it expires, to be resumed (uploadUrl, or the stored fingerprint).
-      upload.abort(false);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
     const start = () => upload.start();
     if (opts.uploadUrl || !upload.options.storeFingerprintForResuming) {
       start();

@@ -117,6 +117,9 @@ func (s *Server) newTus() *handler.UnroutedHandler {
 type tusExchange struct {
 	ns       string // the namespace of a creation
 	deleting bool   // a termination: an upload finished already is no error
+	// appending is a PATCH with a body: bytes for a completed upload are
+	// refused (tusd would answer 204 and drop them).
+	appending bool
 	checksum claimcheck.ChunkChecksum
 	upload   claimcheck.ResumableUpload
 	known    bool // upload is set
@@ -246,7 +249,8 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 			return nil
 		}
 	}
-	ex := &tusExchange{ns: ns, deleting: r.Method == http.MethodDelete}
+	ex := &tusExchange{ns: ns, deleting: r.Method == http.MethodDelete,
+		appending: r.Method == http.MethodPatch && r.ContentLength != 0}
 	if v := r.Header.Values(tusHeaderChecksum); len(v) > 0 {
 		c, err := parseUploadChecksum(v)
 		if err != nil {
@@ -443,6 +447,9 @@ func (ts tusStore) GetUpload(ctx context.Context, id string) (handler.Upload, er
 		return nil, ts.tusError(ctx, err, "")
 	}
 	ex.upload, ex.known = u, true
+	if ex.appending && u.State == claimcheck.StateActive {
+		return nil, ts.tusError(ctx, invalidf("upload %s is complete: nothing more can be appended", id), "")
+	}
 	return &tusUpload{tusStore: ts, u: u}, nil
 }
 

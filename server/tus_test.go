@@ -259,6 +259,8 @@ func TestTusRoundTrip(t *testing.T) {
 			if n != len(data) || resp.Header.Get(api.HeaderRef) != raw {
 				t.Errorf("%s: HEAD after completion: offset %d, ref %q; want %d and the same ref", ns, n, resp.Header.Get(api.HeaderRef), len(data))
 			}
+			resp, body := b.patch(t, loc, len(data), []byte("more"))
+			wantTusError(t, resp, body, http.StatusBadRequest, api.CodeInvalidArgument, "complete")
 			if r, used := b.usage(t, ns); r != 0 || used == 0 {
 				t.Errorf("%s: reserved %d, used %d after completion", ns, r, used)
 			}

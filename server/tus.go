@@ -116,6 +116,10 @@ func (s *Server) newTus() *handler.UnroutedHandler {
 // headers tusd does not write.
 type tusExchange struct {
 	ns       string // the namespace of a creation
+	deleting bool   // a termination: an upload finished already is no error
+	// appending is a PATCH with a body: bytes for a completed upload are
+	// refused (tusd would answer 204 and drop them).
+	appending bool
 	checksum claimcheck.ChunkChecksum
 	upload   claimcheck.ResumableUpload
 	known    bool // upload is set
@@ -245,7 +249,8 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 			return nil
 		}
 	}
-	ex := &tusExchange{ns: ns}
+	ex := &tusExchange{ns: ns, deleting: r.Method == http.MethodDelete,
+		appending: r.Method == http.MethodPatch && r.ContentLength != 0}
 	if v := r.Header.Values(tusHeaderChecksum); len(v) > 0 {
 		c, err := parseUploadChecksum(v)
 		if err != nil {
@@ -430,12 +435,21 @@ func metadataDigest(v string) (string, error) {
 // all arrived is completed by the store here (resumable.go), so a
 // client that asks after a lost answer gets the claim.
 func (ts tusStore) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
+	ex := exchangeOf(ctx)
 	u, err := ts.ru.ResumableUpload(ctx, id)
+	if ex.deleting && errors.Is(err, claimcheck.ErrGone) {
+		// Terminating an upload that is finished already (reaped, or
+		// terminated by a request whose answer was lost) succeeds, as
+		// deleting a deleted claim does: AbortResumable says so.
+		return &tusUpload{tusStore: ts, u: claimcheck.ResumableUpload{ID: id, State: claimcheck.StateDeleted}}, nil
+	}
 	if err != nil {
 		return nil, ts.tusError(ctx, err, "")
 	}
-	ex := exchangeOf(ctx)
 	ex.upload, ex.known = u, true
+	if ex.appending && u.State == claimcheck.StateActive {
+		return nil, ts.tusError(ctx, invalidf("upload %s is complete: nothing more can be appended", id), "")
+	}
 	return &tusUpload{tusStore: ts, u: u}, nil
 }
 

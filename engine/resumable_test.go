@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -465,4 +467,100 @@ func TestResumableLost(t *testing.T) {
 			b.assertNothingLeft(r.Key)
 		}
 	})
+}
+
+// failingAppends is a file store whose appends get a handle (as an S3
+// multipart upload id would be) and whose aborts fail while on, like a
+// bucket whose policy forbids AbortMultipartUpload.
+type failingAppends struct {
+	*blob.FileBucket
+	on bool
+}
+
+const fakeHandle = "upload-1"
+
+func (f *failingAppends) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
+	if _, err := f.FileBucket.BeginAppend(ctx, key, size); err != nil {
+		return "", err
+	}
+	return fakeHandle, nil
+}
+
+func (f *failingAppends) AbortAppend(ctx context.Context, key, handle string) error {
+	if handle != fakeHandle {
+		return fmt.Errorf("abort with handle %q, want the one BeginAppend gave", handle)
+	}
+	if f.on {
+		return errors.New("injected: access denied")
+	}
+	return f.FileBucket.AbortAppend(ctx, key, "")
+}
+
+// TestResumableReapDeadLetter: an abandoned upload whose abort keeps
+// failing is retried by the sweeper and parked as a dead letter, its
+// reservation refunded once; retried after the fault is fixed, it is
+// aborted with the handle recorded on its row.
+func TestResumableReapDeadLetter(t *testing.T) {
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	fa := &failingAppends{FileBucket: files.(*blob.FileBucket), on: true}
+	fc := clock.NewFake(upT0)
+	s, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: fc, BlobStore: fa, Logger: slog.New(slog.DiscardHandler),
+		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone,
+			Uploads: claimcheck.UploadPolicy{ConfirmWithin: claimcheck.Duration(resumableWindow), URLTTL: claimcheck.Duration(time.Minute)}}},
+		Sweeper: sweep.Config{Disabled: true, MaxAttempts: 2, RetryDelay: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendResumable(ctx, u.ID, 0, strings.NewReader(strings.Repeat("x", 40)), claimcheck.ChunkChecksum{}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.meta.Resumable(ctx, u.ID)
+
+	fc.Advance(resumableWindow + time.Second)
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := s.SweepOnce(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.DeleteFailures != 1 {
+			t.Fatalf("sweep %d: %d delete failures, want the abort's 1", attempt, res.DeleteFailures)
+		}
+		fc.Advance(10 * time.Minute)
+	}
+	page, err := s.DeadLetters(ctx, claimcheck.DeadLetterQuery{})
+	if err != nil || len(page.DeadLetters) != 1 || page.DeadLetters[0].BlobID != r.BlobID {
+		t.Fatalf("dead letters = %+v, %v; want the upload's staging blob", page, err)
+	}
+	if n, _ := s.meta.Namespace(ctx, "plain"); n.ReservedBytes != 0 || n.PendingClaims != 0 {
+		t.Errorf("namespace after reaping: %+v, want nothing reserved", n)
+	}
+	if _, err := s.blobs.Attributes(ctx, r.Key); err != nil {
+		t.Errorf("the staging file went although its abort failed: %v", err)
+	}
+
+	fa.on = false
+	if _, err := s.RetryDeadLetter(ctx, r.BlobID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SweepOnce(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.blobs.Attributes(ctx, r.Key); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("staging file after the retried collection: %v, want gone", err)
+	}
+	if n, _ := s.meta.Namespace(ctx, "plain"); n.ReservedBytes != 0 {
+		t.Errorf("reserved %d after the retry, want 0 (refunded once)", n.ReservedBytes)
+	}
 }

@@ -101,11 +101,11 @@ func (s resumeState) save(path, url string) error {
 	return nil
 }
 
-// uploadResumable is upload --resume: the file goes over tus, and its upload URL
-// is kept in a state file until the server answered the reference, so a
-// run after an interruption (a cut connection that outlasted the
-// client's retries, a killed process, a reboot) continues from the
-// server's offset instead of from the first byte.
+// uploadResumable is upload --resume: the file goes over tus, and its
+// upload URL is kept in a state file until the server answered the
+// reference, so a run after an interruption (a cut connection that
+// outlasted the client's retries, a killed process, a reboot) continues
+// from the server's offset instead of from the first byte.
 func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Client, f *os.File, st fs.FileInfo, digest string) (claimcheck.Ref, error) {
 	abs, err := filepath.Abs(f.Name())
 	if err != nil {
@@ -136,7 +136,7 @@ func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Clie
 		}
 		if saved != "" {
 			finish()
-			return u.resumeDone(ref, err, path)
+			return resumeDone(env, ref, err, path)
 		}
 	}
 	// The state is saved before any byte is sent: without it a cut could
@@ -145,15 +145,17 @@ func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Clie
 	opts.Created = func(url string) error { return state.save(path, url) }
 	ref, err = c.UploadResumable(ctx, u.claim.ns, f, st.Size(), opts)
 	finish()
-	return u.resumeDone(ref, err, path)
+	return resumeDone(env, ref, err, path)
 }
 
 // resumeDone removes the state file after a success and says how to go
 // on after a failure that left an upload to continue.
-func (u *uploadCmd) resumeDone(ref claimcheck.Ref, err error, path string) (claimcheck.Ref, error) {
+func resumeDone(env Env, ref claimcheck.Ref, err error, path string) (claimcheck.Ref, error) {
 	if err == nil {
 		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return ref, fmt.Errorf("the upload is complete, but its state file stays: %w", rerr)
+			// The claim exists: a state file left behind only makes a
+			// later run of the same file answer the same reference.
+			fmt.Fprintf(env.Stderr, "claimcheck: the upload is complete, but its state file stays: %v\n", rerr)
 		}
 		return ref, nil
 	}

@@ -196,8 +196,9 @@ func TestUploadResume(t *testing.T) {
 		t.Fatalf("namespace usage %+v, want %+v: one claim, quota exact", info.Usage, want)
 	}
 
-	// The same command again makes a new upload (the state was removed);
-	// the server's dedup answers it without storing the bytes twice.
+	// A run killed after the state was saved, then the file changes: the
+	// next run must not continue the old upload (other bytes) but start
+	// a new one.
 	t.Run("a changed file starts over", func(t *testing.T) {
 		cmd := exec.Command(bin, "upload", "--resume", proxied, "--ns", "raw", in)
 		cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER="), env...)

@@ -564,3 +564,113 @@ func TestResumableReapDeadLetter(t *testing.T) {
 		t.Errorf("reserved %d after the retry, want 0 (refunded once)", n.ReservedBytes)
 	}
 }
+
+// shortRecords is a file store whose appends record one byte less than
+// they stored, as a store that records the end of its last whole part
+// before the rest: the running hash then saw more than was recorded.
+type shortRecords struct {
+	*blob.FileBucket
+	short bool
+}
+
+func (s *shortRecords) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
+	if !s.short {
+		return s.FileBucket.Append(ctx, key, handle, size, off, r, durable)
+	}
+	return s.FileBucket.Append(ctx, key, handle, size, off, r, func(o int64) error { return durable(o - 1) })
+}
+
+// TestResumableHashFallsBack: when the saved hash does not cover the
+// bytes recorded, completion reads the object back to check it, and
+// still refuses a payload of another sha256.
+func TestResumableHashFallsBack(t *testing.T) {
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	sr := &shortRecords{FileBucket: files.(*blob.FileBucket)}
+	s, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: clock.NewFake(upT0), BlobStore: sr, Logger: slog.New(slog.DiscardHandler),
+		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone}},
+		Sweeper:    sweep.Config{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := randData(t, 10_000)
+	for _, digest := range []string{claimcheck.DigestOf(data), claimcheck.DigestOf([]byte("other"))} {
+		u, err := s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr.short = true
+		got, err := s.AppendResumable(ctx, u.ID, 0, bytes.NewReader(data[:4000]), claimcheck.ChunkChecksum{})
+		if err != nil || got.Offset != 3999 {
+			t.Fatalf("short-recorded append = %+v, %v; want offset 3999", got, err)
+		}
+		r, _ := s.meta.Resumable(ctx, u.ID)
+		if r.HashedTo == r.Received {
+			t.Fatalf("the saved hash covers %d bytes, recorded %d: it saw 4000", r.HashedTo, r.Received)
+		}
+		sr.short = false
+		done, err := s.AppendResumable(ctx, u.ID, 3999, bytes.NewReader(data[3999:]), claimcheck.ChunkChecksum{})
+		if digest != claimcheck.DigestOf(data) {
+			if !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+				t.Errorf("completion of another payload than declared = %v, want ErrChecksumMismatch", err)
+			}
+			continue
+		}
+		if err != nil || done.Ref == nil || done.Ref.Digest != digest {
+			t.Fatalf("completion = %+v, %v", done, err)
+		}
+		p, err := s.Redeem(ctx, *done.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Bytes(); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("redeemed %d bytes, %v", len(got), err)
+		}
+	}
+}
+
+// TestResumableNoReadBack: a payload stored as it arrived is checked
+// against the running hash; completion reads nothing back.
+func TestResumableNoReadBack(t *testing.T) {
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	counted, counts := blob.NewCounting(files)
+	s, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: clock.NewFake(upT0), BlobStore: counted, Logger: slog.New(slog.DiscardHandler),
+		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone}},
+		Sweeper:    sweep.Config{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := randData(t, 100_000)
+	u, err := s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: claimcheck.DigestOf(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 30_000 {
+		end := min(off+30_000, len(data))
+		if _, err := s.AppendResumable(ctx, u.ID, int64(off), bytes.NewReader(data[off:end]), claimcheck.ChunkChecksum{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counts.Counts().Reads; n != 0 {
+		t.Errorf("%d object reads for an upload stored as it arrived, want none", n)
+	}
+	st, err := s.ResumableUpload(ctx, u.ID)
+	if err != nil || st.Ref == nil || st.Ref.Digest != claimcheck.DigestOf(data) {
+		t.Fatalf("upload = %+v, %v; want committed with the payload's digest", st, err)
+	}
+}

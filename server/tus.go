@@ -120,10 +120,10 @@ type tusExchange struct {
 	// appending is a PATCH with a body: bytes for a completed upload are
 	// refused (tusd would answer 204 and drop them).
 	appending bool
-	checksum claimcheck.ChunkChecksum
-	upload   claimcheck.ResumableUpload
-	known    bool // upload is set
-	failed   bool // the store refused the chunk that was to complete the upload
+	checksum  claimcheck.ChunkChecksum
+	upload    claimcheck.ResumableUpload
+	known     bool // upload is set
+	failed    bool // the store refused the chunk that was to complete the upload
 }
 
 type tusExchangeKey struct{}

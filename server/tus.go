@@ -194,7 +194,7 @@ func (w *tusWriter) Write(p []byte) (int, error) {
 }
 
 // finish answers a refusal of tusd's held back, as JSON.
-func (w *tusWriter) finish(r *http.Request) {
+func (w *tusWriter) finish() {
 	if w.plainStatus == 0 {
 		return
 	}
@@ -272,7 +272,7 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 		r.URL = &u
 	}
 	serve(tw, r)
-	tw.finish(r)
+	tw.finish()
 	if ex.known && ex.upload.State != claimcheck.StatePending {
 		s.pending.endUpload(ex.upload.ID) // completed or gone: no reservation left
 	}

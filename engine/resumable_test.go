@@ -674,3 +674,44 @@ func TestResumableNoReadBack(t *testing.T) {
 		t.Fatalf("upload = %+v, %v; want committed with the payload's digest", st, err)
 	}
 }
+
+// slowBody yields its data in pieces, moving the fake clock by step
+// before each and sweeping, like a client on a slow link whose one
+// PATCH outlasts confirm_within while the sweeper runs.
+type slowBody struct {
+	t     *testing.T
+	b     *rsBundle
+	data  []byte
+	piece int
+	step  time.Duration
+}
+
+func (s *slowBody) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	s.b.clock.Advance(s.step)
+	if _, err := s.b.s.SweepOnce(context.Background(), 0); err != nil {
+		s.t.Error(err)
+	}
+	n := copy(p[:min(len(p), s.piece)], s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// TestResumableLongChunk: a chunk still arriving when its upload's
+// deadline would pass keeps the upload alive (the deadline follows the
+// bytes within a request too), and completes.
+func TestResumableLongChunk(t *testing.T) {
+	b := setupResumable(t, false)
+	data := randData(t, 64<<10)
+	u := b.start("plain", len(data), claimcheck.DigestOf(data))
+	body := &slowBody{t: t, b: b, data: data, piece: 8 << 10, step: resumableWindow * 6 / 10}
+	done, err := b.s.AppendResumable(t.Context(), u.ID, 0, body, claimcheck.ChunkChecksum{})
+	if err != nil || done.Ref == nil {
+		t.Fatalf("a chunk lasting %v (confirm_within %v) = %+v, %v; want it completed", 8*body.step, resumableWindow, done, err)
+	}
+	if got := b.redeem(*done.Ref); !bytes.Equal(got, data) {
+		t.Fatal("redeemed other bytes")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -234,9 +235,20 @@ func (s *Store) appendChunk(ctx context.Context, op string, r meta.ResumableUplo
 		check.r = body
 		body = check
 	}
+	// The payload's sha256 runs on from the saved state while it covers
+	// the bytes received, so that completion need not read them back.
+	// Only where completion may keep the bytes as they are: a namespace
+	// that compresses or encrypts reads them back through the codec
+	// anyway, which hashes them.
+	run := &runningHash{r: body}
+	if !pol.Encrypted() && (pol.Compression == claimcheck.CompressionNone || pol.Compression == claimcheck.CompressionAuto) {
+		run.h = resumeHash(r)
+	}
+	body = run
 	body = &pendingProgress{r: body, ctx: ctx, s: s, claimID: c.ID, blobID: r.BlobID,
 		window: window, expires: c.ExpiresAt, last: s.clock.Now()}
 	src := &readErr{r: body}
+	before := r.Received
 	durable := func(o int64) error {
 		if check != nil {
 			if err := check.verdict(); err != nil {
@@ -249,13 +261,20 @@ func (s *Store) appendChunk(ctx context.Context, op string, r meta.ResumableUplo
 		defer cancel()
 		now := s.clock.Now()
 		due := minTime(now.Add(window), c.ExpiresAt)
-		if err := s.meta.RecordReceived(cctx, c.ID, r.BlobID, r.Received, o, due, now); err != nil {
+		// The hash is saved only for an offset whose bytes it saw
+		// exactly: the store may record less than it read (an S3 append
+		// records the end of its last whole part first).
+		state := run.stateAt(o - before)
+		if err := s.meta.RecordReceived(cctx, meta.Received{ID: c.ID, BlobID: r.BlobID, From: r.Received, To: o,
+			HashState: state, DueAt: due, Now: now}); err != nil {
 			return err
 		}
 		r.Received, c.DueAt = o, due
+		if state != nil {
+			r.HashState, r.HashedTo = state, o
+		}
 		return nil
 	}
-	before := r.Received
 	_, err = ap.Append(ctx, r.Key, r.Handle, r.Size, r.Received, src, durable)
 	if err == nil {
 		return r, c, nil
@@ -330,13 +349,13 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 	}
 	var w written
 	blobID := r.BlobID
+	verified := true // the object was read back whole (or written from a whole read)
 	if sk == nil && !s.wouldCompress(ctx, pol, r.Key) {
-		// Stored as it arrived: read it once to check it.
-		size, digest, err := s.hashObject(ctx, r.Upload)
-		if err != nil {
+		// Stored as it arrived: its digest is the running hash's, or,
+		// when that does not cover it, one read of the object.
+		if w, verified, err = s.appendedAsIs(ctx, r); err != nil {
 			return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", op, err)
 		}
-		w = written{digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone)}
 	} else {
 		if blobID, w, err = s.rewriteResumable(ctx, op, r, c, pol, sk); err != nil {
 			if errors.Is(err, claimcheck.ErrChecksumMismatch) {
@@ -352,19 +371,29 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		return claimcheck.ResumableUpload{}, s.refuseResumable(ctx, op, r, fmt.Errorf("%w: the payload hashes to %s, sha256 %s was declared", claimcheck.ErrChecksumMismatch, w.digest, r.Digest))
 	}
 
-	now := s.clock.Now()
-	res, err := s.meta.Commit(ctx, meta.CommitParams{
+	cp := meta.CommitParams{
 		ClaimID: c.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
-		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
+		Now: s.clock.Now(), DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 		Tenant:         s.tenantQuota(pol),
 		DedupNotBefore: keyFloor(s.dedupNotBefore(r.Namespace, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
 		DiscardRetry:   s.discardRetry,
-		// The object was read whole (or written from a whole read) and
-		// matched: it may repair a damaged blob of the same content.
-		RepairVerified: true,
-	})
+		// An object read whole that matched may repair a damaged blob of
+		// the same content (integrity.go).
+		RepairVerified: verified,
+	}
+	res, err := s.meta.Commit(ctx, cp)
+	if errors.Is(err, meta.ErrDamagedCandidate) {
+		// The blob of these bytes is damaged: this object may repair it
+		// once read back and found right, as a put's would.
+		size, digest, herr := s.hashObject(ctx, r.Upload)
+		if herr != nil || size != w.size || digest != w.digest {
+			return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w: the stored payload does not read back as it was received", op, claimcheck.ErrUnavailable)
+		}
+		cp.RepairVerified, cp.Now = true, s.clock.Now()
+		res, err = s.meta.Commit(ctx, cp)
+	}
 	if errors.Is(err, meta.ErrConflict) {
 		s.metrics.casConflicts.Inc()
 		_, lc, lerr := s.loadResumable(ctx, op, r.ClaimID)
@@ -391,6 +420,76 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	ref := refOf(res.Claim, res.Blob)
 	return resumableOf(r.Upload, r.Size, meta.ClaimActive, c.DueAt, &ref), nil
+}
+
+// appendedAsIs describes upload r's completed object, stored as it
+// arrived: size from the storage, digest from the running hash when it
+// covers every byte (no read), else from reading the object whole
+// (verified then).
+func (s *Store) appendedAsIs(ctx context.Context, r meta.ResumableUpload) (written, bool, error) {
+	if h := resumeHash(r); h != nil && r.HashedTo == r.Size {
+		a, err := s.blobs.Attributes(ctx, r.Key)
+		if err != nil {
+			return written{}, false, fmt.Errorf("%w: stat the stored payload: %v", claimcheck.ErrUnavailable, err)
+		}
+		digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+		return written{digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}, false, nil
+	}
+	size, digest, err := s.hashObject(ctx, r.Upload)
+	if err != nil {
+		return written{}, false, err
+	}
+	return written{digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone)}, true, nil
+}
+
+// resumeHash is the running sha256 of upload r, continued from its
+// saved state, or nil when the saved state does not cover the bytes
+// received.
+func resumeHash(r meta.ResumableUpload) hash.Hash {
+	if r.HashedTo != r.Received {
+		return nil
+	}
+	h := sha256.New()
+	if len(r.HashState) == 0 {
+		if r.Received != 0 {
+			return nil
+		}
+		return h
+	}
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(r.HashState); err != nil {
+		return nil
+	}
+	return h
+}
+
+// runningHash feeds what an append reads to the payload's running
+// hash (nil: none), counting the bytes.
+type runningHash struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (rh *runningHash) Read(p []byte) (int, error) {
+	n, err := rh.r.Read(p)
+	if rh.h != nil {
+		rh.h.Write(p[:n])
+	}
+	rh.n += int64(n)
+	return n, err
+}
+
+// stateAt is the hash's saved state if it has seen exactly n bytes,
+// else nil.
+func (rh *runningHash) stateAt(n int64) []byte {
+	if rh.h == nil || rh.n != n {
+		return nil
+	}
+	b, err := rh.h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // wouldCompress reports whether the namespace's compression would

@@ -37,6 +37,9 @@ type rsBundle struct {
 	clock  *clock.Fake
 	s3     *s3.Client
 	bucket string
+	// claimObjects is how many objects committed claims hold: what
+	// assertNothingLeft allows in the bucket.
+	claimObjects int
 }
 
 // resumableWindow is confirm_within in every namespace of the tests.
@@ -155,8 +158,8 @@ func (b *rsBundle) assertNothingLeft(keys ...string) {
 	for _, u := range out.Uploads {
 		b.t.Errorf("multipart upload of %s is still there", aws.ToString(u.Key))
 	}
-	if n := testsvc.CountObjects(b.t, b.s3, b.bucket); n != 0 {
-		b.t.Errorf("%d objects in the bucket, want none", n)
+	if n := testsvc.CountObjects(b.t, b.s3, b.bucket); n != b.claimObjects {
+		b.t.Errorf("%d objects in the bucket, want the %d of committed claims", n, b.claimObjects)
 	}
 }
 
@@ -380,6 +383,13 @@ func TestResumableAbort(t *testing.T) {
 func TestResumableAbandoned(t *testing.T) {
 	resumableBackends(t, func(t *testing.T, b *rsBundle) {
 		data := randData(t, 7<<20)
+		// A claim beside the uploads: its usage must come out exactly
+		// as it went in.
+		if _, err := b.s.Put(t.Context(), "plain", bytes.NewReader(data[:12345]), claimcheck.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b.claimObjects = 1
+		reserved0, used0 := b.usage("plain")
 		var keys []string
 		for _, n := range []int{0, 1 << 20, 5 << 20, 5<<20 + 1} {
 			u := b.start("plain", len(data), "")
@@ -388,15 +398,15 @@ func TestResumableAbandoned(t *testing.T) {
 				b.mustAppend(u.ID, 0, data[:n])
 			}
 		}
-		if r, _ := b.usage("plain"); r != 4*int64(len(data)) {
-			t.Fatalf("reserved %d, want %d", r, 4*len(data))
+		if r, _ := b.usage("plain"); r != reserved0+4*int64(len(data)) {
+			t.Fatalf("reserved %d, want %d", r, reserved0+4*int64(len(data)))
 		}
 		b.clock.Advance(resumableWindow + time.Second)
 		if _, err := b.s.SweepOnce(t.Context(), 0); err != nil {
 			t.Fatal(err)
 		}
-		if r, used := b.usage("plain"); r != 0 || used != 0 {
-			t.Errorf("after the sweep: reserved %d, used %d; want nothing", r, used)
+		if r, used := b.usage("plain"); r != reserved0 || used != used0 {
+			t.Errorf("after the sweep: reserved %d, used %d; want %d and %d as before the uploads", r, used, reserved0, used0)
 		}
 		b.assertNothingLeft(keys...)
 	})
@@ -562,5 +572,156 @@ func TestResumableReapDeadLetter(t *testing.T) {
 	}
 	if n, _ := s.meta.Namespace(ctx, "plain"); n.ReservedBytes != 0 {
 		t.Errorf("reserved %d after the retry, want 0 (refunded once)", n.ReservedBytes)
+	}
+}
+
+// shortRecords is a file store whose appends record one byte less than
+// they stored, as a store that records the end of its last whole part
+// before the rest: the running hash then saw more than was recorded.
+type shortRecords struct {
+	*blob.FileBucket
+	short bool
+}
+
+func (s *shortRecords) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
+	if !s.short {
+		return s.FileBucket.Append(ctx, key, handle, size, off, r, durable)
+	}
+	return s.FileBucket.Append(ctx, key, handle, size, off, r, func(o int64) error { return durable(o - 1) })
+}
+
+// TestResumableHashFallsBack: when the saved hash does not cover the
+// bytes recorded, completion reads the object back to check it, and
+// still refuses a payload of another sha256.
+func TestResumableHashFallsBack(t *testing.T) {
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	sr := &shortRecords{FileBucket: files.(*blob.FileBucket)}
+	s, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: clock.NewFake(upT0), BlobStore: sr, Logger: slog.New(slog.DiscardHandler),
+		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone}},
+		Sweeper:    sweep.Config{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := randData(t, 10_000)
+	for _, digest := range []string{claimcheck.DigestOf(data), claimcheck.DigestOf([]byte("other"))} {
+		u, err := s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr.short = true
+		got, err := s.AppendResumable(ctx, u.ID, 0, bytes.NewReader(data[:4000]), claimcheck.ChunkChecksum{})
+		if err != nil || got.Offset != 3999 {
+			t.Fatalf("short-recorded append = %+v, %v; want offset 3999", got, err)
+		}
+		r, _ := s.meta.Resumable(ctx, u.ID)
+		if r.HashedTo == r.Received {
+			t.Fatalf("the saved hash covers %d bytes, recorded %d: it saw 4000", r.HashedTo, r.Received)
+		}
+		sr.short = false
+		done, err := s.AppendResumable(ctx, u.ID, 3999, bytes.NewReader(data[3999:]), claimcheck.ChunkChecksum{})
+		if digest != claimcheck.DigestOf(data) {
+			if !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+				t.Errorf("completion of another payload than declared = %v, want ErrChecksumMismatch", err)
+			}
+			continue
+		}
+		if err != nil || done.Ref == nil || done.Ref.Digest != digest {
+			t.Fatalf("completion = %+v, %v", done, err)
+		}
+		p, err := s.Redeem(ctx, *done.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Bytes(); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("redeemed %d bytes, %v", len(got), err)
+		}
+	}
+}
+
+// TestResumableNoReadBack: a payload stored as it arrived is checked
+// against the running hash; completion reads nothing back.
+func TestResumableNoReadBack(t *testing.T) {
+	ctx := context.Background()
+	files, err := blob.Open(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	counted, counts := blob.NewCounting(files)
+	s, err := Open(ctx, Config{
+		Data: t.TempDir(), Clock: clock.NewFake(upT0), BlobStore: counted, Logger: slog.New(slog.DiscardHandler),
+		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone}},
+		Sweeper:    sweep.Config{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := randData(t, 100_000)
+	u, err := s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: claimcheck.DigestOf(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 30_000 {
+		end := min(off+30_000, len(data))
+		if _, err := s.AppendResumable(ctx, u.ID, int64(off), bytes.NewReader(data[off:end]), claimcheck.ChunkChecksum{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counts.Counts().Reads; n != 0 {
+		t.Errorf("%d object reads for an upload stored as it arrived, want none", n)
+	}
+	st, err := s.ResumableUpload(ctx, u.ID)
+	if err != nil || st.Ref == nil || st.Ref.Digest != claimcheck.DigestOf(data) {
+		t.Fatalf("upload = %+v, %v; want committed with the payload's digest", st, err)
+	}
+}
+
+// slowBody yields its data in pieces, moving the fake clock by step
+// before each and sweeping, like a client on a slow link whose one
+// PATCH outlasts confirm_within while the sweeper runs.
+type slowBody struct {
+	t     *testing.T
+	b     *rsBundle
+	data  []byte
+	piece int
+	step  time.Duration
+}
+
+func (s *slowBody) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	s.b.clock.Advance(s.step)
+	if _, err := s.b.s.SweepOnce(context.Background(), 0); err != nil {
+		s.t.Error(err)
+	}
+	n := copy(p[:min(len(p), s.piece)], s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// TestResumableLongChunk: a chunk still arriving when its upload's
+// deadline would pass keeps the upload alive (the deadline follows the
+// bytes within a request too), and completes.
+func TestResumableLongChunk(t *testing.T) {
+	b := setupResumable(t, false)
+	data := randData(t, 64<<10)
+	u := b.start("plain", len(data), claimcheck.DigestOf(data))
+	body := &slowBody{t: t, b: b, data: data, piece: 8 << 10, step: resumableWindow * 6 / 10}
+	done, err := b.s.AppendResumable(t.Context(), u.ID, 0, body, claimcheck.ChunkChecksum{})
+	if err != nil || done.Ref == nil {
+		t.Fatalf("a chunk lasting %v (confirm_within %v) = %+v, %v; want it completed", 8*body.step, resumableWindow, done, err)
+	}
+	if got := b.redeem(*done.Ref); !bytes.Equal(got, data) {
+		t.Fatal("redeemed other bytes")
 	}
 }

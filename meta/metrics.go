@@ -264,8 +264,8 @@ func (m *metered) Resumable(ctx context.Context, id string) (ResumableUpload, er
 	return timer1[ResumableUpload](m.ops.Resumable.start()).end(m.next.Resumable(ctx, id))
 }
 
-func (m *metered) RecordReceived(ctx context.Context, id, blobID string, from, to int64, dueAt, now time.Time) error {
-	return m.ops.RecordReceived.start().end(m.next.RecordReceived(ctx, id, blobID, from, to, dueAt, now))
+func (m *metered) RecordReceived(ctx context.Context, p Received) error {
+	return m.ops.RecordReceived.start().end(m.next.RecordReceived(ctx, p))
 }
 
 func (m *metered) Restage(ctx context.Context, p RestageParams) error {

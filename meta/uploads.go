@@ -67,6 +67,23 @@ type ResumableUpload struct {
 	// the staging blob (Blob.AppendHandle), so that collecting the blob
 	// aborts it.
 	Handle string
+	// HashState is the running sha256 (its marshalled state) over the
+	// first HashedTo bytes; it stands for the payload only while
+	// HashedTo == Received.
+	HashState []byte
+	HashedTo  int64
+}
+
+// Received is an append's progress, for RecordReceived.
+type Received struct {
+	ID, BlobID string
+	From, To   int64 // the offset recorded before, and the new one
+	// HashState, when set, is the running sha256 over the first To
+	// bytes; nil leaves the saved one (which then no longer covers the
+	// upload).
+	HashState []byte
+	DueAt     time.Time
+	Now       time.Time
 }
 
 // ResumableStore is the part of Store that resumable uploads add. Such
@@ -87,14 +104,14 @@ type ResumableStore interface {
 	// the claim has none (or does not exist).
 	Resumable(ctx context.Context, id string) (ResumableUpload, error)
 
-	// RecordReceived moves the upload's received bytes from from to to,
-	// and raises the claim's due time and its staging blob's collect
-	// time to dueAt (never lowering them), in one transaction: the
-	// deadline of an upload follows its progress. ErrConflict, with
-	// nothing changed, if the claim is no longer pending or another
-	// append moved the count first (received ≠ from); ErrNotFound if
-	// there is no such upload.
-	RecordReceived(ctx context.Context, id, blobID string, from, to int64, dueAt, now time.Time) error
+	// RecordReceived moves the upload's received bytes from p.From to
+	// p.To (with the running hash, when given), and raises the claim's
+	// due time and its staging blob's collect time to p.DueAt (never
+	// lowering them), in one transaction: the deadline of an upload
+	// follows its progress. ErrConflict, with nothing changed, if the
+	// claim is no longer pending or another append moved the count first
+	// (received ≠ p.From); ErrNotFound if there is no such upload.
+	RecordReceived(ctx context.Context, p Received) error
 
 	// Restage moves the pending claim p.ClaimID from its staging blob
 	// p.From to the new staging blob p.To (inserted here, its collect

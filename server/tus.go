@@ -120,10 +120,10 @@ type tusExchange struct {
 	// appending is a PATCH with a body: bytes for a completed upload are
 	// refused (tusd would answer 204 and drop them).
 	appending bool
-	checksum claimcheck.ChunkChecksum
-	upload   claimcheck.ResumableUpload
-	known    bool // upload is set
-	failed   bool // the store refused the chunk that was to complete the upload
+	checksum  claimcheck.ChunkChecksum
+	upload    claimcheck.ResumableUpload
+	known     bool // upload is set
+	failed    bool // the store refused the chunk that was to complete the upload
 }
 
 type tusExchangeKey struct{}
@@ -194,7 +194,7 @@ func (w *tusWriter) Write(p []byte) (int, error) {
 }
 
 // finish answers a refusal of tusd's held back, as JSON.
-func (w *tusWriter) finish(r *http.Request) {
+func (w *tusWriter) finish() {
 	if w.plainStatus == 0 {
 		return
 	}
@@ -272,7 +272,7 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 		r.URL = &u
 	}
 	serve(tw, r)
-	tw.finish(r)
+	tw.finish()
 	if ex.known && ex.upload.State != claimcheck.StatePending {
 		s.pending.endUpload(ex.upload.ID) // completed or gone: no reservation left
 	}

@@ -14,20 +14,26 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/claimcheck/claimcheck"
+
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
+	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // Resumable uploads over tus (tus.go), spoken with plain HTTP the way a
@@ -40,6 +46,11 @@ type tusBundle struct {
 	meta  meta.Store
 	http  *httptest.Server
 	token string // the API key to send; "" with auth off
+	clock *clock.Fake
+	dir   string // the data directory (blobs under blobs/ on files)
+	// On S3: the service and bucket, to look for multipart uploads.
+	s3     *s3.Client
+	bucket string
 }
 
 // tusBackends runs fn on SQLite + files and on PostgreSQL + MinIO.
@@ -54,8 +65,9 @@ func setupTus(t *testing.T, s3 bool) *tusBundle {
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
 	dsn := "sqlite:" + filepath.Join(dir, "claimcheck.db")
+	fc := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	cfg := engine.Config{
-		Data: dir, Logger: logger,
+		Data: dir, Logger: logger, Clock: fc, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"raw":   {Compression: claimcheck.CompressionNone},
 			"zstd":  {},
@@ -63,9 +75,10 @@ func setupTus(t *testing.T, s3 bool) *tusBundle {
 			"quota": {Compression: claimcheck.CompressionNone, Quota: claimcheck.Quota{Bytes: 1 << 20}},
 		},
 	}
+	b := &tusBundle{clock: fc, dir: dir}
 	if s3 {
 		dsn, _ = testsvc.Postgres(t)
-		cfg.Storage, _, _ = testsvc.S3(t)
+		cfg.Storage, b.s3, b.bucket = testsvc.S3(t)
 	}
 	m, err := sqlmeta.Open(ctx, dsn)
 	if err != nil {
@@ -73,7 +86,7 @@ func setupTus(t *testing.T, s3 bool) *tusBundle {
 	}
 	t.Cleanup(func() { m.Close() })
 	cfg.MetaStore = m
-	b := &tusBundle{meta: m}
+	b.meta = m
 	if b.store, err = engine.Open(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -497,6 +510,73 @@ func TestTusEmpty(t *testing.T) {
 		}
 		if n, resp := b.offset(t, resp.Header.Get("Location")); n != 0 || resp.Header.Get(api.HeaderRef) == "" {
 			t.Errorf("HEAD: offset %d, ref %q", n, resp.Header.Get(api.HeaderRef))
+		}
+	})
+}
+
+// TestTusAbandoned leaves uploads at several offsets (nothing, inside
+// the first part, past a whole S3 part): once confirm_within passes
+// without progress, one sweep reaps them, with no multipart upload, no
+// staging object or file left and the reservations refunded exactly.
+func TestTusAbandoned(t *testing.T) {
+	tusBackends(t, func(t *testing.T, b *tusBundle) {
+		data := tusData(t, 6<<20)
+		var locs, keys []string
+		for _, n := range []int{0, 100_000, 5<<20 + 7} {
+			loc := b.create(t, "raw", len(data), "")
+			if n > 0 {
+				if resp, body := b.patch(t, loc, 0, data[:n]); resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("PATCH: %s %s", resp.Status, body)
+				}
+			}
+			r, err := b.meta.Resumable(context.Background(), loc[strings.LastIndex(loc, "/")+1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			locs, keys = append(locs, loc), append(keys, r.Key)
+		}
+		if r, _ := b.usage(t, "raw"); r != 3*int64(len(data)) {
+			t.Fatalf("reserved %d, want %d", r, 3*len(data))
+		}
+		staging := func(k string) string { return filepath.Join(b.dir, "blobs", filepath.FromSlash(k)) }
+		if b.s3 == nil {
+			for _, k := range keys {
+				if _, err := os.Stat(staging(k)); err != nil {
+					t.Fatalf("staging file of %s before the sweep: %v", k, err)
+				}
+			}
+		} else if out, err := b.s3.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(b.bucket)}); err != nil || len(out.Uploads) != 3 {
+			t.Fatalf("multipart uploads before the sweep: %d, %v; want 3", len(out.Uploads), err)
+		}
+		b.clock.Advance(claimcheck.DefaultConfirmWithin.D() + time.Second)
+		if _, err := b.store.SweepOnce(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if r, used := b.usage(t, "raw"); r != 0 || used != 0 {
+			t.Errorf("after the sweep: reserved %d, used %d; want nothing", r, used)
+		}
+		for _, loc := range locs {
+			if _, resp := b.offset(t, loc); resp.StatusCode != http.StatusGone {
+				t.Errorf("HEAD of a reaped upload: %s, want 410", resp.Status)
+			}
+		}
+		if b.s3 != nil {
+			out, err := b.s3.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(b.bucket)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Uploads) != 0 {
+				t.Errorf("%d multipart uploads left in the bucket", len(out.Uploads))
+			}
+			if n := testsvc.CountObjects(t, b.s3, b.bucket); n != 0 {
+				t.Errorf("%d objects left in the bucket", n)
+			}
+			return
+		}
+		for _, k := range keys {
+			if _, err := os.Stat(staging(k)); !os.IsNotExist(err) {
+				t.Errorf("staging file of %s: %v, want none", k, err)
+			}
 		}
 	})
 }

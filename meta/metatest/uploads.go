@@ -186,8 +186,12 @@ func testResumable(t *testing.T, h *harness) {
 
 	h.clock.Advance(50 * time.Second)
 	due := h.now().Add(time.Minute)
-	if err := h.s.RecordReceived(h.ctx(), u.ClaimID, u.BlobID, 0, 400, due, h.now()); err != nil {
+	if err := h.s.RecordReceived(h.ctx(), meta.Received{ID: u.ClaimID, BlobID: u.BlobID, From: 0, To: 400,
+		HashState: []byte("state at 400"), DueAt: due, Now: h.now()}); err != nil {
 		t.Fatalf("RecordReceived 0 → 400: %v", err)
+	}
+	if r, _ := h.s.Resumable(h.ctx(), u.ClaimID); string(r.HashState) != "state at 400" || r.HashedTo != 400 {
+		t.Errorf("hash state after RecordReceived = %q to %d, want the one given, to 400", r.HashState, r.HashedTo)
 	}
 	if c := h.claim(u.ClaimID); !c.DueAt.Equal(due) {
 		t.Errorf("due after progress = %v, want %v", c.DueAt, due)
@@ -197,13 +201,20 @@ func testResumable(t *testing.T, h *harness) {
 	}
 	// A second append from the stale offset (another replica, a retry)
 	// changes nothing.
-	if err := h.s.RecordReceived(h.ctx(), u.ClaimID, u.BlobID, 0, 300, due.Add(time.Hour), h.now()); !errors.Is(err, meta.ErrConflict) {
+	if err := h.s.RecordReceived(h.ctx(), meta.Received{ID: u.ClaimID, BlobID: u.BlobID, From: 0, To: 300, DueAt: due.Add(time.Hour), Now: h.now()}); !errors.Is(err, meta.ErrConflict) {
 		t.Errorf("RecordReceived from a stale offset = %v, want ErrConflict", err)
 	}
 	if r, _ := h.s.Resumable(h.ctx(), u.ClaimID); r.Received != 400 {
 		t.Errorf("received = %d after a refused record, want 400", r.Received)
 	}
-	if err := h.s.RecordReceived(h.ctx(), "c_none", u.BlobID, 0, 1, due, h.now()); !errors.Is(err, meta.ErrNotFound) {
+	// Progress without a hash leaves the saved one behind.
+	if err := h.s.RecordReceived(h.ctx(), meta.Received{ID: u.ClaimID, BlobID: u.BlobID, From: 400, To: 450, DueAt: due, Now: h.now()}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := h.s.Resumable(h.ctx(), u.ClaimID); r.Received != 450 || r.HashedTo != 400 || string(r.HashState) != "state at 400" {
+		t.Errorf("after progress without a hash: received %d, hash to %d (%q); want 450, and the hash still to 400", r.Received, r.HashedTo, r.HashState)
+	}
+	if err := h.s.RecordReceived(h.ctx(), meta.Received{ID: "c_none", BlobID: u.BlobID, From: 0, To: 1, DueAt: due, Now: h.now()}); !errors.Is(err, meta.ErrNotFound) {
 		t.Errorf("RecordReceived(unknown) = %v, want ErrNotFound", err)
 	}
 	if _, err := h.s.Resumable(h.ctx(), h.pending(put{}).Claim.ID); !errors.Is(err, meta.ErrNotFound) {
@@ -216,7 +227,7 @@ func testResumable(t *testing.T, h *harness) {
 	if _, err := h.s.FinishDueClaims(h.ctx(), h.now(), 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.RecordReceived(h.ctx(), u.ClaimID, u.BlobID, 400, 500, h.now().Add(time.Minute), h.now()); !errors.Is(err, meta.ErrConflict) {
+	if err := h.s.RecordReceived(h.ctx(), meta.Received{ID: u.ClaimID, BlobID: u.BlobID, From: 450, To: 500, DueAt: h.now().Add(time.Minute), Now: h.now()}); !errors.Is(err, meta.ErrConflict) {
 		t.Errorf("RecordReceived after the reaper = %v, want ErrConflict", err)
 	}
 	var found bool

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -175,12 +174,19 @@ func (s *Store) Resumable(ctx context.Context, id string) (meta.ResumableUpload,
 		if r.Upload, err = scanUpload(q.queryRow(`SELECT `+uploadColumns+` FROM uploads WHERE claim_id = ?`, id)); err != nil {
 			return err
 		}
-		err = q.queryRow(`SELECT p.received, b.append_handle FROM upload_progress p, blobs b
-			WHERE p.claim_id = ? AND b.id = ?`, id, r.BlobID).Scan(&r.Received, &r.Handle)
+		var state string
+		err = q.queryRow(`SELECT p.received, p.hash_state, p.hashed_to, b.append_handle FROM upload_progress p, blobs b
+			WHERE p.claim_id = ? AND b.id = ?`, id, r.BlobID).Scan(&r.Received, &state, &r.HashedTo, &r.Handle)
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.ErrNotFound // a direct upload of the other kind
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if r.HashState, err = hex.DecodeString(state); err != nil {
+			return fmt.Errorf("hash state: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return meta.ResumableUpload{}, fmt.Errorf("sqlmeta: load resumable upload %s: %w", id, err)
@@ -192,31 +198,37 @@ func (s *Store) Resumable(ctx context.Context, id string) (meta.ResumableUpload,
 // The claim row is locked first, as the reaper's finish locks it, so
 // progress and reaping are ordered: an append recorded after the
 // reaper won fails with ErrConflict and its caller discards the bytes.
-func (s *Store) RecordReceived(ctx context.Context, id, blobID string, from, to int64, dueAt, now time.Time) error {
+func (s *Store) RecordReceived(ctx context.Context, p meta.Received) error {
 	err := s.write(ctx, func(q *txq) error {
-		c, err := q.loadClaim(id, true)
+		c, err := q.loadClaim(p.ID, true)
 		if err != nil {
 			return err
 		}
-		if c.State != meta.ClaimPending || c.BlobID != blobID {
-			return fmt.Errorf("claim %s is %s: %w", id, c.State, meta.ErrConflict)
+		if c.State != meta.ClaimPending || c.BlobID != p.BlobID {
+			return fmt.Errorf("claim %s is %s: %w", p.ID, c.State, meta.ErrConflict)
 		}
-		n, err := q.exec(`UPDATE upload_progress SET received = ?, updated_at = ? WHERE claim_id = ? AND received = ?`,
-			to, now.UnixNano(), id, from)
+		var n int64
+		if p.HashState != nil {
+			n, err = q.exec(`UPDATE upload_progress SET received = ?, hash_state = ?, hashed_to = ?, updated_at = ?
+				WHERE claim_id = ? AND received = ?`, p.To, hex.EncodeToString(p.HashState), p.To, p.Now.UnixNano(), p.ID, p.From)
+		} else {
+			n, err = q.exec(`UPDATE upload_progress SET received = ?, updated_at = ? WHERE claim_id = ? AND received = ?`,
+				p.To, p.Now.UnixNano(), p.ID, p.From)
+		}
 		if err != nil {
 			return err
 		}
 		if n != 1 {
 			var got int64
-			if err := q.queryRow(`SELECT received FROM upload_progress WHERE claim_id = ?`, id).Scan(&got); errors.Is(err, sql.ErrNoRows) {
+			if err := q.queryRow(`SELECT received FROM upload_progress WHERE claim_id = ?`, p.ID).Scan(&got); errors.Is(err, sql.ErrNoRows) {
 				return meta.ErrNotFound
 			}
-			return fmt.Errorf("%d bytes are recorded, not %d: %w", got, from, meta.ErrConflict)
+			return fmt.Errorf("%d bytes are recorded, not %d: %w", got, p.From, meta.ErrConflict)
 		}
-		return q.raisePendingDue(id, blobID, dueAt)
+		return q.raisePendingDue(p.ID, p.BlobID, p.DueAt)
 	})
 	if err != nil {
-		return fmt.Errorf("sqlmeta: record %d bytes received by upload %s: %w", to, id, err)
+		return fmt.Errorf("sqlmeta: record %d bytes received by upload %s: %w", p.To, p.ID, err)
 	}
 	return nil
 }

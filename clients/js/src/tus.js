@@ -55,6 +55,15 @@ function checksummed(stack) {
   };
 }
 
+// retryable tells the answers that may pass by themselves, as the Go
+// client does: no answer at all (0), the server failing (5xx), an offset
+// that is not ours (409: the HEAD before the retry tells), an upload
+// still locked by a request the server has not seen end (423), a rate
+// limit (429). tus-js-client's own rule leaves out 429.
+function retryable(status) {
+  return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
+}
+
 // blobReader is a tus-js-client file reader for Blobs in Node (whose own
 // reads Buffers and streams only): fs.openAsBlob gives a file-backed
 // Blob that is read one chunk at a time.
@@ -124,6 +133,7 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
       uploadSize: blob.size,
       chunkSize: opts.chunkSize ?? DEFAULT_CHUNK_SIZE,
       retryDelays: opts.retryDelays ?? DEFAULT_RETRY_DELAYS,
+      onShouldRetry: (err) => retryable(err?.originalResponse?.getStatus() ?? 0),
       httpStack: checksummed(opts.httpStack ?? new tus.DefaultHttpStack({})),
       ...(isNode ? { fileReader: blobReader } : {}),
       // The same payload to the same namespace of the same server: a

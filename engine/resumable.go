@@ -295,8 +295,14 @@ func (s *Store) appendChunk(ctx context.Context, op string, r meta.ResumableUplo
 	case errors.Is(err, meta.ErrConflict), errors.Is(err, meta.ErrNotFound), errors.Is(err, claimcheck.ErrGone):
 		// The reaper or an abort finished the upload while the chunk
 		// streamed (or another request appended first): answer what
-		// the upload is now.
+		// the upload is now. If it is finished, what this append wrote
+		// (S3: the tail at the key) may have landed after the sweeper
+		// collected the row's objects: remove it now rather than leave
+		// debris for the backstop.
 		if _, lc, lerr := s.loadResumable(ctx, op, c.ID); lerr != nil {
+			if errors.Is(lerr, claimcheck.ErrGone) {
+				s.dropAppended(ctx, r.Key, r.Handle)
+			}
 			return r, c, lerr
 		} else if lc.State != meta.ClaimPending {
 			return r, lc, fmt.Errorf("%s: %w: the upload is %s", op, claimcheck.ErrInvalidArgument, lc.State)

@@ -725,3 +725,22 @@ func TestResumableLongChunk(t *testing.T) {
 		t.Fatal("redeemed other bytes")
 	}
 }
+
+// TestResumableNeedsAppendingStorage: storage that cannot append
+// (memory) refuses to start, saying why, and reserves nothing.
+func TestResumableNeedsAppendingStorage(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Data: t.TempDir(), Storage: "mem://", Clock: clock.NewFake(upT0),
+		Logger: slog.New(slog.DiscardHandler), Sweeper: sweep.Config{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.StartResumable(ctx, "plain", claimcheck.ResumableRequest{Size: 10})
+	if !errors.Is(err, claimcheck.ErrUnavailable) || !strings.Contains(err.Error(), "cannot append") {
+		t.Errorf("StartResumable on memory storage = %v, want ErrUnavailable saying it cannot append", err)
+	}
+	if n, err := s.meta.Namespace(ctx, "plain"); err == nil && n.ReservedBytes != 0 {
+		t.Errorf("reserved %d bytes for a refused upload", n.ReservedBytes)
+	}
+}

@@ -192,11 +192,12 @@ function scenario(name, env) {
 
     // redeemed checks the claim from the server directly: its bytes have
     // the sha256 that was sent, and it is the namespace's only claim.
-    async function redeemed(ns, ref, sha256) {
+    async function redeemed(ns, ref, sha256, size = MB50) {
+      assert.equal(ref.size, size);
       const got = await (await direct.redeem(ref)).bytes();
-      assert.equal(got.length, MB50);
+      assert.equal(got.length, size);
       assert.equal(sha256hex(got), sha256, 'redeemed bytes equal the uploaded ones');
-      assert.deepEqual((await direct.namespace(ns)).usage, { used_bytes: MB50, reserved_bytes: 0, active_claims: 1, pending_claims: 0 });
+      assert.deepEqual((await direct.namespace(ns)).usage, { used_bytes: size, reserved_bytes: 0, active_claims: 1, pending_claims: 0 });
     }
 
     test('Node: uploadResumable sends 50 MB, is cut once mid-way, resumes from the offset', async () => {
@@ -252,53 +253,44 @@ function scenario(name, env) {
       assert.deepEqual((await direct.namespace('node')).usage, before);
     });
 
-    test('Chromium: Uppy with @uppy/tus sends 50 MB, is cut once mid-way, resumes', { skip: noBrowser }, async () => {
-      const drops = proxy.state.drops;
+    // inBrowser runs window[name](...args) in a fresh page of the other
+    // origin with the proxy armed to drop the next PATCH mid-way, and
+    // checks that the page's client got over the drop by asking for the
+    // offset. It answers the page's result and the proxy's counts.
+    async function inBrowser(name, args) {
+      const before = { ...proxy.state };
       proxy.state.dropAfter = 5 << 20;
       proxy.take();
       const p = await browser.newPage();
       try {
         await p.goto(statics.origin + '/');
         await p.waitForFunction(() => window.ready === true);
-        const res = await p.evaluate(([endpoint, mb]) => window.upload(endpoint, mb), [`${proxy.url}/v1/namespaces/web/tus`, 50]);
+        const res = await p.evaluate(([n, a]) => window[n](...a), [name, args]);
         const log = proxy.take();
         assert.ok(res.ok, res.error);
-        assert.ok(proxy.state.drops > drops, `dropped: ${log}`);
+        assert.ok(proxy.state.drops > before.drops, `dropped: ${log}`);
         assert.ok(log.includes('HEAD'), `the client asked for the offset after the drop: ${log}`);
-        assert.ok(res.ref, 'the page read Claimcheck-Ref (exposed by CORS)');
-        const ref = JSON.parse(res.ref);
-        assert.equal(ref.size, MB50);
-        assert.equal(ref.digest, 'sha256:' + res.sha256);
-        assert.ok(res.progress > 1, 'progress events');
-        await redeemed('web', ref, res.sha256);
+        return { res, patches: proxy.state.patches - before.patches, checksums: proxy.state.checksums - before.checksums };
       } finally {
         await p.close();
       }
+    }
+
+    test('Chromium: Uppy with @uppy/tus sends 50 MB, is cut mid-way, resumes', { skip: noBrowser }, async () => {
+      const { res } = await inBrowser('upload', [`${proxy.url}/v1/namespaces/web/tus`, 50]);
+      assert.ok(res.ref, 'the page read Claimcheck-Ref (exposed by CORS)');
+      const ref = JSON.parse(res.ref);
+      assert.equal(ref.size, MB50);
+      assert.equal(ref.digest, 'sha256:' + res.sha256);
+      assert.ok(res.progress > 1, 'progress events');
+      await redeemed('web', ref, res.sha256);
     });
 
-    test('Chromium: the client\'s uploadResumable sends 20 MB in checksummed chunks, cut once, resumes', { skip: noBrowser }, async () => {
-      const drops = proxy.state.drops;
-      const patches = proxy.state.patches;
-      const checksums = proxy.state.checksums;
-      proxy.state.dropAfter = 5 << 20;
-      proxy.take();
-      const p = await browser.newPage();
-      try {
-        await p.goto(statics.origin + '/');
-        await p.waitForFunction(() => window.ready === true);
-        const res = await p.evaluate(([server, mb]) => window.ccUpload(server, 'webcc', mb), [proxy.url, 20]);
-        const log = proxy.take();
-        assert.ok(res.ok, res.error);
-        assert.ok(proxy.state.drops > drops, `dropped: ${log}`);
-        assert.ok(log.includes('HEAD'), `the client asked for the offset after the drop: ${log}`);
-        assert.equal(proxy.state.checksums - checksums, proxy.state.patches - patches, 'every PATCH carries Upload-Checksum');
-        assert.equal(res.ref.size, 20 << 20);
-        assert.equal(res.ref.digest, 'sha256:' + res.sha256);
-        const got = await (await direct.redeem(res.ref)).bytes();
-        assert.equal(sha256hex(got), res.sha256);
-      } finally {
-        await p.close();
-      }
+    test('Chromium: the client\'s uploadResumable sends 20 MB in checksummed chunks, cut mid-way, resumes', { skip: noBrowser }, async () => {
+      const { res, patches, checksums } = await inBrowser('ccUpload', [proxy.url, 'webcc', 20]);
+      assert.equal(checksums, patches, 'every PATCH carries Upload-Checksum');
+      assert.equal(res.ref.digest, 'sha256:' + res.sha256);
+      await redeemed('webcc', res.ref, res.sha256, 20 << 20);
     });
   });
 }

@@ -60,6 +60,10 @@ var _ claimcheck.Claims = (*Client)(nil)
 // Option configures a Client.
 type Option func(*Client)
 
+// idleConnsPerHost is how many idle connections to the server the
+// default HTTP client keeps for reuse.
+const idleConnsPerHost = 256
+
 // WithHTTPClient makes the client send its requests with hc (for
 // TLS settings, proxies, tracing). The default is a client with its own
 // copy of http.DefaultTransport and no overall timeout, since payloads
@@ -97,6 +101,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		// Payloads are large: bigger socket buffers mean fewer system
 		// calls per megabyte (the defaults are 4 KiB).
 		t.WriteBufferSize, t.ReadBufferSize = 64<<10, 64<<10
+		// net/http keeps 2 idle connections per host: a program with
+		// more concurrent calls than that would close the surplus after
+		// each call and dial (over TLS, handshake) again for the next.
+		t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerHost)
+		t.MaxIdleConnsPerHost = idleConnsPerHost
 		c.hc = &http.Client{Transport: t}
 	}
 	return c, nil

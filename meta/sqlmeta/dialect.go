@@ -40,6 +40,10 @@ type dialect struct {
 	// them).
 	migrationLock string
 
+	// snapshotReads runs reads in a transaction, which gives the
+	// statements of one read a single snapshot (Store.read).
+	snapshotReads bool
+
 	// cacheStatements keeps statements prepared across transactions
 	// (stmtcache.go); pgx does that by itself on PostgreSQL.
 	cacheStatements bool
@@ -80,6 +84,7 @@ func (d *dialect) rebind(q string) string {
 var sqliteDialect = &dialect{
 	name:              "sqlite",
 	open:              openSQLite,
+	snapshotReads:     true,
 	cacheStatements:   true,
 	isUniqueViolation: sqliteUniqueViolation,
 	retryable:         func(error) bool { return false },

@@ -33,17 +33,28 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	if err != nil {
 		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
 	}
-	_, known := s.namespaces.Load(c.Namespace)
 	err = s.write(ctx, func(q *txq) error {
-		// The rows reference the namespace's row: create it on first use.
-		if !known {
-			if err := q.ensureNamespace(c.Namespace); err != nil {
-				return err
-			}
+		// The counters change first, in the statement that locks the
+		// row; the checks below fail the transaction, which undoes it.
+		delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
+		n, err := q.addNamespace(c.Namespace, delta)
+		if err != nil {
+			return err
+		}
+		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
+			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+		}
+		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+		}
+		if err := q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta); err != nil {
+			return err
 		}
 		// The blob row exists before its object is written, so every
 		// object the protocol writes can be found from the database.
-		_, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		_, err = q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
 			state, refcount, created_at, state_at, collect_at, version)
 			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
 			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
@@ -60,34 +71,8 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		if err != nil {
 			return err
 		}
-		if err := q.insertLabels(c); err != nil {
-			return err
-		}
-		// The namespace row last: on PostgreSQL every put and commit of
-		// the namespace queues for its lock, so it is taken as late as
-		// possible and held for this statement and the commit only (the
-		// new rows above are this transaction's own; nobody waits on
-		// them). The counters change in the statement that locks the
-		// row; a failed check below fails the transaction, which undoes
-		// it and the inserts.
-		delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-		n, err := q.addNamespace(c.Namespace, delta)
-		if err != nil {
-			return err
-		}
-		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
-		}
-		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-		}
-		return q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta)
+		return q.insertLabels(c)
 	})
-	if err == nil && !known {
-		s.namespaces.Store(c.Namespace, struct{}{})
-	}
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
 	}
@@ -150,19 +135,6 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if c.BlobID != p.BlobID {
 		return meta.CommitResult{}, fmt.Errorf("claim is staged in blob %s, not %s: %w", c.BlobID, p.BlobID, meta.ErrConflict)
 	}
-	// The staging blob before the namespace, against the package's
-	// order (claim, namespace, blobs), to hold the namespace row, which
-	// every put and commit of the namespace queues for, one round trip
-	// less. It cannot deadlock: the staging blob is this pending claim's
-	// alone, and whoever else locks it either holds this claim first
-	// (finishing it) or skips locked rows (collection).
-	staging, err := q.loadBlob(p.BlobID, true)
-	if err != nil {
-		return meta.CommitResult{}, err
-	}
-	if staging.State != meta.BlobStaging {
-		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
-	}
 	// Reservation → usage, applied first (addNamespace); a failed check
 	// below fails the transaction. The total only grows when the payload
 	// is larger than its reservation; only then is the limit checked, so
@@ -179,9 +151,17 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta); err != nil {
 		return meta.CommitResult{}, err
 	}
-	// The dedup candidate of this (namespace, digest), locked after the
-	// namespace as the package's order wants: from here on no concurrent
-	// finish or collection can change its state.
+	// Locks in the package's order: claim, namespace, then blobs.
+	staging, err := q.loadBlob(p.BlobID, true)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if staging.State != meta.BlobStaging {
+		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
+	}
+
+	// The dedup candidate of this (namespace, digest), locked: from here
+	// on no concurrent finish or collection can change its state.
 	var cand *meta.Blob
 	if p.Digest != "" {
 		b, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs

@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/claimcheck/claimcheck/meta"
@@ -51,11 +50,6 @@ type Store struct {
 	// Statement caches of the two pools (stmtcache.go); nil where the
 	// driver caches by itself.
 	wc, rc *stmtCache
-
-	// namespaces holds the names whose row this store has seen
-	// committed. Namespace rows are never deleted, so a put need not
-	// ask the database to create one again.
-	namespaces sync.Map
 }
 
 // Open connects to the database named by dsn and applies pending

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -87,6 +88,10 @@ func TestS3ClientPutHeaders(t *testing.T) {
 			}
 			if sse := got.Get("X-Amz-Server-Side-Encryption"); sse != "AES256" {
 				t.Errorf("X-Amz-Server-Side-Encryption = %q, want AES256 from the URL", sse)
+			}
+			// Presigning (already unsigned) is left alone by the tuning.
+			if _, err := b.PresignPut(t.Context(), "ns/direct", int64(len(body)), hex.EncodeToString(sum[:]), time.Minute); err != nil {
+				t.Errorf("PresignPut: %v", err)
 			}
 		})
 	}

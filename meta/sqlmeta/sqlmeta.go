@@ -7,7 +7,9 @@
 // connection pool is set up — lives in the dialect struct (dialect.go).
 // The schema is in migrations/, applied at Open.
 //
-// Every method is one transaction. State changes are compare-and-swap
+// Every method that writes is one transaction; so is a read on SQLite,
+// while on PostgreSQL a read runs its statements on one connection
+// without BEGIN and COMMIT (Store.read). State changes are compare-and-swap
 // (UPDATE ... WHERE id = ? AND state = ?, then the row count is checked),
 // every timestamp comes from the caller's now, and sweeps read due rows
 // from partial indexes on the due-time columns, a page at a time.

@@ -179,9 +179,10 @@ func (w *s3Writer) Close() error {
 	return nil
 }
 
-// release returns buf to the pool, unless it grew past singlePutMax
-// (a single Write larger than that goes straight to the multipart writer,
-// but bytes.Buffer may round its capacity up).
+// release returns buf to the pool. Its contents never exceed
+// singlePutMax, but bytes.Buffer grows its capacity by doubling; a
+// buffer grown past twice that (which would take a bug) is dropped
+// rather than kept alive in the pool.
 func (w *s3Writer) release(buf *bytes.Buffer) {
 	w.buf = nil
 	if buf.Cap() <= 2*singlePutMax {

@@ -34,27 +34,39 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
 	}
 	err = s.write(ctx, func(q *txq) error {
-		// The counters change first, in the statement that locks the
-		// row; the checks below fail the transaction, which undoes it.
-		delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-		n, err := q.addNamespace(c.Namespace, delta)
-		if err != nil {
-			return err
+		// The counters change in the statement that locks the row; a
+		// failed check fails the transaction, which undoes it.
+		count := func() error {
+			delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
+			n, err := q.addNamespace(c.Namespace, delta)
+			if err != nil {
+				return err
+			}
+			if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
+				return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+					Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+			}
+			if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+				return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+					Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+			}
+			return q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta)
 		}
-		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
-		}
-		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-		}
-		if err := q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta); err != nil {
-			return err
+		// Where the namespace keys are checked at commit (PostgreSQL),
+		// the rows go in first and the namespace row, which every put
+		// and commit of the namespace queues for, is held for one
+		// statement and the commit. The new rows are this transaction's
+		// own: nobody waits on them. Checked at once instead, each
+		// insert would lock the namespace row next to the other puts'
+		// locks, and the row must exist first.
+		if !q.d.deferredNamespaceKeys {
+			if err := count(); err != nil {
+				return err
+			}
 		}
 		// The blob row exists before its object is written, so every
 		// object the protocol writes can be found from the database.
-		_, err = q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		_, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
 			state, refcount, created_at, state_at, collect_at, version)
 			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
 			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
@@ -71,7 +83,13 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		if err != nil {
 			return err
 		}
-		return q.insertLabels(c)
+		if err := q.insertLabels(c); err != nil {
+			return err
+		}
+		if q.d.deferredNamespaceKeys {
+			return count()
+		}
+		return nil
 	})
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)

@@ -45,6 +45,11 @@ type dialect struct {
 	// in release order (NULL or "[]" when none).
 	releasesOf string
 
+	// deferredNamespaceKeys: the foreign keys from claims and blobs to
+	// namespaces are checked at commit (migration 0031), so a put can
+	// insert its rows before it locks its namespace's row.
+	deferredNamespaceKeys bool
+
 	// snapshotReads runs reads in a transaction, which gives the
 	// statements of one read a single snapshot (Store.read).
 	snapshotReads bool
@@ -107,8 +112,9 @@ var postgresDialect = &dialect{
 	lockRow:            " FOR UPDATE",
 	skipLocked:         " FOR UPDATE SKIP LOCKED",
 	// Any constant works; it only has to be the same in every process.
-	migrationLock: "SELECT pg_advisory_xact_lock(7243018211)",
-	open:          openPostgres,
+	migrationLock:         "SELECT pg_advisory_xact_lock(7243018211)",
+	open:                  openPostgres,
+	deferredNamespaceKeys: true,
 	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
 		FROM claim_releases WHERE claim_id = claims.id)`,
 	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },

@@ -19,6 +19,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/benchdata"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -40,15 +41,24 @@ import (
 // TEST_DATABASE_URL is set too. MinIO comes from TEST_S3_URL
 // (scripts/minio.sh start DIR; scripts/bench.sh starts it).
 //
+// CLAIMCHECK_BENCH_BASELINE names a claimcheck binary built from another
+// commit: "embedded-baseline" then runs the embedded cases on it too, in
+// the same run and through the same client, so that a change's before
+// and after are measured under the same load.
+//
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
 	bin := buildBinary(b)
-	setups := []struct{ name, config string }{{name: "embedded"}}
+	type setup struct{ name, bin, config string }
+	setups := []setup{{name: "embedded", bin: bin}}
+	if baseline := os.Getenv("CLAIMCHECK_BENCH_BASELINE"); baseline != "" {
+		setups = append(setups, setup{name: "embedded-baseline", bin: baseline})
+	}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		dsn, _ := testsvc.Postgres(b)
 		storage, _, _ := testsvc.S3(b)
-		setups = append(setups, struct{ name, config string }{"postgres-minio",
+		setups = append(setups, setup{"postgres-minio", bin,
 			fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)})
 	}
 	for _, setup := range setups {
@@ -61,7 +71,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			}
 			args = append(args, "--config", cfg)
 		}
-		c, err := client.New(startServer(b, bin, dir, args...))
+		c, err := client.New(startServer(b, setup.bin, dir, args...))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,7 +103,7 @@ func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket str
 	payloads := make([][]byte, workers)
 	for i := range payloads {
 		if json {
-			payloads[i] = jsonPayload(size)
+			payloads[i] = benchdata.JSONRecords(size)
 		} else {
 			payloads[i] = make([]byte, size)
 			rand.Read(payloads[i])
@@ -163,24 +173,4 @@ func readAll(r io.Reader, n int) error {
 		err = fmt.Errorf("read %d bytes, want %d", got, n)
 	}
 	return err
-}
-
-// jsonPayload returns a JSON document of exactly n bytes, of the kind
-// that gets offloaded (records with repeated keys and varied values).
-func jsonPayload(n int) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(`{"records":[`)
-	for i := 0; buf.Len() < n-64; i++ {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"id":%d,"customer":"c-%06d","amount":%d.%02d,"status":"%s"}`,
-			i, i*7919%1000003, i%9973, i%100, []string{"paid", "open", "refunded"}[i%3])
-	}
-	buf.WriteString(`],"pad":"`)
-	for buf.Len() < n-2 {
-		buf.WriteByte('x')
-	}
-	buf.WriteString(`"}`)
-	return buf.Bytes()
 }

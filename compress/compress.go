@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -72,8 +73,11 @@ const (
 // decoder is as fast either way (ADR 0135).
 const zstdLevel = zstd.SpeedFastest
 
+// zstdEncoder is the encoder of every zstd object: frames are encoded
+// with EncodeAll, which is safe for concurrent use (framedZstd).
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder { return newZstdEncoder(zstdLevel) })
+
 var (
-	zstdEncoders = sync.Pool{New: func() any { return newZstdEncoder(zstdLevel) }}
 	zstdDecoders = sync.Pool{New: func() any {
 		d, err := zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(1),
@@ -95,17 +99,17 @@ var (
 	gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
 )
 
-// newZstdEncoder returns an encoder of level with the package's settings.
-// Concurrency 1 encodes synchronously in Write: no goroutines (a pooled
-// encoder dropped by the GC leaks nothing) and one block buffer instead
-// of several. More would not make a put faster where it matters: the
-// server's cores are busy with other requests (ADR 0135).
+// newZstdEncoder returns an encoder of level with the package's settings,
+// for EncodeAll: it runs at most GOMAXPROCS encodes at once, each with an
+// encoder state of its own, kept between calls. Zero frames: an empty
+// payload still gets a frame.
 func newZstdEncoder(level zstd.EncoderLevel) *zstd.Encoder {
 	e, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(level),
-		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithWindowSize(zstdWindow),
 		zstd.WithLowerEncoderMem(true),
+		zstd.WithZeroFrames(true),
 	)
 	if err != nil {
 		panic(err) // constant options
@@ -122,11 +126,7 @@ func unknown(alg string) error {
 func NewWriter(alg string, w io.Writer) (io.WriteCloser, error) {
 	switch alg {
 	case Zstd:
-		e := zstdEncoders.Get().(*zstd.Encoder)
-		return &encoder{alg: alg, w: newFramedZstd(e, w), put: func() {
-			e.Reset(nil) // drop w
-			zstdEncoders.Put(e)
-		}}, nil
+		return &encoder{alg: alg, w: newFramedZstd(zstdEncoder(), w), put: func() {}}, nil
 	case Gzip:
 		g := gzipWriters.Get().(*gzip.Writer)
 		g.Reset(w)

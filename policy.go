@@ -107,9 +107,58 @@ type UploadPolicy struct {
 }
 
 // Quota limits a namespace. Zero means unlimited.
+//
+// In a namespace's policy, a field the config file leaves out takes the
+// defaults' value (WithDefaults); one it gives is the namespace's own, so
+// an explicit 0 is unlimited even when the defaults set a quota (ADR 0080:
+// the quota fields keep 0 as "unlimited"). A Quota built in Go has no
+// field given: its zeros take the defaults' values.
 type Quota struct {
 	Bytes  Size  `yaml:"bytes" json:"bytes"`
 	Claims int64 `yaml:"claims" json:"claims"`
+
+	// given records which fields a config file set (UnmarshalYAML).
+	given struct{ bytes, claims bool }
+}
+
+// quotaShape is a quota's mapping form, for the strict config check.
+type quotaShape struct {
+	Bytes  Size  `yaml:"bytes"`
+	Claims int64 `yaml:"claims"`
+}
+
+// ConfigShape tells the strict config loader (internal/config) that a
+// quota is checked key by key like any other section.
+func (q *Quota) ConfigShape(*yaml.Node) any { return quotaShape{} }
+
+// UnmarshalYAML decodes a quota mapping and records which keys it gives.
+// An unknown key is refused, as everywhere in the config.
+func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: quota: want a mapping of bytes and claims", n.Line)
+	}
+	*q = Quota{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i], n.Content[i+1]
+		if value.Kind == yaml.ScalarNode && value.ShortTag() == "!!null" {
+			continue // an empty value: as good as absent
+		}
+		switch key.Value {
+		case "bytes":
+			if err := value.Decode(&q.Bytes); err != nil {
+				return err
+			}
+			q.given.bytes = true
+		case "claims":
+			if err := value.Decode(&q.Claims); err != nil {
+				return err
+			}
+			q.given.claims = true
+		default:
+			return fmt.Errorf("line %d: quota: unknown key %q (known: bytes, claims)", key.Line, key.Value)
+		}
+	}
+	return nil
 }
 
 // DedupEnabled reports the effective dedup setting (default on).
@@ -187,10 +236,15 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
 	p.Uploads.URLTTL = dur(p.Uploads.URLTTL, base.Uploads.URLTTL)
 	p.Uploads.ConfirmWithin = dur(p.Uploads.ConfirmWithin, base.Uploads.ConfirmWithin)
-	p.Quota.Bytes = pick(p.Quota.Bytes, base.Quota.Bytes)
-	if p.Quota.Claims == 0 {
-		p.Quota.Claims = base.Quota.Claims
+	// The result's quota is a plain value: what was given is settled.
+	q := Quota{Bytes: p.Quota.Bytes, Claims: p.Quota.Claims}
+	if !p.Quota.given.bytes {
+		q.Bytes = pick(q.Bytes, base.Quota.Bytes)
 	}
+	if !p.Quota.given.claims && q.Claims == 0 {
+		q.Claims = base.Quota.Claims
+	}
+	p.Quota = q
 	if p.Encryption == "" {
 		p.Encryption = base.Encryption
 	}

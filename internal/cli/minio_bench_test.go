@@ -43,10 +43,11 @@ import (
 // TEST_DATABASE_URL is set too. MinIO comes from TEST_S3_URL
 // (scripts/minio.sh start DIR; scripts/bench.sh starts it).
 //
-// CLAIMCHECK_BENCH_BASELINE names a claimcheck binary built from another
-// commit: "embedded-baseline" then runs the embedded cases on it too, in
-// the same run and through the same client, so that a change's before
-// and after are measured under the same load.
+// CLAIMCHECK_BENCH_BASELINE lists claimcheck binaries built from other
+// commits (separated like PATH): each runs the embedded cases too, as
+// "embedded-" and the binary's file name, in the same run and through the
+// same client, so that a change's before and after are measured under the
+// same load.
 //
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
@@ -54,8 +55,8 @@ func BenchmarkVersusMinIO(b *testing.B) {
 	bin := buildBinary(b)
 	type setup struct{ name, bin, config string }
 	setups := []setup{{name: "embedded", bin: bin}}
-	if baseline := os.Getenv("CLAIMCHECK_BENCH_BASELINE"); baseline != "" {
-		setups = append(setups, setup{name: "embedded-baseline", bin: baseline})
+	for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
+		setups = append(setups, setup{name: "embedded-" + filepath.Base(other), bin: other})
 	}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		dsn, _ := testsvc.Postgres(b)

@@ -44,39 +44,45 @@ import (
 // (scripts/minio.sh start DIR; scripts/bench.sh starts it).
 //
 // CLAIMCHECK_BENCH_BASELINE lists claimcheck binaries built from other
-// commits (separated like PATH): each runs the embedded cases too, as
-// "embedded-" and the binary's file name, in the same run and through the
-// same client, so that a change's before and after are measured under the
-// same load.
+// commits (separated like PATH). Each runs beside the embedded setup, on
+// its own data directory, in the same rounds: every round puts and reads
+// through MinIO, this tree's server and then each of them, so a change's
+// before and after see the same load. Their metrics are named after the
+// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME.
 //
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
 	bin := buildBinary(b)
-	type setup struct{ name, bin, config string }
-	setups := []setup{{name: "embedded", bin: bin}}
-	for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-		setups = append(setups, setup{name: "embedded-" + filepath.Base(other), bin: other})
-	}
+	setups := []struct{ name, config string }{{name: "embedded"}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		dsn, _ := testsvc.Postgres(b)
 		storage, _, _ := testsvc.S3(b)
-		setups = append(setups, setup{"postgres-minio", bin,
+		setups = append(setups, struct{ name, config string }{"postgres-minio",
 			fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)})
 	}
-	for _, setup := range setups {
+	serve := func(name, bin, config string) served {
 		dir := b.TempDir()
 		args := []string{"--data", dir}
-		if setup.config != "" {
+		if config != "" {
 			cfg := filepath.Join(dir, "claimcheck.yaml")
-			if err := os.WriteFile(cfg, []byte(setup.config), 0o600); err != nil {
+			if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 				b.Fatal(err)
 			}
 			args = append(args, "--config", cfg)
 		}
-		c, err := client.New(startServer(b, setup.bin, dir, args...))
+		c, err := client.New(startServer(b, bin, dir, args...))
 		if err != nil {
 			b.Fatal(err)
+		}
+		return served{name, c}
+	}
+	for _, setup := range setups {
+		servers := []served{serve("", bin, setup.config)}
+		if setup.name == "embedded" {
+			for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
+				servers = append(servers, serve(filepath.Base(other), other, ""))
+			}
 		}
 		for _, tc := range []struct {
 			name    string
@@ -90,10 +96,17 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			{"64KiB-64w", 64 << 10, 64, false},
 		} {
 			b.Run(setup.name+"/"+tc.name, func(b *testing.B) {
-				benchVersusMinIO(b, c, s3c, bucket, tc.size, tc.workers, tc.json)
+				benchVersusMinIO(b, servers, s3c, bucket, tc.size, tc.workers, tc.json)
 			})
 		}
 	}
+}
+
+// served is a running claimcheck server: this tree's (name "") or a
+// baseline binary's.
+type served struct {
+	name string
+	c    *client.Client
 }
 
 // benchSeq numbers the payloads of every BenchmarkVersusMinIO run in the
@@ -101,7 +114,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 // the previous one again (which would be dedup hits).
 var benchSeq atomic.Uint64
 
-func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket string, size, workers int, json bool) {
+func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket string, size, workers int, json bool) {
 	ctx := context.Background()
 	payloads := make([][]byte, workers)
 	for i := range payloads {
@@ -131,18 +144,20 @@ func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket str
 		defer out.Body.Close()
 		return readAll(out.Body, len(p))
 	}
-	viaClaimcheck := func(w int) error {
-		p := fresh(payloads[w])
-		ref, err := c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
-		if err != nil {
-			return err
+	viaClaimcheck := func(c *client.Client) func(int) error {
+		return func(w int) error {
+			p := fresh(payloads[w])
+			ref, err := c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
+			if err != nil {
+				return err
+			}
+			r, err := c.Redeem(ctx, ref)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return readAll(r, len(p))
 		}
-		r, err := c.Redeem(ctx, ref)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return readAll(r, len(p))
 	}
 	round := func(op func(int) error) time.Duration {
 		start := time.Now()
@@ -159,27 +174,38 @@ func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket str
 		}
 		return time.Since(start)
 	}
-	var tMinIO, tCC time.Duration
-	var roundsMinIO, roundsCC []time.Duration
+	var minio []time.Duration
+	rounds := make([][]time.Duration, len(servers))
 	for b.Loop() {
-		d := round(viaMinIO)
-		tMinIO += d
-		roundsMinIO = append(roundsMinIO, d)
-		d = round(viaClaimcheck)
-		tCC += d
-		roundsCC = append(roundsCC, d)
+		minio = append(minio, round(viaMinIO))
+		for i, s := range servers {
+			rounds[i] = append(rounds[i], round(viaClaimcheck(s.c)))
+		}
 	}
-	b.ReportMetric(tMinIO.Seconds()*1000/float64(b.N), "minio-ms")
-	b.ReportMetric(tCC.Seconds()*1000/float64(b.N), "claimcheck-ms")
-	b.ReportMetric(tMinIO.Seconds()/tCC.Seconds(), "ratio")
-	// The same from the median rounds: a burst of load from outside the
-	// benchmark moves the sums of a few rounds, not the medians.
+	sum := func(ds []time.Duration) (t time.Duration) {
+		for _, d := range ds {
+			t += d
+		}
+		return t
+	}
+	// The ratio from the median rounds too: a burst of load from outside
+	// the benchmark moves the sums of a few rounds, not the medians.
 	median := func(ds []time.Duration) time.Duration {
 		ds = slices.Clone(ds)
 		slices.Sort(ds)
 		return ds[len(ds)/2]
 	}
-	b.ReportMetric(median(roundsMinIO).Seconds()/median(roundsCC).Seconds(), "ratio-p50")
+	ms := func(ds []time.Duration) float64 { return sum(ds).Seconds() * 1000 / float64(len(ds)) }
+	b.ReportMetric(ms(minio), "minio-ms")
+	for i, s := range servers {
+		name, suffix := "claimcheck", ""
+		if s.name != "" {
+			name, suffix = s.name, "-"+s.name
+		}
+		b.ReportMetric(ms(rounds[i]), name+"-ms")
+		b.ReportMetric(sum(minio).Seconds()/sum(rounds[i]).Seconds(), "ratio"+suffix)
+		b.ReportMetric(median(minio).Seconds()/median(rounds[i]).Seconds(), "ratio-p50"+suffix)
+	}
 }
 
 // readAll reads r to its end and checks that it held n bytes.

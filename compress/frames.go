@@ -309,6 +309,36 @@ func (t *tail) bytes() []byte {
 	return append(append(make([]byte, 0, tailSize), t.buf[t.pos:]...), t.buf[:t.pos]...)
 }
 
+// CheckSeekTable returns a reader that passes the zstd stream r on as it
+// is and, at its end, checks its seek table as a whole read by NewReader
+// does (ADR 0112): the table must account for the stream's length and for
+// size bytes of payload, and a stream that ends in a table frame must have
+// an intact footer; if not, the last Read fails with ErrCorrupt instead of
+// io.EOF. A stream without a table (written before framing) passes. It
+// decodes nothing: the frames' own checksums are for whoever decodes them.
+func CheckSeekTable(r io.Reader, size int64) io.Reader {
+	return &tableChecker{r: r, size: size}
+}
+
+type tableChecker struct {
+	r    io.Reader
+	size int64
+	n    int64
+	tail tail
+}
+
+func (t *tableChecker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	t.tail.write(p[:n])
+	if err == io.EOF {
+		if terr := checkSeekTable(t.tail.bytes(), t.n, t.size); terr != nil {
+			return n, terr
+		}
+	}
+	return n, err
+}
+
 // checkSeekTable checks the end of a zstd stream of streamSize bytes that
 // decoded to decoded bytes. A stream without a table (written before
 // framing) passes; one whose table does not add up, or that ends in a

@@ -3,6 +3,7 @@ package compress_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -166,5 +167,34 @@ func TestFramedZstdWriteError(t *testing.T) {
 		if cerr := w.Close(); !errors.Is(werr, errBackend) && !errors.Is(cerr, errBackend) {
 			t.Fatalf("failing after %d bytes: Write %v, Close %v; want the writer's error", at, werr, cerr)
 		}
+	}
+}
+
+// CheckSeekTable passes a stream on unchanged and checks its table at the
+// end, as a whole read does, without decoding: an altered byte anywhere
+// in the table, or a payload size the table does not add up to, fails
+// the last Read with ErrCorrupt; a stream without a table passes.
+func TestCheckSeekTable(t *testing.T) {
+	data := text(2*compress.FrameSize + 100)
+	stored := encode(t, compress.Zstd, data)
+	pass := func(stream []byte, size int64) ([]byte, error) {
+		return io.ReadAll(compress.CheckSeekTable(bytes.NewReader(stream), size))
+	}
+	if got, err := pass(stored, int64(len(data))); err != nil || !bytes.Equal(got, stored) {
+		t.Fatalf("an intact stream: %d bytes, %v", len(got), err)
+	}
+	if _, err := pass(stored, int64(len(data))+1); !errors.Is(err, compress.ErrCorrupt) {
+		t.Fatalf("another payload size: %v, want ErrCorrupt", err)
+	}
+	tableLen, _ := compress.ParseSeekFooter(stored[len(stored)-compress.SeekTableTail:])
+	for i := len(stored) - int(tableLen); i < len(stored); i++ {
+		d := bytes.Clone(stored)
+		d[i] ^= 0x10
+		if _, err := pass(d, int64(len(data))); !errors.Is(err, compress.ErrCorrupt) {
+			t.Fatalf("byte %d of the table altered: %v, want ErrCorrupt", i-(len(stored)-int(tableLen)), err)
+		}
+	}
+	if _, err := pass(zstdSingleFrame(t, data), int64(len(data))); err != nil {
+		t.Fatalf("a single-frame stream: %v", err)
 	}
 }

@@ -16,10 +16,11 @@ var _ claimcheck.EncodedRedeemer = (*Store)(nil)
 // RedeemEncoded opens the claim's payload as its stored zstd frames when
 // it is stored so and encoding is zstd, else as Redeem does (ADR 0136).
 // The frames are decrypted for an encrypted namespace (every segment is
-// authenticated) and their byte count is checked against the recorded
-// stored size, so a missing, truncated or extended object is found and
-// marked damaged here as on any redeem. An altered byte of a plain object
-// is found by the reader: every frame's checksum and the payload's
+// authenticated), their byte count is checked against the recorded
+// stored size and their seek table against the sizes, so a missing,
+// truncated or extended object, or an altered table, is found and marked
+// damaged here as on any redeem. An altered byte inside a frame of a plain
+// object is found by the reader: the frame's checksum and the payload's
 // sha256 fail when it decodes, and the scrub marks the blob.
 func (s *Store) RedeemEncoded(ctx context.Context, ref claimcheck.Ref, encoding string) (*claimcheck.Encoded, error) {
 	start := s.clock.Now()
@@ -51,8 +52,11 @@ func (s *Store) openEncoded(ctx context.Context, c meta.Claim, b meta.Blob, sk *
 	if err != nil {
 		return nil, err
 	}
-	counted := &storedSize{r: stored, src: src, want: b.StoredSize}
-	body := &redeemStream{s: s, ctx: ctx, blob: b, ns: c.Namespace, id: c.ID, dec: io.NopCloser(counted), src: src, obj: obj, start: start}
+	// The reader decodes the frames and checks them and the payload; what
+	// a decoder skips, the seek table, is checked here, as a decoding
+	// redeem does.
+	checked := compress.CheckSeekTable(&storedSize{r: stored, src: src, want: b.StoredSize}, b.Size)
+	body := &redeemStream{s: s, ctx: ctx, blob: b, ns: c.Namespace, id: c.ID, dec: io.NopCloser(checked), src: src, obj: obj, start: start}
 	return &claimcheck.Encoded{ReadCloser: body, Ref: refOf(c, b), ContentType: c.ContentType, Encoding: claimcheck.EncodingZstd}, nil
 }
 

@@ -54,9 +54,10 @@ func TestRedeemEncoded(t *testing.T) {
 	}
 }
 
-// A stored zstd object that is shorter or longer than recorded fails the
-// encoded stream with ErrChecksumMismatch and marks the blob damaged, as a
-// decoding redeem does; so does a sealed one altered anywhere.
+// A stored zstd object that is shorter or longer than recorded, or whose
+// seek table is altered, fails the encoded stream with
+// ErrChecksumMismatch and marks the blob damaged, as a decoding redeem
+// does; so does a sealed one altered anywhere.
 func TestRedeemEncodedDamage(t *testing.T) {
 	ctx := context.Background()
 	data := jsonDoc(400_000)
@@ -66,6 +67,7 @@ func TestRedeemEncodedDamage(t *testing.T) {
 	}{
 		{"zs", func(raw []byte) []byte { return raw[:len(raw)-5] }},
 		{"zs", func(raw []byte) []byte { return append(raw, 0) }},
+		{"zs", func(raw []byte) []byte { raw[len(raw)-10] ^= 0x40; return raw }}, // in the seek table
 		{"sealedz", func(raw []byte) []byte { raw[len(raw)/2] ^= 1; return raw }},
 	} {
 		b := setup(t, ranged)

@@ -3,8 +3,10 @@
 // skips compression when a sample of the payload does not shrink.
 //
 // Codecs are streaming in both directions: the engine never holds a whole
-// payload in memory. A codec's memory is bounded by its window, not by the
-// payload, and encoders and decoders are pooled: Close returns them, so a
+// payload in memory. A codec's memory is bounded by its window and, for
+// zstd, its frames (frames.go), not by the payload. Decoders, gzip
+// encoders and frame buffers are pooled (Close returns them), and zstd
+// frames are encoded by one shared encoder with a state per core, so a
 // busy server reuses a handful instead of allocating megabytes per request.
 //
 // Neither side owns the stream it wraps: closing a writer flushes the

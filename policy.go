@@ -1,9 +1,11 @@
 package claimcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -92,6 +94,33 @@ type TTLPolicy struct {
 	// it, so a bucket rule by age never expires an extended claim's
 	// object.
 	MaxLifetime Duration `yaml:"max_lifetime" json:"max_lifetime,omitzero"`
+
+	// maxLifetimeGiven records that a config file set max_lifetime, 0
+	// included (UnmarshalYAML): a namespace's explicit 0 means "no
+	// extensions" even when the defaults allow them (ADR 0080).
+	maxLifetimeGiven bool
+}
+
+// ttlFields is TTLPolicy's mapping form: its fields, tags included,
+// without its methods.
+type ttlFields TTLPolicy
+
+// ConfigShape tells the strict config loader (internal/config) that a
+// ttl section is checked key by key (and for explicit zeros) like any
+// other.
+func (t *TTLPolicy) ConfigShape(*yaml.Node) any { return ttlFields{} }
+
+// UnmarshalYAML decodes a ttl mapping strictly (an unknown key is an
+// error, as everywhere in the config) and records whether it gives
+// max_lifetime.
+func (t *TTLPolicy) UnmarshalYAML(n *yaml.Node) error {
+	var f ttlFields
+	if err := decodeStrict(n, &f); err != nil {
+		return err
+	}
+	*t = TTLPolicy(f)
+	t.maxLifetimeGiven = hasKey(n, "max_lifetime")
+	return nil
 }
 
 // Lifetime is the longest a claim of this policy may live from its
@@ -121,6 +150,33 @@ type Quota struct {
 	given struct{ bytes, claims bool }
 }
 
+// decodeStrict decodes n into out refusing unknown keys: n.Decode would
+// use a fresh, lenient decoder, whoever decodes the config.
+func decodeStrict(n *yaml.Node, out any) error {
+	var buf bytes.Buffer
+	if err := yaml.NewEncoder(&buf).Encode(n); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// hasKey reports whether the mapping n gives key a value (an empty value
+// is as good as absent).
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			v := n.Content[i+1]
+			return !(v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null")
+		}
+	}
+	return false
+}
+
 // quotaShape is a quota's mapping form, for the strict config check.
 type quotaShape struct {
 	Bytes  Size  `yaml:"bytes"`
@@ -131,33 +187,15 @@ type quotaShape struct {
 // quota is checked key by key like any other section.
 func (q *Quota) ConfigShape(*yaml.Node) any { return quotaShape{} }
 
-// UnmarshalYAML decodes a quota mapping and records which keys it gives.
-// An unknown key is refused, as everywhere in the config.
+// UnmarshalYAML decodes a quota mapping strictly and records which keys
+// it gives.
 func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: quota: want a mapping of bytes and claims", n.Line)
+	var f quotaShape
+	if err := decodeStrict(n, &f); err != nil {
+		return err
 	}
-	*q = Quota{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, value := n.Content[i], n.Content[i+1]
-		if value.Kind == yaml.ScalarNode && value.ShortTag() == "!!null" {
-			continue // an empty value: as good as absent
-		}
-		switch key.Value {
-		case "bytes":
-			if err := value.Decode(&q.Bytes); err != nil {
-				return err
-			}
-			q.given.bytes = true
-		case "claims":
-			if err := value.Decode(&q.Claims); err != nil {
-				return err
-			}
-			q.given.claims = true
-		default:
-			return fmt.Errorf("line %d: quota: unknown key %q (known: bytes, claims)", key.Line, key.Value)
-		}
-	}
+	*q = Quota{Bytes: f.Bytes, Claims: f.Claims}
+	q.given.bytes, q.given.claims = hasKey(n, "bytes"), hasKey(n, "claims")
 	return nil
 }
 
@@ -233,7 +271,10 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	}
 	p.TTL.RetentionAfterRead = dur(p.TTL.RetentionAfterRead, base.TTL.RetentionAfterRead)
 	p.TTL.GracePeriod = dur(p.TTL.GracePeriod, base.TTL.GracePeriod)
-	p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
+	if !p.TTL.maxLifetimeGiven {
+		p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
+	}
+	p.TTL.maxLifetimeGiven = false // settled
 	p.Uploads.URLTTL = dur(p.Uploads.URLTTL, base.Uploads.URLTTL)
 	p.Uploads.ConfirmWithin = dur(p.Uploads.ConfirmWithin, base.Uploads.ConfirmWithin)
 	// The result's quota is a plain value: what was given is settled.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
@@ -19,20 +20,23 @@ import (
 )
 
 // A namespace's quota fields given as 0 are unlimited even when the
-// defaults set a quota; left out, they take the defaults' (ADR 0080, the
-// quota fields keep 0 as "unlimited"). Through a config file, the store,
-// and the namespace info over HTTP; and a put larger than the defaults'
-// quota goes through where it is unlimited.
-func TestExplicitZeroQuotaIsUnlimited(t *testing.T) {
+// defaults set a quota, and its ttl.max_lifetime given as 0 means no
+// extensions even when the defaults allow them; left out, they take the
+// defaults' (ADR 0080: these zeros keep their meaning). Through a config
+// file, the store, and the namespace info over HTTP; and a put larger than
+// the defaults' quota goes through where it is unlimited.
+func TestExplicitZerosOverrideTheDefaults(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "claimcheck.yaml")
 	if err := os.WriteFile(file, []byte(`
 data: `+dir+`
 defaults:
   quota: { bytes: 1KiB, claims: 5 }
+  ttl: { max_lifetime: 720h }
 namespaces:
   open:
     quota: { bytes: 0, claims: 0 }
+    ttl: { max_lifetime: 0 }
   bytes-open:
     quota:
       bytes: 0
@@ -77,6 +81,13 @@ namespaces:
 		if info.Limits != want || info.Policy.Quota != want {
 			t.Errorf("%s: limits %+v, policy quota %+v; want %+v", ns, info.Limits, info.Policy.Quota, want)
 		}
+		wantLifetime := 720 * time.Hour
+		if ns == "open" {
+			wantLifetime = 0
+		}
+		if got := info.Policy.TTL.MaxLifetime.D(); got != wantLifetime {
+			t.Errorf("%s: ttl.max_lifetime %v, want %v", ns, got, wantLifetime)
+		}
 	}
 	big := strings.NewReader(strings.Repeat("x", 4096))
 	if _, err := store.Put(ctx, "open", big, claimcheck.PutOptions{}); err != nil {
@@ -88,10 +99,16 @@ namespaces:
 	}
 }
 
-// A quota section is checked key by key like any other.
-func TestQuotaUnknownKey(t *testing.T) {
-	_, err := load(t, "namespaces:\n  a:\n    quota: { byte: 0 }\n")
-	if err == nil || !strings.Contains(err.Error(), "namespaces.a.quota.byte") {
-		t.Fatalf("a misspelt quota key: %v, want an error naming namespaces.a.quota.byte", err)
+// The quota and ttl sections are still checked key by key, and for the
+// explicit zeros that are refused.
+func TestQuotaAndTTLStillStrict(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"namespaces:\n  a:\n    quota: { byte: 0 }\n":  "namespaces.a.quota.byte",
+		"namespaces:\n  a:\n    ttl: { maxage: 1h }\n": "namespaces.a.ttl.maxage",
+		"namespaces:\n  a:\n    ttl: { max_age: 0 }\n": "namespaces.a.ttl.max_age",
+	} {
+		if _, err := load(t, yaml); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error naming %s", yaml, err, want)
+		}
 	}
 }

@@ -190,6 +190,9 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 	// payload: the server may then report a failure after the headers
 	// there, instead of aborting the connection.
 	req.Header.Set("TE", "trailers")
+	// A payload stored as zstd may come as its stored frames, which this
+	// client decodes and then verifies like any payload (decode.go).
+	req.Header.Set("Accept-Encoding", claimcheck.EncodingZstd)
 	resp, err := c.do(req, http.StatusOK, "redeem "+ref.ID, ref.ID)
 	if err != nil {
 		return nil, err
@@ -202,7 +205,15 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 		resp.Body.Close()
 		return nil, fmt.Errorf("redeem %s: header %s: %w", ref.ID, api.HeaderRef, err)
 	}
-	body := &trailerChecker{resp: resp, id: ref.ID}
+	var body io.ReadCloser = &trailerChecker{resp: resp, id: ref.ID}
+	switch enc := resp.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case claimcheck.EncodingZstd:
+		body = newZstdBody(body, ref.ID)
+	default:
+		resp.Body.Close()
+		return nil, fmt.Errorf("redeem %s: %w: the server answered Content-Encoding %q, which this client did not ask for", ref.ID, claimcheck.ErrUnavailable, enc)
+	}
 	return claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body), nil
 }
 

@@ -18,7 +18,9 @@ import (
 // each on its own blob with an object, are finished (claims/s, target ≥
 // 10,000), then, past the grace period, their blobs are collected
 // (blobs/s); cpu-µs/claim is the process's CPU time per finished claim,
-// which a loaded machine does not change. An instrumented blob wrapper
+// which a loaded machine does not change, and pg-cpu-µs/claim the same
+// for the PostgreSQL server processes when the server runs on this
+// machine. An instrumented blob wrapper
 // counts the backend requests: the benchmark fails unless there is
 // exactly one delete per blob and no listing. It lives here, not in package sweep, because seeding a
 // million rows needs this package's direct inserts.
@@ -45,7 +47,7 @@ func BenchmarkSweeperMillion(b *testing.B) {
 		{"sqlite", func(b *testing.B) *Store { return openSQLiteStore(b) }},
 		{"postgres", func(b *testing.B) *Store {
 			dsn, _ := testsvc.Postgres(b)
-			s, err := Open(context.Background(), dsn)
+			s, err := Open(context.Background(), dsn+"&application_name="+benchApp)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -60,6 +62,10 @@ func BenchmarkSweeperMillion(b *testing.B) {
 		})
 	}
 }
+
+// benchApp names the benchmark's PostgreSQL connections, so that their
+// server processes can be found (backendCPU).
+var benchApp = "sweeper_bench_" + strconv.Itoa(os.Getpid())
 
 func benchSweeper(b *testing.B, open func(b *testing.B) *Store, n int, ordered bool) {
 	ctx := context.Background()
@@ -99,10 +105,12 @@ func benchSweeper(b *testing.B, open func(b *testing.B) *Store, n int, ordered b
 		b.StartTimer()
 
 		cpu0 := processCPU(b)
+		pg0, pgOK := backendCPU(s, benchApp)
 		start := time.Now()
 		res, err := sw.RunOnce(ctx, 0)
 		finish := time.Since(start)
 		cpu := processCPU(b) - cpu0
+		pg1, pgOK1 := backendCPU(s, benchApp)
 		if err != nil || res.ClaimsFinished != n {
 			b.Fatalf("finished %d of %d: %v", res.ClaimsFinished, n, err)
 		}
@@ -117,6 +125,9 @@ func benchSweeper(b *testing.B, open func(b *testing.B) *Store, n int, ordered b
 		c := counts.Counts()
 		b.ReportMetric(float64(n)/finish.Seconds(), "claims/s")
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/claim")
+		if pgOK && pgOK1 {
+			b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(n), "pg-cpu-µs/claim")
+		}
 		b.ReportMetric(float64(n)/collect.Seconds(), "blobs/s")
 		b.ReportMetric(float64(c.Deletes+c.BatchKeys)/float64(n), "deletes/blob")
 		b.ReportMetric(float64(c.Lists), "lists")

@@ -99,3 +99,44 @@ type PresignedPut struct {
 type Presigner interface {
 	PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (PresignedPut, error)
 }
+
+// Appender is implemented by stores that build an object from chunks
+// that arrive over many requests, each continuing where the last one
+// stopped (resumable uploads). The store keeps the bytes received so far
+// somewhere it owns under key: on the file system a staging file at the
+// object's own path, on S3 a multipart upload of key plus, for a last
+// piece shorter than a part, an object at key itself. So deleting key
+// and aborting with the handle removes every byte, and nothing needs a
+// listing to be found.
+//
+// The caller keeps the handle and the offset (the bytes stored so far)
+// in its own records, which are the truth: the store never reports an
+// offset of its own. Bytes a store wrote past the recorded offset (a
+// crash, a refused chunk) are overwritten by the next Append.
+type Appender interface {
+	// BeginAppend prepares key for an object of size bytes and returns
+	// the handle to keep with the row that owns key (S3: the multipart
+	// upload id; files: ""). Every later call takes it.
+	BeginAppend(ctx context.Context, key string, size int64) (handle string, err error)
+
+	// Append reads r to its end (or first error) and stores its bytes
+	// from offset off, which is the offset the caller recorded last. Each
+	// time bytes up to some offset o are stored so that an Append at o
+	// continues them, it calls durable(o), after r has been read to its
+	// end or error; the caller records o before it returns nil. If durable
+	// returns an error, Append stops, and the bytes past the last offset
+	// durable accepted count as never written. Append returns the last
+	// offset durable accepted (off if none) and the first error of r
+	// (other than io.EOF), of the store or of durable. size is the
+	// object's size as given to BeginAppend; bytes past it are refused.
+	Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(o int64) error) (int64, error)
+
+	// CompleteAppend turns the size bytes appended into the object at
+	// key, readable like any other. The handle is spent.
+	CompleteAppend(ctx context.Context, key, handle string, size int64) error
+
+	// AbortAppend removes everything appended and any object at key.
+	// Calling it again, or after CompleteAppend (then it deletes the
+	// object), is not an error.
+	AbortAppend(ctx context.Context, key, handle string) error
+}

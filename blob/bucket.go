@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -63,8 +64,9 @@ var (
 )
 
 // Open opens the store at rawURL. The concrete type tells the engine, by
-// type assertion, which optional abilities the backend has: a *Bucket for
-// file:// and mem://, an *S3Bucket (also a BatchDeleter) for s3://.
+// type assertion, which optional abilities the backend has: a
+// *FileBucket (an Appender) for file://, a *Bucket for mem://, an
+// *S3Bucket (BatchDeleter, Presigner, Lifecycler, Appender) for s3://.
 //
 // URL forms:
 //
@@ -127,7 +129,18 @@ func openFile(ctx context.Context, u *url.URL) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blob: open %s: %w", u, err)
 	}
-	return &Bucket{b: b}, nil
+	// The root as the driver resolves it (a "." host: relative to the
+	// working directory now), for appending to files in place.
+	dir := u.Path
+	if u.Host == "." {
+		dir = strings.TrimPrefix(dir, "/")
+	}
+	abs, err := filepath.Abs(filepath.FromSlash(dir))
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("blob: open %s: %w", u, err)
+	}
+	return &FileBucket{Bucket: &Bucket{b: b}, dir: abs}, nil
 }
 
 func openS3(ctx context.Context, u *url.URL) (Store, error) {

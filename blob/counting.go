@@ -41,7 +41,7 @@ var (
 // NewCounting wraps next and returns the store to use, which has exactly
 // the optional abilities of next (so the engine's type assertions see
 // through the wrapper), and the counter to read. Batch deletes are
-// counted; presigning and lifecycle calls pass through uncounted.
+// counted; presigning, lifecycle and append calls pass through uncounted.
 func NewCounting(next Store) (Store, *Counting) {
 	c := &Counting{next: next}
 	a := abilitiesOf(next)

@@ -22,6 +22,10 @@ const (
 	opPresign
 	opGetLifecycle
 	opPutLifecycle
+	opBeginAppend
+	opAppend
+	opCompleteAppend
+	opAbortAppend
 	numOps
 )
 
@@ -29,6 +33,7 @@ var opNames = [numOps]string{
 	opGet: "get", opPut: "put", opAttributes: "attributes", opDelete: "delete",
 	opDeleteMany: "delete_many", opList: "list", opPresign: "presign",
 	opGetLifecycle: "get_lifecycle", opPutLifecycle: "put_lifecycle",
+	opBeginAppend: "begin_append", opAppend: "append", opCompleteAppend: "complete_append", opAbortAppend: "abort_append",
 }
 
 // Results, indexes into opMetrics.results; resultNames are their label
@@ -83,7 +88,8 @@ func (o *opMetrics) observe(start time.Time, err error) {
 //	claimcheck_blob_operation_duration_seconds{operation}
 //
 // operation is get, put, attributes, delete, list, and for the optional
-// abilities delete_many, presign, get_lifecycle and put_lifecycle; result
+// abilities delete_many, presign, get_lifecycle, put_lifecycle,
+// begin_append, append, complete_append and abort_append; result
 // is ok, not_found (ErrNotFound), canceled (the caller's context was
 // cancelled) or error. Every (operation, result) series exists from the
 // start, at zero, so rates and ratios need no absent() guards. A get or
@@ -93,7 +99,7 @@ func (o *opMetrics) observe(start time.Time, err error) {
 // any of its keys failed. Close is not measured.
 //
 // The result has exactly the optional abilities of s (BatchDeleter,
-// Presigner, Lifecycler), each measured too, so a type assertion sees
+// Presigner, Lifecycler, Appender), each measured too, so a type assertion sees
 // through the wrapper. The metrics are registered on reg (nil: not
 // registered), which panics if it has them already, like MustRegister.
 func WithMetrics(s Store, reg prometheus.Registerer) Store {
@@ -126,6 +132,9 @@ func WithMetrics(s Store, reg prometheus.Registerer) Store {
 	}
 	if a.lc != nil {
 		a.lc = meteredLifecycle{m, a.lc}
+	}
+	if a.ap != nil {
+		a.ap = meteredAppend{m, a.ap}
 	}
 	return expose(m, a)
 }
@@ -316,5 +325,43 @@ func (l meteredLifecycle) PutLifecycleRules(ctx context.Context, rules []Lifecyc
 	start := time.Now()
 	err := l.lc.PutLifecycleRules(ctx, rules)
 	l.m.ops[opPutLifecycle].observe(start, err)
+	return err
+}
+
+type meteredAppend struct {
+	m  *meteredStore
+	ap Appender
+}
+
+// BeginAppend implements Appender.
+func (a meteredAppend) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
+	start := time.Now()
+	h, err := a.ap.BeginAppend(ctx, key, size)
+	a.m.ops[opBeginAppend].observe(start, err)
+	return h, err
+}
+
+// Append implements Appender. Like a put, it is measured while the
+// caller's bytes arrive.
+func (a meteredAppend) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
+	start := time.Now()
+	n, err := a.ap.Append(ctx, key, handle, size, off, r, durable)
+	a.m.ops[opAppend].observe(start, err)
+	return n, err
+}
+
+// CompleteAppend implements Appender.
+func (a meteredAppend) CompleteAppend(ctx context.Context, key, handle string, size int64) error {
+	start := time.Now()
+	err := a.ap.CompleteAppend(ctx, key, handle, size)
+	a.m.ops[opCompleteAppend].observe(start, err)
+	return err
+}
+
+// AbortAppend implements Appender.
+func (a meteredAppend) AbortAppend(ctx context.Context, key, handle string) error {
+	start := time.Now()
+	err := a.ap.AbortAppend(ctx, key, handle)
+	a.m.ops[opAbortAppend].observe(start, err)
 	return err
 }

@@ -1,6 +1,7 @@
 // Package claimstest is the conformance suite of the claimcheck.Claims
-// contract and of its optional capabilities (Uploads, Holder,
-// KeyDestroyer, KeyRewrapper, NamespaceReader, Auditor, DeadLetterQueue).
+// contract and of its optional capabilities (Uploads, ResumableUploads,
+// Holder, KeyDestroyer, KeyRewrapper, NamespaceReader, Auditor,
+// DeadLetterQueue).
 // Every implementation runs it from its own tests, so that a producer or
 // a consumer can swap the embedded store for the HTTP client (or another
 // implementation) and keep the same behaviour, errors included:
@@ -16,6 +17,7 @@
 // can be gone for that the contract can reach (expired, released,
 // read_retention_over, deleted, never_confirmed, key_destroyed); every
 // sentinel error through errors.Is; direct uploads sent with net/http;
+// resumable uploads;
 // legal holds; master key rotation; MaybeOffload and Resolve. It uses the
 // contract only: time moves through the harness's fake clock (nothing
 // sleeps), and the few things the contract cannot do (corrupt a stored
@@ -129,6 +131,9 @@ func Run(t *testing.T, open Factory) {
 		{"Uploads", testUploads},
 		{"UploadErrors", testUploadErrors},
 		{"GoneNeverConfirmed", testGoneNeverConfirmed},
+		{"Resumable", testResumable},
+		{"ResumableErrors", testResumableErrors},
+		{"GoneResumable", testGoneResumable},
 		{"Holds", testHolds},
 		{"HoldErrors", testHoldErrors},
 		{"HoldKeepsDeadlines", testHoldKeepsDeadlines},

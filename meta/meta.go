@@ -179,6 +179,10 @@ type Blob struct {
 	// what was found.
 	DamagedAt time.Time
 	Damage    string
+	// AppendHandle is the storage's handle on the object while a
+	// resumable upload appends to it (blob.Appender; S3: the multipart
+	// upload id), "" otherwise. Collecting the blob aborts it.
+	AppendHandle string
 }
 
 // Damaged reports whether the blob is marked damaged.
@@ -274,6 +278,8 @@ type Store interface {
 
 	// UploadStore: direct uploads (meta/uploads.go).
 	UploadStore
+	// ResumableStore: direct uploads in appends (meta/uploads.go).
+	ResumableStore
 
 	// CreatePending inserts a staging blob and a pending claim and reserves
 	// quota, in one transaction. It fails with *QuotaError (and inserts

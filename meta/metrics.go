@@ -82,6 +82,7 @@ type ops struct {
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
 	ListClaims, ExtendClaim                                            opMetrics
+	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -253,6 +254,22 @@ func (m *metered) ExtendPending(ctx context.Context, claimID, blobID string, due
 
 func (m *metered) CreateUpload(ctx context.Context, u Upload) (Upload, bool, error) {
 	return timer2[Upload, bool](m.ops.CreateUpload.start()).end(m.next.CreateUpload(ctx, u))
+}
+
+func (m *metered) CreateResumable(ctx context.Context, u Upload, handle string) error {
+	return m.ops.CreateResumable.start().end(m.next.CreateResumable(ctx, u, handle))
+}
+
+func (m *metered) Resumable(ctx context.Context, id string) (ResumableUpload, error) {
+	return timer1[ResumableUpload](m.ops.Resumable.start()).end(m.next.Resumable(ctx, id))
+}
+
+func (m *metered) RecordReceived(ctx context.Context, p Received) error {
+	return m.ops.RecordReceived.start().end(m.next.RecordReceived(ctx, p))
+}
+
+func (m *metered) Restage(ctx context.Context, p RestageParams) error {
+	return m.ops.Restage.start().end(m.next.Restage(ctx, p))
 }
 
 func (m *metered) Cursor(ctx context.Context, name string) (string, error) {

@@ -195,12 +195,18 @@ func (c CORS) Validate() error {
 // corsExposed are the response headers a page may read besides the
 // CORS-safelisted ones: the ref and size of a redeem, where a new claim
 // lives, when to retry, what auth wants.
-var corsExposed = strings.Join([]string{api.HeaderRef, api.HeaderSize, "Claimcheck-Error", "Location", "Retry-After", "WWW-Authenticate"}, ", ")
+var corsExposed = strings.Join([]string{api.HeaderRef, api.HeaderSize, "Claimcheck-Error", "Location", "Retry-After", "WWW-Authenticate",
+	// tus (tus.go): a tus client in a page reads where the upload is and
+	// how far it got.
+	tusHeaderOffset, tusHeaderLength, tusHeaderExpires, tusHeaderMetadata,
+	tusHeaderResumable, tusHeaderVersion, tusHeaderExtension, tusHeaderMaxSize}, ", ")
 
 // corsAllowedHeaders are the request headers a page may send: the API's
-// own, the API key, and Content-Type (application/json or the payload's).
+// own, the API key, Content-Type (application/json or the payload's),
+// and tus's.
 var corsAllowedHeaders = strings.Join([]string{"Authorization", "Content-Type", api.HeaderDigest, api.HeaderConsumers,
-	api.HeaderConsumerNames, api.HeaderLabels, api.HeaderIdempotencyKey}, ", ")
+	api.HeaderConsumerNames, api.HeaderLabels, api.HeaderIdempotencyKey,
+	tusHeaderResumable, tusHeaderLength, tusHeaderOffset, tusHeaderMetadata, tusHeaderChecksum}, ", ")
 
 // corsMethods are the methods a preflight may ask about.
 var corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}

@@ -102,6 +102,20 @@ func (p *pendingBytes) holdUpload(id, client string, n int64, until time.Time) (
 	return true
 }
 
+// extendUpload moves the end of upload id's hold to until: a resumable
+// upload's deadline follows its progress.
+func (p *pendingBytes) extendUpload(id string, until time.Time) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.uploads[id]; ok && until.After(h.until) {
+		h.until = until
+		p.uploads[id] = h
+	}
+}
+
 // endUpload gives back the hold of upload id (confirmed, or found gone).
 func (p *pendingBytes) endUpload(id string) {
 	if p == nil {

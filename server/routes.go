@@ -112,6 +112,19 @@ var routes = []route{
 	{pattern: "POST /v1/uploads/{id}/confirm", handler: (*Server).confirmUpload, op: auth.OpPut, target: targetClaim,
 		doc: "check the uploaded object and commit it like a put"},
 
+	// Resumable uploads over tus (tus.go). The answers are tus's; errors
+	// are claimcheck's JSON. A store without them answers 404.
+	{pattern: "POST /v1/namespaces/{ns}/tus", handler: (*Server).tusCreate, op: auth.OpPut, target: targetNamespace,
+		doc: "start a resumable upload (tus creation, `Upload-Length`): `201` + `Location`"},
+	{pattern: "OPTIONS /v1/namespaces/{ns}/tus", handler: (*Server).tusOptions, op: auth.OpPut, target: targetNamespace,
+		doc: "tus discovery: version, extensions, the namespace's max size, checksum algorithms"},
+	{pattern: "HEAD /v1/tus/{id}", handler: (*Server).tusHead, op: auth.OpPut, target: targetClaim,
+		doc: "how many bytes of the upload are stored (`Upload-Offset`); its ref once complete"},
+	{pattern: "PATCH /v1/tus/{id}", handler: (*Server).tusPatch, op: auth.OpPut, target: targetClaim,
+		doc: "append a chunk at `Upload-Offset`; the last one completes the upload: `204` + `Claimcheck-Ref`"},
+	{pattern: "DELETE /v1/tus/{id}", handler: (*Server).tusDelete, op: auth.OpPut, target: targetClaim,
+		doc: "terminate the upload: its bytes removed, its reservation refunded: `204`"},
+
 	// Dead letters (deadletters.go).
 	{pattern: "GET /v1/dead-letters", handler: (*Server).listDeadLetters, op: auth.OpAdmin, target: targetDeadLetters,
 		doc: "a page of the blobs the sweeper parked"},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tus/tusd/v2/pkg/handler"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
@@ -72,10 +73,11 @@ type Server struct {
 	rate           *limiters // per key (or address); nil: no rate limit
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
-	pending        *pendingBytes  // per client; nil: no bound (pending.go)
-	trusted        []netip.Prefix // reverse proxies (Limits.TrustedProxies)
-	public         *url.URL       // Limits.PublicURL; nil: from the request (proxy.go)
-	browser        *browserGate   // CORS and cross-origin protection (cors.go)
+	pending        *pendingBytes            // per client; nil: no bound (pending.go)
+	trusted        []netip.Prefix           // reverse proxies (Limits.TrustedProxies)
+	public         *url.URL                 // Limits.PublicURL; nil: from the request (proxy.go)
+	browser        *browserGate             // CORS and cross-origin protection (cors.go)
+	tus            *handler.UnroutedHandler // resumable uploads (tus.go); nil: the store has none
 	nsCache        claimNamespaces
 }
 
@@ -114,6 +116,7 @@ func New(cfg Config) *Server {
 			ErrorHandling: promhttp.ContinueOnError,
 		})
 	}
+	s.tus = s.newTus()
 	s.register() // the route table, routes.go
 	return s
 }

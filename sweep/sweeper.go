@@ -441,12 +441,23 @@ func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int
 }
 
 // deleteObjects deletes the blobs' objects, batched when the backend
-// supports it, and returns the keys that failed.
+// supports it, and returns the keys that failed. A blob whose object was
+// still being appended to (a resumable upload that never completed) is
+// aborted with its handle instead: that removes the parts the storage
+// keeps beside the object (an S3 multipart upload) as well as the
+// object, found from the row alone.
 func (s *Sweeper) deleteObjects(ctx context.Context, blobs []meta.Blob) map[string]error {
 	failed := map[string]error{}
-	keys := make([]string, len(blobs))
-	for i, b := range blobs {
-		keys[i] = b.Key
+	keys := make([]string, 0, len(blobs))
+	ap, appends := s.blobs.(blob.Appender)
+	for _, b := range blobs {
+		if b.AppendHandle == "" || !appends {
+			keys = append(keys, b.Key)
+			continue
+		}
+		if err := ap.AbortAppend(ctx, b.Key, b.AppendHandle); err != nil {
+			failed[b.Key] = err
+		}
 	}
 	if bd, ok := s.blobs.(blob.BatchDeleter); ok && bd.MaxBatch() > 1 {
 		for len(keys) > 0 {

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 		{"RangeRead", testRangeRead},
 		{"Concurrent", testConcurrent},
 		{"PresignPut", testPresignPut},
+		{"Append", testAppend},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -97,6 +97,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"UploadNotFound", testUploadNotFound},
 		{"UploadIdempotencyKey", testUploadIdempotencyKey},
 		{"UploadIdempotencyConcurrent", testUploadIdempotencyConcurrent},
+		{"Resumable", testResumable},
+		{"Restage", testRestage},
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
 	}

@@ -428,6 +428,18 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 	return c, nil
 }
 
+// raisePendingDue raises the due time of a pending claim and the collect
+// time of its staging blob to dueAt, never lowering either.
+func (q *txq) raisePendingDue(claimID, blobID string, dueAt time.Time) error {
+	if _, err := q.exec(`UPDATE claims SET due_at = ? WHERE id = ? AND state = 'pending' AND due_at < ?`,
+		ts(dueAt), claimID, ts(dueAt)); err != nil {
+		return err
+	}
+	_, err := q.exec(`UPDATE blobs SET collect_at = ? WHERE id = ? AND state = 'staging' AND collect_at < ?`,
+		ts(dueAt), blobID, ts(dueAt))
+	return err
+}
+
 // ExtendPending implements meta.Store.
 func (s *Store) ExtendPending(ctx context.Context, claimID, blobID string, dueAt time.Time) error {
 	err := s.write(ctx, func(q *txq) error {
@@ -441,13 +453,7 @@ func (s *Store) ExtendPending(ctx context.Context, claimID, blobID string, dueAt
 		if state != string(meta.ClaimPending) {
 			return meta.ErrConflict
 		}
-		if _, err := q.exec(`UPDATE claims SET due_at = ? WHERE id = ? AND state = 'pending' AND due_at < ?`,
-			ts(dueAt), claimID, ts(dueAt)); err != nil {
-			return err
-		}
-		_, err := q.exec(`UPDATE blobs SET collect_at = ? WHERE id = ? AND state = 'staging' AND collect_at < ?`,
-			ts(dueAt), blobID, ts(dueAt))
-		return err
+		return q.raisePendingDue(claimID, blobID, dueAt)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: extend pending claim %s: %w", claimID, err)

@@ -30,7 +30,7 @@ func (s *Store) PruneHistory(ctx context.Context, before time.Time, limit int) (
 		// Rows that reference a claim go with it: the consumers that
 		// released it, the upload it came from (its idempotency key
 		// may then name a new upload) and its label rows (0022).
-		for _, table := range []string{"claim_releases", "uploads", "claim_labels"} {
+		for _, table := range []string{"claim_releases", "upload_progress", "uploads", "claim_labels"} {
 			if err := chunks(ids, func(part []string) error {
 				_, err := q.exec(`DELETE FROM `+table+` WHERE claim_id IN (`+placeholders(len(part))+`)`, anys(part)...)
 				return err

@@ -19,7 +19,7 @@ const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, conte
 	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason`
 
 const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
-	created_at, state_at, collect_at, attempts, last_error, version, dead_at, damaged_at, damage`
+	created_at, state_at, collect_at, attempts, last_error, version, dead_at, damaged_at, damage, append_handle`
 
 // liveClaimsOfBlob is the condition "a claim that still holds the blob
 // in the outer query's row": pending or active. Written in this one form
@@ -102,7 +102,7 @@ func scanBlob(row scanner) (meta.Blob, error) {
 		attempts         int64
 	)
 	err := row.Scan(&b.ID, &b.Namespace, &digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &state, &b.Refcount,
-		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead, &damaged, &b.Damage)
+		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead, &damaged, &b.Damage, &b.AppendHandle)
 	if err != nil {
 		return meta.Blob{}, err
 	}

@@ -1,9 +1,11 @@
 package claimcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -92,6 +94,33 @@ type TTLPolicy struct {
 	// it, so a bucket rule by age never expires an extended claim's
 	// object.
 	MaxLifetime Duration `yaml:"max_lifetime" json:"max_lifetime,omitzero"`
+
+	// maxLifetimeGiven records that a config file set max_lifetime, 0
+	// included (UnmarshalYAML): a namespace's explicit 0 means "no
+	// extensions" even when the defaults allow them (ADR 0080).
+	maxLifetimeGiven bool
+}
+
+// ttlFields is TTLPolicy's mapping form: its fields, tags included,
+// without its methods.
+type ttlFields TTLPolicy
+
+// ConfigShape tells the strict config loader (internal/config) that a
+// ttl section is checked key by key (and for explicit zeros) like any
+// other.
+func (t *TTLPolicy) ConfigShape(*yaml.Node) any { return ttlFields{} }
+
+// UnmarshalYAML decodes a ttl mapping strictly (an unknown key is an
+// error, as everywhere in the config) and records whether it gives
+// max_lifetime.
+func (t *TTLPolicy) UnmarshalYAML(n *yaml.Node) error {
+	var f ttlFields
+	if err := decodeStrict(n, &f); err != nil {
+		return err
+	}
+	*t = TTLPolicy(f)
+	t.maxLifetimeGiven = hasKey(n, "max_lifetime")
+	return nil
 }
 
 // Lifetime is the longest a claim of this policy may live from its
@@ -107,9 +136,67 @@ type UploadPolicy struct {
 }
 
 // Quota limits a namespace. Zero means unlimited.
+//
+// In a namespace's policy, a field the config file leaves out takes the
+// defaults' value (WithDefaults); one it gives is the namespace's own, so
+// an explicit 0 is unlimited even when the defaults set a quota (ADR 0080:
+// the quota fields keep 0 as "unlimited"). A Quota built in Go has no
+// field given: its zeros take the defaults' values.
 type Quota struct {
 	Bytes  Size  `yaml:"bytes" json:"bytes"`
 	Claims int64 `yaml:"claims" json:"claims"`
+
+	// given records which fields a config file set (UnmarshalYAML).
+	given struct{ bytes, claims bool }
+}
+
+// decodeStrict decodes n into out refusing unknown keys: n.Decode would
+// use a fresh, lenient decoder, whoever decodes the config.
+func decodeStrict(n *yaml.Node, out any) error {
+	var buf bytes.Buffer
+	if err := yaml.NewEncoder(&buf).Encode(n); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// hasKey reports whether the mapping n gives key a value (an empty value
+// is as good as absent).
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			v := n.Content[i+1]
+			return !(v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null")
+		}
+	}
+	return false
+}
+
+// quotaShape is a quota's mapping form, for the strict config check.
+type quotaShape struct {
+	Bytes  Size  `yaml:"bytes"`
+	Claims int64 `yaml:"claims"`
+}
+
+// ConfigShape tells the strict config loader (internal/config) that a
+// quota is checked key by key like any other section.
+func (q *Quota) ConfigShape(*yaml.Node) any { return quotaShape{} }
+
+// UnmarshalYAML decodes a quota mapping strictly and records which keys
+// it gives.
+func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
+	var f quotaShape
+	if err := decodeStrict(n, &f); err != nil {
+		return err
+	}
+	*q = Quota{Bytes: f.Bytes, Claims: f.Claims}
+	q.given.bytes, q.given.claims = hasKey(n, "bytes"), hasKey(n, "claims")
+	return nil
 }
 
 // DedupEnabled reports the effective dedup setting (default on).
@@ -184,13 +271,21 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	}
 	p.TTL.RetentionAfterRead = dur(p.TTL.RetentionAfterRead, base.TTL.RetentionAfterRead)
 	p.TTL.GracePeriod = dur(p.TTL.GracePeriod, base.TTL.GracePeriod)
-	p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
+	if !p.TTL.maxLifetimeGiven {
+		p.TTL.MaxLifetime = dur(p.TTL.MaxLifetime, base.TTL.MaxLifetime)
+	}
+	p.TTL.maxLifetimeGiven = false // settled
 	p.Uploads.URLTTL = dur(p.Uploads.URLTTL, base.Uploads.URLTTL)
 	p.Uploads.ConfirmWithin = dur(p.Uploads.ConfirmWithin, base.Uploads.ConfirmWithin)
-	p.Quota.Bytes = pick(p.Quota.Bytes, base.Quota.Bytes)
-	if p.Quota.Claims == 0 {
-		p.Quota.Claims = base.Quota.Claims
+	// The result's quota is a plain value: what was given is settled.
+	q := Quota{Bytes: p.Quota.Bytes, Claims: p.Quota.Claims}
+	if !p.Quota.given.bytes {
+		q.Bytes = pick(q.Bytes, base.Quota.Bytes)
 	}
+	if !p.Quota.given.claims && q.Claims == 0 {
+		q.Claims = base.Quota.Claims
+	}
+	p.Quota = q
 	if p.Encryption == "" {
 		p.Encryption = base.Encryption
 	}

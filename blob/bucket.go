@@ -56,6 +56,7 @@ type S3Bucket struct {
 	*Bucket
 	client *s3.Client
 	name   string
+	sse    s3SSE // for the PutObject requests of NewWriter
 }
 
 var (
@@ -141,19 +142,6 @@ func openFile(ctx context.Context, u *url.URL) (Store, error) {
 		return nil, fmt.Errorf("blob: open %s: %w", u, err)
 	}
 	return &FileBucket{Bucket: &Bucket{b: b}, dir: abs}, nil
-}
-
-func openS3(ctx context.Context, u *url.URL) (Store, error) {
-	b, err := gcblob.OpenBucket(ctx, u.String())
-	if err != nil {
-		return nil, fmt.Errorf("blob: open %s: %w", redact(u), err)
-	}
-	var client *s3.Client
-	if !b.As(&client) {
-		_ = b.Close()
-		return nil, fmt.Errorf("blob: open %s: no S3 client behind the bucket", redact(u))
-	}
-	return &S3Bucket{Bucket: &Bucket{b: b, startAfter: true}, client: client, name: u.Host}, nil
 }
 
 // redact drops the query of a URL for error messages: it may carry

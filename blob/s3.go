@@ -1,11 +1,13 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -86,28 +88,131 @@ func escapedByGocloud(key string) bool {
 // abortTimeout bounds the clean-up request after a failed multipart upload.
 const abortTimeout = 30 * time.Second
 
-// NewWriter implements Store. On top of Bucket's writer it aborts the
-// multipart upload of a failed write: the transfer manager tries to, but
-// with the caller's context, which is exactly what has been cancelled when
-// a client goes away mid-put, so the parts (up to 16 MiB and more) would
-// otherwise stay billed and invisible until the bucket's abort-incomplete
-// lifecycle rule removes them a day later.
+// singlePutMax is the largest object NewWriter sends with one PutObject;
+// a longer stream becomes a multipart upload of parts this size.
+const singlePutMax = writeBufferSize
+
+// putBuffers recycles the buffers of single-request writes: a busy
+// server writes many small objects at once, and a buffer that grew to a
+// megabyte once need not be grown again.
+var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// NewWriter implements Store. The bytes are buffered, up to
+// singlePutMax: an object that ends within that goes out as one
+// PutObject of known length when the writer closes, without the transfer
+// manager's pipe, goroutine and growing first-part read that gocloud's
+// writer puts in front of every upload (docs/PERFORMANCE.md). A longer
+// stream turns into gocloud's multipart writer, buffered bytes first, so
+// memory stays bounded whatever the size. Either way nothing is visible
+// before Close returns nil, and a cancelled ctx makes Close fail without
+// creating the object: the single request is never sent, or is aborted
+// before S3 commits it; the multipart upload is never completed.
 func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	if escapedByGocloud(key) {
+		// Only gocloud knows the escaped name it stores the object under.
+		return b.multipartWriter(ctx, key)
+	}
+	buf := putBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	return &s3Writer{b: b, ctx: ctx, key: key, buf: buf}, nil
+}
+
+// s3Writer buffers an object for one PutObject until it outgrows
+// singlePutMax; then mp carries the rest of the stream.
+type s3Writer struct {
+	b   *S3Bucket
+	ctx context.Context
+	key string
+	buf *bytes.Buffer // nil once mp took over or the writer closed
+	mp  io.WriteCloser
+}
+
+func (w *s3Writer) Write(p []byte) (int, error) {
+	if w.mp != nil {
+		return w.mp.Write(p)
+	}
+	if w.buf == nil {
+		return 0, fmt.Errorf("blob: write %s: writer is closed", w.key)
+	}
+	if w.buf.Len()+len(p) <= singlePutMax {
+		return w.buf.Write(p)
+	}
+	mp, err := w.b.multipartWriter(w.ctx, w.key)
+	if err != nil {
+		return 0, err
+	}
+	w.mp = mp
+	_, err = mp.Write(w.buf.Bytes())
+	w.release(w.buf)
+	if err != nil {
+		return 0, err
+	}
+	return mp.Write(p)
+}
+
+func (w *s3Writer) Close() error {
+	if w.mp != nil {
+		return w.mp.Close()
+	}
+	buf := w.buf
+	if buf == nil {
+		return fmt.Errorf("blob: write %s: writer is closed", w.key)
+	}
+	w.buf = nil
+	if err := w.ctx.Err(); err != nil {
+		w.release(buf)
+		return fmt.Errorf("blob: write %s: %w", w.key, err)
+	}
+	in := &s3.PutObjectInput{
+		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
+		Body: bytes.NewReader(buf.Bytes()), ContentLength: aws.Int64(int64(buf.Len())),
+		// As Bucket.NewWriter: stored bytes are compressed or opaque.
+		ContentType: aws.String("application/octet-stream"),
+	}
+	w.b.sse.apply(in)
+	if _, err := w.b.client.PutObject(w.ctx, in); err != nil {
+		// Not recycled: the HTTP transport may still be reading the
+		// body of a request that failed early.
+		return fmt.Errorf("blob: write %s: %w", w.key, err)
+	}
+	w.release(buf)
+	return nil
+}
+
+// release returns buf to the pool. Its contents never exceed
+// singlePutMax, but bytes.Buffer grows its capacity by doubling; a
+// buffer grown past twice that (which would take a bug) is dropped
+// rather than kept alive in the pool.
+func (w *s3Writer) release(buf *bytes.Buffer) {
+	w.buf = nil
+	if buf.Cap() <= 2*singlePutMax {
+		putBuffers.Put(buf)
+	}
+}
+
+// multipartWriter is Bucket's writer (gocloud's, over the transfer
+// manager) that also aborts the multipart upload of a failed write: the
+// transfer manager tries to, but with the caller's context, which is
+// exactly what has been cancelled when a client goes away mid-put, so the
+// parts (up to 16 MiB and more) would otherwise stay billed and invisible
+// until the bucket's abort-incomplete lifecycle rule removes them a day
+// later.
+func (b *S3Bucket) multipartWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	w, err := b.Bucket.NewWriter(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return &s3Writer{WriteCloser: w, b: b, ctx: ctx, key: key}, nil
+	return &abortingWriter{WriteCloser: w, b: b, ctx: ctx, key: key}, nil
 }
 
-type s3Writer struct {
+type abortingWriter struct {
 	io.WriteCloser
 	b   *S3Bucket
 	ctx context.Context
 	key string
 }
 
-func (w *s3Writer) Close() error {
+func (w *abortingWriter) Close() error {
 	err := w.WriteCloser.Close()
 	var mp transfermanager.MultipartUploadError
 	if err == nil || !errors.As(err, &mp) || escapedByGocloud(w.key) {

@@ -60,6 +60,10 @@ var _ claimcheck.Claims = (*Client)(nil)
 // Option configures a Client.
 type Option func(*Client)
 
+// idleConnsPerHost is how many idle connections to the server the
+// default HTTP client keeps for reuse.
+const idleConnsPerHost = 256
+
 // WithHTTPClient makes the client send its requests with hc (for
 // TLS settings, proxies, tracing). The default is a client with its own
 // copy of http.DefaultTransport and no overall timeout, since payloads
@@ -97,6 +101,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		// Payloads are large: bigger socket buffers mean fewer system
 		// calls per megabyte (the defaults are 4 KiB).
 		t.WriteBufferSize, t.ReadBufferSize = 64<<10, 64<<10
+		// net/http keeps 2 idle connections per host: a program with
+		// more concurrent calls than that would close the surplus after
+		// each call and dial (over TLS, handshake) again for the next.
+		t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerHost)
+		t.MaxIdleConnsPerHost = idleConnsPerHost
 		c.hc = &http.Client{Transport: t}
 	}
 	return c, nil
@@ -181,6 +190,9 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 	// payload: the server may then report a failure after the headers
 	// there, instead of aborting the connection.
 	req.Header.Set("TE", "trailers")
+	// A payload stored as zstd may come as its stored frames, which this
+	// client decodes and then verifies like any payload (decode.go).
+	req.Header.Set("Accept-Encoding", claimcheck.EncodingZstd)
 	resp, err := c.do(req, http.StatusOK, "redeem "+ref.ID, ref.ID)
 	if err != nil {
 		return nil, err
@@ -193,7 +205,15 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 		resp.Body.Close()
 		return nil, fmt.Errorf("redeem %s: header %s: %w", ref.ID, api.HeaderRef, err)
 	}
-	body := &trailerChecker{resp: resp, id: ref.ID}
+	var body io.ReadCloser = &trailerChecker{resp: resp, id: ref.ID}
+	switch enc := resp.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case claimcheck.EncodingZstd:
+		body = newZstdBody(body, ref.ID)
+	default:
+		resp.Body.Close()
+		return nil, fmt.Errorf("redeem %s: %w: the server answered Content-Encoding %q, which this client did not ask for", ref.ID, claimcheck.ErrUnavailable, enc)
+	}
 	return claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body), nil
 }
 

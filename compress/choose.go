@@ -38,9 +38,10 @@ var sampler = sync.OnceValue(func() *zstd.Encoder {
 // it is, so neither side pays for a codec that only adds framing. An empty
 // sample (an empty payload) is stored as none too.
 //
-// The fastest level is cheap enough to run on every put, and the default
-// level that NewWriter uses normally shrinks the same data further, so the
-// test errs towards "none" only for data that barely compresses.
+// The fastest level is cheap enough to run on every put, and it is the
+// level NewWriter writes with (ADR 0135), so the sample's saving is what
+// the object gets, give or take the framing; the test errs towards "none"
+// only for data that barely compresses.
 func Choose(setting string, sample []byte) string {
 	if setting != Auto {
 		return setting

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/benchdata"
 )
 
 // photos returns a ~1.2 MB JSON document shaped like a typical REST API
@@ -52,7 +55,7 @@ func photos() []byte {
 	return doc
 }
 
-// BenchmarkCodecs compares zstd (default level) with gzip level 6 on the
+// BenchmarkCodecs compares zstd (at the level objects are written with) with gzip level 6 on the
 // same document, through the package's pooled writers and readers, as the
 // server uses them. MB/s are of the original bytes in both directions;
 // ratio is original size / stored size.
@@ -106,5 +109,55 @@ func BenchmarkCodecs(b *testing.B) {
 			}
 			b.ReportMetric(ratio(c.alg), "ratio")
 		})
+	}
+}
+
+// BenchmarkZstdLevels measures zstd's fastest, default and better levels
+// on the JSON document of BenchmarkVersusMinIO (benchdata.JSONRecords, 1 MiB)
+// and on photos(), through the framed writer with the package's settings
+// and the package's reader: compress and decompress MB/s of the original
+// bytes, and the ratio. ADR 0135 chose the level from these numbers.
+//
+//	go test -run '^$' -bench ZstdLevels -count 3 ./compress
+func BenchmarkZstdLevels(b *testing.B) {
+	docs := []struct {
+		name string
+		doc  []byte
+	}{{"records-1MiB", benchdata.JSONRecords(1 << 20)}, {"photos", photos()}}
+	for _, d := range docs {
+		for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression} {
+			newWriter := compress.ZstdLevelWriters(level)
+			var stored bytes.Buffer
+			b.Run(fmt.Sprintf("%s/compress/%s", d.name, level), func(b *testing.B) {
+				stored.Grow(len(d.doc))
+				b.SetBytes(int64(len(d.doc)))
+				for b.Loop() {
+					stored.Reset()
+					w := newWriter(&stored)
+					if _, err := w.Write(d.doc); err != nil {
+						b.Fatal(err)
+					}
+					if err := w.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(d.doc))/float64(stored.Len()), "ratio")
+			})
+			b.Run(fmt.Sprintf("%s/decompress/%s", d.name, level), func(b *testing.B) {
+				b.SetBytes(int64(len(d.doc)))
+				src := bytes.NewReader(nil)
+				for b.Loop() {
+					src.Reset(stored.Bytes())
+					r, err := compress.NewReader(compress.Zstd, src)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(d.doc)) {
+						b.Fatalf("decoded %d bytes, %v", n, err)
+					}
+					r.Close()
+				}
+			})
+		}
 	}
 }

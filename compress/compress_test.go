@@ -248,16 +248,17 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestConcurrentStreams shares the pools between many goroutines; run
-// with -race. Readers closed halfway must not disturb the next user of
-// their decoder.
+// TestConcurrentStreams shares the pools (and zstd's frame encoders and
+// buffers) between many goroutines; run with -race. zstd payloads from
+// one frame to several. Readers closed halfway must not disturb the next
+// user of their decoder.
 func TestConcurrentStreams(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 24 {
 		alg := codecs[i%len(codecs)]
 		wg.Go(func() {
 			for j := range 5 {
-				want := text(50<<10 + i*1000 + j)
+				want := text(50<<10 + i*30_000 + j)
 				stored := encode(t, alg, want)
 				if j%2 == 1 {
 					r, _ := compress.NewReader(alg, bytes.NewReader(stored))

@@ -3,6 +3,7 @@ package compress_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -55,6 +56,46 @@ func TestFramedZstd(t *testing.T) {
 	}
 }
 
+// Objects written before ADR 0135 have frames of 1 MiB: their table is
+// still trusted (a range decodes only its frames), and they decode whole.
+// Frames over 1 MiB were never written, and a table claiming one is not
+// trusted.
+func TestOneMiBFramesStillRead(t *testing.T) {
+	const mib = 1 << 20
+	n := 2*mib + 777
+	data := text(n)
+	var buf bytes.Buffer
+	w := compress.NewZstdWriterFrames(mib, &buf)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stored := buf.Bytes()
+	frames := framesOf(t, stored, int64(n))
+	if len(frames) != 3 || frames[1].Start != mib || frames[1].Len != mib {
+		t.Fatalf("frames %+v, want three from 1 MiB ones", frames)
+	}
+	f := frames[1]
+	if got, err := decode(compress.Zstd, stored[f.Offset:f.Offset+f.Size]); err != nil || !bytes.Equal(got, data[mib:2*mib]) {
+		t.Fatalf("the second 1 MiB frame alone: %d bytes, %v", len(got), err)
+	}
+	if got, err := decode(compress.Zstd, stored); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("whole read: %d bytes, %v", len(got), err)
+	}
+
+	buf.Reset()
+	w = compress.NewZstdWriterFrames(mib+1, &buf)
+	w.Write(data)
+	w.Close()
+	stored = buf.Bytes()
+	tableLen, _ := compress.ParseSeekFooter(stored[len(stored)-compress.SeekTableTail:])
+	if _, err := compress.ParseSeekTable(stored[int64(len(stored))-tableLen:], int64(len(stored)), int64(n)); !errors.Is(err, compress.ErrCorrupt) {
+		t.Fatalf("a table with frames over 1 MiB: %v, want ErrCorrupt", err)
+	}
+}
+
 // An object written before framing (one zstd frame, no table) has no
 // seek table, and is read from the start.
 func TestSingleFrameHasNoSeekTable(t *testing.T) {
@@ -94,5 +135,66 @@ func TestSeekTableCheckedByWholeReads(t *testing.T) {
 		if _, err := decode(compress.Zstd, d); !errors.Is(err, compress.ErrCorrupt) {
 			t.Fatalf("byte %d of the %d-byte table altered: %v, want ErrCorrupt", i-(len(stored)-int(tableLen)), tableLen, err)
 		}
+	}
+}
+
+// brokenAfter accepts n bytes, then fails every write, like a store whose
+// connection dropped.
+type brokenAfter struct{ n int }
+
+func (b *brokenAfter) Write(p []byte) (int, error) {
+	if len(p) > b.n {
+		return 0, errBackend
+	}
+	b.n -= len(p)
+	return len(p), nil
+}
+
+// A failed write of one frame fails the stream, also while later frames
+// are still being encoded: Write and Close report it, and nothing is left
+// running (TestMain checks for goroutines).
+func TestFramedZstdWriteError(t *testing.T) {
+	data := text(6 * compress.FrameSize)
+	for _, at := range []int{0, 100, 50_000} {
+		w, err := compress.NewWriter(compress.Zstd, &brokenAfter{n: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var werr error
+		for rest := data; len(rest) > 0 && werr == nil; rest = rest[min(len(rest), 100_000):] {
+			_, werr = w.Write(rest[:min(len(rest), 100_000)])
+		}
+		if cerr := w.Close(); !errors.Is(werr, errBackend) && !errors.Is(cerr, errBackend) {
+			t.Fatalf("failing after %d bytes: Write %v, Close %v; want the writer's error", at, werr, cerr)
+		}
+	}
+}
+
+// CheckSeekTable passes a stream on unchanged and checks its table at the
+// end, as a whole read does, without decoding: an altered byte anywhere
+// in the table, or a payload size the table does not add up to, fails
+// the last Read with ErrCorrupt; a stream without a table passes.
+func TestCheckSeekTable(t *testing.T) {
+	data := text(2*compress.FrameSize + 100)
+	stored := encode(t, compress.Zstd, data)
+	pass := func(stream []byte, size int64) ([]byte, error) {
+		return io.ReadAll(compress.CheckSeekTable(bytes.NewReader(stream), size))
+	}
+	if got, err := pass(stored, int64(len(data))); err != nil || !bytes.Equal(got, stored) {
+		t.Fatalf("an intact stream: %d bytes, %v", len(got), err)
+	}
+	if _, err := pass(stored, int64(len(data))+1); !errors.Is(err, compress.ErrCorrupt) {
+		t.Fatalf("another payload size: %v, want ErrCorrupt", err)
+	}
+	tableLen, _ := compress.ParseSeekFooter(stored[len(stored)-compress.SeekTableTail:])
+	for i := len(stored) - int(tableLen); i < len(stored); i++ {
+		d := bytes.Clone(stored)
+		d[i] ^= 0x10
+		if _, err := pass(d, int64(len(data))); !errors.Is(err, compress.ErrCorrupt) {
+			t.Fatalf("byte %d of the table altered: %v, want ErrCorrupt", i-(len(stored)-int(tableLen)), err)
+		}
+	}
+	if _, err := pass(zstdSingleFrame(t, data), int64(len(data))); err != nil {
+		t.Fatalf("a single-frame stream: %v", err)
 	}
 }

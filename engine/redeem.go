@@ -145,26 +145,9 @@ func (s *Store) objectMissing(ctx context.Context, c meta.Claim, b meta.Blob) er
 // through the decrypter, the decompressor and a verifying reader. It
 // records no read.
 func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *sealKey, start time.Time) (*claimcheck.Payload, error) {
-	obj, err := s.blobs.NewReader(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, s.objectMissing(ctx, c, b)
-	}
+	obj, src, stored, err := s.openStored(ctx, c, b, sk)
 	if err != nil {
-		return nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
-	}
-	src := &sourceReader{r: obj}
-	var stored io.Reader = src
-	if sk != nil {
-		if stored, err = sk.decrypt(src, b.Key); err != nil {
-			obj.Close()
-			if src.err != nil {
-				return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
-			}
-			s.metrics.corruption.Inc()
-			s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on redeem: %v", err))
-			return nil, fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
-		}
-		stored = openedReader{stored}
+		return nil, err
 	}
 	dec, err := compress.NewReader(b.Compression, stored)
 	if err != nil {
@@ -188,15 +171,45 @@ func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *
 	return p, nil
 }
 
+// openStored opens the object of claim c and, for an encrypted one, the
+// decrypter over it: stored reads the compressed stream. src remembers
+// the object store's own read error.
+func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *sealKey) (obj io.ReadCloser, src *sourceReader, stored io.Reader, err error) {
+	obj, err = s.blobs.NewReader(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil, nil, s.objectMissing(ctx, c, b)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
+	}
+	src = &sourceReader{r: obj}
+	stored = src
+	if sk != nil {
+		if stored, err = sk.decrypt(src, b.Key); err != nil {
+			obj.Close()
+			if src.err != nil {
+				return nil, nil, nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
+			}
+			s.metrics.corruption.Inc()
+			s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on redeem: %v", err))
+			return nil, nil, nil, fmt.Errorf("redeem %s: %w: stored object fails decryption (altered or truncated): %v", c.ID, claimcheck.ErrChecksumMismatch, err)
+		}
+		stored = openedReader{stored}
+	}
+	return obj, src, stored, nil
+}
+
 // sourceReader remembers the object store's own read error, so that a
 // decompressor failure can be told apart from a storage failure.
 type sourceReader struct {
 	r   io.Reader
+	n   int64 // bytes read
 	err error
 }
 
 func (r *sourceReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
+	r.n += int64(n)
 	if err != nil && err != io.EOF {
 		r.err = err
 	}

@@ -149,12 +149,47 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 			return s.redeemRange(w, r, ref, rr, rv, br)
 		}
 	}
+	if er, ok := s.claims.(claimcheck.EncodedRedeemer); ok {
+		// The answer depends on these two headers (ADR 0136).
+		w.Header().Add("Vary", "Accept-Encoding, TE")
+		if readsTrailers(r) && acceptsEncoding(r, claimcheck.EncodingZstd) {
+			e, err := er.RedeemEncoded(r.Context(), ref, claimcheck.EncodingZstd)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", e.Encoding)
+		}
+	}
 	p, err := s.claims.Redeem(r.Context(), ref)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusOK, "")
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusOK, "", "")
+}
+
+// acceptsEncoding reports whether the request's Accept-Encoding lists
+// coding with a nonzero weight (RFC 9110 §12.5.3). A "*" does not count:
+// the stored frames are sent only to a client that names zstd, which
+// the server takes to decode them and verify the payload itself.
+func acceptsEncoding(r *http.Request, coding string) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for _, item := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(item, ";")
+			if !strings.EqualFold(strings.TrimSpace(name), coding) {
+				continue
+			}
+			q, ok := strings.CutPrefix(strings.ReplaceAll(strings.TrimSpace(params), " ", ""), "q=")
+			if !ok {
+				return true
+			}
+			if w, err := strconv.ParseFloat(q, 64); err == nil && w > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // redeemRange answers one range: 206 with Content-Range, or 416 with
@@ -176,12 +211,12 @@ func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimch
 		return err
 	}
 	defer p.Close()
-	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusPartialContent, api.FormatContentRange(p.Offset, p.Length, p.Ref.Size))
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusPartialContent, api.FormatContentRange(p.Offset, p.Length, p.Ref.Size), "")
 }
 
-// stream sends body (a verifying reader) as the answer with status; a
-// 206 carries contentRange.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange string) error {
+// stream sends body (a verifying reader, or the stored frames in
+// encoding) as the answer with status; a 206 carries contentRange.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange, encoding string) error {
 	buf := make([]byte, streamChunk)
 	n, rerr := fill(body, buf)
 	if rerr != nil && rerr != io.EOF {
@@ -202,6 +237,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body 
 	h.Set(api.HeaderAcceptRanges, "bytes")
 	if contentRange != "" {
 		h.Set(api.HeaderContentRange, contentRange)
+	}
+	if encoding != "" {
+		h.Set("Content-Encoding", encoding)
 	}
 	// Declaring a trailer also keeps net/http from adding a
 	// Content-Length to short responses: the body is always chunked.

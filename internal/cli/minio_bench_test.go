@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/benchdata"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -26,7 +29,8 @@ import (
 // Go client, and through MinIO and the AWS SDK's S3 client, on the same
 // machine, interleaved round by round so both see the same load. Fresh
 // bytes every round (no dedup, no cache). It reports ratio = MinIO's time
-// / claimcheck's time: above 1, claimcheck is faster.
+// / claimcheck's time: above 1, claimcheck is faster; ratio-p50 is the
+// same from the median round of each, which load from outside moves less.
 //
 //   - json-1MiB: a compressible JSON document; claimcheck compresses it
 //     with the default policy.
@@ -39,6 +43,13 @@ import (
 // TEST_DATABASE_URL is set too. MinIO comes from TEST_S3_URL
 // (scripts/minio.sh start DIR; scripts/bench.sh starts it).
 //
+// CLAIMCHECK_BENCH_BASELINE lists claimcheck binaries built from other
+// commits (separated like PATH). Each runs beside the embedded setup, on
+// its own data directory, in the same rounds: every round puts and reads
+// through MinIO, this tree's server and then each of them, so a change's
+// before and after see the same load. Their metrics are named after the
+// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME.
+//
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
@@ -50,12 +61,12 @@ func BenchmarkVersusMinIO(b *testing.B) {
 		setups = append(setups, struct{ name, config string }{"postgres-minio",
 			fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)})
 	}
-	for _, setup := range setups {
+	serve := func(name, bin, config string) served {
 		dir := b.TempDir()
 		args := []string{"--data", dir}
-		if setup.config != "" {
+		if config != "" {
 			cfg := filepath.Join(dir, "claimcheck.yaml")
-			if err := os.WriteFile(cfg, []byte(setup.config), 0o600); err != nil {
+			if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 				b.Fatal(err)
 			}
 			args = append(args, "--config", cfg)
@@ -63,6 +74,15 @@ func BenchmarkVersusMinIO(b *testing.B) {
 		c, err := client.New(startServer(b, bin, dir, args...))
 		if err != nil {
 			b.Fatal(err)
+		}
+		return served{name, c}
+	}
+	for _, setup := range setups {
+		servers := []served{serve("", bin, setup.config)}
+		if setup.name == "embedded" {
+			for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
+				servers = append(servers, serve(filepath.Base(other), other, ""))
+			}
 		}
 		for _, tc := range []struct {
 			name    string
@@ -76,31 +96,39 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			{"64KiB-64w", 64 << 10, 64, false},
 		} {
 			b.Run(setup.name+"/"+tc.name, func(b *testing.B) {
-				benchVersusMinIO(b, c, s3c, bucket, tc.size, tc.workers, tc.json)
+				benchVersusMinIO(b, servers, s3c, bucket, tc.size, tc.workers, tc.json)
 			})
 		}
 	}
 }
 
-func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket string, size, workers int, json bool) {
+// served is a running claimcheck server: this tree's (name "") or a
+// baseline binary's.
+type served struct {
+	name string
+	c    *client.Client
+}
+
+// benchSeq numbers the payloads of every BenchmarkVersusMinIO run in the
+// process, so that a run repeated with -count does not send the bytes of
+// the previous one again (which would be dedup hits).
+var benchSeq atomic.Uint64
+
+func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket string, size, workers int, json bool) {
 	ctx := context.Background()
 	payloads := make([][]byte, workers)
 	for i := range payloads {
 		if json {
-			payloads[i] = jsonPayload(size)
+			payloads[i] = benchdata.JSONRecords(size)
 		} else {
 			payloads[i] = make([]byte, size)
 			rand.Read(payloads[i])
 		}
 	}
-	var seq uint64
-	var mu sync.Mutex
 	fresh := func(p []byte) []byte { // distinct bytes every round: no dedup
-		mu.Lock()
-		seq++
-		binary.LittleEndian.PutUint64(p[len(p)-8:], seq)
-		mu.Unlock()
-		return bytes.Clone(p)
+		p = bytes.Clone(p)
+		binary.LittleEndian.PutUint64(p[len(p)-8:], benchSeq.Add(1))
+		return p
 	}
 	viaMinIO := func(w int) error {
 		p := fresh(payloads[w])
@@ -116,18 +144,20 @@ func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket str
 		defer out.Body.Close()
 		return readAll(out.Body, len(p))
 	}
-	viaClaimcheck := func(w int) error {
-		p := fresh(payloads[w])
-		ref, err := c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
-		if err != nil {
-			return err
+	viaClaimcheck := func(c *client.Client) func(int) error {
+		return func(w int) error {
+			p := fresh(payloads[w])
+			ref, err := c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
+			if err != nil {
+				return err
+			}
+			r, err := c.Redeem(ctx, ref)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return readAll(r, len(p))
 		}
-		r, err := c.Redeem(ctx, ref)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return readAll(r, len(p))
 	}
 	round := func(op func(int) error) time.Duration {
 		start := time.Now()
@@ -144,14 +174,38 @@ func benchVersusMinIO(b *testing.B, c *client.Client, s3c *s3.Client, bucket str
 		}
 		return time.Since(start)
 	}
-	var tMinIO, tCC time.Duration
+	var minio []time.Duration
+	rounds := make([][]time.Duration, len(servers))
 	for b.Loop() {
-		tMinIO += round(viaMinIO)
-		tCC += round(viaClaimcheck)
+		minio = append(minio, round(viaMinIO))
+		for i, s := range servers {
+			rounds[i] = append(rounds[i], round(viaClaimcheck(s.c)))
+		}
 	}
-	b.ReportMetric(tMinIO.Seconds()*1000/float64(b.N), "minio-ms")
-	b.ReportMetric(tCC.Seconds()*1000/float64(b.N), "claimcheck-ms")
-	b.ReportMetric(tMinIO.Seconds()/tCC.Seconds(), "ratio")
+	sum := func(ds []time.Duration) (t time.Duration) {
+		for _, d := range ds {
+			t += d
+		}
+		return t
+	}
+	// The ratio from the median rounds too: a burst of load from outside
+	// the benchmark moves the sums of a few rounds, not the medians.
+	median := func(ds []time.Duration) time.Duration {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	ms := func(ds []time.Duration) float64 { return sum(ds).Seconds() * 1000 / float64(len(ds)) }
+	b.ReportMetric(ms(minio), "minio-ms")
+	for i, s := range servers {
+		name, suffix := "claimcheck", ""
+		if s.name != "" {
+			name, suffix = s.name, "-"+s.name
+		}
+		b.ReportMetric(ms(rounds[i]), name+"-ms")
+		b.ReportMetric(sum(minio).Seconds()/sum(rounds[i]).Seconds(), "ratio"+suffix)
+		b.ReportMetric(median(minio).Seconds()/median(rounds[i]).Seconds(), "ratio-p50"+suffix)
+	}
 }
 
 // readAll reads r to its end and checks that it held n bytes.
@@ -161,24 +215,4 @@ func readAll(r io.Reader, n int) error {
 		err = fmt.Errorf("read %d bytes, want %d", got, n)
 	}
 	return err
-}
-
-// jsonPayload returns a JSON document of exactly n bytes, of the kind
-// that gets offloaded (records with repeated keys and varied values).
-func jsonPayload(n int) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(`{"records":[`)
-	for i := 0; buf.Len() < n-64; i++ {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"id":%d,"customer":"c-%06d","amount":%d.%02d,"status":"%s"}`,
-			i, i*7919%1000003, i%9973, i%100, []string{"paid", "open", "refunded"}[i%3])
-	}
-	buf.WriteString(`],"pad":"`)
-	for buf.Len() < n-2 {
-		buf.WriteByte('x')
-	}
-	buf.WriteString(`"}`)
-	return buf.Bytes()
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},
 		{"ReleaseFanOut", testReleaseFanOut},
 		{"ReleaseFanOutNamed", testReleaseFanOutNamed},
+		{"ReleaseOrder", testReleaseOrder},
 		{"ReleaseConflicts", testReleaseConflicts},
 		{"FinishActive", testFinishActive},
 		{"FinishPending", testFinishPending},

@@ -185,6 +185,18 @@ func testReleaseFanOut(t *testing.T, h *harness) {
 	h.wantDue(c, epoch.Add(7*time.Minute), meta.ReasonReleased)
 }
 
+// testReleaseOrder checks that a claim lists its releases in the order
+// they happened, not in the order of the names.
+func testReleaseOrder(t *testing.T, h *harness) {
+	res := h.put(put{Consumers: 3})
+	for _, name := range []string{"c", "a", "b"} {
+		h.release(res.Claim.ID, name)
+	}
+	if got := h.claim(res.Claim.ID).ReleasedBy; !slices.Equal(got, []string{"c", "a", "b"}) {
+		t.Errorf("ReleasedBy = %v, want [c a b]", got)
+	}
+}
+
 func testReleaseFanOutNamed(t *testing.T, h *harness) {
 	res := h.put(put{Consumers: 2, ConsumerNames: []string{"billing", "search"}, Retention: time.Minute})
 	h.release(res.Claim.ID, "billing")

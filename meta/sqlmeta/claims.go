@@ -34,27 +34,39 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
 	}
 	err = s.write(ctx, func(q *txq) error {
-		if err := q.ensureNamespace(c.Namespace); err != nil {
-			return err
+		// The counters change in the statement that locks the row; a
+		// failed check fails the transaction, which undoes it.
+		count := func() error {
+			delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
+			n, err := q.addNamespace(c.Namespace, delta)
+			if err != nil {
+				return err
+			}
+			if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
+				return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+					Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+			}
+			if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+				return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+					Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+			}
+			return q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta)
 		}
-		n, err := q.loadNamespace(c.Namespace)
-		if err != nil {
-			return err
-		}
-		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
-		}
-		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-		}
-		if err := q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1); err != nil {
-			return err
+		// Where the namespace keys are checked at commit (PostgreSQL),
+		// the rows go in first and the namespace row, which every put
+		// and commit of the namespace queues for, is held for one
+		// statement and the commit. The new rows are this transaction's
+		// own: nobody waits on them. Checked at once instead, each
+		// insert would lock the namespace row next to the other puts'
+		// locks, and the row must exist first.
+		if !q.d.deferredNamespaceKeys {
+			if err := count(); err != nil {
+				return err
+			}
 		}
 		// The blob row exists before its object is written, so every
 		// object the protocol writes can be found from the database.
-		_, err = q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		_, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
 			state, refcount, created_at, state_at, collect_at, version)
 			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
 			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
@@ -74,7 +86,10 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		if err := q.insertLabels(c); err != nil {
 			return err
 		}
-		return q.applyNamespace(c.Namespace, nsDelta{reserved: c.ReservedBytes, pending: 1})
+		if q.d.deferredNamespaceKeys {
+			return count()
+		}
+		return nil
 	})
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
@@ -128,7 +143,7 @@ func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitRes
 
 func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	now := p.Now.UnixNano()
-	c, err := q.loadClaim(p.ClaimID, true)
+	c, err := q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -138,10 +153,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if c.BlobID != p.BlobID {
 		return meta.CommitResult{}, fmt.Errorf("claim is staged in blob %s, not %s: %w", c.BlobID, p.BlobID, meta.ErrConflict)
 	}
-	// Reservation → usage. The total only grows when the payload is
-	// larger than its reservation; only then is the limit checked, so a
-	// lowered quota never strands an upload whose bytes were reserved.
-	n, err := q.loadNamespace(c.Namespace)
+	// Reservation → usage, applied first (addNamespace); a failed check
+	// below fails the transaction. The total only grows when the payload
+	// is larger than its reservation; only then is the limit checked, so
+	// a lowered quota never strands an upload whose bytes were reserved.
+	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
+	n, err := q.addNamespace(c.Namespace, delta)
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -149,7 +166,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
 			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
 	}
-	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0); err != nil {
+	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta); err != nil {
 		return meta.CommitResult{}, err
 	}
 	// Locks in the package's order: claim, namespace, then blobs.
@@ -194,15 +211,16 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
-		n, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
-			WHERE id = ? AND state = ?`,
-			now, cand.ID, string(cand.State))
+			WHERE id = ? AND state = ?
+			RETURNING `+blobColumns,
+			now, cand.ID, string(cand.State)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
+		}
 		if err != nil {
 			return meta.CommitResult{}, err
-		}
-		if n == 0 {
-			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
 		}
 		// Our own object is not needed. No claim can reference it: the
 		// claim that owned it points at the candidate from now on, and it
@@ -233,10 +251,13 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 				return meta.CommitResult{}, err
 			}
 		}
-		_, err := q.exec(`UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		// The staging row is locked and was checked above: the update
+		// finds it.
+		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'`,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+			WHERE id = ? AND state = 'staging'
+			RETURNING `+blobColumns,
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
 			// first (PostgreSQL); run again, now as a dedup hit.
@@ -256,16 +277,14 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
 		return meta.CommitResult{}, err
 	}
-	if err := q.applyNamespace(c.Namespace, nsDelta{
-		used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1,
-	}); err != nil {
-		return meta.CommitResult{}, err
-	}
 
 	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
 	res.Claim = c
-	if res.Blob, err = q.loadBlob(blobID, false); err != nil {
-		return meta.CommitResult{}, err
+	if res.Repaired {
+		// The other branches had the updated row returned.
+		if res.Blob, err = q.loadBlob(blobID, false); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err

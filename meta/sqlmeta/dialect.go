@@ -40,6 +40,20 @@ type dialect struct {
 	// them).
 	migrationLock string
 
+	// releasesOf is a scalar subquery, for a query on claims, giving
+	// the consumers that released the claim as a JSON array of strings
+	// in release order (NULL or "[]" when none).
+	releasesOf string
+
+	// deferredNamespaceKeys: the foreign keys from claims and blobs to
+	// namespaces are checked at commit (migration 0031), so a put can
+	// insert its rows before it locks its namespace's row.
+	deferredNamespaceKeys bool
+
+	// snapshotReads runs reads in a transaction, which gives the
+	// statements of one read a single snapshot (Store.read).
+	snapshotReads bool
+
 	// cacheStatements keeps statements prepared across transactions
 	// (stmtcache.go); pgx does that by itself on PostgreSQL.
 	cacheStatements bool
@@ -78,8 +92,12 @@ func (d *dialect) rebind(q string) string {
 
 // sqliteDialect: modernc.org/sqlite (pure Go), chosen in docs/adr/0002.
 var sqliteDialect = &dialect{
-	name:              "sqlite",
-	open:              openSQLite,
+	name: "sqlite",
+	open: openSQLite,
+	// Aggregate ORDER BY: SQLite 3.44 and later.
+	releasesOf: `(SELECT json_group_array(consumer ORDER BY seq)
+		FROM claim_releases WHERE claim_id = claims.id)`,
+	snapshotReads:     true,
 	cacheStatements:   true,
 	isUniqueViolation: sqliteUniqueViolation,
 	retryable:         func(error) bool { return false },
@@ -94,8 +112,11 @@ var postgresDialect = &dialect{
 	lockRow:            " FOR UPDATE",
 	skipLocked:         " FOR UPDATE SKIP LOCKED",
 	// Any constant works; it only has to be the same in every process.
-	migrationLock:     "SELECT pg_advisory_xact_lock(7243018211)",
-	open:              openPostgres,
+	migrationLock:         "SELECT pg_advisory_xact_lock(7243018211)",
+	open:                  openPostgres,
+	deferredNamespaceKeys: true,
+	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
+		FROM claim_releases WHERE claim_id = claims.id)`,
 	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },
 	retryable: func(err error) bool {
 		c := pgCode(err)

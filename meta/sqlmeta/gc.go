@@ -70,7 +70,7 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
 				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
 		}
-		if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1); err != nil {
+		if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, nsDelta{}); err != nil {
 			return err
 		}
 		// Lock the candidate (PostgreSQL) and flip it back in one

@@ -76,7 +76,7 @@ func explainList(t *testing.T, s *Store, p meta.ListParams) string {
 	var b strings.Builder
 	err := s.read(context.Background(), func(q *txq) error {
 		b.Reset()
-		rows, err := q.tx.QueryContext(q.ctx, q.d.rebind(prefix+query), args...)
+		rows, err := q.db.QueryContext(q.ctx, q.d.rebind(prefix+query), args...)
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,21 @@ var migrationFiles embed.FS
 // stays the same on both.
 var afterMigration = map[int64]func(q *txq) error{
 	22: backfillLabels, // claim_labels from claims.labels (0022_claim_labels.sql)
+	31: deferNamespaceKeys,
+}
+
+// deferNamespaceKeys makes the namespace foreign keys of claims and blobs
+// checked at commit on PostgreSQL (0031_deferred_namespace_keys.sql).
+func deferNamespaceKeys(q *txq) error {
+	if !q.d.deferredNamespaceKeys {
+		return nil
+	}
+	for _, t := range []string{"claims", "blobs"} {
+		if _, err := q.exec(`ALTER TABLE ` + t + ` ALTER CONSTRAINT ` + t + `_namespace_fkey DEFERRABLE INITIALLY DEFERRED`); err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return nil
 }
 
 type migration struct {

@@ -130,8 +130,46 @@ func jsonOrNull[T any](v T, empty bool) (any, error) {
 }
 
 // loadClaim reads one claim with its releases; lock locks the row on
-// databases with row locks.
+// databases with row locks. The releases come in the same statement, as
+// a JSON array (dialect.releasesOf): one round trip, not two.
 func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
+	query := `SELECT ` + claimColumns + `, ` + q.d.releasesOf + ` FROM claims WHERE id = ?`
+	if lock {
+		query += q.d.lockRow
+	}
+	var released sql.NullString
+	c, err := scanClaim(extraColumns{q.queryRow(query, id), []any{&released}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
+	}
+	if err != nil {
+		return meta.Claim{}, err
+	}
+	if released.Valid {
+		if err := json.Unmarshal([]byte(released.String), &c.ReleasedBy); err != nil {
+			return meta.Claim{}, fmt.Errorf("claim %s: releases: %w", id, err)
+		}
+	}
+	if len(c.ReleasedBy) == 0 {
+		c.ReleasedBy = nil // as loadReleases leaves a claim without any
+	}
+	return c, nil
+}
+
+// extraColumns scans a row that has more columns than a scanner like
+// scanClaim expects: the extra ones, last in the row, go to extra.
+type extraColumns struct {
+	row   scanner
+	extra []any
+}
+
+func (e extraColumns) Scan(dest ...any) error {
+	return e.row.Scan(append(dest, e.extra...)...)
+}
+
+// loadClaimRow is loadClaim without the releases, for callers that know
+// the claim has none (a pending claim: only live claims are released).
+func (q *txq) loadClaimRow(id string, lock bool) (meta.Claim, error) {
 	query := `SELECT ` + claimColumns + ` FROM claims WHERE id = ?`
 	if lock {
 		query += q.d.lockRow
@@ -140,13 +178,7 @@ func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
 	}
-	if err != nil {
-		return meta.Claim{}, err
-	}
-	if err := q.loadReleases([]*meta.Claim{&c}); err != nil {
-		return meta.Claim{}, err
-	}
-	return c, nil
+	return c, err
 }
 
 // loadReleases fills ReleasedBy of the claims, in release order.
@@ -209,6 +241,31 @@ func (q *txq) ensureNamespace(name string) error {
 // claims so that each namespace row is written once per transaction.
 type nsDelta struct {
 	used, reserved, active, pending int64
+}
+
+// addNamespace applies d to a namespace's counters, creating its row on
+// first use, and returns the counters as they were before: one statement
+// where ensureNamespace, loadNamespace and applyNamespace take three
+// round trips. Like loadNamespace it holds the row to the end of the
+// transaction on databases with row locks, so a quota check on the
+// returned counters sees every change committed before; a check that
+// fails must fail the transaction, whose rollback takes d back.
+func (q *txq) addNamespace(name string, d nsDelta) (meta.Namespace, error) {
+	n := meta.Namespace{Name: name}
+	err := q.queryRow(`INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
+			reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
+			active_claims = namespaces.active_claims + excluded.active_claims,
+			pending_claims = namespaces.pending_claims + excluded.pending_claims
+		RETURNING used_bytes, reserved_bytes, active_claims, pending_claims`,
+		name, d.used, d.reserved, d.active, d.pending).
+		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
+	n.UsedBytes -= d.used
+	n.ReservedBytes -= d.reserved
+	n.ActiveClaims -= d.active
+	n.PendingClaims -= d.pending
+	return n, err
 }
 
 func (q *txq) applyNamespace(name string, d nsDelta) error {

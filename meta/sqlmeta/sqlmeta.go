@@ -7,7 +7,9 @@
 // connection pool is set up — lives in the dialect struct (dialect.go).
 // The schema is in migrations/, applied at Open.
 //
-// Every method is one transaction. State changes are compare-and-swap
+// Every method that writes is one transaction; so is a read on SQLite,
+// while on PostgreSQL a read runs its statements on one connection
+// without BEGIN and COMMIT (Store.read). State changes are compare-and-swap
 // (UPDATE ... WHERE id = ? AND state = ?, then the row count is checked),
 // every timestamp comes from the caller's now, and sweeps read due rows
 // from partial indexes on the due-time columns, a page at a time.
@@ -132,10 +134,21 @@ func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
 	return err
 }
 
-// read runs fn in a read-only transaction, so multi-query reads see one
-// snapshot.
+// read runs fn in a read-only transaction where one gives multi-query
+// reads one snapshot (SQLite). On PostgreSQL, under READ COMMITTED, every
+// statement takes its own snapshot inside a transaction too, so there fn
+// runs on one connection without one: BEGIN and COMMIT would only add two
+// round trips to every read.
 func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
-	return s.runTx(ctx, s.r, s.rc, &sql.TxOptions{ReadOnly: true}, fn)
+	if s.d.snapshotReads {
+		return s.runTx(ctx, s.r, s.rc, &sql.TxOptions{ReadOnly: true}, fn)
+	}
+	conn, err := s.r.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return fn(&txq{ctx: ctx, db: conn, d: s.d})
 }
 
 // beginner is what a transaction starts on: a pool, or one connection of
@@ -149,26 +162,35 @@ func (s *Store) runTx(ctx context.Context, db beginner, stmts *stmtCache, opts *
 	if err != nil {
 		return err
 	}
-	if err := fn(&txq{ctx: ctx, tx: tx, d: s.d, stmts: stmts}); err != nil {
+	if err := fn(&txq{ctx: ctx, db: tx, tx: tx, d: s.d, stmts: stmts}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-// txq runs the dialect's rebound queries inside one transaction.
+// txq runs the dialect's rebound queries inside one transaction, or for
+// a read on PostgreSQL on one connection (Store.read).
 type txq struct {
 	ctx   context.Context
-	tx    *sql.Tx
+	db    querier
+	tx    *sql.Tx // db as a transaction; nil for a read without one
 	d     *dialect
 	stmts *stmtCache // nil: every statement is compiled where it runs
+}
+
+// querier is what *sql.Tx and *sql.Conn have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // prepared returns the statement of query bound to the transaction when
 // the pool's cache has it prepared, else nil and the rebound text.
 func (q *txq) prepared(query string) (*sql.Stmt, string) {
 	text := q.d.rebind(query)
-	if q.stmts == nil {
+	if q.stmts == nil || q.tx == nil {
 		return nil, text
 	}
 	if st := q.stmts.lookup(text); st != nil {
@@ -185,7 +207,7 @@ func (q *txq) exec(query string, args ...any) (int64, error) {
 	if st, text := q.prepared(query); st != nil {
 		res, err = st.ExecContext(q.ctx, args...)
 	} else {
-		res, err = q.tx.ExecContext(q.ctx, text, args...)
+		res, err = q.db.ExecContext(q.ctx, text, args...)
 	}
 	if err != nil {
 		return 0, err
@@ -198,7 +220,7 @@ func (q *txq) query(query string, args ...any) (*sql.Rows, error) {
 	if st != nil {
 		return st.QueryContext(q.ctx, args...)
 	}
-	return q.tx.QueryContext(q.ctx, text, args...)
+	return q.db.QueryContext(q.ctx, text, args...)
 }
 
 func (q *txq) queryRow(query string, args ...any) *sql.Row {
@@ -206,7 +228,7 @@ func (q *txq) queryRow(query string, args ...any) *sql.Row {
 	if st != nil {
 		return st.QueryRowContext(q.ctx, args...)
 	}
-	return q.tx.QueryRowContext(q.ctx, text, args...)
+	return q.db.QueryRowContext(q.ctx, text, args...)
 }
 
 // execReturningIDs runs an UPDATE ... RETURNING id (SQLite 3.35+ and

@@ -13,8 +13,10 @@ import (
 // claim, namespace, tenant, blobs). The tenant row is locked before the
 // usage is summed, so admissions of one tenant are serialised and the
 // sum, read by a later statement, includes every admission before it;
-// finishes only lower usage and need no lock.
-func (q *txq) checkTenant(ns string, t meta.TenantQuota, addBytes, addClaims int64) error {
+// finishes only lower usage and need no lock. applied is what the caller
+// has already added to the namespace's counters in this transaction
+// (addNamespace); the sum leaves it out, so that it is not counted twice.
+func (q *txq) checkTenant(ns string, t meta.TenantQuota, addBytes, addClaims int64, applied nsDelta) error {
 	if t.Tenant == "" {
 		return nil
 	}
@@ -40,6 +42,10 @@ func (q *txq) checkTenant(ns string, t meta.TenantQuota, addBytes, addClaims int
 		Scan(&u.UsedBytes, &u.ReservedBytes, &u.ActiveClaims, &u.PendingClaims); err != nil {
 		return err
 	}
+	u.UsedBytes -= applied.used
+	u.ReservedBytes -= applied.reserved
+	u.ActiveClaims -= applied.active
+	u.PendingClaims -= applied.pending
 	if t.Bytes > 0 && addBytes > 0 && u.UsedBytes+u.ReservedBytes+addBytes > t.Bytes {
 		return &meta.QuotaError{Tenant: t.Tenant, Namespace: ns, Resource: "bytes", Limit: t.Bytes,
 			Used: u.UsedBytes, Reserved: u.ReservedBytes, Requested: addBytes}

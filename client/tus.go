@@ -22,20 +22,8 @@ import (
 // The client side of tus 1.0.0 (creation, termination, checksum) is the
 // few requests below: POST to create, HEAD for the offset, PATCH the
 // bytes, DELETE to drop. It is written here rather than imported so that
-// the client stays on the standard library (TestContractDependencies).
-const (
-	tusVersion          = "1.0.0"
-	headerTusResumable  = "Tus-Resumable"
-	headerUploadLength  = "Upload-Length"
-	headerUploadOffset  = "Upload-Offset"
-	headerUploadMeta    = "Upload-Metadata"
-	headerUploadCheck   = "Upload-Checksum"
-	headerUploadExpires = "Upload-Expires"
-	contentTypeTusPatch = "application/offset+octet-stream"
-	// statusChecksumMismatch is tus's answer to a chunk or a payload
-	// whose checksum did not match; nothing of it was stored.
-	statusChecksumMismatch = 460
-)
+// the client stays on the standard library (TestContractDependencies);
+// the protocol's names are server/api's (server/api/tus.go).
 
 // Defaults of ResumableOptions.
 const (
@@ -185,10 +173,10 @@ func (c *Client) start(ctx context.Context, ns string, req claimcheck.ResumableR
 	if err != nil {
 		return claimcheck.ResumableUpload{}, nil, err
 	}
-	hr.Header.Set(headerTusResumable, tusVersion)
-	hr.Header.Set(headerUploadLength, strconv.FormatInt(req.Size, 10))
+	hr.Header.Set(api.HeaderTusResumable, api.TusVersion)
+	hr.Header.Set(api.HeaderUploadLength, strconv.FormatInt(req.Size, 10))
 	if len(meta) > 0 {
-		hr.Header.Set(headerUploadMeta, strings.Join(meta, ","))
+		hr.Header.Set(api.HeaderUploadMetadata, strings.Join(meta, ","))
 	}
 	resp, err := c.do(hr, http.StatusCreated, op, "")
 	if err != nil {
@@ -261,7 +249,7 @@ func (c *Client) AbortResumable(ctx context.Context, upload string) error {
 	if err != nil {
 		return fmt.Errorf("abort upload: %w", err)
 	}
-	req.Header.Set(headerTusResumable, tusVersion)
+	req.Header.Set(api.HeaderTusResumable, api.TusVersion)
 	resp, err := c.do(req, http.StatusNoContent, "abort resumable upload "+target.Redacted(), "")
 	if err != nil {
 		return err
@@ -355,7 +343,7 @@ func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, err
 	if err != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
-	req.Header.Set(headerTusResumable, tusVersion)
+	req.Header.Set(api.HeaderTusResumable, api.TusVersion)
 	resp, err := t.c.do(req, http.StatusOK, t.op, "")
 	if err != nil {
 		return claimcheck.ResumableUpload{}, err
@@ -365,10 +353,10 @@ func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, err
 	if err != nil {
 		return claimcheck.ResumableUpload{}, err
 	}
-	if st.Size, err = headerInt(resp, headerUploadLength); err != nil {
+	if st.Size, err = headerInt(resp, api.HeaderUploadLength); err != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
-	meta := parseMetadata(resp.Header.Get(headerUploadMeta))
+	meta := parseMetadata(resp.Header.Get(api.HeaderUploadMetadata))
 	if d := meta["sha256"]; d != "" {
 		st.Digest = "sha256:" + d
 	}
@@ -381,7 +369,7 @@ func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, err
 func (t *tusTransfer) state(resp *http.Response) (claimcheck.ResumableUpload, error) {
 	st := claimcheck.ResumableUpload{ID: path.Base(t.url.Path), State: claimcheck.StatePending, Size: t.size, ExpiresAt: expiresOf(resp)}
 	var err error
-	if st.Offset, err = headerInt(resp, headerUploadOffset); err != nil {
+	if st.Offset, err = headerInt(resp, api.HeaderUploadOffset); err != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
 	if st.Ref, err = answeredRef(resp); err != nil {
@@ -440,18 +428,18 @@ func (t *tusTransfer) patch(ctx context.Context, offset int64, body io.Reader, n
 	if req.ContentLength == 0 {
 		req.Body = http.NoBody
 	}
-	req.Header.Set(headerTusResumable, tusVersion)
-	req.Header.Set("Content-Type", contentTypeTusPatch)
-	req.Header.Set(headerUploadOffset, strconv.FormatInt(offset, 10))
+	req.Header.Set(api.HeaderTusResumable, api.TusVersion)
+	req.Header.Set("Content-Type", api.ContentTypeTusPatch)
+	req.Header.Set(api.HeaderUploadOffset, strconv.FormatInt(offset, 10))
 	if chunk.Algorithm != "" {
-		req.Header.Set(headerUploadCheck, chunk.Algorithm+" "+base64.StdEncoding.EncodeToString(chunk.Sum))
+		req.Header.Set(api.HeaderUploadChecksum, chunk.Algorithm+" "+base64.StdEncoding.EncodeToString(chunk.Sum))
 	}
 	resp, err := t.c.do(req, http.StatusNoContent, t.op, "")
 	if berr := tracker.finish(); err != nil && berr != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: reading the payload: %w", t.op, berr)
 	}
 	var e *Error
-	if errors.As(err, &e) && e.Status == statusChecksumMismatch && !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+	if errors.As(err, &e) && e.Status == api.StatusChecksumMismatch && !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 		// 460 from something that did not send claimcheck's JSON.
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w: %w", t.op, claimcheck.ErrChecksumMismatch, err)
 	}
@@ -478,7 +466,7 @@ func answeredRef(resp *http.Response) (*claimcheck.Ref, error) {
 
 // expiresOf reads Upload-Expires; zero when absent or not an HTTP date.
 func expiresOf(resp *http.Response) time.Time {
-	t, _ := http.ParseTime(resp.Header.Get(headerUploadExpires))
+	t, _ := http.ParseTime(resp.Header.Get(api.HeaderUploadExpires))
 	return t
 }
 

@@ -17,6 +17,10 @@ import (
 // TestConcurrentCallsReuseConnections runs two rounds of concurrent puts
 // and redeems: the second round must find the connections of the first
 // idle and reuse them, instead of dialling again for all but a couple.
+// net/http may dial a spare connection when a request starts just before
+// another returns its connection to the pool, so the bound leaves room for
+// a few such dials; with net/http's default of 2 idle connections per host
+// the second round dials again for nearly every worker.
 func TestConcurrentCallsReuseConnections(t *testing.T) {
 	const workers = 16
 	b := setup(t)
@@ -35,6 +39,7 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 	}
 	ctx := context.Background()
 	data := randomBytes(t, 64<<10)
+	var firstRound int64
 	for round := range 2 {
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -57,8 +62,12 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		if round == 0 {
+			firstRound = dials.Load()
+		}
 	}
-	if n := dials.Load(); n > workers {
-		t.Errorf("%d connections for 2 rounds of %d concurrent calls, want at most %d", n, workers, workers)
+	if again := dials.Load() - firstRound; again >= workers/2 {
+		t.Errorf("the second round of %d concurrent calls opened %d new connections (the first opened %d), want fewer than %d: idle connections are not kept",
+			workers, again, firstRound, workers/2)
 	}
 }

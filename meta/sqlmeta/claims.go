@@ -169,28 +169,21 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta); err != nil {
 		return meta.CommitResult{}, err
 	}
-	// Locks in the package's order: claim, namespace, then blobs.
-	staging, err := q.loadBlob(p.BlobID, true)
+	// Locks in the package's order: claim, namespace, then blobs. The
+	// staging blob and the dedup candidate of this (namespace, digest)
+	// are read and locked in one statement: Commit holds the namespace
+	// row from here on, and every statement before the commit is one
+	// more round trip that the namespace's other puts wait for. From
+	// here on no concurrent finish or collection can change the
+	// candidate's state. The two rows are locked together in no set
+	// order; the staging row is this put's own, so only the candidate
+	// is shared and no two commits can wait on each other for them.
+	staging, cand, err := q.lockCommitBlobs(p.BlobID, c.Namespace, p.Digest)
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
 	if staging.State != meta.BlobStaging {
 		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
-	}
-
-	// The dedup candidate of this (namespace, digest), locked: from here
-	// on no concurrent finish or collection can change its state.
-	var cand *meta.Blob
-	if p.Digest != "" {
-		b, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs
-			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
-			c.Namespace, p.Digest))
-		switch {
-		case err == nil:
-			cand = &b
-		case !errors.Is(err, sql.ErrNoRows):
-			return meta.CommitResult{}, err
-		}
 	}
 
 	res := meta.CommitResult{}
@@ -288,6 +281,43 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	}
 	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
+}
+
+// lockCommitBlobs reads and locks the staging blob of a commit and, for
+// a non-empty digest, the dedup candidate of (namespace, digest) if there
+// is one; cand is nil otherwise. The candidate is never the staging blob:
+// a staging blob has no digest.
+func (q *txq) lockCommitBlobs(stagingID, namespace, digest string) (staging meta.Blob, cand *meta.Blob, err error) {
+	query := `SELECT ` + blobColumns + ` FROM blobs WHERE id = ?`
+	args := []any{stagingID}
+	if digest != "" {
+		query += ` OR (namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned'))`
+		args = append(args, namespace, digest)
+	}
+	rows, err := q.query(query+q.d.lockRow, args...)
+	if err != nil {
+		return meta.Blob{}, nil, err
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		b, err := scanBlob(rows)
+		if err != nil {
+			return meta.Blob{}, nil, err
+		}
+		if b.ID == stagingID {
+			staging, found = b, true
+		} else {
+			cand = &b
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return meta.Blob{}, nil, err
+	}
+	if !found {
+		return meta.Blob{}, nil, fmt.Errorf("blob %s: %w", stagingID, meta.ErrNotFound)
+	}
+	return staging, cand, nil
 }
 
 // Claim loads a claim with its releases.

@@ -66,22 +66,31 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		}
 		// The blob row exists before its object is written, so every
 		// object the protocol writes can be found from the database.
-		_, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
 			state, refcount, created_at, state_at, collect_at, version)
-			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
-			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
-			b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt))
-		if err != nil {
-			return err
-		}
-		_, err = q.exec(`INSERT INTO claims (`+claimColumns+`)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
-			c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
+			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`
+		blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
+			b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
+		claimInsert := `INSERT INTO claims (` + claimColumns + `)
+			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+		claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
 			c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 			boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-			int64(max(c.Consumers, 1)), names)
-		if err != nil {
-			return err
+			int64(max(c.Consumers, 1)), names}
+		if q.d.writableCTEs {
+			// One round trip for both rows. The claim's key to its blob
+			// is checked at the end of the statement, when the blob row
+			// is there.
+			if _, err := q.exec(`WITH b AS (`+blobInsert+`) `+claimInsert, append(blobArgs, claimArgs...)...); err != nil {
+				return err
+			}
+		} else {
+			if _, err := q.exec(blobInsert, blobArgs...); err != nil {
+				return err
+			}
+			if _, err := q.exec(claimInsert, claimArgs...); err != nil {
+				return err
+			}
 		}
 		if err := q.insertLabels(c); err != nil {
 			return err
@@ -186,6 +195,26 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
 	}
 
+	dueAt, dueReason := p.DueAt, p.DueReason
+	if dueAt.IsZero() {
+		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
+	}
+	// The claim turns active pointing at the blob it keeps. Where the
+	// database takes writes in a WITH clause, this update rides along
+	// with the blob's (withClaim), one round trip fewer while the
+	// namespace row is held.
+	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
+		WHERE id = ? AND state = 'pending'`
+	claimDone := false
+	withClaim := func(blobID, query string, args ...any) (string, []any) {
+		if !q.d.writableCTEs {
+			return query, args
+		}
+		claimDone = true
+		return `WITH c AS (` + claimUpdate + `) ` + query,
+			append([]any{blobID, p.Size, ts(dueAt), dueReason, c.ID}, args...)
+	}
+
 	res := meta.CommitResult{}
 	blobID := staging.ID
 	if cand != nil && p.Dedup && cand.Damaged() {
@@ -204,11 +233,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
-		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+		query, args := withClaim(cand.ID, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = ?
 			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State)))
+			now, cand.ID, string(cand.State))
+		res.Blob, err = scanBlob(q.queryRow(query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
 		}
@@ -246,11 +276,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 		// The staging row is locked and was checked above: the update
 		// finds it.
-		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		query, args := withClaim(staging.ID, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging'
 			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID))
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+		res.Blob, err = scanBlob(q.queryRow(query, args...))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
 			// first (PostgreSQL); run again, now as a dedup hit.
@@ -261,14 +292,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 	}
 
-	dueAt, dueReason := p.DueAt, p.DueReason
-	if dueAt.IsZero() {
-		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
-	}
-	if _, err := q.exec(`UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
-		WHERE id = ? AND state = 'pending'`,
-		blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
-		return meta.CommitResult{}, err
+	if !claimDone {
+		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 
 	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason

@@ -199,20 +199,40 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if dueAt.IsZero() {
 		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
 	}
-	// The claim turns active pointing at the blob it keeps. Where the
-	// database takes writes in a WITH clause, this update rides along
-	// with the blob's (withClaim), one round trip fewer while the
-	// namespace row is held.
+	// The claim turns active pointing at the blob it keeps, and its
+	// created event is logged. Where the database takes writes in a WITH
+	// clause, both ride along with the blob's update (withClaim): two
+	// round trips fewer while the namespace row is held. An event whose
+	// sequence number was taken already (ON CONFLICT DO NOTHING inserts
+	// nothing) is logged again by appendEvents, which renumbers it.
 	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
 		WHERE id = ? AND state = 'pending'`
 	claimDone := false
-	withClaim := func(blobID, query string, args ...any) (string, []any) {
+	var logged int64
+	withClaim := func(blobID string, dedup bool, update string, args ...any) (string, []any) {
 		if !q.d.writableCTEs {
-			return query, args
+			return update, args
 		}
 		claimDone = true
-		return `WITH c AS (` + claimUpdate + `) ` + query,
-			append([]any{blobID, p.Size, ts(dueAt), dueReason, c.ID}, args...)
+		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
+		event := `SELECT 0 AS seq WHERE false`
+		if !auditOff.Load() {
+			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
+			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (seq) DO NOTHING RETURNING seq`
+			with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
+				e.Detail, e.Actor, e.Reason, e.Tenant)
+		}
+		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), u AS (` + update + `)
+			SELECT u.*, (SELECT count(*) FROM e) FROM u`, append(with, args...)
+	}
+	// scanCommitted scans the blob row of the update withClaim built,
+	// and whether its event went in.
+	scanCommitted := func(row *sql.Row) (meta.Blob, error) {
+		if !claimDone {
+			return scanBlob(row)
+		}
+		return scanBlob(scanWith{row, []any{&logged}})
 	}
 
 	res := meta.CommitResult{}
@@ -233,12 +253,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
-		query, args := withClaim(cand.ID, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+		query, args := withClaim(cand.ID, true, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = ?
 			RETURNING `+blobColumns,
 			now, cand.ID, string(cand.State))
-		res.Blob, err = scanBlob(q.queryRow(query, args...))
+		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
 		}
@@ -276,12 +296,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 		// The staging row is locked and was checked above: the update
 		// finds it.
-		query, args := withClaim(staging.ID, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		query, args := withClaim(staging.ID, false, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging'
 			RETURNING `+blobColumns,
 			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
-		res.Blob, err = scanBlob(q.queryRow(query, args...))
+		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
 			// first (PostgreSQL); run again, now as a dedup hit.
@@ -306,9 +326,21 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			return meta.CommitResult{}, err
 		}
 	}
+	if claimDone && logged == 1 {
+		return res, nil
+	}
 	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
 }
+
+// scanWith scans a row whose leading columns go to a scan function that
+// knows only those and whose trailing ones go to extra.
+type scanWith struct {
+	row   scanner
+	extra []any
+}
+
+func (s scanWith) Scan(dest ...any) error { return s.row.Scan(append(dest, s.extra...)...) }
 
 // lockCommitBlobs reads and locks the staging blob of a commit and, for
 // a non-empty digest, the dedup candidate of (namespace, digest) if there

@@ -33,12 +33,26 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	if err != nil {
 		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
 	}
+	// The blob row exists before its object is written, so every object
+	// the protocol writes can be found from the database.
+	blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		state, refcount, created_at, state_at, collect_at, version)
+		VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`
+	blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
+		b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
+	claimInsert := `INSERT INTO claims (` + claimColumns + `)
+		VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+	claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
+		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
+		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
+		int64(max(c.Consumers, 1)), names}
 	err = s.write(ctx, func(q *txq) error {
-		// The counters change in the statement that locks the row; a
-		// failed check fails the transaction, which undoes it.
-		count := func() error {
+		// The counters change in the statement that locks the row (with
+		// the writes of with ahead of it in the same statement, if any);
+		// a failed check fails the transaction, which undoes it.
+		count := func(with string, withArgs []any) error {
 			delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-			n, err := q.addNamespace(c.Namespace, delta)
+			n, err := q.addNamespaceAfter(with, withArgs, c.Namespace, delta)
 			if err != nil {
 				return err
 			}
@@ -60,27 +74,19 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		// insert would lock the namespace row next to the other puts'
 		// locks, and the row must exist first.
 		if !q.d.deferredNamespaceKeys {
-			if err := count(); err != nil {
+			if err := count("", nil); err != nil {
 				return err
 			}
 		}
-		// The blob row exists before its object is written, so every
-		// object the protocol writes can be found from the database.
-		blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
-			state, refcount, created_at, state_at, collect_at, version)
-			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`
-		blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
-			b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
-		claimInsert := `INSERT INTO claims (` + claimColumns + `)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
-		claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
-			c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
-			boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-			int64(max(c.Consumers, 1)), names}
+		if q.d.writableCTEs && q.d.deferredNamespaceKeys && len(c.Labels) == 0 {
+			// One statement, one round trip, for both rows and the
+			// counters, still taken last. The claim's key to its blob is
+			// checked at the end of the statement, when the blob row is
+			// there; the namespace keys at commit.
+			return count(`WITH b AS (`+blobInsert+`), c AS (`+claimInsert+`) `, append(blobArgs, claimArgs...))
+		}
 		if q.d.writableCTEs {
-			// One round trip for both rows. The claim's key to its blob
-			// is checked at the end of the statement, when the blob row
-			// is there.
+			// Both rows in one round trip (label rows need the claim's).
 			if _, err := q.exec(`WITH b AS (`+blobInsert+`) `+claimInsert, append(blobArgs, claimArgs...)...); err != nil {
 				return err
 			}
@@ -96,7 +102,7 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 			return err
 		}
 		if q.d.deferredNamespaceKeys {
-			return count()
+			return count("", nil)
 		}
 		return nil
 	})

@@ -158,7 +158,17 @@ func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitRes
 
 func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	now := p.Now.UnixNano()
-	c, err := q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
+	var (
+		c       meta.Claim
+		n       meta.Namespace
+		counted bool
+		err     error
+	)
+	if q.d.writableCTEs {
+		c, n, counted, err = q.lockClaimCounting(p)
+	} else {
+		c, err = q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
+	}
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -173,9 +183,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	// is larger than its reservation; only then is the limit checked, so
 	// a lowered quota never strands an upload whose bytes were reserved.
 	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
-	n, err := q.addNamespace(c.Namespace, delta)
-	if err != nil {
-		return meta.CommitResult{}, err
+	if !counted {
+		if n, err = q.addNamespace(c.Namespace, delta); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
 		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
@@ -337,6 +348,32 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	}
 	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
+}
+
+// lockClaimCounting is, in one statement (dialect.writableCTEs), what
+// Commit starts with: it locks the claim p commits and, if that claim is
+// pending in p's blob, applies the commit's change to its namespace's
+// counters (addNamespace's upsert, in the same lock order: claim, then
+// namespace). It returns the claim, the counters as they were before the
+// change, and whether the change was made; when it was not, the caller's
+// checks on the claim fail the commit.
+func (q *txq) lockClaimCounting(p meta.CommitParams) (meta.Claim, meta.Namespace, bool, error) {
+	var used, reserved, active, pending sql.NullInt64
+	c, err := scanClaim(scanWith{q.queryRow(`WITH c AS (SELECT `+claimColumns+` FROM claims WHERE id = ?`+q.d.lockRow+`),
+		n AS (INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
+			SELECT namespace, ?, -reserved_bytes, 1, -1 FROM c WHERE state = 'pending' AND blob_id = ?
+			`+nsUpsert+`)
+		SELECT c.*, n.* FROM c LEFT JOIN n ON true`, p.ClaimID, p.Size, p.BlobID),
+		[]any{&used, &reserved, &active, &pending}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Claim{}, meta.Namespace{}, false, fmt.Errorf("claim %s: %w", p.ClaimID, meta.ErrNotFound)
+	}
+	if err != nil || !used.Valid {
+		return c, meta.Namespace{}, false, err
+	}
+	// The counters before the change, as addNamespace returns them.
+	return c, meta.Namespace{Name: c.Namespace, UsedBytes: used.Int64 - p.Size, ReservedBytes: reserved.Int64 + c.ReservedBytes,
+		ActiveClaims: active.Int64 - 1, PendingClaims: pending.Int64 + 1}, true, nil
 }
 
 // scanWith scans a row whose leading columns go to a scan function that

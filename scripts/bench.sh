@@ -114,8 +114,10 @@ row "engine on PostgreSQL + MinIO (1 MiB)" "× raw AWS SDK" "$(metric "$work/s3.
 
 bench "$work/sweeper.txt" ./meta/sqlmeta 'SweeperMillion$' 1x "CLAIMCHECK_BENCH_CLAIMS=$claims"
 kclaims() { awk -v v="$(metric "$work/sweeper.txt" "BenchmarkSweeperMillion/$1" claims/s)" 'BEGIN { if (v != "") print v / 1000 }'; }
-row "sweeper, $claims due claims (SQLite, time-ordered ids)" "claims/s ÷ 1000" "$(kclaims ordered)" 10 ">="
-row "sweeper, $claims due claims (SQLite, ids spread as random ones)" "claims/s ÷ 1000" "$(kclaims spread)" 10 ">="
+row "sweeper, $claims due claims (SQLite, time-ordered ids)" "claims/s ÷ 1000" "$(kclaims sqlite/ordered)" 10 ">="
+row "sweeper, $claims due claims (PostgreSQL, time-ordered ids)" "claims/s ÷ 1000" "$(kclaims postgres/ordered)" 10 ">="
+row "sweeper, $claims due claims (SQLite, ids spread as random ones)" "claims/s ÷ 1000" "$(kclaims sqlite/spread)" 10 ">="
+row "sweeper, $claims due claims (PostgreSQL, ids spread as random ones)" "claims/s ÷ 1000" "$(kclaims postgres/spread)" 10 ">="
 
 echo
 echo "| benchmark | measure | value | target | met |"

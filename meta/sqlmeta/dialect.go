@@ -188,7 +188,18 @@ func openSQLite(ctx context.Context, path string) (w, r *sql.DB, err error) {
 	// pages touch claims, blobs and their indexes all over large tables
 	// (claim ids are random). Measured on a 300,000-claim backlog: 5,900
 	// → 8,250 claims finished per second.
-	w, err = sql.Open("sqlite", path+"?"+wal+"&_pragma=cache_size(-32768)&_txlock=immediate")
+	//
+	// Two more settings for large write transactions such as a sweeper
+	// page (ADR 0130): temp_store=MEMORY keeps the statement journal of
+	// a multi-row UPDATE in memory (by default it spills to a temporary
+	// file past 64 KiB, a write system call per page); and the WAL is
+	// checkpointed every 10,000 pages (about 40 MiB) instead of 1,000, so
+	// a page of the due index, the events table or the namespace row that
+	// every transaction rewrites is copied into the database file once
+	// per checkpoint instead of once per transaction, and the fsyncs of
+	// checkpoints are ten times fewer. Together, on a 300,000-claim
+	// backlog in random id order: 30% less CPU per finished claim.
+	w, err = sql.Open("sqlite", path+"?"+wal+"&_pragma=cache_size(-32768)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(10000)&_txlock=immediate")
 	if err != nil {
 		return nil, nil, err
 	}

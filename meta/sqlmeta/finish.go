@@ -222,15 +222,43 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			return nil, err
 		}
 	}
-	// The refcount hint drops by the number of claims that let go, grouped
-	// by that number; then the blobs without a live claim are orphaned,
-	// grouped by grace period.
-	byCount := make(map[int64][]string)
-	byGrace := make(map[time.Duration][]string)
+	// Each blob is written once: the refcount hint drops by the number of
+	// claims that let go, and in the same UPDATE a committed blob that no
+	// live claim points at any more is orphaned, due after the grace
+	// period. The rows are grouped by (claims let go, grace period),
+	// usually one group. A blob that keeps a live claim (dedup) gets the
+	// decrement alone afterwards. One write per blob instead of two halves
+	// the blob rows a page rewrites: on PostgreSQL each write is a new row
+	// version with an entry in every index of blobs.
+	type blobGroup struct {
+		claims int64
+		grace  time.Duration
+	}
+	groupsOf := make(map[blobGroup][]string)
 	for _, id := range ids {
 		r := shared[id]
-		byCount[r.claims] = append(byCount[r.claims], id)
-		byGrace[r.grace] = append(byGrace[r.grace], id)
+		k := blobGroup{r.claims, r.grace}
+		groupsOf[k] = append(groupsOf[k], id)
+	}
+	clear(orphaned)
+	for k, ids := range groupsOf {
+		err := chunks(ids, func(part []string) error {
+			args := append([]any{k.claims, k.claims, now.Add(k.grace).UnixNano(), nowNS}, anys(part)...)
+			return q.execReturningIDs(orphaned, `UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END,
+				state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
+				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)
+				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
+				RETURNING id`, args...)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	byCount := make(map[int64][]string)
+	for _, id := range ids {
+		if !orphaned[id] {
+			byCount[shared[id].claims] = append(byCount[shared[id].claims], id)
+		}
 	}
 	for n, ids := range byCount {
 		err := chunks(ids, func(part []string) error {
@@ -238,19 +266,6 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			_, err := q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
 				WHERE id IN (`+placeholders(len(part))+`)`, args...)
 			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	clear(orphaned)
-	for grace, ids := range byGrace {
-		err := chunks(ids, func(part []string) error {
-			args := append([]any{now.Add(grace).UnixNano(), nowNS}, anys(part)...)
-			return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
-				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)
-				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
-				RETURNING id`, args...)
 		})
 		if err != nil {
 			return nil, err

@@ -12,6 +12,11 @@
 // which checks size and sha256 as the bytes arrive, and at the end of the
 // body the server's Claimcheck-Error trailer is checked, so a truncated,
 // altered or server-side failed stream is never handed over as whole.
+//
+// Large files from unreliable networks go over tus, the resumable upload
+// protocol (UploadResumable, ResumeUpload; ADR 0120): sent in chunks, each
+// checked by the server, and continued from the server's offset after a
+// cut connection or in another process from the saved upload URL.
 package client
 
 import (

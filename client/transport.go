@@ -118,6 +118,11 @@ func decodeError(resp *http.Response, id string) error {
 	if err := json.Unmarshal(b, &body); err == nil && body.Code != "" {
 		return &Error{Status: resp.StatusCode, Code: body.Code, Message: body.Message, RetryAfter: retryAfter(resp), err: body.Sentinel(id)}
 	}
+	if resp.Request != nil && resp.Request.Method == http.MethodHead && len(b) == 0 {
+		// An answer to HEAD (a tus upload's status) has no body: the
+		// status is all the server can say.
+		return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s answered %s", resp.Request.URL.Redacted(), resp.Status), err: headSentinel(resp.StatusCode)}
+	}
 	// Not the server's JSON: something in between answered, or the URL
 	// points at another server. A gateway failure is worth a retry, a
 	// 404 is not a missing claim.
@@ -135,6 +140,26 @@ func decodeError(resp *http.Response, id string) error {
 		Message: fmt.Sprintf("unexpected answer %s from %s (is this a claimcheck server?): %q", resp.Status, resp.Request.URL.Redacted(), snippet),
 		err:     sentinel,
 	}
+}
+
+// headSentinel is the error a status stands for in a bodiless answer to
+// HEAD.
+func headSentinel(status int) error {
+	switch status {
+	case http.StatusNotFound:
+		return claimcheck.ErrNotFound
+	case http.StatusGone:
+		return claimcheck.ErrGone
+	case http.StatusUnauthorized:
+		return claimcheck.ErrUnauthenticated
+	case http.StatusForbidden:
+		return claimcheck.ErrPermissionDenied
+	case http.StatusTooManyRequests:
+		return claimcheck.ErrRateLimited
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return claimcheck.ErrUnavailable
+	}
+	return nil
 }
 
 // retryAfter reads a Retry-After header given in seconds (the form the

@@ -12,6 +12,8 @@
 # Everything lives in a temporary directory that is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 size_mb=${SIZE_MB:-100}
 work=$(mktemp -d)
 server_pid=
@@ -27,12 +29,7 @@ head -c "$((size_mb << 20))" /dev/urandom > "$work/payload"
 
 CLAIMCHECK_DEFAULTS__COMPRESSION=none "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
 server_pid=$!
-for _ in $(seq 1 100); do
-  url=$(grep -o 'url=http://[0-9.:]*' "$work/server.log" | head -1 | cut -d= -f2 || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$work/server.log"; exit 1; }
+url=$(serve_url "$work/server.log")
 
 # run NAME CMD…: time CMD, print MB/s and peak RSS.
 run() {

@@ -75,13 +75,7 @@ log "curl: dedup hit and miss through claimcheck serve"
 go build -o "$work/claimcheck" ./cmd/claimcheck
 "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
 server_pid=$!
-url=
-for _ in $(seq 1 100); do
-  url=$(grep -o 'url=http://[0-9.:]*' "$work/server.log" | head -1 | cut -d= -f2 || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$work/server.log" >&2; exit 1; }
+url=$(serve_url "$work/server.log")
 head -c $((1 << 20)) /dev/urandom > "$work/payload"
 curl_put() {
   curl -sS -o /dev/null -w '%{time_total}\n' -X PUT -H 'Expect: 100-continue' \

@@ -13,3 +13,17 @@ free_port() {
     fi
   done
 }
+
+# serve_url LOG prints the URL a `claimcheck serve --listen 127.0.0.1:0`
+# started in the background reports in its log LOG, waiting up to 10 s;
+# it prints the log and fails when none comes.
+serve_url() {
+  local u
+  for _ in $(seq 1 100); do
+    u=$(grep -o 'url=http://[0-9.:]*' "$1" | head -1 | cut -d= -f2 || true)
+    [ -n "$u" ] && { echo "$u"; return 0; }
+    sleep 0.1
+  done
+  cat "$1" >&2
+  return 1
+}

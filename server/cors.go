@@ -198,15 +198,15 @@ func (c CORS) Validate() error {
 var corsExposed = strings.Join([]string{api.HeaderRef, api.HeaderSize, "Claimcheck-Error", "Location", "Retry-After", "WWW-Authenticate",
 	// tus (tus.go): a tus client in a page reads where the upload is and
 	// how far it got.
-	tusHeaderOffset, tusHeaderLength, tusHeaderExpires, tusHeaderMetadata,
-	tusHeaderResumable, tusHeaderVersion, tusHeaderExtension, tusHeaderMaxSize}, ", ")
+	api.HeaderUploadOffset, api.HeaderUploadLength, api.HeaderUploadExpires, api.HeaderUploadMetadata,
+	api.HeaderTusResumable, api.HeaderTusVersion, api.HeaderTusExtension, api.HeaderTusMaxSize}, ", ")
 
 // corsAllowedHeaders are the request headers a page may send: the API's
 // own, the API key, Content-Type (application/json or the payload's),
 // and tus's.
 var corsAllowedHeaders = strings.Join([]string{"Authorization", "Content-Type", api.HeaderDigest, api.HeaderConsumers,
 	api.HeaderConsumerNames, api.HeaderLabels, api.HeaderIdempotencyKey,
-	tusHeaderResumable, tusHeaderLength, tusHeaderOffset, tusHeaderMetadata, tusHeaderChecksum}, ", ")
+	api.HeaderTusResumable, api.HeaderUploadLength, api.HeaderUploadOffset, api.HeaderUploadMetadata, api.HeaderUploadChecksum}, ", ")
 
 // corsMethods are the methods a preflight may ask about.
 var corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}

@@ -40,32 +40,11 @@ import (
 // server's public URL, and claimcheck's JSON errors for what the store
 // refuses.
 
-// tusVersion is the only tus version served.
-const tusVersion = "1.0.0"
-
 // tusExtensions are the extensions served: tusd's handler does
 // creation and termination, the data store does checksum and
 // expiration. (tusd's handler also accepts a chunk on creation,
 // "creation-with-upload"; it works, but is not promised.)
 const tusExtensions = "creation,termination,expiration,checksum"
-
-// The tus headers (tus 1.0.0), for CORS and the answers built here.
-const (
-	tusHeaderResumable = "Tus-Resumable"
-	tusHeaderVersion   = "Tus-Version"
-	tusHeaderExtension = "Tus-Extension"
-	tusHeaderMaxSize   = "Tus-Max-Size"
-	tusHeaderAlgorithm = "Tus-Checksum-Algorithm"
-	tusHeaderLength    = "Upload-Length"
-	tusHeaderOffset    = "Upload-Offset"
-	tusHeaderMetadata  = "Upload-Metadata"
-	tusHeaderExpires   = "Upload-Expires"
-	tusHeaderChecksum  = "Upload-Checksum"
-)
-
-// statusChecksumMismatch is tus's answer to a chunk or payload whose
-// checksum does not match.
-const statusChecksumMismatch = 460
 
 // resumable returns the store's resumable uploads, if it has them.
 func (s *Server) resumable() (claimcheck.ResumableUploads, bool) {
@@ -163,14 +142,14 @@ func (w *tusWriter) WriteHeader(status int) {
 	if !w.wrote {
 		w.wrote = true
 		h := w.Header()
-		h.Set(tusHeaderResumable, tusVersion)
+		h.Set(api.HeaderTusResumable, api.TusVersion)
 		if w.ex.known {
 			u := w.ex.upload
 			if h.Get("Location") != "" {
 				h.Set("Location", w.location+u.ID)
 			}
 			if u.State == claimcheck.StatePending && !u.ExpiresAt.IsZero() && status < 300 {
-				h.Set(tusHeaderExpires, u.ExpiresAt.UTC().Format(http.TimeFormat))
+				h.Set(api.HeaderUploadExpires, u.ExpiresAt.UTC().Format(http.TimeFormat))
 			}
 			if u.Ref != nil && status < 300 {
 				h.Set(api.HeaderRef, u.Ref.String())
@@ -216,7 +195,7 @@ func (w *tusWriter) finish() {
 	case http.StatusServiceUnavailable, http.StatusNotImplemented:
 		code = api.CodeUnavailable
 	case http.StatusConflict:
-		msg += fmt.Sprintf(" (%s is not the upload's offset: ask with HEAD and continue from its %s)", tusHeaderOffset, tusHeaderOffset)
+		msg += fmt.Sprintf(" (%s is not the upload's offset: ask with HEAD and continue from its %s)", api.HeaderUploadOffset, api.HeaderUploadOffset)
 	case http.StatusLocked:
 		msg += " (another request is writing to this upload)"
 	default:
@@ -241,17 +220,17 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 		return fmt.Errorf("%w: this server's store does not take resumable uploads", claimcheck.ErrNotFound)
 	}
 	if r.Method != http.MethodHead {
-		if v := r.Header.Get(tusHeaderResumable); v != tusVersion {
-			w.Header().Set(tusHeaderVersion, tusVersion)
-			w.Header().Set(tusHeaderResumable, tusVersion)
+		if v := r.Header.Get(api.HeaderTusResumable); v != api.TusVersion {
+			w.Header().Set(api.HeaderTusVersion, api.TusVersion)
+			w.Header().Set(api.HeaderTusResumable, api.TusVersion)
 			writeJSON(w, http.StatusPreconditionFailed, api.Error{Code: api.CodeInvalidArgument,
-				Message: fmt.Sprintf("%s: %q; this server speaks tus %s (send %s: %s)", tusHeaderResumable, clip(v), tusVersion, tusHeaderResumable, tusVersion)})
+				Message: fmt.Sprintf("%s: %q; this server speaks tus %s (send %s: %s)", api.HeaderTusResumable, clip(v), api.TusVersion, api.HeaderTusResumable, api.TusVersion)})
 			return nil
 		}
 	}
 	ex := &tusExchange{ns: ns, deleting: r.Method == http.MethodDelete,
 		appending: r.Method == http.MethodPatch && r.ContentLength != 0}
-	if v := r.Header.Values(tusHeaderChecksum); len(v) > 0 {
+	if v := r.Header.Values(api.HeaderUploadChecksum); len(v) > 0 {
 		c, err := parseUploadChecksum(v)
 		if err != nil {
 			return err
@@ -286,14 +265,14 @@ func (s *Server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// Extensions not served are refused by name rather than ignored.
-	for _, h := range []string{"Upload-Defer-Length", "Upload-Concat"} {
+	for _, h := range []string{api.HeaderUploadDeferLength, api.HeaderUploadConcat} {
 		if r.Header.Get(h) != "" {
-			return invalidf("%s: deferred lengths and concatenation are not served; send %s with the payload's length", h, tusHeaderLength)
+			return invalidf("%s: deferred lengths and concatenation are not served; send %s with the payload's length", h, api.HeaderUploadLength)
 		}
 	}
 	// The upload holds its size reserved until it completes or is
 	// reaped: count it against the client's bound (pending.go).
-	size, _ := strconv.ParseInt(r.Header.Get(tusHeaderLength), 10, 64)
+	size, _ := strconv.ParseInt(r.Header.Get(api.HeaderUploadLength), 10, 64)
 	release, err := s.reservePending(r, size)
 	if err != nil {
 		s.writeLimited(w, r, err)
@@ -343,11 +322,11 @@ func (s *Server) tusOptions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h := w.Header()
-	h.Set(tusHeaderResumable, tusVersion)
-	h.Set(tusHeaderVersion, tusVersion)
-	h.Set(tusHeaderExtension, tusExtensions)
-	h.Set(tusHeaderMaxSize, strconv.FormatInt(int64(pol.MaxSize), 10))
-	h.Set(tusHeaderAlgorithm, strings.Join(claimcheck.ChunkAlgorithms, ","))
+	h.Set(api.HeaderTusResumable, api.TusVersion)
+	h.Set(api.HeaderTusVersion, api.TusVersion)
+	h.Set(api.HeaderTusExtension, tusExtensions)
+	h.Set(api.HeaderTusMaxSize, strconv.FormatInt(int64(pol.MaxSize), 10))
+	h.Set(api.HeaderTusChecksumAlgo, strings.Join(claimcheck.ChunkAlgorithms, ","))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -356,18 +335,18 @@ func (s *Server) tusOptions(w http.ResponseWriter, r *http.Request) error {
 // the digest>".
 func parseUploadChecksum(values []string) (claimcheck.ChunkChecksum, error) {
 	if len(values) > 1 {
-		return claimcheck.ChunkChecksum{}, invalidf("%s: given %d times", tusHeaderChecksum, len(values))
+		return claimcheck.ChunkChecksum{}, invalidf("%s: given %d times", api.HeaderUploadChecksum, len(values))
 	}
 	alg, sum, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
 	if !ok {
-		return claimcheck.ChunkChecksum{}, invalidf("%s %q: want \"<algorithm> <base64 digest>\", e.g. \"sha256 47DEQpj8…\"", tusHeaderChecksum, clip(values[0]))
+		return claimcheck.ChunkChecksum{}, invalidf("%s %q: want \"<algorithm> <base64 digest>\", e.g. \"sha256 47DEQpj8…\"", api.HeaderUploadChecksum, clip(values[0]))
 	}
 	if !slices.Contains(claimcheck.ChunkAlgorithms, alg) {
-		return claimcheck.ChunkChecksum{}, invalidf("%s: algorithm %q is not supported; use one of %s", tusHeaderChecksum, clip(alg), strings.Join(claimcheck.ChunkAlgorithms, ", "))
+		return claimcheck.ChunkChecksum{}, invalidf("%s: algorithm %q is not supported; use one of %s", api.HeaderUploadChecksum, clip(alg), strings.Join(claimcheck.ChunkAlgorithms, ", "))
 	}
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(sum))
 	if err != nil {
-		return claimcheck.ChunkChecksum{}, invalidf("%s: the %s digest is not base64: %v", tusHeaderChecksum, alg, err)
+		return claimcheck.ChunkChecksum{}, invalidf("%s: the %s digest is not base64: %v", api.HeaderUploadChecksum, alg, err)
 	}
 	return claimcheck.ChunkChecksum{Algorithm: alg, Sum: b}, nil
 }
@@ -404,7 +383,7 @@ func (ts tusStore) NewUpload(ctx context.Context, info handler.FileInfo) (handle
 	}
 	u, err := ts.ru.StartResumable(ctx, ex.ns, req)
 	if err != nil {
-		return nil, ts.tusError(ctx, err, tusHeaderLength)
+		return nil, ts.tusError(ctx, err, api.HeaderUploadLength)
 	}
 	ex.upload, ex.known = u, true
 	return &tusUpload{tusStore: ts, u: u}, nil
@@ -426,7 +405,7 @@ func metadataContentType(m handler.MetaData) string {
 // store's form.
 func metadataDigest(v string) (string, error) {
 	if b, err := hex.DecodeString(v); err != nil || len(b) != 32 || strings.ToLower(v) != v {
-		return "", invalidf("%s: sha256 %q: want the payload's sha256 as 64 lowercase hex digits", tusHeaderMetadata, clip(v))
+		return "", invalidf("%s: sha256 %q: want the payload's sha256 as 64 lowercase hex digits", api.HeaderUploadMetadata, clip(v))
 	}
 	return "sha256:" + v, nil
 }
@@ -490,7 +469,7 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 			// upload is gone, and tusd must not try to finish it.
 			ex.failed, n = true, 0
 		}
-		return n, u.tusError(ctx, err, tusHeaderChecksum)
+		return n, u.tusError(ctx, err, api.HeaderUploadChecksum)
 	}
 	return n, nil
 }
@@ -504,7 +483,7 @@ func (u *tusUpload) FinishUpload(ctx context.Context) error {
 	}
 	got, err := u.ru.AppendResumable(ctx, u.u.ID, u.u.Size, strings.NewReader(""), claimcheck.ChunkChecksum{})
 	if err != nil {
-		return u.tusError(ctx, err, tusHeaderChecksum)
+		return u.tusError(ctx, err, api.HeaderUploadChecksum)
 	}
 	u.u = got
 	ex.upload, ex.known = got, true
@@ -547,9 +526,9 @@ func (ts tusStore) tusError(ctx context.Context, err error, header string) error
 	}
 	switch {
 	case errors.Is(err, claimcheck.ErrChecksumMismatch):
-		status = statusChecksumMismatch
+		status = api.StatusChecksumMismatch
 		if strings.Contains(body.Message, "declared") {
-			header = tusHeaderMetadata + " sha256"
+			header = api.HeaderUploadMetadata + " sha256"
 		}
 	case errors.Is(err, claimcheck.ErrTooLarge), errors.Is(err, claimcheck.ErrQuotaExceeded):
 	default:

@@ -27,13 +27,20 @@ type cuttingProxy struct {
 	ranges []string
 }
 
+// cutBody passes left bytes of a body, then fails (and runs onCut, once,
+// when set).
 type cutBody struct {
 	io.ReadCloser
-	left int64
+	left  int64
+	onCut func()
 }
 
 func (c *cutBody) Read(p []byte) (int, error) {
 	if c.left <= 0 {
+		if c.onCut != nil {
+			c.onCut()
+			c.onCut = nil
+		}
 		return 0, errors.New("proxy: connection cut on purpose")
 	}
 	if int64(len(p)) > c.left {

@@ -16,11 +16,26 @@ const progressMin = 8 << 20
 // returns r and a no-op finish. The bar never goes to a pipe or a file, so
 // scripts and logs see only the command's real output.
 func withProgress(stderr io.Writer, r io.Reader, size int64, what string) (io.Reader, func()) {
-	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || (size >= 0 && size < progressMin) {
+	if !showProgress(stderr, size) {
 		return r, func() {}
 	}
 	bar := progressbar.DefaultBytes(size, what)
 	pr := progressbar.NewReader(r, bar)
 	return &pr, func() { bar.Finish() }
+}
+
+// progressAt is withProgress for a transfer that reports its position
+// instead of passing through a reader: a resumable upload, whose position
+// is the server's offset and may go back after a cut.
+func progressAt(stderr io.Writer, size int64, what string) (set func(int64), finish func()) {
+	if !showProgress(stderr, size) {
+		return func(int64) {}, func() {}
+	}
+	bar := progressbar.DefaultBytes(size, what)
+	return func(pos int64) { bar.Set64(pos) }, func() { bar.Finish() }
+}
+
+func showProgress(stderr io.Writer, size int64) bool {
+	f, ok := stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) && (size < 0 || size >= progressMin)
 }

@@ -98,6 +98,42 @@ export interface ProgressEvent {
   total: number;
 }
 
+/** A place to keep upload URLs by fingerprint (tus-js-client's UrlStorage). */
+export interface ResumableUrlStorage {
+  findAllUploads(): Promise<object[]>;
+  findUploadsByFingerprint(fingerprint: string): Promise<object[]>;
+  removeUpload(urlStorageKey: string): Promise<void>;
+  addUpload(fingerprint: string, upload: object): Promise<string>;
+}
+
+export interface ResumableUploadOptions {
+  onProgress?: (e: ProgressEvent) => void;
+  /** Stops the upload without dropping it: it can be resumed until it expires. */
+  signal?: AbortSignal;
+  /** Stored with the claim; default: the Blob's type. */
+  contentType?: string;
+  /** "sha256:<hex>" of the file, when known: skips the hashing. */
+  digest?: string;
+  /** Bytes per PATCH request; default 16 MiB. */
+  chunkSize?: number;
+  /** Waits (ms) between attempts in a row without progress; default [500, 1000, 2000, 4000, 8000]. */
+  retryDelays?: number[];
+  /** Resume this upload (an URL given to onUploadUrl earlier) instead of creating one. */
+  uploadUrl?: string;
+  /** Called with the upload's URL once the server created it. */
+  onUploadUrl?: (url: string) => void;
+  /**
+   * Where upload URLs are kept by fingerprint (server, namespace, size,
+   * sha256) so that the same file continues its upload after a reload:
+   * default localStorage in browsers, nowhere in Node; null: never.
+   */
+  urlStorage?: ResumableUrlStorage | null;
+  /** The tus-js-client module, when it is not importable as 'tus-js-client' (a UMD global, say). */
+  tus?: unknown;
+  /** A tus-js-client HTTP stack to send the requests with (default its DefaultHttpStack); each PATCH still gets its Upload-Checksum. */
+  httpStack?: unknown;
+}
+
 export interface UploadOptions {
   onProgress?: (e: ProgressEvent) => void;
   /** Default: the Blob's type. */
@@ -146,6 +182,14 @@ export class Client {
   /** Direct upload: hash, init, PUT to the answered URL with progress, confirm. */
   upload(ns: string, file: Blob, options?: UploadOptions): Promise<Ref>;
   confirmUpload(id: string, options?: { signal?: AbortSignal }): Promise<Ref>;
+  /**
+   * Resumable upload over tus (through tus-js-client, loaded on first
+   * use): hash, create the upload with its sha256, send it in chunks with
+   * a checksum each, resume from the server's offset after a failure.
+   * The ref comes from the Claimcheck-Ref header of the last answer. In
+   * Node, pass a file as a Blob: `await fs.openAsBlob(path)`.
+   */
+  uploadResumable(ns: string, file: Blob, options?: ResumableUploadOptions): Promise<Ref>;
   threshold(ns: string): Promise<number>;
   offload<T>(ns: string, value: T, options?: OffloadOptions): Promise<T | Ref>;
   resolve<T = unknown>(value: T | Ref, options?: { signal?: AbortSignal }): Promise<T>;
@@ -153,6 +197,12 @@ export class Client {
 
 export function isRef(v: unknown): v is Ref;
 export function parseRef(json: string): Ref;
+/**
+ * The error of an answer given by its status, body text and Retry-After
+ * seconds (the error classes of the server's codes; 460 is
+ * ChecksumMismatchError), for answers that did not come through fetch.
+ */
+export function errorFromAnswer(status: number, text: string, op: string, retryAfter?: number): ClaimcheckError;
 export function digestOf(
   data: string | Uint8Array | ArrayBuffer | ArrayBufferView | Blob,
   options?: { onProgress?: (e: ProgressEvent) => void; signal?: AbortSignal },

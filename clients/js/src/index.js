@@ -92,13 +92,21 @@ function retryAfterOf(resp) {
 // ClaimcheckError with code "http_<status>".
 async function errorOf(resp, op) {
   const text = await resp.text().catch(() => '');
+  return errorFromAnswer(resp.status, text, op, retryAfterOf(resp));
+}
+
+/**
+ * The error of an answer given as its status, body text and Retry-After
+ * seconds (for answers that did not come through fetch: tus-js-client's).
+ */
+export function errorFromAnswer(status, text, op, retryAfter) {
   let body;
   try {
     body = JSON.parse(text);
   } catch {
     body = undefined;
   }
-  const opts = { status: resp.status, retryAfter: retryAfterOf(resp) };
+  const opts = { status, retryAfter };
   if (body && typeof body.code === 'string' && typeof body.message === 'string') {
     const C = byCode[body.code];
     const msg = `${op}: ${body.message}`;
@@ -106,9 +114,10 @@ async function errorOf(resp, op) {
     return new ClaimcheckError(body.code, msg, opts);
   }
   const snippet = text.length > 200 ? text.slice(0, 200) + '…' : text;
-  const msg = `${op}: HTTP ${resp.status}${snippet ? ': ' + snippet : ''}`;
-  if (resp.status === 502 || resp.status === 503 || resp.status === 504) return new UnavailableError(msg, opts);
-  return new ClaimcheckError(`http_${resp.status}`, msg, opts);
+  const msg = `${op}: HTTP ${status}${snippet ? ': ' + snippet : ''}`;
+  if (status === 502 || status === 503 || status === 504) return new UnavailableError(msg, opts);
+  if (status === 460) return new ChecksumMismatchError(msg, opts); // tus: a chunk or payload whose checksum did not match
+  return new ClaimcheckError(`http_${status}`, msg, opts);
 }
 
 // ---- sha256, streaming ----
@@ -488,6 +497,24 @@ export class Client {
       await sendBlob(this.#nodeStreams ? nodeFetch : this.#fetch, up, blob, { onProgress, signal });
     }
     return this.confirmUpload(up.id, { signal });
+  }
+
+  /**
+   * Resumable upload of a Blob or File (in Node: fs.openAsBlob(path))
+   * over tus: hash it, create the upload with its sha256, send it in
+   * chunks (each with its own checksum), and after a cut connection ask
+   * the server for its offset and go on from there. Resolves to the
+   * claim's ref, read from the Claimcheck-Ref header of the last answer.
+   * onProgress gets {phase: "hashing"|"uploading", loaded, total}; see
+   * index.d.ts for the other options (uploadUrl, onUploadUrl, chunkSize,
+   * retryDelays, urlStorage). Needs the tus-js-client package, loaded on
+   * first use.
+   */
+  async uploadResumable(ns, blob, opts = {}) {
+    const { uploadResumable } = await import('./tus.js');
+    const headers = {};
+    if (this.#apiKey) headers.Authorization = `Bearer ${this.#apiKey}`;
+    return uploadResumable({ endpoint: this.#url(`v1/namespaces/${encodeURIComponent(ns)}/tus`).href, headers, ns }, blob, opts);
   }
 
   /** Confirms an upload whose bytes were sent; answers the claim's ref. */

@@ -10,21 +10,10 @@
 
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 
 import { Client } from '../src/index.js';
-import { startServer, startStatic, importMap } from './server.js';
+import { startServer, startStatic, importMap, findChromium } from './server.js';
 
-function findChromium() {
-  if (process.env.CHROMIUM && existsSync(process.env.CHROMIUM)) return process.env.CHROMIUM;
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    for (const name of ['chromium', 'chromium-browser']) {
-      if (dir && existsSync(join(dir, name))) return join(dir, name);
-    }
-  }
-  return undefined;
-}
 
 const chromiumPath = findChromium();
 const skip = chromiumPath ? false : 'no Chromium found (install the chromium package, or set CHROMIUM to its binary)';

@@ -15,6 +15,20 @@ export const jsRoot = join(repoRoot, 'clients', 'js');
 
 let built;
 
+/**
+ * The system's Chromium: CHROMIUM, else chromium or chromium-browser on
+ * PATH; undefined when there is none (the browser suites then skip).
+ */
+export function findChromium() {
+  if (process.env.CHROMIUM && existsSync(process.env.CHROMIUM)) return process.env.CHROMIUM;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    for (const name of ['chromium', 'chromium-browser']) {
+      if (dir && existsSync(join(dir, name))) return join(dir, name);
+    }
+  }
+  return undefined;
+}
+
 // binary returns the claimcheck binary, building it once per process.
 export function binary() {
   if (process.env.CLAIMCHECK_TEST_BIN) return process.env.CLAIMCHECK_TEST_BIN;
@@ -71,13 +85,15 @@ const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; ch
 /**
  * A static server on a free port of 127.0.0.1, another origin than the
  * claimcheck server: it serves files under clients/js (the client and
- * its node_modules) and the pages given as {path: html}.
+ * its node_modules) and the pages given as {path: content}, HTML unless
+ * the path ends in .js.
  */
 export async function startStatic(pages = {}) {
   const srv = createServer(async (req, res) => {
     const path = new URL(req.url, 'http://x').pathname;
     if (pages[path] !== undefined) {
-      res.writeHead(200, { 'Content-Type': types['.html'] });
+      const ext = path.includes('.') ? path.slice(path.lastIndexOf('.')) : '.html';
+      res.writeHead(200, { 'Content-Type': types[ext] ?? types['.html'] });
       res.end(pages[path]);
       return;
     }

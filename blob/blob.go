@@ -39,6 +39,16 @@ type Object struct {
 	ModTime time.Time
 }
 
+// PayloadHasher is implemented by object writers that can use the
+// sha256 of the object's bytes, computed by the caller while it wrote
+// them, instead of hashing the bytes once more (S3 over plain HTTP signs
+// the payload with it). Call it before Close, with the sum of exactly
+// the bytes written: a wrong sum makes the service refuse the write, it
+// never stores other bytes. A writer may ignore it.
+type PayloadHasher interface {
+	SetPayloadSHA256(sum []byte)
+}
+
 // Store holds objects by key. Keys are "/"-separated paths of safe
 // characters; the engine builds them as "<namespace>/<blob id>".
 type Store interface {

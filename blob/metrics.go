@@ -168,6 +168,14 @@ type meteredWriter struct {
 	done  bool
 }
 
+// SetPayloadSHA256 passes the sum on to the wrapped writer, if it takes
+// one (PayloadHasher).
+func (w *meteredWriter) SetPayloadSHA256(sum []byte) {
+	if ph, ok := w.w.(PayloadHasher); ok {
+		ph.SetPayloadSHA256(sum)
+	}
+}
+
 func (w *meteredWriter) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	if err != nil && w.err == nil {

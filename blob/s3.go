@@ -3,9 +3,11 @@ package blob
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,7 +127,15 @@ type s3Writer struct {
 	key string
 	buf *bytes.Buffer // nil once mp took over or the writer closed
 	mp  io.WriteCloser
+	// sum is the hex sha256 of the bytes, from SetPayloadSHA256 ("" if
+	// not given).
+	sum string
 }
+
+// SetPayloadSHA256 implements PayloadHasher: the single PutObject is
+// signed with sum instead of the SDK's own pass over the buffer. A
+// multipart upload signs each part, and hashes them itself.
+func (w *s3Writer) SetPayloadSHA256(sum []byte) { w.sum = hex.EncodeToString(sum) }
 
 func (w *s3Writer) Write(p []byte) (int, error) {
 	if w.mp != nil {
@@ -170,7 +180,13 @@ func (w *s3Writer) Close() error {
 		ContentType: aws.String("application/octet-stream"),
 	}
 	w.b.sse.apply(in)
-	if _, err := w.b.client.PutObject(w.ctx, in); err != nil {
+	var opts []func(*s3.Options)
+	if w.sum != "" {
+		opts = append(opts, func(o *s3.Options) {
+			o.APIOptions = append(slices.Clip(o.APIOptions), knownPayloadHash(w.sum))
+		})
+	}
+	if _, err := w.b.client.PutObject(w.ctx, in, opts...); err != nil {
 		// Not recycled: the HTTP transport may still be reading the
 		// body of a request that failed early.
 		return fmt.Errorf("blob: write %s: %w", w.key, err)

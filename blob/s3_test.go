@@ -3,6 +3,9 @@ package blob
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"slices"
@@ -50,6 +53,56 @@ func TestS3CancelledMultipart(t *testing.T) {
 	}
 	for _, up := range out.Uploads {
 		t.Errorf("incomplete upload left: %s %s", aws.ToString(up.Key), aws.ToString(up.UploadId))
+	}
+}
+
+// TestS3KnownPayloadSum checks on a real S3 server that a single-request
+// write is signed with the sum its caller gives (PayloadHasher): the
+// right one stores the object, a wrong one is refused and stores nothing.
+func TestS3KnownPayloadSum(t *testing.T) {
+	u := os.Getenv("TEST_S3_URL")
+	if u == "" {
+		t.Skip("TEST_S3_URL not set")
+	}
+	if strings.HasPrefix(strings.ToLower(u), "https") {
+		t.Skip("over TLS bodies go unsigned")
+	}
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := make([]byte, 100<<10)
+	rand.Read(body)
+	right := sha256.Sum256(body)
+	wrong := sha256.Sum256(body[1:])
+	for _, tc := range []struct {
+		name   string
+		sum    []byte
+		stored bool
+	}{{"right", right[:], true}, {"wrong", wrong[:], false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Runs share the bucket: a key of this run's own.
+			key := fmt.Sprintf("known-sum/%s-%x", t.Name(), right[:8])
+			w, err := s.NewWriter(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(body); err != nil {
+				t.Fatal(err)
+			}
+			w.(PayloadHasher).SetPayloadSHA256(tc.sum)
+			if err := w.Close(); (err == nil) != tc.stored {
+				t.Fatalf("Close = %v, want stored %v", err, tc.stored)
+			}
+			_, err = s.Attributes(t.Context(), key)
+			if tc.stored && err != nil {
+				t.Errorf("Attributes after a write with the right sum: %v", err)
+			}
+			if !tc.stored && !errors.Is(err, ErrNotFound) {
+				t.Errorf("Attributes after a write with a wrong sum = %v, want ErrNotFound", err)
+			}
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	gcblob "gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 )
@@ -135,6 +136,27 @@ func unsignedPayload(stack *middleware.Stack) error {
 		return nil
 	}
 	return v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware(stack)
+}
+
+// knownPayloadHash signs a request's body with sum, its sha256 that the
+// caller computed already, where the SDK would hash the body itself:
+// over plain HTTP. Over TLS the body goes unsigned (unsignedPayload, or
+// the SDK's own choice for S3), so the sum is not used there. The SDK's
+// hashing step skips its pass when the hash is set already.
+func knownPayloadHash(sum string) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		id := (&v4.ComputePayloadSHA256{}).ID()
+		if _, ok := stack.Finalize.Get(id); !ok {
+			return nil // an operation whose body is not signed
+		}
+		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("KnownPayloadSHA256",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				if req, ok := in.Request.(*smithyhttp.Request); ok && !req.IsHTTPS() {
+					ctx = v4.SetPayloadHash(ctx, sum)
+				}
+				return next.HandleFinalize(ctx, in)
+			}), id, middleware.Before)
+	}
 }
 
 // s3SSE is the server-side encryption the URL asks for (gocloud's

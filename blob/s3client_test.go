@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,9 +32,15 @@ func TestS3ClientPutHeaders(t *testing.T) {
 		checksum  aws.RequestChecksumCalculation
 		wantHash  string
 		wantCRC32 bool
+		// known is given to the writer as the payload's sha256
+		// (PayloadHasher). The server here checks nothing, so a sum that
+		// is not the body's shows whether the SDK used it or hashed.
+		known []byte
 	}{
 		{name: "https", tls: true, wantHash: "UNSIGNED-PAYLOAD"},
 		{name: "http", wantHash: hex.EncodeToString(sum[:])},
+		{name: "https-known-sum", tls: true, wantHash: "UNSIGNED-PAYLOAD", known: bytes.Repeat([]byte{7}, 32)},
+		{name: "http-known-sum", wantHash: strings.Repeat("07", 32), known: bytes.Repeat([]byte{7}, 32)},
 		{name: "http-checksum-configured", checksum: aws.RequestChecksumCalculationWhenSupported,
 			wantHash: hex.EncodeToString(sum[:]), wantCRC32: true},
 	} {
@@ -71,6 +78,9 @@ func TestS3ClientPutHeaders(t *testing.T) {
 			}
 			if _, err := io.WriteString(w, body); err != nil {
 				t.Fatal(err)
+			}
+			if tc.known != nil {
+				w.(PayloadHasher).SetPayloadSHA256(tc.known)
 			}
 			if err := w.Close(); err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -311,7 +312,8 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 		zw.Close()
 		return written{}, invalidf("body has %d bytes, but %d were declared", size, opts.Size)
 	}
-	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	sum := h.Sum(nil)
+	digest := "sha256:" + hex.EncodeToString(sum)
 	if opts.Digest != "" && digest != opts.Digest {
 		zw.Close()
 		return written{}, fmt.Errorf("%w: body hashes to %s, declared %s", claimcheck.ErrChecksumMismatch, digest, opts.Digest)
@@ -324,6 +326,11 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 		if err := enc.Close(); err != nil {
 			return written{}, fmt.Errorf("%w: encrypt: %v", claimcheck.ErrUnavailable, err)
 		}
+	}
+	if ph, ok := obj.(blob.PayloadHasher); ok && alg == compress.None && sk == nil {
+		// Stored as written: the payload's sha256 is the object's, and
+		// S3 over plain HTTP need not hash the bytes once more.
+		ph.SetPayloadSHA256(sum)
 	}
 	committed = true
 	if err := obj.Close(); err != nil {

@@ -44,22 +44,32 @@ import (
 // (scripts/minio.sh start DIR; scripts/bench.sh starts it).
 //
 // CLAIMCHECK_BENCH_BASELINE lists claimcheck binaries built from other
-// commits (separated like PATH). Each runs beside the embedded setup, on
-// its own data directory, in the same rounds: every round puts and reads
-// through MinIO, this tree's server and then each of them, so a change's
-// before and after see the same load. Their metrics are named after the
+// commits (separated like PATH). Each runs beside this tree's server in
+// every setup, on its own data directory (and schema and bucket), in the
+// same rounds: every round puts and reads through MinIO, this tree's
+// server and then each of them, so a change's before and after see the
+// same load. Their metrics are named after the
 // binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME.
 //
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
 	bin := buildBinary(b)
-	setups := []struct{ name, config string }{{name: "embedded"}}
+	// Each setup's config is made once per server, so this tree's server
+	// and every baseline get their own schema and bucket.
+	setups := []struct {
+		name   string
+		config func() string
+	}{{"embedded", func() string { return "" }}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
-		dsn, _ := testsvc.Postgres(b)
-		storage, _, _ := testsvc.S3(b)
-		setups = append(setups, struct{ name, config string }{"postgres-minio",
-			fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)})
+		setups = append(setups, struct {
+			name   string
+			config func() string
+		}{"postgres-minio", func() string {
+			dsn, _ := testsvc.Postgres(b)
+			storage, _, _ := testsvc.S3(b)
+			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)
+		}})
 	}
 	serve := func(name, bin, config string) served {
 		dir := b.TempDir()
@@ -78,11 +88,9 @@ func BenchmarkVersusMinIO(b *testing.B) {
 		return served{name, c}
 	}
 	for _, setup := range setups {
-		servers := []served{serve("", bin, setup.config)}
-		if setup.name == "embedded" {
-			for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-				servers = append(servers, serve(filepath.Base(other), other, ""))
-			}
+		servers := []served{serve("", bin, setup.config())}
+		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
+			servers = append(servers, serve(filepath.Base(other), other, setup.config()))
 		}
 		for _, tc := range []struct {
 			name    string

@@ -33,12 +33,26 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	if err != nil {
 		return fmt.Errorf("sqlmeta: create pending claim %s: consumer names: %w", c.ID, err)
 	}
+	// The blob row exists before its object is written, so every object
+	// the protocol writes can be found from the database.
+	blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		state, refcount, created_at, state_at, collect_at, version)
+		VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`
+	blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
+		b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
+	claimInsert := `INSERT INTO claims (` + claimColumns + `)
+		VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+	claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
+		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
+		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
+		int64(max(c.Consumers, 1)), names}
 	err = s.write(ctx, func(q *txq) error {
-		// The counters change in the statement that locks the row; a
-		// failed check fails the transaction, which undoes it.
-		count := func() error {
+		// The counters change in the statement that locks the row (with
+		// the writes of with ahead of it in the same statement, if any);
+		// a failed check fails the transaction, which undoes it.
+		count := func(with string, withArgs []any) error {
 			delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-			n, err := q.addNamespace(c.Namespace, delta)
+			n, err := q.addNamespaceAfter(with, withArgs, c.Namespace, delta)
 			if err != nil {
 				return err
 			}
@@ -60,34 +74,35 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		// insert would lock the namespace row next to the other puts'
 		// locks, and the row must exist first.
 		if !q.d.deferredNamespaceKeys {
-			if err := count(); err != nil {
+			if err := count("", nil); err != nil {
 				return err
 			}
 		}
-		// The blob row exists before its object is written, so every
-		// object the protocol writes can be found from the database.
-		_, err := q.exec(`INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
-			state, refcount, created_at, state_at, collect_at, version)
-			VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`,
-			b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
-			b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt))
-		if err != nil {
-			return err
+		if q.d.writableCTEs && q.d.deferredNamespaceKeys && len(c.Labels) == 0 {
+			// One statement, one round trip, for both rows and the
+			// counters, still taken last. The claim's key to its blob is
+			// checked at the end of the statement, when the blob row is
+			// there; the namespace keys at commit.
+			return count(`WITH b AS (`+blobInsert+`), c AS (`+claimInsert+`) `, append(blobArgs, claimArgs...))
 		}
-		_, err = q.exec(`INSERT INTO claims (`+claimColumns+`)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
-			c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
-			c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
-			boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-			int64(max(c.Consumers, 1)), names)
-		if err != nil {
-			return err
+		if q.d.writableCTEs {
+			// Both rows in one round trip (label rows need the claim's).
+			if _, err := q.exec(`WITH b AS (`+blobInsert+`) `+claimInsert, append(blobArgs, claimArgs...)...); err != nil {
+				return err
+			}
+		} else {
+			if _, err := q.exec(blobInsert, blobArgs...); err != nil {
+				return err
+			}
+			if _, err := q.exec(claimInsert, claimArgs...); err != nil {
+				return err
+			}
 		}
 		if err := q.insertLabels(c); err != nil {
 			return err
 		}
 		if q.d.deferredNamespaceKeys {
-			return count()
+			return count("", nil)
 		}
 		return nil
 	})
@@ -143,7 +158,17 @@ func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitRes
 
 func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	now := p.Now.UnixNano()
-	c, err := q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
+	var (
+		c       meta.Claim
+		n       meta.Namespace
+		counted bool
+		err     error
+	)
+	if q.d.writableCTEs {
+		c, n, counted, err = q.lockClaimCounting(p)
+	} else {
+		c, err = q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
+	}
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -158,9 +183,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	// is larger than its reservation; only then is the limit checked, so
 	// a lowered quota never strands an upload whose bytes were reserved.
 	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
-	n, err := q.addNamespace(c.Namespace, delta)
-	if err != nil {
-		return meta.CommitResult{}, err
+	if !counted {
+		if n, err = q.addNamespace(c.Namespace, delta); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
 		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
@@ -169,8 +195,16 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta); err != nil {
 		return meta.CommitResult{}, err
 	}
-	// Locks in the package's order: claim, namespace, then blobs.
-	staging, err := q.loadBlob(p.BlobID, true)
+	// Locks in the package's order: claim, namespace, then blobs. The
+	// staging blob and the dedup candidate of this (namespace, digest)
+	// are read and locked in one statement: Commit holds the namespace
+	// row from here on, and every statement before the commit is one
+	// more round trip that the namespace's other puts wait for. From
+	// here on no concurrent finish or collection can change the
+	// candidate's state. The two rows are locked together in no set
+	// order; the staging row is this put's own, so only the candidate
+	// is shared and no two commits can wait on each other for them.
+	staging, cand, err := q.lockCommitBlobs(p.BlobID, c.Namespace, p.Digest)
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -178,19 +212,44 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
 	}
 
-	// The dedup candidate of this (namespace, digest), locked: from here
-	// on no concurrent finish or collection can change its state.
-	var cand *meta.Blob
-	if p.Digest != "" {
-		b, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs
-			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
-			c.Namespace, p.Digest))
-		switch {
-		case err == nil:
-			cand = &b
-		case !errors.Is(err, sql.ErrNoRows):
-			return meta.CommitResult{}, err
+	dueAt, dueReason := p.DueAt, p.DueReason
+	if dueAt.IsZero() {
+		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
+	}
+	// The claim turns active pointing at the blob it keeps, and its
+	// created event is logged. Where the database takes writes in a WITH
+	// clause, both ride along with the blob's update (withClaim): two
+	// round trips fewer while the namespace row is held. An event whose
+	// sequence number was taken already (ON CONFLICT DO NOTHING inserts
+	// nothing) is logged again by appendEvents, which renumbers it.
+	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
+		WHERE id = ? AND state = 'pending'`
+	claimDone := false
+	var logged int64
+	withClaim := func(blobID string, dedup bool, update string, args ...any) (string, []any) {
+		if !q.d.writableCTEs {
+			return update, args
 		}
+		claimDone = true
+		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
+		event := `SELECT 0 AS seq WHERE false`
+		if !auditOff.Load() {
+			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
+			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (seq) DO NOTHING RETURNING seq`
+			with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
+				e.Detail, e.Actor, e.Reason, e.Tenant)
+		}
+		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), u AS (` + update + `)
+			SELECT u.*, (SELECT count(*) FROM e) FROM u`, append(with, args...)
+	}
+	// scanCommitted scans the blob row of the update withClaim built,
+	// and whether its event went in.
+	scanCommitted := func(row *sql.Row) (meta.Blob, error) {
+		if !claimDone {
+			return scanBlob(row)
+		}
+		return scanBlob(scanWith{row, []any{&logged}})
 	}
 
 	res := meta.CommitResult{}
@@ -211,11 +270,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
-		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+		query, args := withClaim(cand.ID, true, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = ?
 			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State)))
+			now, cand.ID, string(cand.State))
+		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
 		}
@@ -253,11 +313,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 		// The staging row is locked and was checked above: the update
 		// finds it.
-		res.Blob, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		query, args := withClaim(staging.ID, false, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging'
 			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID))
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
 			// first (PostgreSQL); run again, now as a dedup hit.
@@ -268,14 +329,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 	}
 
-	dueAt, dueReason := p.DueAt, p.DueReason
-	if dueAt.IsZero() {
-		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
-	}
-	if _, err := q.exec(`UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
-		WHERE id = ? AND state = 'pending'`,
-		blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
-		return meta.CommitResult{}, err
+	if !claimDone {
+		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 
 	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
@@ -286,8 +343,83 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			return meta.CommitResult{}, err
 		}
 	}
+	if claimDone && logged == 1 {
+		return res, nil
+	}
 	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
 	return res, err
+}
+
+// lockClaimCounting is, in one statement (dialect.writableCTEs), what
+// Commit starts with: it locks the claim p commits and, if that claim is
+// pending in p's blob, applies the commit's change to its namespace's
+// counters (addNamespace's upsert, in the same lock order: claim, then
+// namespace). It returns the claim, the counters as they were before the
+// change, and whether the change was made; when it was not, the caller's
+// checks on the claim fail the commit.
+func (q *txq) lockClaimCounting(p meta.CommitParams) (meta.Claim, meta.Namespace, bool, error) {
+	var used, reserved, active, pending sql.NullInt64
+	c, err := scanClaim(scanWith{q.queryRow(`WITH c AS (SELECT `+claimColumns+` FROM claims WHERE id = ?`+q.d.lockRow+`),
+		n AS (INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
+			SELECT namespace, ?, -reserved_bytes, 1, -1 FROM c WHERE state = 'pending' AND blob_id = ?
+			`+nsUpsert+`)
+		SELECT c.*, n.* FROM c LEFT JOIN n ON true`, p.ClaimID, p.Size, p.BlobID),
+		[]any{&used, &reserved, &active, &pending}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Claim{}, meta.Namespace{}, false, fmt.Errorf("claim %s: %w", p.ClaimID, meta.ErrNotFound)
+	}
+	if err != nil || !used.Valid {
+		return c, meta.Namespace{}, false, err
+	}
+	// The counters before the change, as addNamespace returns them.
+	return c, meta.Namespace{Name: c.Namespace, UsedBytes: used.Int64 - p.Size, ReservedBytes: reserved.Int64 + c.ReservedBytes,
+		ActiveClaims: active.Int64 - 1, PendingClaims: pending.Int64 + 1}, true, nil
+}
+
+// scanWith scans a row whose leading columns go to a scan function that
+// knows only those and whose trailing ones go to extra.
+type scanWith struct {
+	row   scanner
+	extra []any
+}
+
+func (s scanWith) Scan(dest ...any) error { return s.row.Scan(append(dest, s.extra...)...) }
+
+// lockCommitBlobs reads and locks the staging blob of a commit and, for
+// a non-empty digest, the dedup candidate of (namespace, digest) if there
+// is one; cand is nil otherwise. The candidate is never the staging blob:
+// a staging blob has no digest.
+func (q *txq) lockCommitBlobs(stagingID, namespace, digest string) (staging meta.Blob, cand *meta.Blob, err error) {
+	query := `SELECT ` + blobColumns + ` FROM blobs WHERE id = ?`
+	args := []any{stagingID}
+	if digest != "" {
+		query += ` OR (namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned'))`
+		args = append(args, namespace, digest)
+	}
+	rows, err := q.query(query+q.d.lockRow, args...)
+	if err != nil {
+		return meta.Blob{}, nil, err
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		b, err := scanBlob(rows)
+		if err != nil {
+			return meta.Blob{}, nil, err
+		}
+		if b.ID == stagingID {
+			staging, found = b, true
+		} else {
+			cand = &b
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return meta.Blob{}, nil, err
+	}
+	if !found {
+		return meta.Blob{}, nil, fmt.Errorf("blob %s: %w", stagingID, meta.ErrNotFound)
+	}
+	return staging, cand, nil
 }
 
 // Claim loads a claim with its releases.

@@ -50,6 +50,11 @@ type dialect struct {
 	// insert its rows before it locks its namespace's row.
 	deferredNamespaceKeys bool
 
+	// writableCTEs: a WITH clause may hold INSERT and UPDATE statements
+	// (PostgreSQL), so two writes that do not need each other's results
+	// go to the database as one statement, one round trip.
+	writableCTEs bool
+
 	// snapshotReads runs reads in a transaction, which gives the
 	// statements of one read a single snapshot (Store.read).
 	snapshotReads bool
@@ -115,6 +120,7 @@ var postgresDialect = &dialect{
 	migrationLock:         "SELECT pg_advisory_xact_lock(7243018211)",
 	open:                  openPostgres,
 	deferredNamespaceKeys: true,
+	writableCTEs:          true,
 	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
 		FROM claim_releases WHERE claim_id = claims.id)`,
 	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },

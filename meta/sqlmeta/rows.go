@@ -243,6 +243,15 @@ type nsDelta struct {
 	used, reserved, active, pending int64
 }
 
+// nsUpsert ends an INSERT of a change to a namespace's counters: it adds
+// the change to the row where there is one, and returns the counters
+// after it.
+const nsUpsert = `ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
+	reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
+	active_claims = namespaces.active_claims + excluded.active_claims,
+	pending_claims = namespaces.pending_claims + excluded.pending_claims
+	RETURNING used_bytes, reserved_bytes, active_claims, pending_claims`
+
 // addNamespace applies d to a namespace's counters, creating its row on
 // first use, and returns the counters as they were before: one statement
 // where ensureNamespace, loadNamespace and applyNamespace take three
@@ -251,15 +260,17 @@ type nsDelta struct {
 // returned counters sees every change committed before; a check that
 // fails must fail the transaction, whose rollback takes d back.
 func (q *txq) addNamespace(name string, d nsDelta) (meta.Namespace, error) {
+	return q.addNamespaceAfter("", nil, name, d)
+}
+
+// addNamespaceAfter is addNamespace with a WITH clause ahead of the
+// upsert (with and its arguments withArgs; "" for none): writes that go to
+// the database in the same statement (dialect.writableCTEs).
+func (q *txq) addNamespaceAfter(with string, withArgs []any, name string, d nsDelta) (meta.Namespace, error) {
 	n := meta.Namespace{Name: name}
-	err := q.queryRow(`INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
-			reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
-			active_claims = namespaces.active_claims + excluded.active_claims,
-			pending_claims = namespaces.pending_claims + excluded.pending_claims
-		RETURNING used_bytes, reserved_bytes, active_claims, pending_claims`,
-		name, d.used, d.reserved, d.active, d.pending).
+	err := q.queryRow(with+`INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
+		VALUES (?, ?, ?, ?, ?) `+nsUpsert,
+		append(withArgs, name, d.used, d.reserved, d.active, d.pending)...).
 		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
 	n.UsedBytes -= d.used
 	n.ReservedBytes -= d.reserved

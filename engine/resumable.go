@@ -74,30 +74,11 @@ func (s *Store) StartResumable(ctx context.Context, ns string, req claimcheck.Re
 	}
 
 	now := s.clock.Now()
-	expires := now.Add(pol.TTL.MaxAge.D())
-	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID(now)
-	claim := meta.Claim{
-		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
-		Size: req.Size, ReservedBytes: req.Size, ContentType: req.ContentType,
-		CreatedAt: now, ExpiresAt: expires,
-		DueAt: confirmBy, DueReason: meta.ReasonNeverConfirmed,
-		DeleteAfterRead:    pol.DeletesAfterRead(),
-		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
-		GracePeriod:        pol.TTL.GracePeriod.D(),
-		Consumers:          consumers,
-	}
-	staging := meta.Blob{
-		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
-		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
-	}
-	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
-		Claim: claim, Blob: staging, Now: now,
-		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
-		Tenant: s.tenantQuota(pol),
-	}); err != nil {
+	claim, staging, err := s.createPendingUpload(ctx, ns, pol, opts, consumers, now)
+	if err != nil {
 		return claimcheck.ResumableUpload{}, metaErr(op, err)
 	}
+	blobID, confirmBy := claim.BlobID, claim.DueAt
 	handle, err := ap.BeginAppend(ctx, staging.Key, req.Size)
 	if err != nil {
 		s.abortUpload(ctx, claim.ID)

@@ -78,31 +78,11 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 	}
 
 	now := s.clock.Now()
-	expires := now.Add(pol.TTL.MaxAge.D())
-	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID(now)
-	claim := meta.Claim{
-		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
-		Size: req.Size, ReservedBytes: req.Size,
-		ContentType: req.ContentType, Labels: req.Labels,
-		CreatedAt: now, ExpiresAt: expires,
-		DueAt: confirmBy, DueReason: meta.ReasonNeverConfirmed,
-		DeleteAfterRead:    pol.DeletesAfterRead(),
-		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
-		GracePeriod:        pol.TTL.GracePeriod.D(),
-		Consumers:          consumers, ConsumerNames: req.ConsumerNames,
-	}
-	staging := meta.Blob{
-		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
-		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
-	}
-	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
-		Claim: claim, Blob: staging, Now: now,
-		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
-		Tenant: s.tenantQuota(pol),
-	}); err != nil {
+	claim, staging, err := s.createPendingUpload(ctx, ns, pol, opts, consumers, now)
+	if err != nil {
 		return claimcheck.Upload{}, metaErr(op, err)
 	}
+	blobID, confirmBy := claim.BlobID, claim.DueAt
 	up, created, err := s.meta.CreateUpload(ctx, meta.Upload{
 		ClaimID: claim.ID, Namespace: ns, BlobID: blobID, Key: staging.Key,
 		Size: req.Size, Digest: req.Digest, ContentType: req.ContentType,
@@ -120,6 +100,38 @@ func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.Upload
 	}
 	s.metrics.uploadsStarted.WithLabelValues(ns).Inc()
 	return s.issue(ctx, up, meta.ClaimPending, confirmBy, pol)
+}
+
+// createPendingUpload is the first step of every upload, direct or
+// resumable, and the put protocol's: CreatePending reserves the quota and
+// inserts the staging blob and the pending claim, due at now +
+// confirm_within (never past max_age) with reason never_confirmed, in one
+// transaction. opts went through checkPutOptions, which gave consumers.
+func (s *Store) createPendingUpload(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, consumers int, now time.Time) (meta.Claim, meta.Blob, error) {
+	expires := now.Add(pol.TTL.MaxAge.D())
+	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
+	blobID := newBlobID(now)
+	claim := meta.Claim{
+		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
+		Size: opts.Size, ReservedBytes: opts.Size,
+		ContentType: opts.ContentType, Labels: opts.Labels,
+		CreatedAt: now, ExpiresAt: expires,
+		DueAt: confirmBy, DueReason: meta.ReasonNeverConfirmed,
+		DeleteAfterRead:    pol.DeletesAfterRead(),
+		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
+		GracePeriod:        pol.TTL.GracePeriod.D(),
+		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
+	}
+	staging := meta.Blob{
+		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
+		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
+	}
+	err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
+		Claim: claim, Blob: staging, Now: now,
+		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
+		Tenant: s.tenantQuota(pol),
+	})
+	return claim, staging, err
 }
 
 // abortUpload finishes an upload claim that init gave up on.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/cutbody"
 )
 
 // dropProxy forwards to the server and drops the connection of the next
@@ -28,23 +29,6 @@ type dropProxy struct {
 	methods   []string
 }
 
-type failAfter struct {
-	io.ReadCloser
-	left int64
-}
-
-func (f *failAfter) Read(p []byte) (int, error) {
-	if f.left <= 0 {
-		return 0, errors.New("dropped on purpose")
-	}
-	if int64(len(p)) > f.left {
-		p = p[:f.left]
-	}
-	n, err := f.ReadCloser.Read(p)
-	f.left -= int64(n)
-	return n, err
-}
-
 func (d *dropProxy) start(t *testing.T, target string) string {
 	u, _ := url.Parse(target)
 	rp := httputil.NewSingleHostReverseProxy(u)
@@ -54,7 +38,7 @@ func (d *dropProxy) start(t *testing.T, target string) string {
 		d.mu.Lock()
 		d.methods = append(d.methods, r.Method)
 		if r.Method == http.MethodPatch && d.dropAfter > 0 {
-			r.Body = &failAfter{ReadCloser: r.Body, left: d.dropAfter}
+			r.Body = &cutbody.Body{ReadCloser: r.Body, Left: d.dropAfter}
 			d.dropAfter = 0
 		}
 		d.mu.Unlock()

@@ -3,8 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"crypto/rand"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/claimcheck/claimcheck/internal/cutbody"
 )
 
 // cuttingProxy forwards to the server and, while cut is set, breaks every
@@ -27,30 +27,6 @@ type cuttingProxy struct {
 	ranges []string
 }
 
-// cutBody passes left bytes of a body, then fails (and runs onCut, once,
-// when set).
-type cutBody struct {
-	io.ReadCloser
-	left  int64
-	onCut func()
-}
-
-func (c *cutBody) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		if c.onCut != nil {
-			c.onCut()
-			c.onCut = nil
-		}
-		return 0, errors.New("proxy: connection cut on purpose")
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.ReadCloser.Read(p)
-	c.left -= int64(n)
-	return n, err
-}
-
 func (cp *cuttingProxy) start(t *testing.T, target string) string {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -60,7 +36,7 @@ func (cp *cuttingProxy) start(t *testing.T, target string) string {
 	rp.ErrorLog = nil
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if cp.cut.Load() && resp.Request.Method == http.MethodGet && resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Request.URL.Path, "/v1/claims/") {
-			resp.Body = &cutBody{ReadCloser: resp.Body, left: cp.limit}
+			resp.Body = &cutbody.Body{ReadCloser: resp.Body, Left: cp.limit}
 		}
 		return nil
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/cutbody"
 )
 
 // tusProxy forwards to the server and breaks uploads the way networks
@@ -56,10 +57,10 @@ func (tp *tusProxy) start(t *testing.T, target string) string {
 			off, _ := strconv.ParseInt(r.Header.Get("Upload-Offset"), 10, 64)
 			switch {
 			case tp.dropAfter > 0:
-				r.Body = &cutBody{ReadCloser: r.Body, left: tp.dropAfter}
+				r.Body = &cutbody.Body{ReadCloser: r.Body, Left: tp.dropAfter}
 				tp.dropAfter = 0
 			case off < tp.killAt && tp.killAt < off+r.ContentLength:
-				r.Body = &cutBody{ReadCloser: r.Body, left: tp.killAt - off, onCut: tp.kill}
+				r.Body = &cutbody.Body{ReadCloser: r.Body, Left: tp.killAt - off, OnCut: tp.kill}
 				tp.killAt = 0
 			}
 		}

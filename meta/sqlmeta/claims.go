@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -36,76 +37,77 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	// The blob row exists before its object is written, so every object
 	// the protocol writes can be found from the database.
 	blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
-		state, refcount, created_at, state_at, collect_at, version)
-		VALUES (?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1)`
+		state, refcount, created_at, state_at, collect_at, version) `
+	blobValues := `?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1`
 	blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
 		b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
-	claimInsert := `INSERT INTO claims (` + claimColumns + `)
-		VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+	claimInsert := `INSERT INTO claims (` + claimColumns + `) `
+	claimValues := `?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, ''`
 	claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
 		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
 		int64(max(c.Consumers, 1)), names}
-	err = s.write(ctx, func(q *txq) error {
-		// The counters change in the statement that locks the row (with
-		// the writes of with ahead of it in the same statement, if any);
-		// a failed check fails the transaction, which undoes it.
-		count := func(with string, withArgs []any) error {
-			delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-			n, err := q.addNamespaceAfter(with, withArgs, c.Namespace, delta)
-			if err != nil {
+	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
+	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
+		err = s.createPendingOnce(ctx, p, delta, blobInsert+`SELECT `+blobValues+` FROM n`, blobArgs,
+			claimInsert+`SELECT `+claimValues+` FROM n`, claimArgs)
+	} else {
+		blobInsert += `VALUES (` + blobValues + `)`
+		claimInsert += `VALUES (` + claimValues + `)`
+		err = s.write(ctx, func(q *txq) error {
+			// The counters change in the statement that locks the row
+			// (with the writes of with ahead of it in the same
+			// statement, if any); a failed check fails the transaction,
+			// which undoes it.
+			count := func(with string, withArgs []any) error {
+				n, err := q.addNamespaceAfter(with, withArgs, c.Namespace, delta, p.Tenant.Tenant)
+				if err != nil {
+					return err
+				}
+				if err := pendingQuota(p, n); err != nil {
+					return err
+				}
+				return q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta)
+			}
+			// Where the namespace keys are checked at commit (PostgreSQL),
+			// the rows go in first and the namespace row, which every put
+			// and commit of the namespace queues for, is held from the
+			// last statement to the commit. The new rows are this
+			// transaction's own: nobody waits on them. Checked at once
+			// instead, each insert would lock the namespace row next to
+			// the other puts' locks, and the row must exist first.
+			if !q.d.deferredNamespaceKeys {
+				if err := count("", nil); err != nil {
+					return err
+				}
+			}
+			if q.d.writableCTEs && q.d.deferredNamespaceKeys && len(c.Labels) == 0 {
+				// One statement for both rows and the counters, still
+				// taken last: a tenant quota is summed after it.
+				return count(`WITH b AS (`+blobInsert+`), c AS (`+claimInsert+`) `, append(blobArgs, claimArgs...))
+			}
+			if q.d.writableCTEs {
+				// Both rows in one round trip (label rows need the claim's).
+				if _, err := q.exec(`WITH b AS (`+blobInsert+`) `+claimInsert, append(blobArgs, claimArgs...)...); err != nil {
+					return err
+				}
+			} else {
+				if _, err := q.exec(blobInsert, blobArgs...); err != nil {
+					return err
+				}
+				if _, err := q.exec(claimInsert, claimArgs...); err != nil {
+					return err
+				}
+			}
+			if err := q.insertLabels(c); err != nil {
 				return err
 			}
-			if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
-				return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-					Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+			if q.d.deferredNamespaceKeys {
+				return count("", nil)
 			}
-			if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-				return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-					Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-			}
-			return q.checkTenant(c.Namespace, p.Tenant, c.ReservedBytes, 1, delta)
-		}
-		// Where the namespace keys are checked at commit (PostgreSQL),
-		// the rows go in first and the namespace row, which every put
-		// and commit of the namespace queues for, is held for one
-		// statement and the commit. The new rows are this transaction's
-		// own: nobody waits on them. Checked at once instead, each
-		// insert would lock the namespace row next to the other puts'
-		// locks, and the row must exist first.
-		if !q.d.deferredNamespaceKeys {
-			if err := count("", nil); err != nil {
-				return err
-			}
-		}
-		if q.d.writableCTEs && q.d.deferredNamespaceKeys && len(c.Labels) == 0 {
-			// One statement, one round trip, for both rows and the
-			// counters, still taken last. The claim's key to its blob is
-			// checked at the end of the statement, when the blob row is
-			// there; the namespace keys at commit.
-			return count(`WITH b AS (`+blobInsert+`), c AS (`+claimInsert+`) `, append(blobArgs, claimArgs...))
-		}
-		if q.d.writableCTEs {
-			// Both rows in one round trip (label rows need the claim's).
-			if _, err := q.exec(`WITH b AS (`+blobInsert+`) `+claimInsert, append(blobArgs, claimArgs...)...); err != nil {
-				return err
-			}
-		} else {
-			if _, err := q.exec(blobInsert, blobArgs...); err != nil {
-				return err
-			}
-			if _, err := q.exec(claimInsert, claimArgs...); err != nil {
-				return err
-			}
-		}
-		if err := q.insertLabels(c); err != nil {
-			return err
-		}
-		if q.d.deferredNamespaceKeys {
-			return count("", nil)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
 	}
@@ -113,6 +115,75 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		return fmt.Errorf("sqlmeta: create pending claim %s: %w", c.ID, err)
 	}
 	return nil
+}
+
+// pendingQuota checks the namespace quota of p against the counters n
+// as they were before p's reservation.
+func pendingQuota(p meta.CreatePendingParams, n meta.Namespace) error {
+	c := p.Claim
+	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
+		return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+	}
+	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+		return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+	}
+	return nil
+}
+
+// createPendingOnce is CreatePending as one statement outside a
+// transaction block (Store.once), for PostgreSQL when no label rows and
+// no tenant sum are needed: the counter change comes first, made only if
+// the namespace quota admits it (its WHERE), and the blob and claim rows
+// are inserted from its result, so a refused reservation inserts nothing.
+// The statement commits as it ends; the namespace row is held only while
+// it runs, never across a round trip. blobInsert and claimInsert select
+// their values FROM n, the counter change.
+func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParams, delta nsDelta,
+	blobInsert string, blobArgs []any, claimInsert string, claimArgs []any) error {
+	c := p.Claim
+	// A namespace without a row is admitted by the insert, which has no
+	// WHERE: refuse here what no counters could admit.
+	if p.QuotaBytes > 0 && c.ReservedBytes > p.QuotaBytes {
+		return pendingQuota(p, meta.Namespace{Name: c.Namespace})
+	}
+	var (
+		where     []string
+		whereArgs []any
+	)
+	if p.QuotaBytes > 0 {
+		where = append(where, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.reserved_bytes <= ?`)
+		whereArgs = append(whereArgs, p.QuotaBytes)
+	}
+	if p.QuotaClaims > 0 {
+		where = append(where, `namespaces.active_claims + namespaces.pending_claims + 1 <= ?`)
+		whereArgs = append(whereArgs, p.QuotaClaims)
+	}
+	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, strings.Join(where, ` AND `), whereArgs...)
+	query := `WITH n AS (` + count + `), b AS (` + blobInsert + `), c AS (` + claimInsert + `)
+		SELECT count(*) FROM n`
+	args := slices.Concat(countArgs, blobArgs, claimArgs)
+	return s.once(ctx, func(q *txq) error {
+		var made int
+		if err := q.queryRow(query, args...).Scan(&made); err != nil {
+			return err
+		}
+		if made == 1 {
+			return nil
+		}
+		// Refused, and nothing was written: report the counters that
+		// refused it, read again. If they admit it now (a claim
+		// finished in between), run the statement again.
+		n, err := q.namespace(c.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := pendingQuota(p, n); err != nil {
+			return err
+		}
+		return errRetry
+	})
 }
 
 func validatePending(c meta.Claim, b meta.Blob) error {
@@ -158,17 +229,7 @@ func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitRes
 
 func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	now := p.Now.UnixNano()
-	var (
-		c       meta.Claim
-		n       meta.Namespace
-		counted bool
-		err     error
-	)
-	if q.d.writableCTEs {
-		c, n, counted, err = q.lockClaimCounting(p)
-	} else {
-		c, err = q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
-	}
+	c, err := q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
@@ -178,32 +239,13 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if c.BlobID != p.BlobID {
 		return meta.CommitResult{}, fmt.Errorf("claim is staged in blob %s, not %s: %w", c.BlobID, p.BlobID, meta.ErrConflict)
 	}
-	// Reservation → usage, applied first (addNamespace); a failed check
-	// below fails the transaction. The total only grows when the payload
-	// is larger than its reservation; only then is the limit checked, so
-	// a lowered quota never strands an upload whose bytes were reserved.
-	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
-	if !counted {
-		if n, err = q.addNamespace(c.Namespace, delta); err != nil {
-			return meta.CommitResult{}, err
-		}
-	}
-	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
-		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
-	}
-	if err := q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta); err != nil {
-		return meta.CommitResult{}, err
-	}
-	// Locks in the package's order: claim, namespace, then blobs. The
-	// staging blob and the dedup candidate of this (namespace, digest)
-	// are read and locked in one statement: Commit holds the namespace
-	// row from here on, and every statement before the commit is one
-	// more round trip that the namespace's other puts wait for. From
-	// here on no concurrent finish or collection can change the
-	// candidate's state. The two rows are locked together in no set
-	// order; the staging row is this put's own, so only the candidate
-	// is shared and no two commits can wait on each other for them.
+	// Locks in the package's order: claim, blobs, then the namespace.
+	// The staging blob and the dedup candidate of this (namespace,
+	// digest) are read and locked in one statement. From here on no
+	// concurrent finish or collection can change the candidate's state.
+	// The two rows are locked together in no set order; the staging row
+	// is this put's own, so only the candidate is shared and no two
+	// commits can wait on each other for them.
 	staging, cand, err := q.lockCommitBlobs(p.BlobID, c.Namespace, p.Digest)
 	if err != nil {
 		return meta.CommitResult{}, err
@@ -212,25 +254,56 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
 	}
 
+	// Reservation → usage, applied last, after the blob and claim
+	// writes: the namespace row, which every put and commit of the
+	// namespace queues for, is held from that statement to the commit
+	// only. A failed check after it fails the transaction, which undoes
+	// everything. The total only grows when the payload is larger than
+	// its reservation; only then is the limit checked, so a lowered
+	// quota never strands an upload whose bytes were reserved.
+	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
+	var (
+		n       meta.Namespace
+		counted bool // the counters changed in the statement of withClaim
+	)
+	countAfter := func() error {
+		if !counted {
+			var err error
+			if n, err = q.addNamespace(c.Namespace, delta, p.Tenant.Tenant); err != nil {
+				return err
+			}
+		}
+		if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
+			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
+		}
+		return q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta)
+	}
+
 	dueAt, dueReason := p.DueAt, p.DueReason
 	if dueAt.IsZero() {
 		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
 	}
-	// The claim turns active pointing at the blob it keeps, and its
-	// created event is logged. Where the database takes writes in a WITH
-	// clause, both ride along with the blob's update (withClaim): two
-	// round trips fewer while the namespace row is held. An event whose
-	// sequence number was taken already (ON CONFLICT DO NOTHING inserts
-	// nothing) is logged again by appendEvents, which renumbers it.
+	// The claim turns active pointing at the blob it keeps, its created
+	// event is logged and the counters change. Where the database takes
+	// writes in a WITH clause, all three ride along with the blob's
+	// update (withClaim), and so does the discard of an unneeded staging
+	// blob (also): one statement while the namespace row is held, then
+	// the commit. An event whose sequence number was taken already (ON
+	// CONFLICT DO NOTHING inserts nothing) is logged again by
+	// appendEvents, which renumbers it.
 	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
 		WHERE id = ? AND state = 'pending'`
 	claimDone := false
-	var logged int64
-	withClaim := func(blobID string, dedup bool, update string, args ...any) (string, []any) {
+	var (
+		logged                          int64
+		used, reserved, active, pending int64
+	)
+	withClaim := func(blobID string, dedup bool, also string, alsoArgs []any, update string, args ...any) (string, []any) {
 		if !q.d.writableCTEs {
 			return update, args
 		}
-		claimDone = true
+		claimDone, counted = true, true
 		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
 		event := `SELECT 0 AS seq WHERE false`
 		if !auditOff.Load() {
@@ -240,16 +313,23 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
 				e.Detail, e.Actor, e.Reason, e.Tenant)
 		}
-		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), u AS (` + update + `)
-			SELECT u.*, (SELECT count(*) FROM e) FROM u`, append(with, args...)
+		if also != "" {
+			also = `d AS (` + also + `), `
+			with = append(with, alsoArgs...)
+		}
+		count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, "")
+		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), ` + also + `n AS (` + count + `), u AS (` + update + `)
+			SELECT u.*, (SELECT count(*) FROM e), n.* FROM u, n`, slices.Concat(with, countArgs, args)
 	}
 	// scanCommitted scans the blob row of the update withClaim built,
-	// and whether its event went in.
+	// whether its event went in and the counters after the change.
 	scanCommitted := func(row *sql.Row) (meta.Blob, error) {
 		if !claimDone {
 			return scanBlob(row)
 		}
-		return scanBlob(scanWith{row, []any{&logged}})
+		b, err := scanBlob(scanWith{row, []any{&logged, &used, &reserved, &active, &pending}})
+		n = delta.before(c.Namespace, meta.Namespace{UsedBytes: used, ReservedBytes: reserved, ActiveClaims: active, PendingClaims: pending})
+		return b, err
 	}
 
 	res := meta.CommitResult{}
@@ -270,7 +350,18 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
-		query, args := withClaim(cand.ID, true, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+		//
+		// Our own object is not needed. No claim can reference it: the
+		// claim that owned it points at the candidate from now on, and it
+		// keeps no digest, so dedup never finds it. It goes straight to
+		// deleting; the caller deletes the object now, and collection
+		// retries at collect_at if that does not happen.
+		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
+		discard := `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
+			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
+			WHERE id = ? AND state = 'staging'`
+		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID}
+		query, args := withClaim(cand.ID, true, discard, discardArgs, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = ?
 			RETURNING `+blobColumns,
@@ -282,17 +373,10 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		if err != nil {
 			return meta.CommitResult{}, err
 		}
-		// Our own object is not needed. No claim can reference it: the
-		// claim that owned it points at the candidate from now on, and it
-		// keeps no digest, so dedup never finds it. It goes straight to
-		// deleting; the caller deletes the object now, and collection
-		// retries at collect_at if that does not happen.
-		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
-		if _, err := q.exec(`UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
-			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'`,
-			p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID); err != nil {
-			return meta.CommitResult{}, err
+		if !claimDone {
+			if _, err := q.exec(discard, discardArgs...); err != nil {
+				return meta.CommitResult{}, err
+			}
 		}
 		res.Discarded = staging
 		res.Discarded.State, res.Discarded.Size, res.Discarded.StoredSize, res.Discarded.Compression =
@@ -313,7 +397,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 		// The staging row is locked and was checked above: the update
 		// finds it.
-		query, args := withClaim(staging.ID, false, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		query, args := withClaim(staging.ID, false, "", nil, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging'
 			RETURNING `+blobColumns,
@@ -343,37 +427,12 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			return meta.CommitResult{}, err
 		}
 	}
-	if claimDone && logged == 1 {
-		return res, nil
+	if !claimDone || logged != 1 {
+		if err := q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)}); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
-	err = q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)})
-	return res, err
-}
-
-// lockClaimCounting is, in one statement (dialect.writableCTEs), what
-// Commit starts with: it locks the claim p commits and, if that claim is
-// pending in p's blob, applies the commit's change to its namespace's
-// counters (addNamespace's upsert, in the same lock order: claim, then
-// namespace). It returns the claim, the counters as they were before the
-// change, and whether the change was made; when it was not, the caller's
-// checks on the claim fail the commit.
-func (q *txq) lockClaimCounting(p meta.CommitParams) (meta.Claim, meta.Namespace, bool, error) {
-	var used, reserved, active, pending sql.NullInt64
-	c, err := scanClaim(scanWith{q.queryRow(`WITH c AS (SELECT `+claimColumns+` FROM claims WHERE id = ?`+q.d.lockRow+`),
-		n AS (INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
-			SELECT namespace, ?, -reserved_bytes, 1, -1 FROM c WHERE state = 'pending' AND blob_id = ?
-			`+nsUpsert+`)
-		SELECT c.*, n.* FROM c LEFT JOIN n ON true`, p.ClaimID, p.Size, p.BlobID),
-		[]any{&used, &reserved, &active, &pending}})
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Claim{}, meta.Namespace{}, false, fmt.Errorf("claim %s: %w", p.ClaimID, meta.ErrNotFound)
-	}
-	if err != nil || !used.Valid {
-		return c, meta.Namespace{}, false, err
-	}
-	// The counters before the change, as addNamespace returns them.
-	return c, meta.Namespace{Name: c.Namespace, UsedBytes: used.Int64 - p.Size, ReservedBytes: reserved.Int64 + c.ReservedBytes,
-		ActiveClaims: active.Int64 - 1, PendingClaims: pending.Int64 + 1}, true, nil
+	return res, countAfter()
 }
 
 // scanWith scans a row whose leading columns go to a scan function that
@@ -452,19 +511,28 @@ func (s *Store) Blob(ctx context.Context, id string) (meta.Blob, error) {
 
 // Namespace returns a namespace's counters (zero for an unknown name).
 func (s *Store) Namespace(ctx context.Context, name string) (meta.Namespace, error) {
-	n := meta.Namespace{Name: name}
+	var n meta.Namespace
 	err := s.read(ctx, func(q *txq) error {
-		err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces WHERE name = ?`, name).
-			Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
+		var err error
+		n, err = q.namespace(name)
 		return err
 	})
 	if err != nil {
 		return meta.Namespace{}, fmt.Errorf("sqlmeta: load namespace %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// namespace reads a namespace's counters without locking them (zero for
+// an unknown name).
+func (q *txq) namespace(name string) (meta.Namespace, error) {
+	n := meta.Namespace{Name: name}
+	err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces WHERE name = ?`, name).
+		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, nil
+	}
+	return n, err
 }
 
 // liveAt checks that a claim can still be read or released at now.

@@ -92,7 +92,8 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 // with it, in the caller's transaction:
 //
 //   - the namespace counters give back the reservation (pending) or the
-//     usage (active), summed per namespace and written once each;
+//     usage (active), summed per namespace and written once each, after
+//     the blobs (lock order: claim, blobs, namespace);
 //   - a pending claim's staging blob is orphaned, due now: the upload
 //     never completed, and no other claim can point at a staging blob;
 //   - an active claim drops its blob reference; a blob that no pending or
@@ -184,14 +185,6 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		deltas[c.Namespace] = d
 	}
 
-	// Rows are changed in sorted key order, so that two concurrent pages
-	// on PostgreSQL take their locks in the same order.
-	for _, name := range slices.Sorted(maps.Keys(deltas)) {
-		if err := q.applyNamespace(name, deltas[name]); err != nil {
-			return nil, err
-		}
-	}
-
 	orphaned := make(map[string]bool)
 	err := chunks(slices.Sorted(maps.Keys(staging)), func(part []string) error {
 		args := append([]any{nowNS, nowNS}, anys(part)...)
@@ -273,6 +266,15 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	}
 	for id := range orphaned {
 		res[shared[id].last].BlobOrphaned = true
+	}
+	// The counters last (lock order: claim, blobs, namespace), in sorted
+	// key order, so that two concurrent pages on PostgreSQL take their
+	// locks in the same order; a put's commit queues for the namespace
+	// row, so it is held from here to the commit only.
+	for _, name := range slices.Sorted(maps.Keys(deltas)) {
+		if err := q.applyNamespace(name, deltas[name]); err != nil {
+			return nil, err
+		}
 	}
 	// The audit trail records each finish in the transaction that made it
 	// (audit.go), so a finish is never logged without happening or the

@@ -58,6 +58,19 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			// one the caller checked: its object was not looked at.
 			return nil
 		}
+		// Lock the candidate (PostgreSQL) before the namespace row (lock
+		// order: claim, blobs, namespace), and flip it back below in one
+		// compare-and-swap on the state we read.
+		cand, err = q.loadBlob(cand.ID, true)
+		if err != nil {
+			return err
+		}
+		if cand.State != meta.BlobCommitted && cand.State != meta.BlobOrphaned {
+			return errRetry // collected under us: look again
+		}
+		if cand.Damaged() || (p.BlobID != "" && cand.Key != p.Key) {
+			return nil // marked or repaired between the look and the lock
+		}
 		n, err := q.loadNamespace(c.Namespace)
 		if err != nil {
 			return err
@@ -70,20 +83,11 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
 				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
 		}
+		if err := q.recordTenant(c.Namespace, p.Tenant); err != nil {
+			return err
+		}
 		if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, nsDelta{}); err != nil {
 			return err
-		}
-		// Lock the candidate (PostgreSQL) and flip it back in one
-		// compare-and-swap on the state we read.
-		cand, err = q.loadBlob(cand.ID, true)
-		if err != nil {
-			return err
-		}
-		if cand.State != meta.BlobCommitted && cand.State != meta.BlobOrphaned {
-			return errRetry // collected under us: look again
-		}
-		if cand.Damaged() || (p.BlobID != "" && cand.Key != p.Key) {
-			return nil // marked or repaired between the look and the lock
 		}
 		now := p.Now.UnixNano()
 		changed, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,

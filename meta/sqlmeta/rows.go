@@ -243,40 +243,64 @@ type nsDelta struct {
 	used, reserved, active, pending int64
 }
 
-// nsUpsert ends an INSERT of a change to a namespace's counters: it adds
-// the change to the row where there is one, and returns the counters
-// after it.
-const nsUpsert = `ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
+// nsChange returns an INSERT of the change d to namespace name's
+// counters that adds it to the row where there is one and returns the
+// counters after it: one statement where ensureNamespace, loadNamespace
+// and applyNamespace take three round trips. The upsert syntax is the
+// same on SQLite (3.24+) and PostgreSQL.
+//
+// A non-empty tenant is recorded as the namespace's tenant in the same
+// write (checkTenant's sums count the namespace for it); "" leaves the
+// recorded one. A non-empty where is a condition on the existing row
+// (columns as namespaces.*, the change as excluded.*) under which the
+// change is made; a row that fails it is left as it is and the
+// statement returns no row.
+func nsChange(name string, d nsDelta, tenant, where string, whereArgs ...any) (string, []any) {
+	cols, vals, set := "", "", ""
+	args := []any{name, d.used, d.reserved, d.active, d.pending}
+	if tenant != "" {
+		cols, vals, set = ", tenant", ", ?", ",\n\ttenant = excluded.tenant"
+		args = append(args, tenant)
+	}
+	if where != "" {
+		set += "\n\tWHERE " + where
+		args = append(args, whereArgs...)
+	}
+	return `INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims` + cols + `)
+	VALUES (?, ?, ?, ?, ?` + vals + `)
+	ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
 	reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
 	active_claims = namespaces.active_claims + excluded.active_claims,
-	pending_claims = namespaces.pending_claims + excluded.pending_claims
-	RETURNING used_bytes, reserved_bytes, active_claims, pending_claims`
+	pending_claims = namespaces.pending_claims + excluded.pending_claims` + set + `
+	RETURNING used_bytes, reserved_bytes, active_claims, pending_claims`, args
+}
 
 // addNamespace applies d to a namespace's counters, creating its row on
-// first use, and returns the counters as they were before: one statement
-// where ensureNamespace, loadNamespace and applyNamespace take three
-// round trips. Like loadNamespace it holds the row to the end of the
-// transaction on databases with row locks, so a quota check on the
-// returned counters sees every change committed before; a check that
-// fails must fail the transaction, whose rollback takes d back.
-func (q *txq) addNamespace(name string, d nsDelta) (meta.Namespace, error) {
-	return q.addNamespaceAfter("", nil, name, d)
+// first use, records tenant as its tenant (see nsChange), and returns the
+// counters as they were before. Like loadNamespace it holds the row to
+// the end of the transaction on databases with row locks, so a quota
+// check on the returned counters sees every change committed before; a
+// check that fails must fail the transaction, whose rollback takes d
+// back.
+func (q *txq) addNamespace(name string, d nsDelta, tenant string) (meta.Namespace, error) {
+	return q.addNamespaceAfter("", nil, name, d, tenant)
 }
 
 // addNamespaceAfter is addNamespace with a WITH clause ahead of the
 // upsert (with and its arguments withArgs; "" for none): writes that go to
 // the database in the same statement (dialect.writableCTEs).
-func (q *txq) addNamespaceAfter(with string, withArgs []any, name string, d nsDelta) (meta.Namespace, error) {
-	n := meta.Namespace{Name: name}
-	err := q.queryRow(with+`INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims)
-		VALUES (?, ?, ?, ?, ?) `+nsUpsert,
-		append(withArgs, name, d.used, d.reserved, d.active, d.pending)...).
+func (q *txq) addNamespaceAfter(with string, withArgs []any, name string, d nsDelta, tenant string) (meta.Namespace, error) {
+	query, args := nsChange(name, d, tenant, "")
+	var n meta.Namespace
+	err := q.queryRow(with+query, append(withArgs, args...)...).
 		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
-	n.UsedBytes -= d.used
-	n.ReservedBytes -= d.reserved
-	n.ActiveClaims -= d.active
-	n.PendingClaims -= d.pending
-	return n, err
+	return d.before(name, n), err
+}
+
+// before returns counters n, as d left them, as they were before d.
+func (d nsDelta) before(name string, n meta.Namespace) meta.Namespace {
+	return meta.Namespace{Name: name, UsedBytes: n.UsedBytes - d.used, ReservedBytes: n.ReservedBytes - d.reserved,
+		ActiveClaims: n.ActiveClaims - d.active, PendingClaims: n.PendingClaims - d.pending}
 }
 
 func (q *txq) applyNamespace(name string, d nsDelta) error {

@@ -23,11 +23,16 @@
 // finishing and collection: Commit locks the blob it reuses, FinishClaim
 // locks the blob before asking whether a live claim still points at it,
 // and BeginCollect holds the blob (SKIP LOCKED) while it re-checks.
-// Locks are taken in one order — claim, namespace, blobs (sorted by id) —
-// so that transactions wait for each other instead of deadlocking. The
-// namespace row carries the quota counters, so on PostgreSQL the writes
-// that change them (create, commit, finish) are serialised per namespace;
-// that is the price of exact counters checked in the same transaction.
+// Locks are taken in one order — claim, blobs (sorted by id), namespace,
+// tenant — so that transactions wait for each other instead of
+// deadlocking. The namespace row carries the quota counters, so on
+// PostgreSQL the writes that change them (create, commit, finish) are
+// serialised per namespace; that is the price of exact counters checked
+// in the same transaction. It is also why the namespace comes last: a
+// transaction holds it from its last statement to its commit, and a put
+// creates its pending claim in one statement without BEGIN and COMMIT
+// (Store.once), so the namespace's other puts wait for as few round
+// trips as possible (ADR 0145).
 package sqlmeta
 
 import (
@@ -127,6 +132,25 @@ func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
 	var err error
 	for range maxAttempts {
 		err = s.runTx(ctx, s.w, s.wc, nil, fn)
+		if err == nil || ctx.Err() != nil || !(errors.Is(err, errRetry) || s.d.retryable(err)) {
+			return err
+		}
+	}
+	return err
+}
+
+// once runs fn, whose writes are one statement, without BEGIN and
+// COMMIT, on the write pool. PostgreSQL runs a statement outside a
+// transaction block as a transaction of its own: it commits as the
+// statement ends (deferred constraints checked then), or not at all, and
+// the row locks it took are released then. Two round trips fewer than
+// write, and no lock held across a round trip. Only for dialects with
+// writable WITH clauses (PostgreSQL), where one statement can carry a
+// whole state change.
+func (s *Store) once(ctx context.Context, fn func(q *txq) error) error {
+	var err error
+	for range maxAttempts {
+		err = fn(&txq{ctx: ctx, db: s.w, d: s.d})
 		if err == nil || ctx.Err() != nil || !(errors.Is(err, errRetry) || s.d.retryable(err)) {
 			return err
 		}

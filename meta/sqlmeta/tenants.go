@@ -7,23 +7,34 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// checkTenant records t.Tenant as the namespace's tenant and checks that
-// adding addBytes and addClaims keeps the tenant within its quota, in the
-// caller's transaction. The caller holds the namespace row (lock order:
-// claim, namespace, tenant, blobs). The tenant row is locked before the
+// recordTenant records t.Tenant as the namespace's tenant, for a caller
+// whose counter change did not (nsChange records it in the same write).
+func (q *txq) recordTenant(ns string, t meta.TenantQuota) error {
+	if t.Tenant == "" {
+		return nil
+	}
+	_, err := q.exec(`UPDATE namespaces SET tenant = ? WHERE name = ? AND tenant <> ?`, t.Tenant, ns, t.Tenant)
+	return err
+}
+
+// needsSum reports whether checkTenant must sum the tenant's usage to
+// admit addBytes and addClaims: only when one of its limits applies.
+func needsSum(t meta.TenantQuota, addBytes, addClaims int64) bool {
+	return t.Tenant != "" && ((t.Bytes > 0 && addBytes > 0) || (t.Claims > 0 && addClaims > 0))
+}
+
+// checkTenant checks that adding addBytes and addClaims keeps the
+// tenant t.Tenant within its quota, in the caller's transaction, which
+// has recorded t.Tenant as the namespace's tenant (nsChange,
+// recordTenant). The caller holds the namespace row (lock order: claim,
+// blobs, namespace, tenant). The tenant row is locked before the
 // usage is summed, so admissions of one tenant are serialised and the
 // sum, read by a later statement, includes every admission before it;
 // finishes only lower usage and need no lock. applied is what the caller
 // has already added to the namespace's counters in this transaction
 // (addNamespace); the sum leaves it out, so that it is not counted twice.
 func (q *txq) checkTenant(ns string, t meta.TenantQuota, addBytes, addClaims int64, applied nsDelta) error {
-	if t.Tenant == "" {
-		return nil
-	}
-	if _, err := q.exec(`UPDATE namespaces SET tenant = ? WHERE name = ? AND tenant <> ?`, t.Tenant, ns, t.Tenant); err != nil {
-		return err
-	}
-	if !(t.Bytes > 0 && addBytes > 0) && !(t.Claims > 0 && addClaims > 0) {
+	if !needsSum(t, addBytes, addClaims) {
 		return nil
 	}
 	if _, err := q.exec(`INSERT INTO tenants (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, t.Tenant); err != nil {

@@ -27,38 +27,65 @@ const maxCASRetries = 5
 // for a namespace that does not match (ids do not leak across
 // namespaces), and a *GoneError for finished claims unless allowDeleted.
 func (s *Store) load(ctx context.Context, op string, ref claimcheck.Ref, allowDeleted bool) (meta.Claim, error) {
+	c, _, _, err := s.loadWithBlob(ctx, op, ref, allowDeleted, false)
+	return c, err
+}
+
+// loadWithBlob is load that, with withBlob, reads the claim's blob in the
+// same round trip;
+// ok reports whether b is that blob, as read with the claim that is
+// returned.
+func (s *Store) loadWithBlob(ctx context.Context, op string, ref claimcheck.Ref, allowDeleted, withBlob bool) (c meta.Claim, b meta.Blob, ok bool, err error) {
 	if !claimcheck.ValidClaimID(ref.ID) {
-		return meta.Claim{}, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
+		return meta.Claim{}, b, false, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
 	}
 	s.touch()
-	c, err := s.meta.Claim(ctx, ref.ID)
+	if withBlob {
+		c, b, ok, err = s.meta.ClaimWithBlob(ctx, ref.ID)
+	} else {
+		c, err = s.meta.Claim(ctx, ref.ID)
+	}
 	if errors.Is(err, meta.ErrNotFound) || (err == nil && ref.Namespace != "" && ref.Namespace != c.Namespace) {
 		s.metrics.notFound.Inc()
-		return meta.Claim{}, fmt.Errorf("%s %s: %w", op, ref.ID, claimcheck.ErrNotFound)
+		return meta.Claim{}, meta.Blob{}, false, fmt.Errorf("%s %s: %w", op, ref.ID, claimcheck.ErrNotFound)
 	}
 	if err != nil {
-		return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+		return meta.Claim{}, meta.Blob{}, false, metaErr(op+" "+ref.ID, err)
 	}
+	c, swept, err := s.sweepLoaded(ctx, op, ref, c, allowDeleted)
+	if err != nil || swept {
+		// Finished in-line since it was read: the blob read with it may
+		// be stale.
+		b, ok = meta.Blob{}, false
+	}
+	return c, b, ok, err
+}
+
+// sweepLoaded finishes the loaded claim c first if it is due (the in-line
+// sweep), reading it again then (swept), and answers a *GoneError for a
+// finished one unless allowDeleted.
+func (s *Store) sweepLoaded(ctx context.Context, op string, ref claimcheck.Ref, c meta.Claim, allowDeleted bool) (_ meta.Claim, swept bool, _ error) {
 	now := s.clock.Now()
 	if c.State != meta.ClaimDeleted && !c.DueAt.IsZero() && !c.DueAt.After(now) {
+		swept = true
 		// Due work done in-line is the sweeper's work, whoever's request
 		// found it: the audit trail names the sweeper, not the caller.
 		res, done, err := s.meta.FinishClaim(claimcheck.WithActor(ctx, meta.ActorSweeper), c.ID, "", now, true)
 		if err != nil {
-			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+			return meta.Claim{}, swept, metaErr(op+" "+ref.ID, err)
 		}
 		if done {
 			s.sweepMetrics.ObserveFinished(res)
 		}
 		if c, err = s.meta.Claim(ctx, ref.ID); err != nil {
-			return meta.Claim{}, metaErr(op+" "+ref.ID, err)
+			return meta.Claim{}, swept, metaErr(op+" "+ref.ID, err)
 		}
 	}
 	if c.State == meta.ClaimDeleted && !allowDeleted {
 		s.metrics.gone.WithLabelValues(c.DeleteReason).Inc()
-		return c, fmt.Errorf("%s: %w", op, goneOf(c))
+		return c, swept, fmt.Errorf("%s: %w", op, goneOf(c))
 	}
-	return c, nil
+	return c, swept, nil
 }
 
 func goneOf(c meta.Claim) *claimcheck.GoneError {
@@ -94,7 +121,7 @@ func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim,
 	// Checked before the load: if no receipt of this claim is unwritten
 	// now, the row we load already reflects every earlier read.
 	unsaved := s.reads.unsavedFor(ref.ID)
-	c, err := s.load(ctx, "redeem", ref, false)
+	c, b, loaded, err := s.loadWithBlob(ctx, "redeem", ref, false, true)
 	if err != nil {
 		return c, meta.Blob{}, nil, err
 	}
@@ -105,7 +132,7 @@ func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim,
 		if err := s.reads.sync(ctx); err != nil {
 			return c, meta.Blob{}, nil, err
 		}
-		if c, err = s.load(ctx, "redeem", ref, false); err != nil {
+		if c, b, loaded, err = s.loadWithBlob(ctx, "redeem", ref, false, true); err != nil {
 			return c, meta.Blob{}, nil, err
 		}
 	}
@@ -113,9 +140,10 @@ func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim,
 		s.metrics.notFound.Inc()
 		return c, meta.Blob{}, nil, fmt.Errorf("redeem %s: %w: the claim is still being written", c.ID, claimcheck.ErrNotFound)
 	}
-	b, err := s.meta.Blob(ctx, c.BlobID)
-	if err != nil {
-		return c, b, nil, metaErr("redeem "+c.ID, err)
+	if !loaded {
+		if b, err = s.meta.Blob(ctx, c.BlobID); err != nil {
+			return c, b, nil, metaErr("redeem "+c.ID, err)
+		}
 	}
 	// Encrypted objects name their data key (crypt.go); a destroyed key
 	// finishes the claim: its bytes can never be read again.

@@ -307,6 +307,13 @@ type Store interface {
 	// Blob loads a blob. ErrNotFound if absent.
 	Blob(ctx context.Context, id string) (Blob, error)
 
+	// ClaimWithBlob loads a claim with its releases, and the blob it
+	// points at, read together: a redeem needs both (one round trip
+	// instead of two on a database server, and one snapshot). ok is
+	// false when that blob's row was not found (the caller loads it with
+	// Blob, which answers why). ErrNotFound if the claim is absent.
+	ClaimWithBlob(ctx context.Context, id string) (c Claim, b Blob, ok bool, err error)
+
 	// RecordReads records reads that were served, in one transaction (the
 	// engine batches them off the redeem path). Each read of an active
 	// claim counts: reads+1, the earliest At becomes the first read time

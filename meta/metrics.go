@@ -81,7 +81,7 @@ type ops struct {
 	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
-	ListClaims, ExtendClaim                                            opMetrics
+	ListClaims, ExtendClaim, ClaimWithBlob                             opMetrics
 	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
 }
 
@@ -194,6 +194,12 @@ func (m *metered) Blobs(ctx context.Context, afterID string, limit int) ([]Blob,
 
 func (m *metered) BlobsByKeys(ctx context.Context, keys []string) (map[string]Blob, error) {
 	return timer1[map[string]Blob](m.ops.BlobsByKeys.start()).end(m.next.BlobsByKeys(ctx, keys))
+}
+
+func (m *metered) ClaimWithBlob(ctx context.Context, id string) (Claim, Blob, bool, error) {
+	t := m.ops.ClaimWithBlob.start()
+	c, b, ok, err := m.next.ClaimWithBlob(ctx, id)
+	return c, b, ok, t.end(err)
 }
 
 func (m *metered) Claim(ctx context.Context, id string) (Claim, error) {

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RecordReadDueOnlyMovesEarlier", testRecordReadDueOnlyMovesEarlier},
 		{"RecordReadsBatch", testRecordReadsBatch},
 		{"RecordReadsSkips", testRecordReadsSkips},
+		{"ClaimWithBlob", testClaimWithBlob},
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},
 		{"ReleaseFanOut", testReleaseFanOut},
 		{"ReleaseFanOutNamed", testReleaseFanOutNamed},

@@ -1,6 +1,8 @@
 package metatest
 
 import (
+	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -230,4 +232,34 @@ func testReleaseConflicts(t *testing.T, h *harness) {
 	wantErr(t, "release of deleted claim", err, meta.ErrConflict)
 	_, err = h.s.Release(h.ctx(), "c_missing", "a", h.now())
 	wantErr(t, "release of unknown claim", err, meta.ErrNotFound)
+}
+
+// testClaimWithBlob: ClaimWithBlob answers what Claim and Blob answer
+// one by one, for a pending claim, a committed one with releases, and a
+// finished one.
+func testClaimWithBlob(t *testing.T, h *harness) {
+	cb := h.s
+	check := func(id string) {
+		t.Helper()
+		c, b, found, err := cb.ClaimWithBlob(h.ctx(), id)
+		if err != nil || !found {
+			t.Fatalf("ClaimWithBlob(%s) = found %v, %v", id, found, err)
+		}
+		if want := h.claim(id); !reflect.DeepEqual(c, want) {
+			t.Errorf("ClaimWithBlob(%s) claim:\n got %+v\nwant %+v", id, c, want)
+		}
+		if want := h.blob(c.BlobID); !reflect.DeepEqual(b, want) {
+			t.Errorf("ClaimWithBlob(%s) blob:\n got %+v\nwant %+v", id, b, want)
+		}
+	}
+	pending := h.pending(put{})
+	check(pending.Claim.ID)
+	res := h.put(put{Consumers: 2, Digest: digestOf("claim with blob")})
+	h.release(res.Claim.ID, "a")
+	check(res.Claim.ID)
+	h.finish(res.Claim.ID, meta.ReasonDeleted)
+	check(res.Claim.ID)
+	if _, _, _, err := cb.ClaimWithBlob(h.ctx(), "c_missing"); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("ClaimWithBlob(unknown) = %v, want ErrNotFound", err)
+	}
 }

@@ -495,6 +495,46 @@ func (s *Store) Claim(ctx context.Context, id string) (meta.Claim, error) {
 	return c, nil
 }
 
+// ClaimWithBlob loads a claim with its releases and its blob in one
+// statement; see meta.Store.
+func (s *Store) ClaimWithBlob(ctx context.Context, id string) (meta.Claim, meta.Blob, bool, error) {
+	var (
+		c  meta.Claim
+		b  meta.Blob
+		ok bool
+	)
+	err := s.read(ctx, func(q *txq) error {
+		var released sql.NullString
+		c, b, ok = meta.Claim{}, meta.Blob{}, false
+		// The claim's columns, its releases, then the blob's: scanClaim
+		// takes the first ones, scanBlob the rest.
+		row := q.queryRow(`SELECT c.*, b.* FROM (SELECT `+claimColumns+`, `+q.d.releasesOf+` AS released
+				FROM claims WHERE id = ?) c
+			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id`, id)
+		var bs blobScan
+		var err error
+		c, err = scanClaim(extraColumns{row, append([]any{&released}, bs.dest()...)})
+		if errors.Is(err, sql.ErrNoRows) {
+			// No such claim, or no row of its blob: the plain load
+			// answers which.
+			c, err = q.loadClaim(id, false)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if c.ReleasedBy, err = releases(id, released); err != nil {
+			return err
+		}
+		b, ok = bs.blob(), true
+		return nil
+	})
+	if err != nil {
+		return meta.Claim{}, meta.Blob{}, false, fmt.Errorf("sqlmeta: load claim with blob: %w", err)
+	}
+	return c, b, ok, nil
+}
+
 // Blob loads a blob.
 func (s *Store) Blob(ctx context.Context, id string) (meta.Blob, error) {
 	var b meta.Blob

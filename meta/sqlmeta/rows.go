@@ -92,29 +92,42 @@ func scanClaim(row scanner) (meta.Claim, error) {
 }
 
 func scanBlob(row scanner) (meta.Blob, error) {
-	var (
-		b                meta.Blob
-		digest           sql.NullString
-		state            string
-		created, stateAt int64
-		collect, dead    sql.NullInt64
-		damaged          sql.NullInt64
-		attempts         int64
-	)
-	err := row.Scan(&b.ID, &b.Namespace, &digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &state, &b.Refcount,
-		&created, &stateAt, &collect, &attempts, &b.LastError, &b.Version, &dead, &damaged, &b.Damage, &b.AppendHandle)
-	if err != nil {
+	var bs blobScan
+	if err := row.Scan(bs.dest()...); err != nil {
 		return meta.Blob{}, err
 	}
-	b.Digest = digest.String
-	b.State = meta.BlobState(state)
-	b.CreatedAt = time.Unix(0, created).UTC()
-	b.StateAt = time.Unix(0, stateAt).UTC()
-	b.CollectAt = fromTS(collect)
-	b.Attempts = int(attempts)
-	b.DeadAt = fromTS(dead)
-	b.DamagedAt = fromTS(damaged)
-	return b, nil
+	return bs.blob(), nil
+}
+
+// blobScan holds the columns of a blob row (blobColumns) while they are
+// scanned, for a row that carries other columns in front (ClaimWithBlob).
+type blobScan struct {
+	b                meta.Blob
+	digest           sql.NullString
+	state            string
+	created, stateAt int64
+	collect, dead    sql.NullInt64
+	damaged          sql.NullInt64
+	attempts         int64
+}
+
+func (bs *blobScan) dest() []any {
+	b := &bs.b
+	return []any{&b.ID, &b.Namespace, &bs.digest, &b.Size, &b.StoredSize, &b.Compression, &b.Key, &bs.state, &b.Refcount,
+		&bs.created, &bs.stateAt, &bs.collect, &bs.attempts, &b.LastError, &b.Version, &bs.dead, &bs.damaged, &b.Damage, &b.AppendHandle}
+}
+
+func (bs *blobScan) blob() meta.Blob {
+	b := bs.b
+	b.Digest = bs.digest.String
+	b.State = meta.BlobState(bs.state)
+	b.CreatedAt = time.Unix(0, bs.created).UTC()
+	b.StateAt = time.Unix(0, bs.stateAt).UTC()
+	b.CollectAt = fromTS(bs.collect)
+	b.Attempts = int(bs.attempts)
+	b.DeadAt = fromTS(bs.dead)
+	b.DamagedAt = fromTS(bs.damaged)
+	return b
 }
 
 // jsonOrNull encodes v as JSON, or NULL when empty.
@@ -145,15 +158,25 @@ func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
 	if err != nil {
 		return meta.Claim{}, err
 	}
-	if released.Valid {
-		if err := json.Unmarshal([]byte(released.String), &c.ReleasedBy); err != nil {
-			return meta.Claim{}, fmt.Errorf("claim %s: releases: %w", id, err)
-		}
-	}
-	if len(c.ReleasedBy) == 0 {
-		c.ReleasedBy = nil // as loadReleases leaves a claim without any
+	if c.ReleasedBy, err = releases(id, released); err != nil {
+		return meta.Claim{}, err
 	}
 	return c, nil
+}
+
+// releases decodes the releases of claim id from the JSON array of
+// dialect.releasesOf.
+func releases(id string, released sql.NullString) ([]string, error) {
+	var by []string
+	if released.Valid {
+		if err := json.Unmarshal([]byte(released.String), &by); err != nil {
+			return nil, fmt.Errorf("claim %s: releases: %w", id, err)
+		}
+	}
+	if len(by) == 0 {
+		return nil, nil // as loadReleases leaves a claim without any
+	}
+	return by, nil
 }
 
 // extraColumns scans a row that has more columns than a scanner like

@@ -63,7 +63,7 @@ func TestStorageMetrics(t *testing.T) {
 		{"claimcheck_blob_operations_total", "get", "ok", 1},
 		{"claimcheck_meta_operations_total", "CreatePending", "ok", 1},
 		{"claimcheck_meta_operations_total", "Commit", "ok", 1},
-		{"claimcheck_meta_operations_total", "Claim", "not_found", 1},
+		{"claimcheck_meta_operations_total", "ClaimWithBlob", "not_found", 1}, // a redeem reads claim and blob together
 	} {
 		got := counterValue(t, reg, c.name, map[string]string{"operation": c.op, "result": c.result})
 		if got != c.want {

@@ -605,21 +605,40 @@ func lowerDue(c meta.Claim, t time.Time, reason string) (time.Time, string) {
 }
 
 // RecordReads records served reads in one transaction; see meta.Store.
+// The claims of a batch are loaded (and locked, in id order) by one
+// statement and written by one: a batch costs the same few round trips
+// however many reads it carries (the engine batches every read that
+// arrives while the previous batch is written).
 func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, error) {
+	ids := make([]string, 0, len(reads))
+	for _, r := range reads {
+		if !slices.Contains(ids, r.ClaimID) {
+			ids = append(ids, r.ClaimID)
+		}
+	}
+	slices.Sort(ids)
 	var skipped []string
 	err := s.write(ctx, func(q *txq) error {
 		skipped = nil
-		var events []meta.Event
+		claims := make(map[string]*meta.Claim, len(ids))
+		err := chunks(ids, func(part []string) error {
+			cs, err := queryAll(q, scanClaim, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+placeholders(len(part))+`)
+				AND state = 'active' ORDER BY id`+q.d.lockRow, anys(part)...)
+			for i := range cs {
+				claims[cs[i].ID] = &cs[i]
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		var (
+			events  []meta.Event
+			changed []string
+		)
 		for _, r := range reads {
-			c, err := q.loadClaim(r.ClaimID, true)
-			if errors.Is(err, meta.ErrNotFound) {
-				skipped = append(skipped, r.ClaimID)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if c.State != meta.ClaimActive {
+			c := claims[r.ClaimID]
+			if c == nil { // unknown, pending or finished
 				skipped = append(skipped, r.ClaimID)
 				continue
 			}
@@ -631,15 +650,32 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 				c.LastReadAt = r.At
 			}
 			if c.DeleteAfterRead {
-				c.DueAt, c.DueReason = lowerDue(c, c.FirstReadAt.Add(c.RetentionAfterRead), meta.ReasonReadRetention)
+				c.DueAt, c.DueReason = lowerDue(*c, c.FirstReadAt.Add(c.RetentionAfterRead), meta.ReasonReadRetention)
 			}
-			if _, err := q.exec(`UPDATE claims SET reads = ?, first_read_at = ?, last_read_at = ?, due_at = ?, due_reason = ?
-				WHERE id = ? AND state = 'active'`,
-				c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason, c.ID); err != nil {
-				return err
+			if !slices.Contains(changed, c.ID) {
+				changed = append(changed, c.ID)
 			}
 			events = append(events, meta.Event{At: r.At, Kind: meta.EventRedeemed, Namespace: c.Namespace,
 				ClaimID: c.ID, BlobID: c.BlobID, Actor: r.Actor})
+		}
+		// One UPDATE from a list of new values (CAST: a bare parameter
+		// in VALUES has no type on PostgreSQL).
+		err = chunks(changed, func(part []string) error {
+			var args []any
+			rows := make([]string, len(part))
+			for i, id := range part {
+				c := claims[id]
+				rows[i] = `(?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), ?)`
+				args = append(args, id, c.Reads, ts(c.FirstReadAt), ts(c.LastReadAt), ts(c.DueAt), c.DueReason)
+			}
+			_, err := q.exec(`WITH v (id, reads, first_read_at, last_read_at, due_at, due_reason) AS (VALUES `+strings.Join(rows, ", ")+`)
+				UPDATE claims SET reads = v.reads, first_read_at = v.first_read_at, last_read_at = v.last_read_at,
+					due_at = v.due_at, due_reason = v.due_reason
+				FROM v WHERE claims.id = v.id AND claims.state = 'active'`, args...)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		// The redeem events ride with the batched receipts: no write on
 		// the redeem path (engine/reads.go).

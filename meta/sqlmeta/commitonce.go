@@ -3,6 +3,7 @@ package sqlmeta
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/claimcheck/claimcheck"
@@ -14,129 +15,108 @@ import (
 // The transaction of q.commit takes five round trips: BEGIN, lock the
 // claim, lock the staging blob and the dedup candidate, write, COMMIT;
 // and it holds the namespace row, which every put and commit of the
-// namespace queues for, across the last one. commitOnce does the common
-// commits — a miss, or a hit on a sound candidate, with no quota that
-// the commit itself must check — in two: one read without locks, then
-// one statement outside a transaction block (Store.once) that makes
-// every change of the commit, each one a compare-and-swap on what the
-// read saw (the claim still pending in its staging blob, each blob row
-// at the version read), and fails as a whole if any of them finds its
-// row changed. PostgreSQL commits it as it ends, so no lock outlives the
-// statement. Anything else, and any lost swap, goes to the transaction,
-// which reads again under locks and decides as before.
+// namespace queues for, across the last one. commitOnce makes the
+// common commit, a miss (no blob of these bytes to share), in one
+// statement outside a transaction block (Store.once), with no read
+// before it. Each of its writes is a compare-and-swap — the claim still
+// pending in its staging blob, the staging blob still staging — and a
+// guard fails the statement as a whole if one of them found no row;
+// PostgreSQL commits it as it ends, so no lock outlives the statement.
 //
-// Why the swaps are enough: every change of a claim or blob row moves
-// its state or, for blobs, its version, so a row that passes its swap is
-// the row the read saw, and the decision taken on the read still holds.
-// A concurrent FinishClaim that orphans the candidate holds the blob row
-// and asks whether a live claim points at it; the statement's update of
-// that row waits for it and then fails its swap (state and version
-// moved), so a hit never lands on a blob being let go. The other order —
-// the statement first — is the transaction's: FinishClaim then sees the
-// new claim. A concurrent commit of the same digest makes the staging
-// blob's update fail on the dedup index, as in the transaction.
+// It is a miss only if no committed or orphaned blob of the namespace
+// has these bytes: the dedup index (at most one such blob per namespace
+// and digest) refuses the staging blob's update otherwise, as it does
+// in the transaction when a concurrent commit of the same digest got
+// there first. The namespace quota is checked in the counter change
+// itself (its WHERE): a commit that would exceed it changes nothing.
+// Every refusal — a candidate to share or to set aside, a quota, a lost
+// swap, an event number taken — sends the commit to the transaction,
+// which reads again under locks and decides and answers as before.
 
 // errLostSwap is PostgreSQL's division_by_zero, which the guard of
 // commitOnce's statement raises when one of its writes found no row.
 const errLostSwap = "22012"
 
-// commitOnce tries p as one statement; done is false when the commit is
-// not one it makes, or a row changed since the read: the caller commits
-// in a transaction then.
+// commitOnce tries p as one statement; done is false when the statement
+// did not commit it (and changed nothing): the caller commits in a
+// transaction then.
 func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.CommitResult, done bool, err error) {
-	c, staging, cand, found, err := s.commitRows(ctx, p)
-	if err != nil || !found || c.State != meta.ClaimPending || c.BlobID != p.BlobID || staging.State != meta.BlobStaging {
-		return res, false, err // the transaction answers why
-	}
-	if grow := p.Size - c.ReservedBytes; (p.QuotaBytes > 0 && grow > 0) || needsSum(p.Tenant, grow, 0) {
-		return res, false, nil // a quota check on the counters after the change
-	}
-	hit := cand != nil
-	if hit && (!p.Dedup || cand.Damaged() || cand.CreatedAt.Before(p.DedupNotBefore)) {
-		return res, false, nil // a candidate that is not shared: marked or repaired in the transaction
+	if p.Tenant.Tenant != "" && p.Tenant.Bytes > 0 {
+		return res, false, nil // the tenant's usage is summed under its lock
 	}
 	now := p.Now.UnixNano()
 	dueAt, dueReason := p.DueAt, p.DueReason
-	if dueAt.IsZero() {
-		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
-	}
-	blobID := staging.ID
-	if hit {
-		blobID = cand.ID
-	}
-
-	// Each write but the claim's runs only if the claim's did (EXISTS
-	// c), and the guard g counts them all: a write that found no row
-	// divides by zero, which fails the statement and undoes every write
-	// in it. The namespace row is written from u, after the blobs (lock
-	// order: claim, blobs, namespace).
 	var (
 		with   []string
 		args   []any
-		counts = []string{"c", "u"}
+		counts []string
 	)
 	add := func(name, query string, a ...any) {
 		with = append(with, name+` AS (`+query+`)`)
 		args = append(args, a...)
+		counts = append(counts, name)
 	}
-	add("c", `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
-		WHERE id = ? AND state = 'pending' AND blob_id = ? AND reserved_bytes = ? RETURNING reserved_bytes`,
-		blobID, p.Size, ts(dueAt), dueReason, c.ID, staging.ID, c.ReservedBytes)
-	if hit {
-		// Share the candidate (an orphaned one is live again), and
-		// discard our own staging blob as q.commit does.
-		add("u", `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
-			refcount = refcount + 1, version = version + 1
-			WHERE id = ? AND state = ? AND version = ? AND EXISTS (SELECT 1 FROM c)
-			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State), cand.Version)
-		add("d", `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
-			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging' AND version = ? AND EXISTS (SELECT 1 FROM c) RETURNING id`,
-			p.Size, p.StoredSize, p.Compression, p.Now.Add(p.DiscardRetry).UnixNano(), now, staging.ID, staging.Version)
-		counts = append(counts, "d")
-	} else {
-		add("u", `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
-			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging' AND version = ? AND EXISTS (SELECT 1 FROM c)
-			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID, staging.Version)
+	// The claim's deadline defaults to its expiry, as in q.commit.
+	due, dueArgs := `?`, []any{ts(dueAt)}
+	if dueAt.IsZero() {
+		due, dueArgs, dueReason = `expires_at`, nil, meta.ReasonExpired
 	}
+	add("c", `UPDATE claims SET state = 'active', size = ?, due_at = `+due+`, due_reason = ?
+		WHERE id = ? AND state = 'pending' AND blob_id = ? RETURNING `+claimColumns,
+		slices.Concat([]any{p.Size}, dueArgs, []any{dueReason, p.ClaimID, p.BlobID})...)
+	add("u", `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+		compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
+		WHERE id = ? AND state = 'staging' AND EXISTS (SELECT 1 FROM c)
+		RETURNING `+blobColumns,
+		nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, p.BlobID)
 	if !auditOff.Load() {
 		// An event whose number is taken (rare) fails the guard too:
 		// the transaction renumbers it (appendEvents).
-		e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(ctx), hit)
-		add("e", `INSERT INTO events (`+eventColumns+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM c
+		e := createdEvent(meta.Claim{ID: p.ClaimID}, meta.Blob{ID: p.BlobID}, p.Now, claimcheck.ActorFrom(ctx), false)
+		add("e", `INSERT INTO events (`+eventColumns+`) SELECT ?, ?, ?, c.namespace, ?, ?, ?, ?, ?, ? FROM c
 			ON CONFLICT (seq) DO NOTHING RETURNING seq`,
-			e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
-		counts = append(counts, "e")
+			e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
 	}
+	// Reservation → usage, from the claim's row, after the blobs (lock
+	// order: claim, blobs, namespace). The total only grows when the
+	// payload is larger than its reservation; only then is the limit
+	// checked, so a lowered quota never strands an upload whose bytes
+	// were reserved.
 	cols, vals, set := "", "", ""
-	nsArgs := []any{c.Namespace, p.Size}
+	nsArgs := []any{p.Size}
 	if p.Tenant.Tenant != "" {
 		cols, vals, set = ", tenant", ", ?", ", tenant = excluded.tenant"
 		nsArgs = append(nsArgs, p.Tenant.Tenant)
 	}
+	where := ""
+	if p.QuotaBytes > 0 {
+		where = `
+		WHERE excluded.used_bytes + excluded.reserved_bytes <= 0
+			OR namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`
+		nsArgs = append(nsArgs, p.QuotaBytes)
+	}
 	add("n", `INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims`+cols+`)
-		SELECT ?, ?, -x.reserved_bytes, 1, -1`+vals+` FROM (SELECT c.reserved_bytes FROM c, u) x
+		SELECT x.namespace, ?, -x.reserved_bytes, 1, -1`+vals+` FROM (SELECT c.namespace, c.reserved_bytes FROM c, u) x
 		ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
 		reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
 		active_claims = namespaces.active_claims + excluded.active_claims,
-		pending_claims = namespaces.pending_claims + excluded.pending_claims`+set+`
+		pending_claims = namespaces.pending_claims + excluded.pending_claims`+set+where+`
 		RETURNING 1`, nsArgs...)
-	counts = append(counts, "n")
 	guard := make([]string, len(counts))
 	for i, name := range counts {
 		guard[i] = `(SELECT count(*) FROM ` + name + `)`
 	}
 	// MATERIALIZED: the guard is computed once, as the outer side of the
-	// join, whether or not u has a row.
-	query := `WITH ` + strings.Join(with, ",\n") + `, g AS MATERIALIZED (SELECT 1 / (` + strings.Join(guard, " * ") + `) AS ok)
-		SELECT u.* FROM g LEFT JOIN u ON true`
+	// join, whether or not c and u have a row.
+	query := `WITH ` + strings.Join(with, ",\n") + `,
+		g AS MATERIALIZED (SELECT 1 / (` + strings.Join(guard, " * ") + `) AS ok)
+		SELECT c.*, u.* FROM g LEFT JOIN c ON true LEFT JOIN u ON true`
 
 	err = s.once(ctx, func(q *txq) error {
+		var bs blobScan
 		var err error
-		res.Blob, err = scanBlob(q.queryRow(query, args...))
+		res.Claim, err = scanClaim(extraColumns{q.queryRow(query, args...), bs.dest()})
+		res.Blob = bs.blob()
 		return err
 	})
 	if pgCode(err) == errLostSwap || s.d.isUniqueViolation(err) || s.d.retryable(err) || errors.Is(err, errRetry) {
@@ -145,48 +125,5 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 	if err != nil {
 		return meta.CommitResult{}, false, err
 	}
-	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
-	res.Claim = c
-	if hit {
-		res.DedupHit = true
-		res.FlipBack = cand.State == meta.BlobOrphaned
-		res.Discarded = staging
-		res.Discarded.State, res.Discarded.Size, res.Discarded.StoredSize, res.Discarded.Compression =
-			meta.BlobDeleting, p.Size, p.StoredSize, p.Compression
-		res.Discarded.Refcount, res.Discarded.CollectAt, res.Discarded.StateAt, res.Discarded.Version =
-			0, p.Now.Add(p.DiscardRetry).UTC(), p.Now.UTC(), staging.Version+1
-	}
 	return res, true, nil
-}
-
-// commitRows reads, without locks and in one statement, the claim p
-// commits, its staging blob and the dedup candidate of (namespace,
-// p.Digest) if there is one. found is false when the claim or its blob
-// has no row.
-func (s *Store) commitRows(ctx context.Context, p meta.CommitParams) (c meta.Claim, staging meta.Blob, cand *meta.Blob, found bool, err error) {
-	err = s.read(ctx, func(q *txq) error {
-		rows, err := q.query(`SELECT c.*, b.* FROM (SELECT `+claimColumns+` FROM claims WHERE id = ?) c,
-			(SELECT `+blobColumns+` FROM blobs WHERE id = ? OR (namespace = (SELECT namespace FROM claims WHERE id = ?)
-				AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned'))) b`,
-			p.ClaimID, p.BlobID, p.ClaimID, p.Digest)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var bs blobScan
-			row, err := scanClaim(extraColumns{rows, bs.dest()})
-			if err != nil {
-				return err
-			}
-			c = row
-			if b := bs.blob(); b.ID == p.BlobID {
-				staging, found = b, true
-			} else {
-				cand = &b
-			}
-		}
-		return rows.Err()
-	})
-	return c, staging, cand, found, err
 }

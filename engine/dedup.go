@@ -13,32 +13,29 @@ import (
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
+// digestFirst reports whether a put with opts asks the digest-first
+// question (put step 4). digest_first: false (ADR 0083): the namespace
+// does not tell a putter whether it holds some content; the body is read
+// and dedup happens at commit, where the answer looks the same either
+// way.
+func digestFirst(pol claimcheck.Policy, opts claimcheck.PutOptions) bool {
+	return opts.Digest != "" && opts.Size > 0 && pol.DigestFirstEnabled()
+}
+
 // putDigestFirst is put step 4 (docs/ARCHITECTURE.md, "Put"): a caller that sends the
 // digest and size before the body skips the upload when a blob with that
-// content can be shared. It runs before any row is written: on a hit the
-// claim is created active on the shared blob in one transaction and the
-// body is never read (the HTTP server then answers without asking for it);
-// on a miss nothing changed and the put streams the body as usual. ok
-// reports that the put is done (with ref, or with err).
-func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey) (ref claimcheck.Ref, ok bool, err error) {
-	// digest_first: false (ADR 0083): the namespace does not tell a
-	// putter whether it holds some content; the body is read and dedup
-	// happens at commit, where the answer looks the same either way.
-	if opts.Digest == "" || opts.Size <= 0 || !pol.DigestFirstEnabled() {
-		return claimcheck.Ref{}, false, nil
-	}
+// content can be shared. It runs before any row is written, with the
+// dedup candidate cand that the creation of the pending claim found
+// instead (meta.CreatePendingParams.UnlessDigest): on a hit the claim is
+// created active on the shared blob in one transaction and the body is
+// never read (the HTTP server then answers without asking for it); when
+// cand may not be shared nothing changed and the put streams the body as
+// usual. ok reports that the put is done (with ref, or with err).
+func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey, cand meta.Blob) (ref claimcheck.Ref, ok bool, err error) {
 	// The candidate's object must still be there, whole, before a claim
 	// is attached to it without a byte being read (integrity.go): one
 	// Attributes call (a HEAD, a stat). A missing or resized object is
 	// damage: marked, and the put sends its body, which repairs it.
-	cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
-	if errors.Is(err, meta.ErrNotFound) {
-		return claimcheck.Ref{}, false, nil // nothing to share: upload
-	}
-	if err != nil {
-		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
-		return claimcheck.Ref{}, false, nil
-	}
 	if cand.Damaged() || cand.Size != opts.Size {
 		return claimcheck.Ref{}, false, nil
 	}

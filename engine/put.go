@@ -81,9 +81,6 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
 	}
-	if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk); done {
-		return ref, err // a dedup hit: the body is never read
-	}
 	blobID := newBlobID(now)
 	claim.BlobID = blobID
 	staging := meta.Blob{
@@ -93,11 +90,25 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if sk != nil {
 		staging.Key = encryptedObjectKey(ns, blobID, sk.id)
 	}
-	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
+	pending := meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
 		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
-	}); err != nil {
+	}
+	if digestFirst(pol, opts) {
+		// The digest-first check rides with the creation: a candidate
+		// to share creates nothing and comes back.
+		pending.UnlessDigest = opts.Digest
+	}
+	err = s.meta.CreatePending(ctx, pending)
+	if ce, ok := errors.AsType[*meta.CandidateError](err); ok {
+		if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk, ce.Blob); done {
+			return ref, err // a dedup hit: the body is never read
+		}
+		pending.UnlessDigest = "" // not shared: upload
+		err = s.meta.CreatePending(ctx, pending)
+	}
+	if err != nil {
 		s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
 		return claimcheck.Ref{}, metaErr("put to "+ns, err)
 	}

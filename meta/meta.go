@@ -198,6 +198,23 @@ type CreatePendingParams struct {
 	QuotaBytes  int64
 	QuotaClaims int64
 	Tenant      TenantQuota // the tenant's quota, checked too (tenants.go)
+	// UnlessDigest, when set, makes the call the digest-first check of
+	// the put too (ADR 0010): if the namespace holds a dedup candidate
+	// of these bytes (what DedupCandidate returns), nothing is created
+	// and the answer is a *CandidateError with it. One call where the
+	// check and the creation took two.
+	UnlessDigest string
+}
+
+// CandidateError answers a CreatePending with UnlessDigest: the
+// namespace holds a dedup candidate of those bytes, Blob, and nothing
+// was created.
+type CandidateError struct {
+	Blob Blob
+}
+
+func (e *CandidateError) Error() string {
+	return fmt.Sprintf("blob %s holds %s already", e.Blob.ID, e.Blob.Digest)
 }
 
 // CommitParams describe step 3 of a put: the object is written.

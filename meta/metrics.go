@@ -40,7 +40,7 @@ func result(err error) int {
 		return resNotFound
 	case errors.Is(err, ErrConflict):
 		return resConflict
-	case errors.Is(err, ErrHeld), isQuota(err), errors.Is(err, ErrDamagedCandidate):
+	case errors.Is(err, ErrHeld), isQuota(err), errors.Is(err, ErrDamagedCandidate), isCandidate(err):
 		return resRefused
 	case errors.Is(err, context.Canceled):
 		return resCanceled
@@ -53,6 +53,11 @@ func result(err error) int {
 // and would cost an allocation per failed call.
 func isQuota(err error) bool {
 	_, ok := errors.AsType[*QuotaError](err)
+	return ok
+}
+
+func isCandidate(err error) bool {
+	_, ok := errors.AsType[*CandidateError](err)
 	return ok
 }
 
@@ -93,7 +98,8 @@ type ops struct {
 //
 // operation is the method's name (CreatePending, Commit, FinishDueClaims,
 // ...). result is ok, not_found (ErrNotFound), conflict (ErrConflict: a
-// lost compare-and-swap), refused (*QuotaError or ErrHeld), canceled (the
+// lost compare-and-swap), refused (*QuotaError, ErrHeld, or a
+// *CandidateError: the content is there to share), canceled (the
 // caller's context was cancelled) or error; an operation that reports a
 // lost race as a normal result (TryLease's false, RewrapDataKey's false,
 // FinishClaim's done=false) is ok. Every (operation, result) series exists

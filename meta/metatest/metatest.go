@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 	}{
 		{"CreateCommitRoundTrip", testCreateCommitRoundTrip},
 		{"CreatePendingDuplicateID", testCreatePendingDuplicateID},
+		{"CreatePendingUnlessDigest", testCreatePendingUnlessDigest},
 		{"QuotaBytesRefusedLeavesNothing", testQuotaBytesRefused},
 		{"QuotaClaimsRefusedLeavesNothing", testQuotaClaimsRefused},
 		{"CommitQuotaRefusedChangesNothing", testCommitQuotaRefused},

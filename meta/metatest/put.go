@@ -334,3 +334,42 @@ func blobIDs(bs []meta.Blob) []string {
 	}
 	return ids
 }
+
+// testCreatePendingUnlessDigest: with UnlessDigest, CreatePending is the
+// digest-first check too. A namespace holding a candidate of the digest
+// answers a *CandidateError with it and creates nothing (no rows, no
+// reservation, even over quota); one holding none creates the pending
+// claim as usual; the check is per namespace.
+func testCreatePendingUnlessDigest(t *testing.T, h *harness) {
+	d := digestOf("unless digest")
+	shared := h.put(put{Digest: d, Size: 100})
+	for _, quota := range []int64{0, 100} {
+		cp := h.pendingParams(put{Reserve: 100, QuotaBytes: quota})
+		cp.UnlessDigest = d
+		err := h.s.CreatePending(h.ctx(), cp)
+		ce, ok := errors.AsType[*meta.CandidateError](err)
+		if !ok || ce.Blob.ID != shared.Blob.ID || ce.Blob.Digest != d {
+			t.Fatalf("CreatePending unless a candidate (quota %d) = %v, want a *CandidateError with blob %s", quota, err, shared.Blob.ID)
+		}
+		_, err = h.s.Claim(h.ctx(), cp.Claim.ID)
+		wantErr(t, "claim of a put that found a candidate", err, meta.ErrNotFound)
+		_, err = h.s.Blob(h.ctx(), cp.Blob.ID)
+		wantErr(t, "blob of a put that found a candidate", err, meta.ErrNotFound)
+		h.wantCounters("ns", counters{used: 100, active: 1})
+	}
+
+	cp := h.pendingParams(put{Reserve: 100})
+	cp.UnlessDigest = digestOf("not stored")
+	if err := h.s.CreatePending(h.ctx(), cp); err != nil {
+		t.Fatalf("CreatePending unless a candidate, none there: %v", err)
+	}
+	h.track(cp.Claim.ID, cp.Blob.ID)
+	other := h.pendingParams(put{NS: "other", Reserve: 100})
+	other.UnlessDigest = d
+	if err := h.s.CreatePending(h.ctx(), other); err != nil {
+		t.Fatalf("CreatePending unless a candidate, one in another namespace: %v", err)
+	}
+	h.track(other.Claim.ID, other.Blob.ID)
+	h.wantCounters("ns", counters{used: 100, reserved: 100, active: 1, pending: 1})
+	h.wantCounters("other", counters{reserved: 100, pending: 1})
+}

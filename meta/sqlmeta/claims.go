@@ -55,6 +55,17 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
 		err = s.write(ctx, func(q *txq) error {
+			if p.UnlessDigest != "" {
+				// The digest-first check: content to share creates
+				// nothing.
+				cand, err := q.dedupCandidate(c.Namespace, p.UnlessDigest)
+				if err == nil {
+					return &meta.CandidateError{Blob: cand}
+				}
+				if !errors.Is(err, meta.ErrNotFound) {
+					return err
+				}
+			}
 			// The counters change in the statement that locks the row
 			// (with the writes of with ahead of it in the same
 			// statement, if any); a failed check fails the transaction,
@@ -160,7 +171,13 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		where = append(where, `namespaces.active_claims + namespaces.pending_claims + 1 <= ?`)
 		whereArgs = append(whereArgs, p.QuotaClaims)
 	}
-	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, strings.Join(where, ` AND `), whereArgs...)
+	only, onlyArgs := "", []any(nil)
+	if p.UnlessDigest != "" {
+		// The digest-first check in the same statement: content to
+		// share creates nothing.
+		only, onlyArgs = `NOT EXISTS (SELECT 1 FROM blobs WHERE `+candidateOf+`)`, []any{c.Namespace, p.UnlessDigest}
+	}
+	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, strings.Join(where, ` AND `), whereArgs...)
 	query := `WITH n AS (` + count + `), b AS (` + blobInsert + `), c AS (` + claimInsert + `)
 		SELECT count(*) FROM n`
 	args := slices.Concat(countArgs, blobArgs, claimArgs)
@@ -172,9 +189,18 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		if made == 1 {
 			return nil
 		}
-		// Refused, and nothing was written: report the counters that
-		// refused it, read again. If they admit it now (a claim
-		// finished in between), run the statement again.
+		// Refused, and nothing was written: by a candidate to share, or
+		// by the quota; report which, read again. If neither refuses it
+		// now (a claim finished in between), run the statement again.
+		if p.UnlessDigest != "" {
+			cand, err := q.dedupCandidate(c.Namespace, p.UnlessDigest)
+			if err == nil {
+				return &meta.CandidateError{Blob: cand}
+			}
+			if !errors.Is(err, meta.ErrNotFound) {
+				return err
+			}
+		}
 		n, err := q.namespace(c.Namespace)
 		if err != nil {
 			return err
@@ -326,7 +352,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			also = `d AS (` + also + `), `
 			with = append(with, alsoArgs...)
 		}
-		count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, "")
+		count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, "", nil, "")
 		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), ` + also + `n AS (` + count + `), u AS (` + update + `)
 			SELECT u.*, (SELECT count(*) FROM e), n.* FROM u, n`, slices.Concat(with, countArgs, args)
 	}

@@ -92,17 +92,27 @@ func (s *Store) DedupCandidate(ctx context.Context, ns, digest string) (meta.Blo
 	var b meta.Blob
 	err := s.read(ctx, func(q *txq) error {
 		var err error
-		b, err = scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs
-			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`, ns, digest))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("dedup candidate of %s in %s: %w", digest, ns, meta.ErrNotFound)
-		}
+		b, err = q.dedupCandidate(ns, digest)
 		return err
 	})
 	if err != nil {
 		return meta.Blob{}, fmt.Errorf("sqlmeta: %w", err)
 	}
 	return b, nil
+}
+
+// candidateOf is the condition on blobs of the dedup candidate of a
+// namespace and digest, its two arguments.
+const candidateOf = `namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`
+
+// dedupCandidate reads the dedup candidate of (ns, digest), without
+// locking it; ErrNotFound if there is none.
+func (q *txq) dedupCandidate(ns, digest string) (meta.Blob, error) {
+	b, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs WHERE `+candidateOf, ns, digest))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Blob{}, fmt.Errorf("dedup candidate of %s in %s: %w", digest, ns, meta.ErrNotFound)
+	}
+	return b, err
 }
 
 // repair gives the damaged candidate cand the staging blob's freshly

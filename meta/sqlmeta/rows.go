@@ -277,20 +277,27 @@ type nsDelta struct {
 // recorded one. A non-empty where is a condition on the existing row
 // (columns as namespaces.*, the change as excluded.*) under which the
 // change is made; a row that fails it is left as it is and the
-// statement returns no row.
-func nsChange(name string, d nsDelta, tenant, where string, whereArgs ...any) (string, []any) {
+// statement returns no row. A non-empty only is a condition (on nothing
+// but its arguments and other tables) without which nothing is changed
+// at all, a namespace without a row included.
+func nsChange(name string, d nsDelta, tenant, only string, onlyArgs []any, where string, whereArgs ...any) (string, []any) {
 	cols, vals, set := "", "", ""
 	args := []any{name, d.used, d.reserved, d.active, d.pending}
 	if tenant != "" {
 		cols, vals, set = ", tenant", ", ?", ",\n\ttenant = excluded.tenant"
 		args = append(args, tenant)
 	}
+	values := `VALUES (?, ?, ?, ?, ?` + vals + `)`
+	if only != "" {
+		values = `SELECT ?, ?, ?, ?, ?` + vals + ` WHERE ` + only
+		args = append(args, onlyArgs...)
+	}
 	if where != "" {
 		set += "\n\tWHERE " + where
 		args = append(args, whereArgs...)
 	}
 	return `INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims` + cols + `)
-	VALUES (?, ?, ?, ?, ?` + vals + `)
+	` + values + `
 	ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
 	reserved_bytes = namespaces.reserved_bytes + excluded.reserved_bytes,
 	active_claims = namespaces.active_claims + excluded.active_claims,
@@ -313,7 +320,7 @@ func (q *txq) addNamespace(name string, d nsDelta, tenant string) (meta.Namespac
 // upsert (with and its arguments withArgs; "" for none): writes that go to
 // the database in the same statement (dialect.writableCTEs).
 func (q *txq) addNamespaceAfter(with string, withArgs []any, name string, d nsDelta, tenant string) (meta.Namespace, error) {
-	query, args := nsChange(name, d, tenant, "")
+	query, args := nsChange(name, d, tenant, "", nil, "")
 	var n meta.Namespace
 	err := q.queryRow(with+query, append(withArgs, args...)...).
 		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)

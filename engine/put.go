@@ -14,15 +14,17 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/hashcopy"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
 // sampleSize is how much of a payload "auto" compression looks at.
 const sampleSize = 64 << 10
 
-// copyBufferSize is the chunk a put streams through hash, compressor and
-// object writer: large enough that a megabyte costs a handful of system
-// calls, small enough that many concurrent puts stay cheap.
+// copyBufferSize is the chunk of the engine's other hashing copies
+// (verifying a written object, a direct upload): large enough that a
+// megabyte costs a handful of system calls, small enough that many
+// concurrent ones stay cheap. A put streams through internal/hashcopy.
 const copyBufferSize = 256 << 10
 
 // Limits on put options; the HTTP layer enforces header sizes too.
@@ -250,15 +252,20 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 // writeObjectSealed is writeObject that, with sk, encrypts the compressed
 // stream under the data key sk (crypt.go) before it reaches the object.
 func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
-	sample := make([]byte, sampleSize)
-	n, err := io.ReadFull(body, sample)
-	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		body = bytes.NewReader(nil)
-	case err != nil:
-		return written{}, bodyErr(err)
+	// Only "auto" looks at the payload before choosing; any other
+	// setting streams from the first byte.
+	var sample []byte
+	if string(pol.Compression) == compress.Auto {
+		sample = make([]byte, sampleSize)
+		n, err := io.ReadFull(body, sample)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			body = bytes.NewReader(nil)
+		case err != nil:
+			return written{}, bodyErr(err)
+		}
+		sample = sample[:n]
 	}
-	sample = sample[:n]
 	alg := compress.Choose(string(pol.Compression), sample)
 
 	wctx, cancel := context.WithCancel(ctx)
@@ -292,7 +299,11 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 	h := sha256.New()
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
-	size, err := io.CopyBuffer(io.MultiWriter(zw, h), readerOnly{src}, make([]byte, copyBufferSize))
+	// The sha256 runs in a second goroutine beside the compressor and
+	// the object write (ADR 0155): a put costs about the longer of the
+	// two, not their sum. Copy has joined that goroutine when it returns,
+	// and h then covers exactly the size bytes the object was given.
+	size, err := hashcopy.Copy(zw, src, h)
 	if err != nil {
 		zw.Close()
 		if ctx.Err() != nil {

@@ -158,7 +158,13 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			defer e.Close()
-			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", e.Encoding)
+			// Stored frames go out as zstd; a payload stored as is goes
+			// out as is, unhashed here: this client verifies it (ADR 0155).
+			encoding := e.Encoding
+			if encoding == claimcheck.EncodingIdentity {
+				encoding = ""
+			}
+			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding)
 		}
 	}
 	p, err := s.claims.Redeem(r.Context(), ref)

@@ -22,6 +22,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,9 @@ type Client struct {
 
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
+	// noDigestFirst: namespaces whose last put was answered with
+	// Claimcheck-Digest-First: off, and when (ADR 0155).
+	noDigestFirst map[string]time.Time
 }
 
 type cachedPolicy struct {
@@ -97,7 +101,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("%w: server URL %q: must not have a query, fragment or user info (use WithAPIKey for credentials)", claimcheck.ErrInvalidArgument, baseURL)
 	}
-	c := &Client{base: u, policies: make(map[string]cachedPolicy)}
+	c := &Client{base: u, policies: make(map[string]cachedPolicy), noDigestFirst: make(map[string]time.Time)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -131,7 +135,17 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if body == nil {
 		body = http.NoBody
 	}
-	opts = withDigest(body, opts)
+	// A namespace known never to answer a put before its body gets an
+	// in-memory body without the pass that hashes it first; the digest
+	// is taken as the bytes are sent instead, and checked against the
+	// stored one below, so the put is still verified end to end.
+	hashFirst := !c.digestFirstOff(ns)
+	opts = withDigest(body, opts, hashFirst)
+	var sent *sentDigest
+	if !hashFirst && opts.Digest == "" && opts.Size > 0 && inMemory(body) {
+		sent = &sentDigest{r: body, h: sha256.New()}
+		body = sent
+	}
 	if opts.Size > 0 {
 		body = &exactReader{r: body, left: opts.Size, size: opts.Size}
 	}
@@ -176,11 +190,48 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
+	c.noteDigestFirst(ns, resp.Header.Get(api.HeaderDigestFirst))
 	var ref claimcheck.Ref
 	if err := decodeAnswer(resp, &ref); err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if sent != nil {
+		if err := sent.check(ref); err != nil {
+			// Stored, but not the bytes sent: nobody else has the ref
+			// yet, and the claim goes at once. The stored digest is the
+			// stored bytes', so a dedup onto that blob meanwhile got
+			// exactly what it asked for.
+			if derr := c.Delete(ctx, ref); derr != nil {
+				err = errors.Join(err, fmt.Errorf("deleting the claim stored with other bytes: %w", derr))
+			}
+			return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	return ref, nil
+}
+
+// digestFirstOff reports whether puts to ns are known, for now, never to
+// be answered before their body: the server said so on a put's answer,
+// or the cached policy says so.
+func (c *Client) digestFirstOff(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.noDigestFirst[ns]; ok && time.Since(at) < policyTTL {
+		return true
+	}
+	p, ok := c.policies[ns]
+	return ok && time.Since(p.fetched) < policyTTL && !p.policy.DigestFirstEnabled()
+}
+
+// noteDigestFirst remembers the Claimcheck-Digest-First answer of a put.
+func (c *Client) noteDigestFirst(ns, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v == "off" {
+		c.noDigestFirst[ns] = time.Now()
+	} else {
+		delete(c.noDigestFirst, ns)
+	}
 }
 
 // Redeem opens the claim's payload. Only ref.ID and ref.Namespace (when

@@ -59,6 +59,11 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", s.claimLocation(ref.ID))
+	if pol, err := s.claims.Policy(r.Context(), ns); err == nil && !pol.DigestFirstEnabled() {
+		// The client's next puts here can skip hashing before they send
+		// (ADR 0155).
+		w.Header().Set(api.HeaderDigestFirst, "off")
+	}
 	writeJSON(w, http.StatusCreated, ref)
 	return nil
 }

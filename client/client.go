@@ -37,6 +37,11 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
+// noContinueMax is the largest in-memory payload a put sends without
+// waiting for 100 Continue, where digest-first is off: a refused put
+// (quota, max_size) has sent at most this much for nothing.
+const noContinueMax = 4 << 20
+
 // policyTTL is how long MaybeOffload reuses a namespace's policy. Policies
 // change only when the server's config does; a threshold that is stale
 // for a few seconds only moves a payload between inline and offloaded.
@@ -163,8 +168,14 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	}
 	// Lets the server refuse (too large, quota, no such namespace,
 	// already stored) before the body is sent, when the transport has an
-	// ExpectContinueTimeout (the default one does).
-	req.Header.Set("Expect", "100-continue")
+	// ExpectContinueTimeout (the default one does). A put that cannot be
+	// answered "already stored" (digest-first off) and is small enough
+	// that a refusal wastes little goes without: its body travels while
+	// the server creates the pending claim, instead of after that and a
+	// round trip (ADR 0155).
+	if !(sent != nil && opts.Size <= noContinueMax) {
+		req.Header.Set("Expect", "100-continue")
+	}
 	h := req.Header
 	if opts.ContentType != "" {
 		h.Set("Content-Type", opts.ContentType)

@@ -28,6 +28,7 @@ type hashFirstSetup struct {
 	flip    atomic.Bool
 	mu      sync.Mutex
 	digests []string // Claimcheck-Digest of each put, "" when absent
+	expects []string // Expect of each put
 }
 
 func newHashFirstSetup(t *testing.T) *hashFirstSetup {
@@ -47,6 +48,7 @@ func newHashFirstSetup(t *testing.T) *hashFirstSetup {
 		if r.Method == http.MethodPut {
 			h.mu.Lock()
 			h.digests = append(h.digests, r.Header.Get(api.HeaderDigest))
+			h.expects = append(h.expects, r.Header.Get("Expect"))
 			h.mu.Unlock()
 			if h.flip.Load() {
 				r.Body = &flipper{ReadCloser: r.Body}
@@ -84,7 +86,9 @@ func (f *flipper) Read(p []byte) (int, error) {
 
 // Once a put's answer says the namespace never answers before the body,
 // the client stops hashing in-memory payloads before it sends them
-// there; a namespace with dedup keeps getting the digest first.
+// there, and sends them without waiting for 100 Continue; a namespace
+// with dedup keeps getting the digest first, and every put of a large
+// payload still waits (a refusal must not cost the whole body).
 func TestPutSkipsHashFirstWhereDigestFirstIsOff(t *testing.T) {
 	h := newHashFirstSetup(t)
 	ctx := context.Background()
@@ -99,10 +103,20 @@ func TestPutSkipsHashFirstWhereDigestFirstIsOff(t *testing.T) {
 			t.Fatalf("put to %s: ref %+v does not describe the payload", ns, ref)
 		}
 	}
+	big := randomBytes(t, 5<<20)
+	if _, err := h.c.Put(ctx, "nodedup", bytes.NewReader(big), claimcheck.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	got := h.sentDigests()
-	for i, want := range []bool{true, false, false, true, true} {
+	h.mu.Lock()
+	expects := h.expects
+	h.mu.Unlock()
+	for i, want := range []bool{true, false, false, true, true, false} {
 		if (got[i] != "") != want {
 			t.Errorf("put %d: digest sent %q, want sent = %v", i, got[i], want)
+		}
+		if wantExpect := want || i == 5; (expects[i] != "") != wantExpect {
+			t.Errorf("put %d: Expect %q, want sent = %v", i, expects[i], wantExpect)
 		}
 	}
 }

@@ -144,12 +144,15 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	// in-memory body without the pass that hashes it first; the digest
 	// is taken as the bytes are sent instead, and checked against the
 	// stored one below, so the put is still verified end to end.
-	hashFirst := !c.digestFirstOff(ns)
-	opts = withDigest(body, opts, hashFirst)
 	var sent *sentDigest
-	if !hashFirst && opts.Digest == "" && opts.Size > 0 && inMemory(body) {
-		sent = &sentDigest{r: body, h: sha256.New()}
-		body = sent
+	if opts.Digest == "" && c.digestFirstOff(ns) {
+		var inMemory bool
+		if opts, inMemory = withSize(body, opts); inMemory && opts.Size > 0 {
+			sent = &sentDigest{r: body, h: sha256.New()}
+			body = sent
+		}
+	} else {
+		opts = withDigest(body, opts)
 	}
 	if opts.Size > 0 {
 		body = &exactReader{r: body, left: opts.Size, size: opts.Size}

@@ -14,6 +14,7 @@ package hashcopy
 import (
 	"hash"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -55,6 +56,11 @@ func Copy(dst io.Writer, src io.Reader, h hash.Hash) (n int64, err error) {
 		defer buffers.Put(first)
 		h.Write((*first)[:m])
 		return write(dst, (*first)[:m])
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		// One core for Go: the hash could only take turns with the I/O.
+		defer buffers.Put(first)
+		return sequential(dst, src, h, *first, m)
 	}
 
 	type chunk struct {
@@ -108,6 +114,29 @@ func Copy(dst io.Writer, src io.Reader, h hash.Hash) (n int64, err error) {
 		m, rerr = fill(src, *buf)
 		if rerr != nil && rerr != io.EOF {
 			free <- buf // never sent to the hasher
+			return n, rerr
+		}
+	}
+}
+
+// sequential is Copy in the calling goroutine alone, from buf holding
+// the first m bytes.
+func sequential(dst io.Writer, src io.Reader, h hash.Hash, buf []byte, m int) (n int64, err error) {
+	for {
+		h.Write(buf[:m])
+		w, err := write(dst, buf[:m])
+		n += w
+		if err != nil {
+			return n, err
+		}
+		var rerr error
+		m, rerr = fill(src, buf)
+		if rerr == io.EOF {
+			h.Write(buf[:m])
+			w, err := write(dst, buf[:m])
+			return n + w, err
+		}
+		if rerr != nil {
 			return n, rerr
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 	"testing/iotest"
 
@@ -51,6 +52,29 @@ func TestCopyHashesWhatItWrites(t *testing.T) {
 				t.Fatalf("size %d %s: the hash is not the source's", size, name)
 			}
 		}
+	}
+}
+
+// With one core for Go the copy hashes in the calling goroutine, with
+// the same result.
+func TestCopyOnOneCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	src := payload(t, 5*hashcopy.ChunkSize+3)
+	want := sha256.Sum256(src)
+	var dst bytes.Buffer
+	h := sha256.New()
+	if n, err := hashcopy.Copy(&dst, iotest.HalfReader(bytes.NewReader(src)), h); err != nil || n != int64(len(src)) {
+		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	if !bytes.Equal(dst.Bytes(), src) || !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatal("the bytes written or hashed are not the source's")
+	}
+	boom := errors.New("connection reset")
+	if _, err := hashcopy.Copy(io.Discard, io.MultiReader(bytes.NewReader(src), iotest.ErrReader(boom)), sha256.New()); !errors.Is(err, boom) {
+		t.Fatalf("Copy of a failing reader: %v", err)
+	}
+	if _, err := hashcopy.Copy(&failAfter{left: 3 * hashcopy.ChunkSize, err: boom}, bytes.NewReader(src), sha256.New()); !errors.Is(err, boom) {
+		t.Fatalf("Copy to a failing writer: %v", err)
 	}
 }
 

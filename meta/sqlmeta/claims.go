@@ -49,8 +49,8 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		int64(max(c.Consumers, 1)), names}
 	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
 	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
-		err = s.createPendingOnce(ctx, p, delta, blobInsert+`SELECT `+blobValues+` FROM n`, blobArgs,
-			claimInsert+`SELECT `+claimValues+` FROM n`, claimArgs)
+		err = s.createPendingOnce(ctx, p, delta, blobInsert+`VALUES (`+blobValues+`) RETURNING id`, blobArgs,
+			claimInsert+`VALUES (`+claimValues+`) RETURNING id`, claimArgs)
 	} else {
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
@@ -145,12 +145,13 @@ func pendingQuota(p meta.CreatePendingParams, n meta.Namespace) error {
 
 // createPendingOnce is CreatePending as one statement outside a
 // transaction block (Store.once), for PostgreSQL when no label rows and
-// no tenant sum are needed: the counter change comes first, made only if
-// the namespace quota admits it (its WHERE), and the blob and claim rows
-// are inserted from its result, so a refused reservation inserts nothing.
-// The statement commits as it ends; the namespace row is held only while
-// it runs, never across a round trip. blobInsert and claimInsert select
-// their values FROM n, the counter change.
+// no tenant sum are needed. The blob and claim rows go in first (b, c),
+// then the counter change (n), made only if the namespace quota admits
+// it (its WHERE) and, with UnlessDigest, only if there is no candidate
+// to share; a guard divides by zero when it was not made, which fails
+// the statement and takes the rows back out. The statement commits as
+// it ends; the namespace row is held only from the counter change to
+// that end, never across a round trip nor while the rows are inserted.
 func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParams, delta nsDelta,
 	blobInsert string, blobArgs []any, claimInsert string, claimArgs []any) error {
 	c := p.Claim
@@ -171,23 +172,27 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		where = append(where, `namespaces.active_claims + namespaces.pending_claims + 1 <= ?`)
 		whereArgs = append(whereArgs, p.QuotaClaims)
 	}
-	only, onlyArgs := "", []any(nil)
+	// The counter change reads b and c, so both rows are in before it
+	// locks the namespace row (lock order: claim, blobs, namespace).
+	only, onlyArgs := `EXISTS (SELECT 1 FROM b) AND EXISTS (SELECT 1 FROM c)`, []any(nil)
 	if p.UnlessDigest != "" {
 		// The digest-first check in the same statement: content to
 		// share creates nothing.
-		only, onlyArgs = `NOT EXISTS (SELECT 1 FROM blobs WHERE `+candidateOf+`)`, []any{c.Namespace, p.UnlessDigest}
+		only += ` AND NOT EXISTS (SELECT 1 FROM blobs WHERE ` + candidateOf + `)`
+		onlyArgs = []any{c.Namespace, p.UnlessDigest}
 	}
 	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, strings.Join(where, ` AND `), whereArgs...)
-	query := `WITH n AS (` + count + `), b AS (` + blobInsert + `), c AS (` + claimInsert + `)
-		SELECT count(*) FROM n`
-	args := slices.Concat(countArgs, blobArgs, claimArgs)
+	query := `WITH b AS (` + blobInsert + `), c AS (` + claimInsert + `), n AS (` + count + `)
+		SELECT 1 / (SELECT count(*) FROM n)`
+	args := slices.Concat(blobArgs, claimArgs, countArgs)
 	return s.once(ctx, func(q *txq) error {
 		var made int
-		if err := q.queryRow(query, args...).Scan(&made); err != nil {
-			return err
-		}
-		if made == 1 {
+		err := q.queryRow(query, args...).Scan(&made)
+		if err == nil {
 			return nil
+		}
+		if pgCode(err) != errLostSwap {
+			return err
 		}
 		// Refused, and nothing was written: by a candidate to share, or
 		// by the quota; report which, read again. If neither refuses it

@@ -124,8 +124,8 @@ func FramesOf(frames []Frame, start, n int64) (first, last int) {
 // stream are held at once, and the shared encoder runs at most GOMAXPROCS
 // encodes at a time however many streams there are, so memory stays
 // bounded by the frame size and a busy server encodes no more frames at
-// once than it has cores. The last frame (the only one of a payload
-// smaller than FrameSize) is encoded in the caller's goroutine. Frames
+// once than it has cores. The last frame (the only one of a payload of
+// up to FrameSize bytes) is encoded in the caller's goroutine. Frames
 // reach w in payload order. A frame is opened by the first byte that goes
 // into it, so a payload ending on a frame boundary gets no empty frame;
 // an empty payload gets one empty frame, as before framing.
@@ -169,6 +169,14 @@ func (f *framedZstd) Write(p []byte) (int, error) {
 	}
 	written := 0
 	for len(p) > 0 {
+		// A full frame goes to the encoders once a byte for the next
+		// one comes: the last frame, full or not, is the caller's, so a
+		// payload of one frame (64 KiB puts) never waits for a goroutine.
+		if len(f.buf) == f.size {
+			if err := f.submit(); err != nil {
+				return written, err
+			}
+		}
 		if f.buf == nil {
 			f.buf = (*frameIns.Get().(*[]byte))[:0]
 		}
@@ -176,11 +184,6 @@ func (f *framedZstd) Write(p []byte) (int, error) {
 		f.buf = append(f.buf, p[:n]...)
 		written += n
 		p = p[n:]
-		if len(f.buf) == f.size {
-			if err := f.submit(); err != nil {
-				return written, err
-			}
-		}
 	}
 	return written, nil
 }

@@ -49,7 +49,10 @@ import (
 // same rounds: every round puts and reads through MinIO, this tree's
 // server and then each of them, so a change's before and after see the
 // same load. Their metrics are named after the
-// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME.
+// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME. On Linux,
+// claimcheck-cpu-ms and NAME-cpu-ms are the CPU time of a round, server
+// process and Go client together (in the kernel's 10 ms ticks for the
+// server: run enough rounds).
 //
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
@@ -81,11 +84,12 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			}
 			args = append(args, "--config", cfg)
 		}
-		c, err := client.New(startServer(b, bin, dir, args...))
+		u, pid := startServerProcess(b, bin, dir, args...)
+		c, err := client.New(u)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return served{name, c}
+		return served{name, c, pid}
 	}
 	for _, setup := range setups {
 		servers := []served{serve("", bin, setup.config())}
@@ -115,6 +119,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 type served struct {
 	name string
 	c    *client.Client
+	pid  int
 }
 
 // benchSeq numbers the payloads of every BenchmarkVersusMinIO run in the
@@ -184,10 +189,22 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 	}
 	var minio []time.Duration
 	rounds := make([][]time.Duration, len(servers))
+	// The CPU time of each claimcheck's rounds: its server process's and
+	// this process's (the Go client's) while they ran. Client, server and
+	// MinIO share the machine's cores, so CPU per round is what a
+	// change saves under load, where the times move with everything
+	// else running.
+	cpu := make([]time.Duration, len(servers))
+	cpuOK := true
 	for b.Loop() {
 		minio = append(minio, round(viaMinIO))
 		for i, s := range servers {
+			s0, ok0 := processCPU(s.pid)
+			c0 := selfCPU()
 			rounds[i] = append(rounds[i], round(viaClaimcheck(s.c)))
+			s1, ok1 := processCPU(s.pid)
+			cpu[i] += s1 - s0 + selfCPU() - c0
+			cpuOK = cpuOK && ok0 && ok1
 		}
 	}
 	sum := func(ds []time.Duration) (t time.Duration) {
@@ -211,6 +228,9 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 			name, suffix = s.name, "-"+s.name
 		}
 		b.ReportMetric(ms(rounds[i]), name+"-ms")
+		if cpuOK {
+			b.ReportMetric(cpu[i].Seconds()*1000/float64(len(rounds[i])), name+"-cpu-ms")
+		}
 		b.ReportMetric(sum(minio).Seconds()/sum(rounds[i]).Seconds(), "ratio"+suffix)
 		b.ReportMetric(median(minio).Seconds()/median(rounds[i]).Seconds(), "ratio-p50"+suffix)
 	}

@@ -153,11 +153,19 @@ type frameJob struct {
 }
 
 // Frame buffers, reused across streams: in holds a frame's payload (cap
-// FrameSize), out its compressed bytes.
+// FrameSize), out its compressed bytes, up to maxFrameOut.
 var (
 	frameIns  = sync.Pool{New: func() any { b := make([]byte, 0, FrameSize); return &b }}
-	frameOuts = sync.Pool{New: func() any { b := make([]byte, 0, FrameSize/2); return &b }}
+	frameOuts = sync.Pool{New: func() any { b := make([]byte, 0, maxFrameOut); return &b }}
 )
+
+// maxFrameOut is the most a frame of FrameSize bytes encodes to: bytes
+// that do not shrink are stored as a raw block, plus the frame header, the
+// block header and the checksum. An out buffer of that size never grows:
+// one of half a frame grew (and was allocated anew, and collected) for
+// every frame of incompressible bytes, a fifth more server CPU for puts of
+// 64 KiB of random bytes.
+const maxFrameOut = FrameSize + 64
 
 func newFramedZstd(enc *zstd.Encoder, w io.Writer) *framedZstd {
 	return &framedZstd{enc: enc, w: w, size: FrameSize}

@@ -35,3 +35,17 @@ func TestTailKeepsTheLastBytes(t *testing.T) {
 		}
 	}
 }
+
+// A frame of bytes that do not compress fits an out buffer of
+// maxFrameOut, so the pooled buffers never grow (or get allocated anew).
+func TestIncompressibleFrameFitsItsBuffer(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(5, 6))
+	in := make([]byte, FrameSize)
+	for i := range in {
+		in[i] = byte(rng.Uint32())
+	}
+	out := zstdEncoder().EncodeAll(in, make([]byte, 0, maxFrameOut))
+	if len(out) > maxFrameOut {
+		t.Fatalf("a frame of random bytes encodes to %d bytes, over maxFrameOut %d", len(out), maxFrameOut)
+	}
+}

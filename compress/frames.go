@@ -23,12 +23,13 @@ import (
 
 // FrameSize is the payload bytes per zstd frame written: 64 KiB, the
 // block size of zstd's fastest level, so a frame is one block encoded
-// without history (ADR 0150). That is the encoder's quickest path: 5-14%
-// less CPU than 256 KiB frames of four blocks each, on the benchmark's
-// records, the REST listing and prose alike. Independent frames cost
-// ratio only where repeats reach further back than a frame: about 2% on
-// the listing and on prose; on the records the ratio is 13% better (the
-// fastest level's matches are closer without history). Small frames also
+// without history (ADR 0150). That is the encoder's quickest path: about
+// 10% less CPU than 256 KiB frames of four blocks each on the
+// benchmark's records, the same on a REST listing and on prose.
+// Independent frames cost ratio only where repeats reach further back
+// than a frame: about 2% on the listing and on prose; on the records the
+// ratio is 13% better (the fastest level's matches are closer without
+// history). Small frames also
 // let a put's encoding spread over the cores in finer pieces, leave less
 // for the last frame after the body ends, and cost a range at most two
 // 64 KiB frames beyond its own bytes.

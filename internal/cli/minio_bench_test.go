@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,10 @@ import (
 // same rounds: every round puts and reads through MinIO, this tree's
 // server and then each of them, so a change's before and after see the
 // same load. Their metrics are named after the
-// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME. On Linux,
+// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME. An entry
+// BIN#SETTING runs BIN with the default compression SETTING (its metrics
+// are named NAME-SETTING): "$bin#auto:$bin#none" with a build of this
+// tree compares the settings with the default in the same rounds. On Linux,
 // claimcheck-server-cpu-ms and NAME-server-cpu-ms are the CPU time of a
 // round in the server process (counted in the kernel's 10 ms ticks: run
 // enough rounds), and the -client-cpu-ms ones that of the Go client.
@@ -94,7 +98,14 @@ func BenchmarkVersusMinIO(b *testing.B) {
 	for _, setup := range setups {
 		servers := []served{serve("", bin, setup.config())}
 		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-			servers = append(servers, serve(filepath.Base(other), other, setup.config()))
+			// BIN#SETTING: that binary with the default compression
+			// SETTING (zstd, auto, none), to compare the settings.
+			name, config := filepath.Base(other), setup.config()
+			if path, alg, ok := strings.Cut(other, "#"); ok {
+				other, name = path, filepath.Base(path)+"-"+alg
+				config += fmt.Sprintf("defaults:\n  compression: %s\n", alg)
+			}
+			servers = append(servers, serve(name, other, config))
 		}
 		for _, tc := range []struct {
 			name    string

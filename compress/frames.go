@@ -143,8 +143,9 @@ type framedZstd struct {
 
 // framesInFlight is how many full frames a stream may have in its
 // encoders at once: 512 KiB, so the caller goes on reading and hashing
-// the body while every core encodes, and a stream's buffers stay bounded
-// by about nine frames (576 KiB, with the open one).
+// the body while every core encodes. A stream's buffers stay bounded by
+// nine frames of payload (with the open one) and eight of output, about
+// 1.1 MiB, what two 256 KiB frames in flight held with their outputs.
 const framesInFlight = 8
 
 // frameJob is one frame being encoded.

@@ -1,0 +1,61 @@
+package sqlmeta
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// BenchmarkDigestFirstHit measures the metadata work of a digest-first
+// dedup hit as the engine does it: DedupCandidate (a read), then
+// CommitExisting on the candidate it found (the one write transaction:
+// quota, blob reference, claim row, created event). SQLite by default;
+// PostgreSQL when TEST_DATABASE_URL is set and BENCH_POSTGRES=1.
+//
+//	go test -run '^$' -bench DigestFirstHit -benchtime 2000x ./meta/sqlmeta
+func BenchmarkDigestFirstHit(b *testing.B) {
+	ctx := context.Background()
+	var s *Store
+	if url := os.Getenv("TEST_DATABASE_URL"); url != "" && os.Getenv("BENCH_POSTGRES") == "1" {
+		var err error
+		if s, err = Open(ctx, url); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		s = openSQLiteStore(b)
+	}
+	defer s.Close()
+	now := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)
+	ns := "bench" + rand.Text()[:8]
+	digest := "sha256:" + rand.Text()
+	cid, bid := "c_"+rand.Text(), "b_"+rand.Text()
+	if err := s.CreatePending(ctx, meta.CreatePendingParams{Now: now,
+		Claim: meta.Claim{ID: cid, Namespace: ns, BlobID: bid, State: meta.ClaimPending, Size: 1 << 20, ReservedBytes: 1 << 20,
+			CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour), DueAt: now.Add(time.Hour), DueReason: meta.ReasonAborted, Consumers: 1},
+		Blob: meta.Blob{ID: bid, Namespace: ns, Key: ns + "/" + bid, State: meta.BlobStaging, CreatedAt: now, StateAt: now, CollectAt: now.Add(time.Hour)},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, meta.CommitParams{ClaimID: cid, BlobID: bid, Digest: digest, Size: 1 << 20, StoredSize: 1 << 20,
+		Compression: "none", Now: now, DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Dedup: true}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		cand, err := s.DedupCandidate(ctx, ns, digest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now,
+			Claim: meta.Claim{ID: "c_" + rand.Text(), Namespace: ns, Size: 1 << 20, CreatedAt: now,
+				ExpiresAt: now.Add(24 * time.Hour), DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Consumers: 1},
+			QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, BlobID: cand.ID, Key: cand.Key})
+		if err != nil || !hit {
+			b.Fatalf("hit=%v, %v", hit, err)
+		}
+	}
+}

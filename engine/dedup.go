@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -27,42 +28,68 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 	if opts.Digest == "" || opts.Size <= 0 || !pol.DigestFirstEnabled() {
 		return claimcheck.Ref{}, false, nil
 	}
-	// The candidate's object must still be there, whole, before a claim
-	// is attached to it without a byte being read (integrity.go): one
-	// Attributes call (a HEAD, a stat). A missing or resized object is
-	// damage: marked, and the put sends its body, which repairs it.
-	cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
-	if errors.Is(err, meta.ErrNotFound) {
-		return claimcheck.Ref{}, false, nil // nothing to share: upload
-	}
-	if err != nil {
-		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
-		return claimcheck.Ref{}, false, nil
-	}
-	if cand.Damaged() || cand.Size != opts.Size {
-		return claimcheck.Ref{}, false, nil
-	}
-	f, err := sweep.CheckSize(ctx, s.blobs, cand)
-	if err != nil {
-		// Storage did not answer: the upload path decides for itself.
-		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", cand.ID, "err", err)
-		return claimcheck.Ref{}, false, nil
-	}
-	if f.Cause != "" {
-		s.markDamaged(ctx, cand, f.Cause, f.Detail+" (digest-first put)")
-		return claimcheck.Ref{}, false, nil
-	}
 	c := claim
 	c.State, c.BlobID, c.Size, c.ReservedBytes = meta.ClaimActive, "", opts.Size, 0
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
-	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
+	p := meta.CommitExistingParams{
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
 		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
-		// Only the blob and object just checked.
-		BlobID: cand.ID, Key: cand.Key,
-	})
+	}
+	// The candidate's object must still be there, whole, before a claim
+	// is attached to it without a byte being read (integrity.go): one
+	// Attributes call (a stat, a HEAD). A missing or resized object is
+	// damage: marked, and the put sends its body, which repairs it.
+	var (
+		checked  meta.Blob
+		finding  sweep.Finding
+		checkErr error
+	)
+	if s.localObjects {
+		// Objects are local files: the stat is quick enough to run inside
+		// the transaction, on the candidate it has locked, and the hit is
+		// that one transaction (ADR 0140). The finding is acted on once
+		// the transaction is over: marking damage is a write of its own.
+		p.Check = func(ctx context.Context, cand meta.Blob) bool {
+			checked = cand
+			finding, checkErr = sweep.CheckSize(ctx, s.blobs, cand)
+			return checkErr == nil && finding.Cause == ""
+		}
+	} else {
+		// Remote objects: a HEAD is a network round trip, which must not
+		// hold the namespace's row locks. Read the candidate, check its
+		// object, then commit on exactly that blob and object.
+		cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
+		if errors.Is(err, meta.ErrNotFound) {
+			return claimcheck.Ref{}, false, nil // nothing to share: upload
+		}
+		if err != nil {
+			s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
+			return claimcheck.Ref{}, false, nil
+		}
+		if cand.Damaged() || cand.Size != opts.Size {
+			return claimcheck.Ref{}, false, nil
+		}
+		checked = cand
+		if finding, checkErr = sweep.CheckSize(ctx, s.blobs, cand); checkErr == nil && finding.Cause == "" {
+			p.BlobID, p.Key = cand.ID, cand.Key // only the blob and object just checked
+		}
+	}
+	hit := false
+	var res meta.CommitResult
+	if p.Check != nil || p.BlobID != "" {
+		res, hit, err = s.meta.CommitExisting(ctx, p)
+	}
+	if checkErr != nil {
+		// Storage did not answer: the upload path decides for itself.
+		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", checked.ID, "err", checkErr)
+		return claimcheck.Ref{}, false, nil
+	}
+	if finding.Cause != "" {
+		s.markDamaged(ctx, checked, finding.Cause, finding.Detail+" (digest-first put)")
+		return claimcheck.Ref{}, false, nil
+	}
 	if err != nil {
 		var qe *meta.QuotaError
 		if errors.As(err, &qe) {
@@ -160,4 +187,11 @@ func (s *Store) collectDiscarded(ctx context.Context, res meta.CommitResult) {
 	if err := s.meta.FinishCollect(cctx, []string{b.ID}, s.clock.Now()); err != nil {
 		s.log.Warn("put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
 	}
+}
+
+// localStorage reports whether the storage URL names objects this process
+// reaches without a network round trip: files, or memory in tests.
+func localStorage(storage string) bool {
+	u, err := url.Parse(storage)
+	return err == nil && (u.Scheme == "file" || u.Scheme == "mem")
 }

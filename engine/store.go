@@ -27,8 +27,12 @@ type Store struct {
 	// above goes through the wrappers.
 	meta  meta.Store
 	blobs blob.Store
-	clock clock.Clock
-	log   *slog.Logger
+	// localObjects: the objects are files (or memory) this process
+	// stats without a network round trip, so a digest-first hit checks
+	// its object inside its one transaction (dedup.go).
+	localObjects bool
+	clock        clock.Clock
+	log          *slog.Logger
 	// metrics are the engine's own instruments (metrics.go).
 	metrics *metrics
 	// sweeper does the due work nobody asks for in-line; its metrics
@@ -92,6 +96,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		blobStore = b
 		s.closers = append(s.closers, b)
+		s.localObjects = localStorage(cfg.Storage)
 	}
 
 	// Metrics register once both stores are open, so an Open that fails

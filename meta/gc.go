@@ -1,6 +1,9 @@
 package meta
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Types of the garbage-collection operations of Store: the digest-first
 // put (CommitExisting), the backstop's paged reads and repairs, and the
@@ -32,6 +35,17 @@ type CommitExistingParams struct {
 	// repairs it.
 	BlobID string
 	Key    string
+	// Check, when set, is called inside the transaction with the
+	// candidate read, locked and found shareable, before anything is
+	// written; false makes the put a miss that changed nothing. A caller
+	// whose object check is local (a stat of a file) passes it instead
+	// of BlobID and Key, so that the whole hit is one transaction (ADR
+	// 0140): the candidate is found, its object checked and the claim
+	// attached without a read before. It runs while the transaction
+	// holds its locks (on SQLite, the database's one writer), so it must
+	// be quick and must not call the Store. It may run more than once
+	// (a transaction run again after a lost race).
+	Check func(ctx context.Context, candidate Blob) bool
 }
 
 // RefFix reports one blob whose refcount hint disagreed with the live

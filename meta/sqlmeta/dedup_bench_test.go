@@ -44,18 +44,25 @@ func BenchmarkDigestFirstHit(b *testing.B) {
 		Compression: "none", Now: now, DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Dedup: true}); err != nil {
 		b.Fatal(err)
 	}
+	var tRead, tWrite time.Duration
 	for b.Loop() {
 		now = now.Add(time.Millisecond)
+		start := time.Now()
 		cand, err := s.DedupCandidate(ctx, ns, digest)
+		tRead += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
+		start = time.Now()
 		_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now,
 			Claim: meta.Claim{ID: "c_" + rand.Text(), Namespace: ns, Size: 1 << 20, CreatedAt: now,
 				ExpiresAt: now.Add(24 * time.Hour), DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Consumers: 1},
 			QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, BlobID: cand.ID, Key: cand.Key})
+		tWrite += time.Since(start)
 		if err != nil || !hit {
 			b.Fatalf("hit=%v, %v", hit, err)
 		}
 	}
+	b.ReportMetric(float64(tRead.Microseconds())/float64(b.N), "read-µs")
+	b.ReportMetric(float64(tWrite.Microseconds())/float64(b.N), "write-µs")
 }

@@ -98,7 +98,7 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
-	if !shareable(cand, dedupable == 1, p) {
+	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.ctx, cand)) {
 		return meta.CommitResult{}, errNoHit
 	}
 	// Refused as the upload would be, and only for a real hit: a miss

@@ -3,6 +3,7 @@ package sqlmeta
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -45,40 +46,73 @@ func BenchmarkDigestFirstHit(b *testing.B) {
 		Compression: "none", Now: now, DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Dedup: true}); err != nil {
 		b.Fatal(err)
 	}
-	// Rounds alternate between the two ways the engine calls it: the
-	// candidate read first (objects behind a network), and one
+	// Each round runs the two ways the engine calls it, in turns first:
+	// the candidate read first (objects behind a network), and one
 	// transaction with the check inside (local objects; the check here
-	// accepts without a stat).
-	var tRead, tWrite, tOne time.Duration
+	// accepts without a stat). A digest-first miss costs the read on the
+	// first way and an empty write transaction (the lookup, then a
+	// rollback) on the second.
+	var tRead, tWrite, tOne, tMissRead, tMissOne time.Duration
+	absent := "sha256:" + rand.Text()
+	timed := func(d *time.Duration, f func() (bool, error), want bool) {
+		start := time.Now()
+		hit, err := f()
+		*d += time.Since(start)
+		if err != nil || hit != want {
+			b.Fatalf("hit=%v (want %v), %v", hit, want, err)
+		}
+	}
+	check := func(context.Context, meta.Blob) bool { return true }
+	round := 0
 	for b.Loop() {
 		now = now.Add(time.Millisecond)
 		claim := func() meta.Claim {
 			return meta.Claim{ID: "c_" + rand.Text(), Namespace: ns, Size: 1 << 20, CreatedAt: now,
 				ExpiresAt: now.Add(24 * time.Hour), DueAt: now.Add(24 * time.Hour), DueReason: meta.ReasonExpired, Consumers: 1}
 		}
-		start := time.Now()
-		cand, err := s.DedupCandidate(ctx, ns, digest)
-		tRead += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
+		readFirst := func() {
+			var cand meta.Blob
+			timed(&tRead, func() (bool, error) {
+				var err error
+				cand, err = s.DedupCandidate(ctx, ns, digest)
+				return true, err
+			}, true)
+			timed(&tWrite, func() (bool, error) {
+				_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now, Claim: claim(),
+					QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, BlobID: cand.ID, Key: cand.Key})
+				return hit, err
+			}, true)
 		}
-		start = time.Now()
-		_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now, Claim: claim(),
-			QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, BlobID: cand.ID, Key: cand.Key})
-		tWrite += time.Since(start)
-		if err != nil || !hit {
-			b.Fatalf("hit=%v, %v", hit, err)
+		oneTx := func() {
+			timed(&tOne, func() (bool, error) {
+				_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now, Claim: claim(),
+					QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, Check: check})
+				return hit, err
+			}, true)
 		}
-		start = time.Now()
-		_, hit, err = s.CommitExisting(ctx, meta.CommitExistingParams{Digest: digest, Now: now, Claim: claim(),
-			QuotaBytes: 1 << 50, QuotaClaims: 1 << 40, Check: func(context.Context, meta.Blob) bool { return true }})
-		tOne += time.Since(start)
-		if err != nil || !hit {
-			b.Fatalf("hit=%v, %v", hit, err)
+		if round++; round%2 == 0 {
+			readFirst()
+			oneTx()
+		} else {
+			oneTx()
+			readFirst()
 		}
+		timed(&tMissRead, func() (bool, error) {
+			_, err := s.DedupCandidate(ctx, ns, absent)
+			if errors.Is(err, meta.ErrNotFound) {
+				return false, nil
+			}
+			return true, err
+		}, false)
+		timed(&tMissOne, func() (bool, error) {
+			_, hit, err := s.CommitExisting(ctx, meta.CommitExistingParams{Digest: absent, Now: now, Claim: claim(), Check: check})
+			return hit, err
+		}, false)
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(per(tRead), "read-µs")
 	b.ReportMetric(per(tWrite), "write-µs")
 	b.ReportMetric(per(tOne), "one-tx-µs")
+	b.ReportMetric(per(tMissRead), "miss-read-µs")
+	b.ReportMetric(per(tMissOne), "miss-one-tx-µs")
 }

@@ -46,11 +46,13 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 		finding  sweep.Finding
 		checkErr error
 	)
-	if s.localObjects {
-		// Objects are local files: the stat is quick enough to run inside
-		// the transaction, on the candidate it has locked, and the hit is
-		// that one transaction (ADR 0140). The finding is acted on once
-		// the transaction is over: marking damage is a write of its own.
+	if s.checkInTx {
+		// Objects are local files and the metadata SQLite: the stat is
+		// quick enough to run inside the transaction, on the candidate it
+		// has locked, and the hit is that one transaction (ADR 0140); a
+		// miss is a lookup in a transaction rolled back, cheaper than the
+		// read it replaces. The finding is acted on once the transaction
+		// is over: marking damage is a write of its own.
 		p.Check = func(ctx context.Context, cand meta.Blob) bool {
 			checked = cand
 			finding, checkErr = sweep.CheckSize(ctx, s.blobs, cand)
@@ -58,8 +60,10 @@ func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Po
 		}
 	} else {
 		// Remote objects: a HEAD is a network round trip, which must not
-		// hold the namespace's row locks. Read the candidate, check its
-		// object, then commit on exactly that blob and object.
+		// hold the namespace's row locks. PostgreSQL: BEGIN and ROLLBACK
+		// would make every miss three round trips instead of this one
+		// read. Read the candidate, check its object, then commit on
+		// exactly that blob and object.
 		cand, err := s.meta.DedupCandidate(ctx, ns, opts.Digest)
 		if errors.Is(err, meta.ErrNotFound) {
 			return claimcheck.Ref{}, false, nil // nothing to share: upload

@@ -63,40 +63,52 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err != nil {
 		return meta.CommitResult{}, fmt.Errorf("consumer names: %w", err)
 	}
+	// The candidate, read and locked: from here on no finish,
+	// collection or damage mark can change it before this transaction
+	// ends, so the reference taken below is on a blob that is live,
+	// healthy and owns the object the caller checked. Where rows are
+	// locked (PostgreSQL) the namespace row comes first, as in Commit:
+	// the candidate is locked by id after the charge, and looked up
+	// without a lock before it if the caller named none. SQLite's
+	// transaction holds the database's one writer lock from its start:
+	// there one statement reads the candidate by its digest.
+	var (
+		cand      meta.Blob
+		dedupable int64
+	)
 	candID := p.BlobID
-	if candID == "" {
-		// No candidate checked by the caller: look it up, without a lock
-		// (the namespace row is locked first, as in Commit).
-		err := q.queryRow(`SELECT id FROM blobs
+	if candID == "" && q.d.lockRow == "" {
+		cand, err = scanBlob(scanWith{q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs
+			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`,
+			c.Namespace, p.Digest), []any{&dedupable}})
+	} else if candID == "" {
+		err = q.queryRow(`SELECT id FROM blobs
 			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`,
 			c.Namespace, p.Digest).Scan(&candID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return meta.CommitResult{}, errNoHit
-		}
-		if err != nil {
-			return meta.CommitResult{}, err
-		}
 	}
-	// The charge first, in one statement that locks the namespace row
-	// and returns its counters as they were: the quota is checked against
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.CommitResult{}, errNoHit
+	}
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	// The charge, in one statement that locks the namespace row and
+	// returns its counters as they were: the quota is checked against
 	// every change committed before, and counted once, here.
 	delta := nsDelta{used: c.Size, active: 1}
 	n, err := q.addNamespace(c.Namespace, delta)
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
-	// Then the candidate, locked: from here on no finish, collection or
-	// damage mark can change it before this transaction ends, so the
-	// reference taken below is on a blob that is live, healthy and owns
-	// the object the caller checked.
-	var dedupable int64
-	cand, err := scanBlob(scanWith{q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs WHERE id = ?`+q.d.lockRow, candID),
-		[]any{&dedupable}})
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.CommitResult{}, errNoHit
-	}
-	if err != nil {
-		return meta.CommitResult{}, err
+	if cand.ID == "" {
+		cand, err = scanBlob(scanWith{q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs WHERE id = ?`+q.d.lockRow, candID),
+			[]any{&dedupable}})
+		if errors.Is(err, sql.ErrNoRows) {
+			return meta.CommitResult{}, errNoHit
+		}
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.ctx, cand)) {
 		return meta.CommitResult{}, errNoHit

@@ -32,6 +32,8 @@ import (
 	"hash"
 	"io"
 	"time"
+
+	"github.com/claimcheck/claimcheck/internal/hashcopy"
 )
 
 // Claims is what producers and consumers use. Both *engine.Store (embedded) and
@@ -187,6 +189,79 @@ func (p *Payload) Read(b []byte) (int, error) {
 			err = fmt.Errorf("claim %s: stream cut after %d of %d bytes: %w", p.Ref.ID, p.n, p.Ref.Size, err)
 		}
 		p.err = err
+	}
+	return n, err
+}
+
+// WriteTo writes the rest of the payload to w, verified as Read verifies
+// it: it returns nil only once exactly the recorded size was written and
+// the sha256 of everything read matched; a short, long or altered stream
+// ends in an error wrapping ErrChecksumMismatch, as from Read, after at
+// most the recorded number of bytes. io.Copy uses it.
+//
+// The sha256 runs in a second goroutine beside the reads and w's writes
+// (internal/hashcopy, ADR 0155), so reading and verifying cost about the
+// longer of the two rather than their sum. That goroutine has ended when
+// WriteTo returns.
+func (p *Payload) WriteTo(w io.Writer) (int64, error) {
+	if p.err == io.EOF {
+		return 0, nil
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	src := &payloadSource{r: io.LimitReader(p.body, p.Ref.Size-p.n)}
+	n, err := hashcopy.Copy(w, src, p.h)
+	p.n += n
+	switch {
+	case err != nil && src.err != nil: // Copy stops at the first error
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("claim %s: stream cut after %d of %d bytes: %w", p.Ref.ID, p.n, p.Ref.Size, err)
+		}
+		p.err = err
+		return n, err
+	case err != nil:
+		// w failed: the bytes read past what it took are gone, so the
+		// payload cannot be read on.
+		p.err = err
+		return n, err
+	case p.n < p.Ref.Size:
+		return n, p.mismatch(fmt.Errorf("claim %s: %w: stream ended after %d of %d bytes", p.Ref.ID, ErrChecksumMismatch, p.n, p.Ref.Size))
+	}
+	// The recorded size is written; the stream must end here, with the
+	// end a transport may still fail (the HTTP client's trailer check).
+	var one [1]byte
+	for {
+		m, err := p.body.Read(one[:])
+		if m > 0 {
+			return n, p.mismatch(fmt.Errorf("claim %s: %w: more than the %d bytes recorded", p.Ref.ID, ErrChecksumMismatch, p.Ref.Size))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			p.err = err
+			return n, err
+		}
+	}
+	if got := "sha256:" + hex.EncodeToString(p.h.Sum(nil)); got != p.Ref.Digest {
+		return n, p.mismatch(fmt.Errorf("claim %s: %w: content hashes to %s, recorded %s", p.Ref.ID, ErrChecksumMismatch, got, p.Ref.Digest))
+	}
+	p.err = io.EOF
+	return n, nil
+}
+
+// payloadSource remembers the body's own read error, so that WriteTo can
+// tell it from the writer's.
+type payloadSource struct {
+	r   io.Reader
+	err error
+}
+
+func (s *payloadSource) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if err != nil && err != io.EOF {
+		s.err = err
 	}
 	return n, err
 }

@@ -9,6 +9,11 @@ import (
 // as the zstd frames it is stored in.
 const EncodingZstd = "zstd"
 
+// EncodingIdentity is the encoding of a payload sent as the bytes it is
+// stored as, uncompressed (RFC 9110 §8.4.1): the payload itself, not
+// hashed by the store (ADR 0155).
+const EncodingIdentity = "identity"
+
 // EncodedRedeemer is implemented by stores that can hand out a payload
 // in the form it is stored in, still compressed (the embedded store). The
 // HTTP server uses it to answer a redeem with Content-Encoding: zstd to a
@@ -18,12 +23,16 @@ const EncodingZstd = "zstd"
 // store must implement.
 type EncodedRedeemer interface {
 	// RedeemEncoded opens the claim's payload like Redeem, and counts
-	// as a read like it. If the payload is stored in encoding (only
-	// EncodingZstd is known), Encoded.Encoding is that encoding and Read
-	// gives the stored frames, decrypted but not decompressed: their
-	// count is checked against the stored size, and every frame carries
-	// its own checksum, but the payload's size and sha256 are for the
-	// reader to check once decoded. Otherwise Encoding is empty and Read
+	// as a read like it. It is for a reader that verifies the payload
+	// itself. If the payload is stored in encoding (only EncodingZstd
+	// is known), Encoded.Encoding is that encoding and Read gives the
+	// stored frames, decrypted but not decompressed: their count is
+	// checked against the stored size, and every frame carries its own
+	// checksum, but the payload's size and sha256 are for the reader to
+	// check once decoded. If it is stored uncompressed and encoding is
+	// EncodingZstd or EncodingIdentity, Encoding is EncodingIdentity and
+	// Read gives the payload's bytes as stored, their count checked, their
+	// sha256 for the reader to check. Otherwise Encoding is empty and Read
 	// gives the payload as Redeem does, verified.
 	RedeemEncoded(ctx context.Context, ref Ref, encoding string) (*Encoded, error)
 }

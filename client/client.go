@@ -22,6 +22,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
 )
+
+// noContinueMax is the largest in-memory payload a put sends without
+// waiting for 100 Continue, where digest-first is off: a refused put
+// (quota, max_size) has sent at most this much for nothing.
+const noContinueMax = 4 << 20
 
 // policyTTL is how long MaybeOffload reuses a namespace's policy. Policies
 // change only when the server's config does; a threshold that is stale
@@ -53,6 +59,9 @@ type Client struct {
 
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
+	// noDigestFirst: namespaces whose last put was answered with
+	// Claimcheck-Digest-First: off, and when (ADR 0155).
+	noDigestFirst map[string]time.Time
 }
 
 type cachedPolicy struct {
@@ -97,7 +106,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("%w: server URL %q: must not have a query, fragment or user info (use WithAPIKey for credentials)", claimcheck.ErrInvalidArgument, baseURL)
 	}
-	c := &Client{base: u, policies: make(map[string]cachedPolicy)}
+	c := &Client{base: u, policies: make(map[string]cachedPolicy), noDigestFirst: make(map[string]time.Time)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -131,7 +140,20 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if body == nil {
 		body = http.NoBody
 	}
-	opts = withDigest(body, opts)
+	// A namespace known never to answer a put before its body gets an
+	// in-memory body without the pass that hashes it first; the digest
+	// is taken as the bytes are sent instead, and checked against the
+	// stored one below, so the put is still verified end to end.
+	var sent *sentDigest
+	if opts.Digest == "" && c.digestFirstOff(ns) {
+		var inMemory bool
+		if opts, inMemory = withSize(body, opts); inMemory && opts.Size > 0 {
+			sent = &sentDigest{r: body, h: sha256.New()}
+			body = sent
+		}
+	} else {
+		opts = withDigest(body, opts)
+	}
 	if opts.Size > 0 {
 		body = &exactReader{r: body, left: opts.Size, size: opts.Size}
 	}
@@ -149,8 +171,14 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	}
 	// Lets the server refuse (too large, quota, no such namespace,
 	// already stored) before the body is sent, when the transport has an
-	// ExpectContinueTimeout (the default one does).
-	req.Header.Set("Expect", "100-continue")
+	// ExpectContinueTimeout (the default one does). A put that cannot be
+	// answered "already stored" (digest-first off) and is small enough
+	// that a refusal wastes little goes without: its body travels while
+	// the server creates the pending claim, instead of after that and a
+	// round trip (ADR 0155).
+	if !(sent != nil && opts.Size <= noContinueMax) {
+		req.Header.Set("Expect", "100-continue")
+	}
 	h := req.Header
 	if opts.ContentType != "" {
 		h.Set("Content-Type", opts.ContentType)
@@ -176,11 +204,48 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 	if err != nil {
 		return claimcheck.Ref{}, err
 	}
+	c.noteDigestFirst(ns, resp.Header.Get(api.HeaderDigestFirst))
 	var ref claimcheck.Ref
 	if err := decodeAnswer(resp, &ref); err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if sent != nil {
+		if err := sent.check(ref); err != nil {
+			// Stored, but not the bytes sent: nobody else has the ref
+			// yet, and the claim goes at once. The stored digest is the
+			// stored bytes', so a dedup onto that blob meanwhile got
+			// exactly what it asked for.
+			if derr := c.Delete(ctx, ref); derr != nil {
+				err = errors.Join(err, fmt.Errorf("deleting the claim stored with other bytes: %w", derr))
+			}
+			return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	return ref, nil
+}
+
+// digestFirstOff reports whether puts to ns are known, for now, never to
+// be answered before their body: the server said so on a put's answer,
+// or the cached policy says so.
+func (c *Client) digestFirstOff(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.noDigestFirst[ns]; ok && time.Since(at) < policyTTL {
+		return true
+	}
+	p, ok := c.policies[ns]
+	return ok && time.Since(p.fetched) < policyTTL && !p.policy.DigestFirstEnabled()
+}
+
+// noteDigestFirst remembers the Claimcheck-Digest-First answer of a put.
+func (c *Client) noteDigestFirst(ns, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v == "off" {
+		c.noDigestFirst[ns] = time.Now()
+	} else {
+		delete(c.noDigestFirst, ns)
+	}
 }
 
 // Redeem opens the claim's payload. Only ref.ID and ref.Namespace (when
@@ -219,7 +284,35 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 		resp.Body.Close()
 		return nil, fmt.Errorf("redeem %s: %w: the server answered Content-Encoding %q, which this client did not ask for", ref.ID, claimcheck.ErrUnavailable, enc)
 	}
-	return claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body), nil
+	p := claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body)
+	// The server hands this client a payload stored as zstd or as is
+	// without hashing it (ADRs 0136, 0155): a mismatch found here is
+	// news to it. It is told the way it finds out itself.
+	p.OnMismatch(func(error) { c.reportDamage(ctx, ref) })
+	return p, nil
+}
+
+// reportDamage redeems ref once more on the path the server verifies
+// itself (no stored form, read to the end and dropped), after this client
+// found the payload it was handed altered. The server finds the same and
+// marks the blob damaged (ADR 0095), so that it is never shared and the
+// next put of the same bytes repairs it, as when the server had verified
+// the first redeem. Only a redeem that failed verification pays for it;
+// its outcome is the server's business, the caller's error is the one
+// already found.
+func (c *Client) reportDamage(ctx context.Context, ref claimcheck.Ref) {
+	req, err := c.claimRequest(ctx, http.MethodGet, ref, nil, "")
+	if err != nil {
+		return
+	}
+	req.Header.Set("TE", "trailers")
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
 
 // Stat returns the claim's state, deadlines and counters.

@@ -3,6 +3,9 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net"
 	"net/http/httptest"
 	"sync/atomic"
@@ -121,5 +124,24 @@ func TestDigestFirstSkipsUpload(t *testing.T) {
 	}
 	if got := received.Load(); got < 1<<20 {
 		t.Errorf("opaque reader: server received %d bytes, want the whole payload", got)
+	}
+
+	// A reader the caller already read from: the digest is of the unread
+	// bytes, and those are what is sent and stored.
+	part := bytes.NewReader(data)
+	if _, err := part.Seek(100, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.Put(ctx, "raw", part, claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(data[100:]); ref.Size != int64(len(data)-100) || ref.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("a reader 100 bytes in: ref %+v, want the %d unread bytes", ref, len(data)-100)
+	}
+	if p, err := c.Redeem(ctx, ref); err != nil {
+		t.Fatal(err)
+	} else if got, err := p.Bytes(); err != nil || !bytes.Equal(got, data[100:]) {
+		t.Fatalf("redeem of the unread bytes: %d bytes, %v", len(got), err)
 	}
 }

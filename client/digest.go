@@ -25,15 +25,16 @@ func withDigest(body io.Reader, opts claimcheck.PutOptions) claimcheck.PutOption
 	var n int64
 	switch b := body.(type) {
 	case *bytes.Reader:
-		// WriteTo hands the hash the reader's own slice in one Write, and
-		// the Seek puts the reader back where it was: no copy of the
-		// payload through a buffer, which costs a fifth of the hashing
-		// of a megabyte (and a digest-first hit is mostly that hashing).
+		// WriteTo hands the hash the reader's own bytes, without the
+		// copy through a buffer that reading them would cost (a
+		// megabyte of memmove per MiB put); Seek puts the reader back
+		// where it was.
 		n = int64(b.Len())
+		start := b.Size() - n
 		if _, err := b.WriteTo(h); err != nil {
 			return opts
 		}
-		if _, err := b.Seek(-n, io.SeekCurrent); err != nil {
+		if _, err := b.Seek(start, io.SeekStart); err != nil {
 			return opts
 		}
 	case *strings.Reader:

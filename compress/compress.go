@@ -282,7 +282,7 @@ func (d *decoder) Read(p []byte) (int, error) {
 	case err == io.EOF && d.src.tail != nil:
 		// The frames decoded and their checksums matched; the seek
 		// table, which the decoder skipped, must describe them.
-		if terr := checkSeekTable(d.src.tail.bytes(), d.src.n, d.out); terr != nil {
+		if terr := checkSeekTable(d.src.tail.bytes(), d.src.n, d.out, 0); terr != nil {
 			d.err = terr
 			err = terr
 		}

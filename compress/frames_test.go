@@ -56,7 +56,8 @@ func TestFramedZstd(t *testing.T) {
 	}
 }
 
-// Objects written before ADR 0135 have frames of 1 MiB: their table is
+// Objects written before ADR 0135 have frames of 1 MiB (and before ADR
+// 0150 of 256 KiB, within the same bound): their table is
 // still trusted (a range decodes only its frames), and they decode whole.
 // Frames over 1 MiB were never written, and a table claiming one is not
 // trusted.
@@ -83,6 +84,11 @@ func TestOneMiBFramesStillRead(t *testing.T) {
 	}
 	if got, err := decode(compress.Zstd, stored); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("whole read: %d bytes, %v", len(got), err)
+	}
+	// Sent as stored (ADR 0136), its table is checked too: it is shorter
+	// than the one a payload of that size gets now (ADR 0150).
+	if got, err := io.ReadAll(compress.CheckSeekTable(bytes.NewReader(stored), int64(n))); err != nil || !bytes.Equal(got, stored) {
+		t.Fatalf("passed on as stored: %d bytes, %v", len(got), err)
 	}
 
 	buf.Reset()

@@ -3,9 +3,12 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/hashcopy"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -137,6 +141,107 @@ func BenchmarkPutRedeem1MiB(b *testing.B) {
 	b.ReportMetric(tRaw.Seconds()/tHTTP.Seconds(), "http/raw")
 	b.ReportMetric(tStream.Seconds()/tEngine.Seconds(), "engine/raw-stream")
 	b.ReportMetric(tStream.Seconds()/tHTTP.Seconds(), "http/raw-stream")
+}
+
+// BenchmarkStreamFloor1MiB measures the floor of BenchmarkPutRedeem1MiB
+// on this machine: the raw-stream round (write 1 MiB with
+// Bucket.NewWriter, read it back) against the same round with the two
+// sha256 passes a put + redeem cannot skip (the put hashes what it
+// stores, the redeem verifies what it hands out), done one after the
+// other ("sequential") or beside the I/O in a second goroutine
+// ("pipelined", internal/hashcopy, as the engine does), and the
+// pipelined round with the object fsynced before it is closed. The
+// ratios raw-stream ÷ each case are the best engine/raw-stream a store
+// doing that work could reach (docs/PERFORMANCE.md, ADR 0155).
+//
+//	go test -run '^$' -bench 'StreamFloor1MiB$' -benchtime 30x -count 3 ./engine
+func BenchmarkStreamFloor1MiB(b *testing.B) {
+	payload := randomBytes(b, 1<<20)
+	ctx := context.Background()
+	bucket, err := fileblob.OpenBucket(b.TempDir(), &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bucket.Close()
+	type mode int
+	const (
+		plain mode = iota
+		sequential
+		pipelined
+		pipelinedSync
+	)
+	round := func(i int, m mode) {
+		key := fmt.Sprintf("bench/%d-%d", m, i)
+		var f *os.File
+		opts := &gcblob.WriterOptions{ContentType: "application/octet-stream"}
+		if m == pipelinedSync {
+			opts.BeforeWrite = func(as func(any) bool) error {
+				if !as(&f) {
+					return errors.New("not a file")
+				}
+				return nil
+			}
+		}
+		w, err := bucket.NewWriter(ctx, key, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := sha256.New()
+		switch m {
+		case plain:
+			_, err = io.Copy(w, bytes.NewReader(payload))
+		case sequential:
+			h.Write(payload)
+			_, err = io.Copy(w, bytes.NewReader(payload))
+		default:
+			_, err = hashcopy.Copy(w, bytes.NewReader(payload), h)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if f != nil {
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		r, err := bucket.NewReader(ctx, key, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		switch m {
+		case plain:
+			n, err = io.Copy(io.Discard, r)
+		case sequential:
+			n, err = io.Copy(io.MultiWriter(io.Discard, h), r)
+		default:
+			n, err = hashcopy.Copy(io.Discard, r, h)
+		}
+		if err != nil || n != int64(len(payload)) {
+			b.Fatal(n, err)
+		}
+		r.Close()
+	}
+	var t [4]time.Duration
+	b.SetBytes(4 * int64(len(payload)))
+	for i := 0; b.Loop(); i++ {
+		for m := range t {
+			start := time.Now()
+			round(i, mode(m))
+			t[m] += time.Since(start)
+		}
+	}
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
+	b.ReportMetric(ms(t[plain]), "raw-stream-ms")
+	b.ReportMetric(ms(t[sequential]), "sequential-ms")
+	b.ReportMetric(ms(t[pipelined]), "pipelined-ms")
+	b.ReportMetric(ms(t[pipelinedSync]), "pipelined+fsync-ms")
+	b.ReportMetric(t[plain].Seconds()/t[sequential].Seconds(), "sequential/raw-stream")
+	b.ReportMetric(t[plain].Seconds()/t[pipelined].Seconds(), "pipelined/raw-stream")
+	b.ReportMetric(t[plain].Seconds()/t[pipelinedSync].Seconds(), "pipelined+fsync/raw-stream")
 }
 
 // BenchmarkRedeemLatencyWithSweeper measures redeem latency percentiles

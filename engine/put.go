@@ -14,15 +14,17 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/hashcopy"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
 // sampleSize is how much of a payload "auto" compression looks at.
 const sampleSize = 64 << 10
 
-// copyBufferSize is the chunk a put streams through hash, compressor and
-// object writer: large enough that a megabyte costs a handful of system
-// calls, small enough that many concurrent puts stay cheap.
+// copyBufferSize is the chunk of the engine's other hashing copies
+// (verifying a written object, a direct upload): large enough that a
+// megabyte costs a handful of system calls, small enough that many
+// concurrent ones stay cheap. A put streams through internal/hashcopy.
 const copyBufferSize = 256 << 10
 
 // Limits on put options; the HTTP layer enforces header sizes too.
@@ -93,11 +95,19 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if sk != nil {
 		staging.Key = encryptedObjectKey(ns, blobID, sk.id)
 	}
+	// The object's writer opens while the rows are written (ADR 0155):
+	// the file backend creates its temp file, about as long as the
+	// transaction; S3 sends nothing before the first part. No byte is
+	// written before the rows own the key, and nothing is visible at the
+	// key before Close; a crash in between leaves at most an empty temp
+	// file, debris the backstop collects like that of a killed write.
+	obj := s.openObject(ctx, staging.Key)
 	if err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
 		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
 	}); err != nil {
+		obj.discard()
 		s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
 		return claimcheck.Ref{}, metaErr("put to "+ns, err)
 	}
@@ -120,7 +130,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	// The deadline follows the body's progress (progress.go).
 	body = &pendingProgress{r: body, ctx: ctx, s: s, claimID: claim.ID, blobID: blobID,
 		window: pol.Uploads.ConfirmWithin.D(), expires: expires, last: now}
-	w, err := s.writeObjectSealed(ctx, staging.Key, body, pol, opts, sk)
+	w, err := s.writeOpenedObject(ctx, obj, staging.Key, body, pol, opts, sk)
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
@@ -250,30 +260,75 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 // writeObjectSealed is writeObject that, with sk, encrypts the compressed
 // stream under the data key sk (crypt.go) before it reaches the object.
 func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
-	sample := make([]byte, sampleSize)
-	n, err := io.ReadFull(body, sample)
-	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		body = bytes.NewReader(nil)
-	case err != nil:
-		return written{}, bodyErr(err)
-	}
-	sample = sample[:n]
-	alg := compress.Choose(string(pol.Compression), sample)
+	return s.writeOpenedObject(ctx, s.openObject(ctx, key), key, body, pol, opts, sk)
+}
 
+// openingObject is an object writer being opened in the background
+// (openObject). Its context is the write's: cancelled before Close, the
+// write is discarded.
+type openingObject struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	w      io.WriteCloser
+	err    error
+}
+
+// openObject starts opening a writer for the object at key.
+func (s *Store) openObject(ctx context.Context, key string) *openingObject {
 	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	obj, err := s.blobs.NewWriter(wctx, key)
+	o := &openingObject{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.w, o.err = s.blobs.NewWriter(wctx, key)
+	}()
+	return o
+}
+
+// wait returns the opened writer.
+func (o *openingObject) wait() (io.WriteCloser, error) {
+	<-o.done
+	return o.w, o.err
+}
+
+// discard abandons the object: nothing was written, nothing stays.
+func (o *openingObject) discard() {
+	o.cancel()
+	if w, err := o.wait(); err == nil {
+		w.Close() // discards: its context is cancelled
+	}
+}
+
+// writeOpenedObject is writeObjectSealed into the writer opening in o,
+// which it closes or discards.
+func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
+	obj, err := o.wait()
 	if err != nil {
+		o.cancel()
 		return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, err)
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			cancel()
+			o.cancel()
 			obj.Close() // discards the object: its context is cancelled
 		}
 	}()
+	// Only "auto" looks at the payload before choosing; any other
+	// setting streams from the first byte.
+	var sample []byte
+	if string(pol.Compression) == compress.Auto {
+		sample = make([]byte, sampleSize)
+		n, err := io.ReadFull(body, sample)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			body = bytes.NewReader(nil)
+		case err != nil:
+			return written{}, bodyErr(err)
+		}
+		sample = sample[:n]
+	}
+	alg := compress.Choose(string(pol.Compression), sample)
+
 	objCount := &countingWriter{w: obj}
 	var (
 		sink io.Writer = objCount
@@ -292,7 +347,11 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 	h := sha256.New()
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
-	size, err := io.CopyBuffer(io.MultiWriter(zw, h), readerOnly{src}, make([]byte, copyBufferSize))
+	// The sha256 runs in a second goroutine beside the compressor and
+	// the object write (ADR 0155): a put costs about the longer of the
+	// two, not their sum. Copy has joined that goroutine when it returns,
+	// and h then covers exactly the size bytes the object was given.
+	size, err := hashcopy.Copy(zw, src, h)
 	if err != nil {
 		zw.Close()
 		if ctx.Err() != nil {
@@ -333,6 +392,7 @@ func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reade
 		ph.SetPayloadSHA256(sum)
 	}
 	committed = true
+	defer o.cancel() // after Close: the write's context ends with it
 	if err := obj.Close(); err != nil {
 		return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, err)
 	}

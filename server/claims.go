@@ -59,6 +59,11 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", s.claimLocation(ref.ID))
+	if pol, err := s.claims.Policy(r.Context(), ns); err == nil && !pol.DigestFirstEnabled() {
+		// The client's next puts here can skip hashing before they send
+		// (ADR 0155).
+		w.Header().Set(api.HeaderDigestFirst, "off")
+	}
 	writeJSON(w, http.StatusCreated, ref)
 	return nil
 }
@@ -158,7 +163,13 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			defer e.Close()
-			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", e.Encoding)
+			// Stored frames go out as zstd; a payload stored as is goes
+			// out as is, unhashed here: this client verifies it (ADR 0155).
+			encoding := e.Encoding
+			if encoding == claimcheck.EncodingIdentity {
+				encoding = ""
+			}
+			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding)
 		}
 	}
 	p, err := s.claims.Redeem(r.Context(), ref)

@@ -36,6 +36,14 @@ var servingLine = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
 // its URL. The process is stopped (SIGTERM, then waited for) at cleanup.
 func startServer(t testing.TB, bin, dir string, args ...string) string {
 	t.Helper()
+	u, _ := startServerProcess(t, bin, dir, args...)
+	return u
+}
+
+// startServerProcess is startServer that also returns the server's
+// process id (for benchmarks that read its CPU time).
+func startServerProcess(t testing.TB, bin, dir string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
@@ -73,13 +81,13 @@ func startServer(t testing.TB, bin, dir string, args ...string) string {
 	})
 	select {
 	case u := <-urls:
-		return u
+		return u, cmd.Process.Pid
 	case <-done:
 		t.Fatalf("server exited before serving:\n%s", logs.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not report its address:\n%s", logs.String())
 	}
-	return ""
+	return "", 0
 }
 
 // run executes the CLI binary and returns stdout, stderr and the exit code.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,13 @@ import (
 // same rounds: every round puts and reads through MinIO, this tree's
 // server and then each of them, so a change's before and after see the
 // same load. Their metrics are named after the
-// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME.
+// binary's file: NAME-ms, ratio-NAME and ratio-p50-NAME. An entry
+// BIN#SETTING runs BIN with the default compression SETTING (its metrics
+// are named NAME-SETTING): "$bin#auto:$bin#none" with a build of this
+// tree compares the settings with the default in the same rounds. On Linux,
+// claimcheck-server-cpu-ms and NAME-server-cpu-ms are the CPU time of a
+// round in the server process (counted in the kernel's 10 ms ticks: run
+// enough rounds), and the -client-cpu-ms ones that of the Go client.
 //
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
 func BenchmarkVersusMinIO(b *testing.B) {
@@ -81,16 +88,24 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			}
 			args = append(args, "--config", cfg)
 		}
-		c, err := client.New(startServer(b, bin, dir, args...))
+		u, pid := startServerProcess(b, bin, dir, args...)
+		c, err := client.New(u)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return served{name, c}
+		return served{name, c, pid}
 	}
 	for _, setup := range setups {
 		servers := []served{serve("", bin, setup.config())}
 		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-			servers = append(servers, serve(filepath.Base(other), other, setup.config()))
+			// BIN#SETTING: that binary with the default compression
+			// SETTING (zstd, auto, none), to compare the settings.
+			name, config := filepath.Base(other), setup.config()
+			if path, alg, ok := strings.Cut(other, "#"); ok {
+				other, name = path, filepath.Base(path)+"-"+alg
+				config += fmt.Sprintf("defaults:\n  compression: %s\n", alg)
+			}
+			servers = append(servers, serve(name, other, config))
 		}
 		for _, tc := range []struct {
 			name    string
@@ -115,6 +130,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 type served struct {
 	name string
 	c    *client.Client
+	pid  int
 }
 
 // benchSeq numbers the payloads of every BenchmarkVersusMinIO run in the
@@ -184,10 +200,27 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 	}
 	var minio []time.Duration
 	rounds := make([][]time.Duration, len(servers))
+	// The CPU time of each claimcheck's rounds: its server process's and
+	// this process's (the Go client's) while they ran. Client, server and
+	// MinIO share the machine's cores, so CPU per round is what a
+	// change saves under load, where the times move with everything
+	// else running. The client's share is the same code for every
+	// server, and the first server after MinIO's round also pays for
+	// some of the garbage the AWS SDK left: compare servers by their
+	// server CPU.
+	srvCPU := make([]time.Duration, len(servers))
+	cliCPU := make([]time.Duration, len(servers))
+	cpuOK := true
 	for b.Loop() {
 		minio = append(minio, round(viaMinIO))
 		for i, s := range servers {
+			s0, ok0 := processCPU(s.pid)
+			c0 := selfCPU()
 			rounds[i] = append(rounds[i], round(viaClaimcheck(s.c)))
+			s1, ok1 := processCPU(s.pid)
+			srvCPU[i] += s1 - s0
+			cliCPU[i] += selfCPU() - c0
+			cpuOK = cpuOK && ok0 && ok1
 		}
 	}
 	sum := func(ds []time.Duration) (t time.Duration) {
@@ -211,6 +244,10 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 			name, suffix = s.name, "-"+s.name
 		}
 		b.ReportMetric(ms(rounds[i]), name+"-ms")
+		if cpuOK {
+			b.ReportMetric(srvCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-server-cpu-ms")
+			b.ReportMetric(cliCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-client-cpu-ms")
+		}
 		b.ReportMetric(sum(minio).Seconds()/sum(rounds[i]).Seconds(), "ratio"+suffix)
 		b.ReportMetric(median(minio).Seconds()/median(rounds[i]).Seconds(), "ratio-p50"+suffix)
 	}

@@ -29,6 +29,15 @@ const (
 	HeaderLabels = "Claimcheck-Labels"
 )
 
+// Response header of PUT /v1/namespaces/{ns}/claims.
+const (
+	// HeaderDigestFirst is "off" on a put's answer when the namespace
+	// never answers a put before its body (dedup off, or digest_first:
+	// false): a client need not hash a payload before sending it there
+	// (ADR 0155). It is absent otherwise.
+	HeaderDigestFirst = "Claimcheck-Digest-First"
+)
+
 // Response headers and trailer of GET /v1/claims/{id}.
 const (
 	// HeaderRef carries the claim's reference (its JSON form). The client

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package cli_test
+
+import "time"
+
+// processCPU is not measured outside Linux.
+func processCPU(int) (time.Duration, bool) { return 0, false }
+
+// selfCPU is not measured outside Linux.
+func selfCPU() time.Duration { return 0 }

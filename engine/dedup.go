@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -22,44 +23,96 @@ func digestFirst(pol claimcheck.Policy, opts claimcheck.PutOptions) bool {
 	return opts.Digest != "" && opts.Size > 0 && pol.DigestFirstEnabled()
 }
 
-// putDigestFirst is put step 4 (docs/ARCHITECTURE.md, "Put"): a caller that sends the
-// digest and size before the body skips the upload when a blob with that
-// content can be shared. It runs before any row is written, with the
-// dedup candidate cand that the creation of the pending claim found
-// instead (meta.CreatePendingParams.UnlessDigest): on a hit the claim is
+// The digest-first question (put step 4, docs/ARCHITECTURE.md, "Put"): a
+// caller that sends the digest and size before the body skips the upload
+// when a blob with that content can be shared. On a hit the claim is
 // created active on the shared blob in one transaction and the body is
 // never read (the HTTP server then answers without asking for it); when
-// cand may not be shared nothing changed and the put streams the body as
-// usual. ok reports that the put is done (with ref, or with err).
-func (s *Store) putDigestFirst(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey, cand meta.Blob) (ref claimcheck.Ref, ok bool, err error) {
-	// The candidate's object must still be there, whole, before a claim
-	// is attached to it without a byte being read (integrity.go): one
-	// Attributes call (a HEAD, a stat). A missing or resized object is
-	// damage: marked, and the put sends its body, which repairs it.
-	if cand.Damaged() || cand.Size != opts.Size {
-		return claimcheck.Ref{}, false, nil
-	}
-	f, err := sweep.CheckSize(ctx, s.blobs, cand)
-	if err != nil {
-		// Storage did not answer: the upload path decides for itself.
-		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", cand.ID, "err", err)
-		return claimcheck.Ref{}, false, nil
-	}
-	if f.Cause != "" {
-		s.markDamaged(ctx, cand, f.Cause, f.Detail+" (digest-first put)")
-		return claimcheck.Ref{}, false, nil
-	}
+// nothing may be shared nothing changed and the put streams the body as
+// usual. It is asked one of two ways, by where the round trips are:
+//   - putDigestFirstInTx: objects are local files and the metadata SQLite
+//     (Store.checkInTx); the candidate is found, locked and its file
+//     stat'ed inside the one transaction that attaches the claim
+//     (ADR 0140), before any row is written;
+//   - putDigestFirstOn: otherwise; the creation of the pending claim
+//     found the candidate instead of creating anything
+//     (meta.CreatePendingParams.UnlessDigest, ADR 0145), and its object
+//     is checked (a HEAD must not hold row locks) before the claim is
+//     attached to exactly that blob and object.
+// ok reports that the put is done (with ref, or with err).
+
+// digestFirstParams is the commit of a digest-first hit, before the
+// candidate is known.
+func (s *Store) digestFirstParams(ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, sk *sealKey) meta.CommitExistingParams {
 	c := claim
 	c.State, c.BlobID, c.Size, c.ReservedBytes = meta.ClaimActive, "", opts.Size, 0
 	c.DueAt, c.DueReason = c.ExpiresAt, meta.ReasonExpired
-	res, hit, err := s.meta.CommitExisting(ctx, meta.CommitExistingParams{
+	return meta.CommitExistingParams{
 		Claim: c, Digest: opts.Digest, Now: s.clock.Now(),
 		DedupNotBefore: keyFloor(s.digestFirstNotBefore(ns, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
 		QuotaBytes:     int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
-		// Only the blob and object just checked.
-		BlobID: cand.ID, Key: cand.Key,
-	})
+	}
+}
+
+// putDigestFirstInTx asks the digest-first question in one transaction
+// (see above). A miss is a lookup in a transaction rolled back, cheaper
+// than the read it replaces.
+func (s *Store) putDigestFirstInTx(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey) (ref claimcheck.Ref, ok bool, err error) {
+	p := s.digestFirstParams(ns, pol, opts, claim, sk)
+	// The candidate's object must still be there, whole, before a claim
+	// is attached to it without a byte being read (integrity.go): one
+	// stat, quick enough to run inside the transaction on the candidate
+	// it has locked. The finding is acted on once the transaction is
+	// over: marking damage is a write of its own.
+	var (
+		checked  meta.Blob
+		finding  sweep.Finding
+		checkErr error
+	)
+	p.Check = func(ctx context.Context, cand meta.Blob) bool {
+		checked = cand
+		finding, checkErr = sweep.CheckSize(ctx, s.blobs, cand)
+		return checkErr == nil && finding.Cause == ""
+	}
+	res, hit, err := s.meta.CommitExisting(ctx, p)
+	return s.digestFirstAnswer(ctx, ns, opts, start, checked, finding, checkErr, res, hit, err)
+}
+
+// putDigestFirstOn asks the digest-first question of the candidate cand
+// the creation of the pending claim found (see above).
+func (s *Store) putDigestFirstOn(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, claim meta.Claim, start time.Time, sk *sealKey, cand meta.Blob) (ref claimcheck.Ref, ok bool, err error) {
+	if cand.Damaged() || cand.Size != opts.Size {
+		return claimcheck.Ref{}, false, nil
+	}
+	// The object must still be there, whole (integrity.go): one
+	// Attributes call (a HEAD, a stat). A missing or resized object is
+	// damage: marked, and the put sends its body, which repairs it.
+	finding, checkErr := sweep.CheckSize(ctx, s.blobs, cand)
+	var (
+		res meta.CommitResult
+		hit bool
+	)
+	if checkErr == nil && finding.Cause == "" {
+		p := s.digestFirstParams(ns, pol, opts, claim, sk)
+		p.BlobID, p.Key = cand.ID, cand.Key // only the blob and object just checked
+		res, hit, err = s.meta.CommitExisting(ctx, p)
+	}
+	return s.digestFirstAnswer(ctx, ns, opts, start, cand, finding, checkErr, res, hit, err)
+}
+
+// digestFirstAnswer turns the check of the candidate checked and the
+// commit's outcome into a put's answer.
+func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimcheck.PutOptions, start time.Time, checked meta.Blob, finding sweep.Finding, checkErr error, res meta.CommitResult, hit bool, err error) (claimcheck.Ref, bool, error) {
+	if checkErr != nil {
+		// Storage did not answer: the upload path decides for itself.
+		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", checked.ID, "err", checkErr)
+		return claimcheck.Ref{}, false, nil
+	}
+	if finding.Cause != "" {
+		s.markDamaged(ctx, checked, finding.Cause, finding.Detail+" (digest-first put)")
+		return claimcheck.Ref{}, false, nil
+	}
 	if err != nil {
 		var qe *meta.QuotaError
 		if errors.As(err, &qe) {
@@ -157,4 +210,11 @@ func (s *Store) collectDiscarded(ctx context.Context, res meta.CommitResult) {
 	if err := s.meta.FinishCollect(cctx, []string{b.ID}, s.clock.Now()); err != nil {
 		s.log.Warn("put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
 	}
+}
+
+// localStorage reports whether the storage URL names objects this process
+// reaches without a network round trip: files, or memory in tests.
+func localStorage(storage string) bool {
+	u, err := url.Parse(storage)
+	return err == nil && (u.Scheme == "file" || u.Scheme == "mem")
 }

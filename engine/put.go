@@ -98,20 +98,29 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	// written before the rows own the key, and nothing is visible at the
 	// key before Close; a crash in between leaves at most an empty temp
 	// file, debris the backstop collects like that of a killed write.
+	askFirst := digestFirst(pol, opts)
+	if askFirst && s.checkInTx {
+		// Local objects and SQLite: the whole question is one transaction
+		// (ADR 0140), asked before anything is opened or written.
+		if ref, done, err := s.putDigestFirstInTx(ctx, ns, pol, opts, claim, start, sk); done {
+			return ref, err // a dedup hit: the body is never read
+		}
+		askFirst = false
+	}
 	obj := s.openObject(ctx, staging.Key)
 	pending := meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
 		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
 		Tenant: s.tenantQuota(pol),
 	}
-	if digestFirst(pol, opts) {
+	if askFirst {
 		// The digest-first check rides with the creation (ADR 0145): a
 		// candidate to share creates nothing and comes back.
 		pending.UnlessDigest = opts.Digest
 	}
 	err = s.meta.CreatePending(ctx, pending)
 	if ce, ok := errors.AsType[*meta.CandidateError](err); ok {
-		if ref, done, err := s.putDigestFirst(ctx, ns, pol, opts, claim, start, sk, ce.Blob); done {
+		if ref, done, err := s.putDigestFirstOn(ctx, ns, pol, opts, claim, start, sk, ce.Blob); done {
 			obj.discard()
 			return ref, err // a dedup hit: the body is never read
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -27,8 +28,13 @@ type Store struct {
 	// above goes through the wrappers.
 	meta  meta.Store
 	blobs blob.Store
-	clock clock.Clock
-	log   *slog.Logger
+	// checkInTx: the objects are files (or memory) this process stats
+	// without a network round trip, and the metadata is SQLite, which
+	// has no round trips either; a digest-first put then finds and checks
+	// its candidate inside its one transaction (dedup.go).
+	checkInTx bool
+	clock     clock.Clock
+	log       *slog.Logger
 	// metrics are the engine's own instruments (metrics.go).
 	metrics *metrics
 	// sweeper does the due work nobody asks for in-line; its metrics
@@ -93,6 +99,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		blobStore = b
 		s.closers = append(s.closers, b)
 	}
+	s.checkInTx = cfg.MetaStore == nil && strings.HasPrefix(cfg.Metadata, "sqlite:") &&
+		cfg.BlobStore == nil && localStorage(cfg.Storage)
 
 	// Metrics register once both stores are open, so an Open that fails
 	// there leaves the registry as it was. The stores given in Config are

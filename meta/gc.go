@@ -1,6 +1,9 @@
 package meta
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Types of the garbage-collection operations of Store: the digest-first
 // put (CommitExisting), the backstop's paged reads and repairs, and the
@@ -26,12 +29,24 @@ type CommitExistingParams struct {
 	// Tenant is the tenant's quota, checked too (tenants.go).
 	Tenant TenantQuota
 	// BlobID and Key, when set, are the candidate the caller checked
-	// (DedupCandidate, then one stat of its object): the hit is taken only
+	// (found by DedupCandidate or CreatePending, then one stat of its
+	// object): the hit is taken only
 	// if the candidate is still that blob with that object. A damaged
 	// candidate is always a miss, so the caller sends the body that
 	// repairs it.
 	BlobID string
 	Key    string
+	// Check, when set, is called inside the transaction with the
+	// candidate read, locked and found shareable, before anything is
+	// written; false makes the put a miss that changed nothing. A caller
+	// whose object check is local (a stat of a file) passes it instead
+	// of BlobID and Key, so that the whole hit is one transaction (ADR
+	// 0140): the candidate is found, its object checked and the claim
+	// attached without a read before. It runs while the transaction
+	// holds its locks (on SQLite, the database's one writer), so it must
+	// be quick and must not call the Store. It may run more than once
+	// (a transaction run again after a lost race).
+	Check func(ctx context.Context, candidate Blob) bool
 }
 
 // RefFix reports one blob whose refcount hint disagreed with the live

@@ -404,7 +404,9 @@ type Store interface {
 	// charges the claim's size and count to the namespace and returns
 	// hit=true. Otherwise it changes nothing and returns hit=false (the
 	// caller uploads). *QuotaError (nothing changed) when a hit would
-	// exceed a quota.
+	// exceed a quota. The candidate is the one the caller checked
+	// (BlobID and Key) or, with Check, the one it finds and Check
+	// accepts inside the transaction; without either, any candidate.
 	CommitExisting(ctx context.Context, p CommitExistingParams) (res CommitResult, hit bool, err error)
 
 	// Blobs returns up to limit blobs in any state with id > afterID, in

@@ -1,7 +1,9 @@
 package metatest
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -191,4 +193,141 @@ func testCursorAndEvents(t *testing.T, h *harness) {
 	if err != nil || len(rest) != 2 || rest[0].Seq != all[1].Seq {
 		t.Errorf("Events after %d = %+v, %v", all[0].Seq, rest, err)
 	}
+}
+
+// The one-transaction hit (ADR 0140) charges the namespace before it has
+// locked the candidate: every way the candidate can turn out unshareable
+// once locked must leave the counters, the blob and the event log as
+// they were. The caller checked blob b's object, then something happened
+// to it before CommitExisting ran.
+func testCommitExistingCheckedCandidateChanged(t *testing.T, h *harness) {
+	d := digestOf("payload")
+	first := h.put(put{Digest: d, Size: 100, Dedup: true, Grace: time.Hour})
+	onBlob := func(b meta.Blob) meta.CommitExistingParams {
+		p := h.existingParams(d, 100)
+		p.BlobID, p.Key = b.ID, b.Key
+		return p
+	}
+	events := func() int {
+		evs, err := h.s.Events(h.ctx(), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	before := events()
+	miss := func(what string, p meta.CommitExistingParams, want counters) {
+		t.Helper()
+		if _, hit := h.commitExisting(p); hit {
+			t.Fatalf("%s: hit", what)
+		}
+		h.wantCounters("ns", want)
+		if n := events(); n != before {
+			t.Fatalf("%s: %d events logged by a miss", what, n-before)
+		}
+	}
+	// Another object under the same blob (repaired meanwhile): the
+	// caller did not look at that one.
+	other := first.Blob
+	other.Key += ".old"
+	miss("another object", onBlob(other), counters{used: 100, active: 1})
+	// Marked damaged after the caller's check.
+	h.markDamaged(first.Blob, first.Blob.Key)
+	before = events() // the mark's own event
+	miss("damaged", onBlob(first.Blob), counters{used: 100, active: 1})
+
+	// Collected under the caller: finished, orphaned, then taken by
+	// collection (deleting) between the check and the commit.
+	second := h.put(put{Digest: digestOf("second"), Size: 100, Dedup: true})
+	h.finish(second.Claim.ID, meta.ReasonDeleted)
+	h.clock.Advance(time.Minute)
+	if got := h.beginCollect(10, time.Minute); len(got) != 1 || got[0].ID != second.Blob.ID {
+		t.Fatalf("BeginCollect = %v, want %s", blobIDs(got), second.Blob.ID)
+	}
+	p := h.existingParams(digestOf("second"), 100)
+	p.BlobID, p.Key = second.Blob.ID, second.Blob.Key
+	before = events()
+	miss("deleting", p, counters{used: 100, active: 1})
+	if b := h.blob(second.Blob.ID); b.State != meta.BlobDeleting || b.Refcount != 0 {
+		t.Fatalf("a miss changed the deleting blob: %+v", b)
+	}
+}
+
+// Check runs inside the transaction on the candidate it found: false is a
+// miss that changed nothing, true a hit on that candidate.
+func testCommitExistingCheck(t *testing.T, h *harness) {
+	d := digestOf("payload")
+	first := h.put(put{Digest: d, Size: 100, Dedup: true})
+	var seen []meta.Blob
+	p := h.existingParams(d, 100)
+	p.Check = func(ctx context.Context, b meta.Blob) bool { seen = append(seen, b); return false }
+	if _, hit := h.commitExisting(p); hit {
+		t.Fatal("hit although Check said no")
+	}
+	if len(seen) == 0 || seen[0].ID != first.Blob.ID || seen[0].Key != first.Blob.Key {
+		t.Fatalf("Check saw %+v, want the candidate %s", seen, first.Blob.ID)
+	}
+	h.wantCounters("ns", counters{used: 100, active: 1})
+	if b := h.blob(first.Blob.ID); b.Refcount != 1 {
+		t.Fatalf("a refused check changed the blob: %+v", b)
+	}
+	// No candidate: Check is never asked.
+	seen = nil
+	q := h.existingParams(digestOf("nothing"), 100)
+	q.Check = p.Check
+	if _, hit := h.commitExisting(q); hit || len(seen) != 0 {
+		t.Fatalf("no candidate: hit %v, Check called %d times", hit, len(seen))
+	}
+	p = h.existingParams(d, 100)
+	p.Check = func(ctx context.Context, b meta.Blob) bool { return b.ID == first.Blob.ID }
+	res, hit := h.commitExisting(p)
+	if !hit || res.Blob.ID != first.Blob.ID || res.Blob.Refcount != 2 || res.Claim.State != meta.ClaimActive {
+		t.Fatalf("Check said yes: hit %v %+v", hit, res)
+	}
+	if got := h.claim(res.Claim.ID); !reflect.DeepEqual(got, res.Claim) {
+		t.Fatalf("returned claim %+v, stored %+v", res.Claim, got)
+	}
+	if got := h.blob(first.Blob.ID); !reflect.DeepEqual(got, res.Blob) {
+		t.Fatalf("returned blob %+v, stored %+v", res.Blob, got)
+	}
+	h.wantCounters("ns", counters{used: 200, active: 2})
+}
+
+// A hit over a quota is refused naming the limit, and charges nothing:
+// neither the namespace's bytes nor its claims, nor the blob's
+// references.
+func testCommitExistingQuotaNoLeak(t *testing.T, h *harness) {
+	d := digestOf("payload")
+	first := h.put(put{Digest: d, Size: 100, Dedup: true})
+	for _, tc := range []struct {
+		resource     string
+		bytes, count int64
+		limit        int64
+	}{
+		{"bytes", 199, 0, 199},
+		{"claims", 0, 1, 1},
+	} {
+		p := h.existingParams(d, 100)
+		p.BlobID, p.Key = first.Blob.ID, first.Blob.Key
+		p.QuotaBytes, p.QuotaClaims = tc.bytes, tc.count
+		_, hit, err := h.s.CommitExisting(h.ctx(), p)
+		var qe *meta.QuotaError
+		if hit || !errors.As(err, &qe) || qe.Resource != tc.resource || qe.Limit != tc.limit || qe.Namespace != "ns" {
+			t.Fatalf("over the %s quota: hit %v, %v; want *QuotaError on %s, limit %d", tc.resource, hit, err, tc.resource, tc.limit)
+		}
+		if _, err := h.s.Claim(h.ctx(), p.Claim.ID); !errors.Is(err, meta.ErrNotFound) {
+			t.Fatalf("the refused claim exists: %v", err)
+		}
+	}
+	h.wantCounters("ns", counters{used: 100, active: 1})
+	if b := h.blob(first.Blob.ID); b.Refcount != 1 {
+		t.Fatalf("a refused hit took a reference: %+v", b)
+	}
+	// At the limit exactly: a hit.
+	p := h.existingParams(d, 100)
+	p.QuotaBytes, p.QuotaClaims = 200, 2
+	if _, hit := h.commitExisting(p); !hit {
+		t.Fatal("no hit with the quota exactly reached")
+	}
+	h.wantCounters("ns", counters{used: 200, active: 2})
 }

@@ -16,6 +16,14 @@ import (
 // same locks in the same order as Commit (namespace, then the candidate
 // blob), and only the candidate's own row decides: a blob in deleting is
 // outside the dedup index and never found here.
+//
+// A hit is one write transaction of few statements (ADR 0140): the
+// namespace charge and its quota check in one upsert, the candidate read
+// and locked by id, its reference taken with a compare-and-swap on the
+// state just read, the claim and its created event inserted; nothing is
+// read back. Everything that refuses the hit (a miss, a quota) returns
+// an error from the transaction, so its rollback takes the charge back
+// and a miss changes nothing.
 func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams) (meta.CommitResult, bool, error) {
 	c := p.Claim
 	if c.ID == "" || c.Namespace == "" || p.Digest == "" {
@@ -24,115 +32,195 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = p.Now
 	}
-	labels, err := jsonOrNull(c.Labels, len(c.Labels) == 0)
-	if err != nil {
-		return meta.CommitResult{}, false, fmt.Errorf("sqlmeta: commit existing claim %s: labels: %w", c.ID, err)
-	}
-	names, err := jsonOrNull(c.ConsumerNames, len(c.ConsumerNames) == 0)
-	if err != nil {
-		return meta.CommitResult{}, false, fmt.Errorf("sqlmeta: commit existing claim %s: consumer names: %w", c.ID, err)
-	}
-	var (
-		res meta.CommitResult
-		hit bool
-	)
-	err = s.write(ctx, func(q *txq) error {
-		res, hit = meta.CommitResult{}, false
-		// Look first without creating the namespace row: a miss must
-		// change nothing.
-		cand, err := scanBlob(q.queryRow(`SELECT `+blobColumns+` FROM blobs
-			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`,
-			c.Namespace, p.Digest))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if cand.Size != c.Size || cand.CreatedAt.Before(p.DedupNotBefore) {
-			return nil // not shareable: the caller uploads
-		}
-		if cand.Damaged() || (p.BlobID != "" && (cand.ID != p.BlobID || cand.Key != p.Key)) {
-			// A damaged blob is never shared: the caller sends the body,
-			// whose commit repairs it. Another blob or object than the
-			// one the caller checked: its object was not looked at.
-			return nil
-		}
-		// Lock the candidate (PostgreSQL) before the namespace row (lock
-		// order: claim, blobs, namespace), and flip it back below in one
-		// compare-and-swap on the state we read.
-		cand, err = q.loadBlob(cand.ID, true)
-		if err != nil {
-			return err
-		}
-		if cand.State != meta.BlobCommitted && cand.State != meta.BlobOrphaned {
-			return errRetry // collected under us: look again
-		}
-		if cand.Damaged() || (p.BlobID != "" && cand.Key != p.Key) {
-			return nil // marked or repaired between the look and the lock
-		}
-		n, err := q.loadNamespace(c.Namespace)
-		if err != nil {
-			return err
-		}
-		if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.Size > p.QuotaBytes {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.Size}
-		}
-		if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-				Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-		}
-		if err := q.recordTenant(c.Namespace, p.Tenant); err != nil {
-			return err
-		}
-		if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, nsDelta{}); err != nil {
-			return err
-		}
-		now := p.Now.UnixNano()
-		changed, err := q.exec(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
-			refcount = refcount + 1, version = version + 1
-			WHERE id = ? AND state = ? AND dedupable = 1`,
-			now, cand.ID, string(cand.State))
-		if err != nil {
-			return err
-		}
-		if changed == 0 {
-			return errRetry
-		}
-		if _, err := q.exec(`INSERT INTO claims (`+claimColumns+`)
-			VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
-			c.ID, c.Namespace, cand.ID, c.Size, c.ContentType, labels,
-			c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
-			boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-			int64(max(c.Consumers, 1)), names); err != nil {
-			return err
-		}
-		if err := q.insertLabels(c); err != nil {
-			return err
-		}
-		if err := q.applyNamespace(c.Namespace, nsDelta{used: c.Size, active: 1}); err != nil {
-			return err
-		}
-		res.FlipBack = cand.State == meta.BlobOrphaned
-		res.DedupHit = true
-		res.Claim, err = q.loadClaim(c.ID, false)
-		if err != nil {
-			return err
-		}
-		if res.Blob, err = q.loadBlob(cand.ID, false); err != nil {
-			return err
-		}
-		hit = true
-		return q.appendEvents([]meta.Event{createdEvent(res.Claim, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), true)})
+	var res meta.CommitResult
+	err := s.write(ctx, func(q *txq) error {
+		var err error
+		res, err = q.commitExisting(p, c)
+		return err
 	})
+	if errors.Is(err, errNoHit) {
+		return meta.CommitResult{}, false, nil
+	}
 	if s.d.isUniqueViolation(err) {
 		err = fmt.Errorf("id already exists: %w", meta.ErrConflict)
 	}
 	if err != nil {
 		return meta.CommitResult{}, false, fmt.Errorf("sqlmeta: commit existing claim %s: %w", c.ID, err)
 	}
-	return res, hit, nil
+	return res, true, nil
+}
+
+// errNoHit ends a CommitExisting transaction that found nothing to
+// share: the rollback undoes the namespace charge already applied.
+var errNoHit = errors.New("sqlmeta: no dedup hit")
+
+func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.CommitResult, error) {
+	labels, err := jsonOrNull(c.Labels, len(c.Labels) == 0)
+	if err != nil {
+		return meta.CommitResult{}, fmt.Errorf("labels: %w", err)
+	}
+	names, err := jsonOrNull(c.ConsumerNames, len(c.ConsumerNames) == 0)
+	if err != nil {
+		return meta.CommitResult{}, fmt.Errorf("consumer names: %w", err)
+	}
+	// The candidate, read and locked: from here on no finish,
+	// collection or damage mark can change it before this transaction
+	// ends, so the reference taken below is on a blob that is live,
+	// healthy and owns the object the caller checked. Lock order (claim,
+	// blobs, namespace, tenant; sqlmeta.go): where rows are locked
+	// (PostgreSQL) the candidate is locked first, by id when the caller
+	// checked one, else by its digest; SQLite's transaction holds the
+	// database's one writer lock from its start. Either way one
+	// statement.
+	var (
+		cand      meta.Blob
+		dedupable int64
+		row       *sql.Row
+	)
+	if p.BlobID != "" {
+		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs WHERE id = ?`+q.d.lockRow, p.BlobID)
+	} else {
+		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs
+			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
+			c.Namespace, p.Digest)
+	}
+	cand, err = scanBlob(scanWith{row, []any{&dedupable}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.CommitResult{}, errNoHit
+	}
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.ctx, cand)) {
+		return meta.CommitResult{}, errNoHit
+	}
+	// The charge, in one statement that locks the namespace row, records
+	// the tenant and returns the counters as they were: the quota is
+	// checked against every change committed before, and counted once,
+	// here.
+	delta := nsDelta{used: c.Size, active: 1}
+	n, err := q.addNamespace(c.Namespace, delta, p.Tenant.Tenant)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	// Refused as the upload would be, and only for a real hit: a miss
+	// is left to the upload, which checks the quota itself.
+	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.Size > p.QuotaBytes {
+		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.Size}
+	}
+	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+	}
+	if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, delta); err != nil {
+		return meta.CommitResult{}, err
+	}
+
+	// The reference, a compare-and-swap on the state read under the
+	// lock. A committed blob only counts one more reference: refcount
+	// and version are in no index, so the update writes the row's page
+	// and nothing else. An orphaned one is live again (collect_at
+	// cleared, so collection no longer sees it).
+	now := p.Now.UnixNano()
+	update := `UPDATE blobs SET refcount = refcount + 1, version = version + 1
+		WHERE id = ? AND state = 'committed'
+		RETURNING ` + blobColumns
+	args := []any{cand.ID}
+	if cand.State == meta.BlobOrphaned {
+		update = `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+			refcount = refcount + 1, version = version + 1
+			WHERE id = ? AND state = 'orphaned'
+			RETURNING ` + blobColumns
+		args = []any{now, cand.ID}
+	}
+	insertClaim := `INSERT INTO claims (` + claimColumns + `)
+		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+	claimArgs := []any{c.ID, c.Namespace, cand.ID, c.Size, c.ContentType, labels,
+		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
+		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
+		int64(max(c.Consumers, 1)), names}
+	ev := createdEvent(c, cand, p.Now, claimcheck.ActorFrom(q.ctx), true)
+	logged := int64(0)
+	var b meta.Blob
+	if q.d.writableCTEs {
+		// One round trip for the three writes while the namespace row
+		// and the candidate are held. An event whose sequence number was
+		// taken already (ON CONFLICT DO NOTHING inserts nothing) is
+		// logged again by appendEvents, which renumbers it.
+		event := `SELECT 0 AS seq WHERE false`
+		if !auditOff.Load() {
+			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (seq) DO NOTHING RETURNING seq`
+			claimArgs = append(claimArgs, ev.At.UnixNano(), ev.At.UnixNano(), ev.Kind, ev.Namespace, ev.ClaimID, ev.BlobID,
+				ev.Detail, ev.Actor, ev.Reason, ev.Tenant)
+		} else {
+			logged = 1
+		}
+		b, err = scanBlob(scanWith{q.queryRow(`WITH c AS (`+insertClaim+`), e AS (`+event+`), u AS (`+update+`)
+			SELECT u.*, (SELECT count(*) FROM e) FROM u`, append(claimArgs, args...)...), []any{&logged}})
+	} else {
+		b, err = scanBlob(q.queryRow(update, args...))
+		if err == nil {
+			_, err = q.exec(insertClaim, claimArgs...)
+		}
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
+	}
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if err := q.insertLabels(c); err != nil {
+		return meta.CommitResult{}, err
+	}
+	if logged == 0 {
+		if err := q.appendEvents([]meta.Event{ev}); err != nil {
+			return meta.CommitResult{}, err
+		}
+	}
+	return meta.CommitResult{Claim: insertedClaim(c, cand.ID), Blob: b, DedupHit: true,
+		FlipBack: cand.State == meta.BlobOrphaned}, nil
+}
+
+// shareable reports whether a claim of p may share blob b: it is the
+// dedup candidate of p's namespace and digest (dedupable, committed or
+// orphaned), healthy, of the claim's size, young enough for the lifecycle
+// rule (DedupNotBefore) and, when the caller checked an object, still
+// that object. A damaged blob is never shared: the caller sends the
+// body, whose commit repairs it.
+func shareable(b meta.Blob, dedupable bool, p meta.CommitExistingParams) bool {
+	return dedupable && b.Namespace == p.Claim.Namespace && b.Digest == p.Digest &&
+		(b.State == meta.BlobCommitted || b.State == meta.BlobOrphaned) &&
+		!b.Damaged() && b.Size == p.Claim.Size && !b.CreatedAt.Before(p.DedupNotBefore) &&
+		(p.BlobID == "" || (b.ID == p.BlobID && b.Key == p.Key))
+}
+
+// insertedClaim is the row CommitExisting inserted for c on blob blobID,
+// as loadClaim would read it back.
+func insertedClaim(c meta.Claim, blobID string) meta.Claim {
+	c.State, c.BlobID, c.ReservedBytes = meta.ClaimActive, blobID, 0
+	c.Consumers = max(c.Consumers, 1)
+	c.CreatedAt = time.Unix(0, c.CreatedAt.UnixNano()).UTC()
+	c.ExpiresAt = fromTS(nullTS(c.ExpiresAt))
+	c.DueAt = fromTS(nullTS(c.DueAt))
+	c.Reads, c.FirstReadAt, c.LastReadAt = 0, time.Time{}, time.Time{}
+	c.ReleasedBy, c.DeletedAt, c.DeleteReason = nil, time.Time{}, ""
+	if len(c.Labels) == 0 {
+		c.Labels = nil
+	}
+	if len(c.ConsumerNames) == 0 {
+		c.ConsumerNames = nil
+	}
+	return c
+}
+
+// nullTS is ts as the scanners see it.
+func nullTS(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
 }
 
 // Blobs returns a page of blobs in id order; see meta.Store.

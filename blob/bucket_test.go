@@ -32,6 +32,59 @@ func TestFile(t *testing.T) {
 	})
 }
 
+// TestFileAttributes checks the file bucket's own Attributes (one stat)
+// against the file driver's, which it replaces for plain keys: same
+// size and modification time for every object, not found for a missing
+// key and for a directory, and the driver's answer for keys it escapes.
+func TestFileAttributes(t *testing.T) {
+	s := openURL(t, "file://"+t.TempDir())
+	fb, ok := s.(*blob.FileBucket)
+	if !ok {
+		t.Fatalf("file:// opened a %T, want *blob.FileBucket", s)
+	}
+	put := func(key, body string) {
+		t.Helper()
+		w, err := s.NewWriter(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := map[string]string{
+		"plain":          "one",
+		"ns/b_x-Y.z":     "two bytes more",
+		"dir/nested/obj": "",
+		"dots../after":   "escaped by the driver",
+		"sp ace/obj":     "escaped too",
+	}
+	for k, v := range written {
+		put(k, v)
+	}
+	for k, v := range written {
+		got, err := fb.Attributes(t.Context(), k)
+		if err != nil {
+			t.Fatalf("Attributes(%q): %v", k, err)
+		}
+		want, err := fb.Bucket.Attributes(t.Context(), k)
+		if err != nil {
+			t.Fatalf("driver's Attributes(%q): %v", k, err)
+		}
+		if got.Size != int64(len(v)) || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) {
+			t.Errorf("Attributes(%q) = %+v, driver's %+v, want size %d", k, got, want, len(v))
+		}
+	}
+	for _, k := range []string{"missing", "dir", "dir/nested", "ns/missing"} {
+		if _, err := fb.Attributes(t.Context(), k); !errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("Attributes(%q) = %v, want ErrNotFound", k, err)
+		}
+	}
+}
+
 func TestMem(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
 		return openURL(t, "mem://")

@@ -168,3 +168,28 @@ func (b *FileBucket) AbortAppend(ctx context.Context, key, handle string) error 
 	}
 	return b.Delete(ctx, key)
 }
+
+// Attributes implements Store with one stat of the object's file where
+// the key maps to a path as is (see stagingPath; a segment ending in "."
+// is left to the driver too, which escapes the slash after ".."). The
+// file driver's own Attributes stats the same file and then tries to
+// open its ".attrs" sidecar, which this bucket never writes
+// (MetadataDontWrite), and traces a span around both: a digest-first
+// hit calls this inside its SQLite write transaction (engine/dedup.go),
+// so the failed open and the span were paid with the database's one
+// writer lock held. Size and ModTime are the stat's, as the driver's
+// are; a directory is no object, as for the driver.
+func (b *FileBucket) Attributes(ctx context.Context, key string) (Attributes, error) {
+	p, err := b.stagingPath(key)
+	if err != nil || strings.HasSuffix(key, ".") || strings.Contains(key, "./") {
+		return b.Bucket.Attributes(ctx, key)
+	}
+	info, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && info.IsDir() {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Attributes{}, wrap("attributes", key, err)
+	}
+	return Attributes{Size: info.Size(), ModTime: info.ModTime()}, nil
+}

@@ -59,6 +59,13 @@ type dialect struct {
 	// statements of one read a single snapshot (Store.read).
 	snapshotReads bool
 
+	// uninterruptedWrites: once a write transaction has begun, its
+	// statements cannot wait for anyone (SQLite: BEGIN IMMEDIATE took the
+	// database's one write lock, and readers never block the writer in
+	// WAL mode), so they run without the request's cancellation (see
+	// Store.runTx).
+	uninterruptedWrites bool
+
 	// cacheStatements keeps statements prepared across transactions
 	// (stmtcache.go); pgx does that by itself on PostgreSQL.
 	cacheStatements bool
@@ -102,10 +109,11 @@ var sqliteDialect = &dialect{
 	// Aggregate ORDER BY: SQLite 3.44 and later.
 	releasesOf: `(SELECT json_group_array(consumer ORDER BY seq)
 		FROM claim_releases WHERE claim_id = claims.id)`,
-	snapshotReads:     true,
-	cacheStatements:   true,
-	isUniqueViolation: sqliteUniqueViolation,
-	retryable:         func(error) bool { return false },
+	snapshotReads:       true,
+	cacheStatements:     true,
+	uninterruptedWrites: true,
+	isUniqueViolation:   sqliteUniqueViolation,
+	retryable:           func(error) bool { return false },
 }
 
 // postgresDialect: PostgreSQL through pgx's database/sql driver. Several

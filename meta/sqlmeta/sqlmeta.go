@@ -186,11 +186,35 @@ func (s *Store) runTx(ctx context.Context, db beginner, stmts *stmtCache, opts *
 	if err != nil {
 		return err
 	}
-	if err := fn(&txq{ctx: ctx, db: tx, tx: tx, d: s.d, stmts: stmts}); err != nil {
-		_ = tx.Rollback()
-		return err
+	// Where the writer's statements cannot wait (dialect), they run
+	// without ctx's cancellation: modernc's driver starts a goroutine per
+	// statement to interrupt it when ctx is done, five of them for a
+	// digest-first hit. A cancellation still ends the transaction, only
+	// between statements instead of inside one: database/sql rolls the
+	// transaction back when ctx is done (BeginTx above), the statement
+	// after fails with sql.ErrTxDone and nothing is committed. BEGIN, the
+	// one step that waits (for the write lock, up to busy_timeout), still
+	// honours ctx.
+	stmtCtx := ctx
+	if s.d.uninterruptedWrites && (opts == nil || !opts.ReadOnly) {
+		stmtCtx = context.WithoutCancel(ctx)
 	}
-	return tx.Commit()
+	if err := fn(&txq{ctx: stmtCtx, db: tx, tx: tx, d: s.d, stmts: stmts}); err != nil {
+		_ = tx.Rollback()
+		return txDoneCause(ctx, err)
+	}
+	return txDoneCause(ctx, tx.Commit())
+}
+
+// txDoneCause reports a transaction that ctx's cancellation rolled back
+// as ctx's error, as a statement run inside ctx would have (callers tell
+// a client gone from a database failing by it), rather than as the
+// sql.ErrTxDone of the statement or commit that came after.
+func txDoneCause(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, sql.ErrTxDone) {
+		return ctxErr
+	}
+	return err
 }
 
 // txq runs the dialect's rebound queries inside one transaction, or for

@@ -77,6 +77,40 @@ func openPostgresStore(t testing.TB, dsn string) *Store {
 	return s
 }
 
+// TestSQLiteWriteCancelledBetweenStatements: a write transaction's
+// statements run without the request's cancellation on SQLite (runTx),
+// yet a cancellation in the middle still commits nothing and is reported
+// as the context's error.
+func TestSQLiteWriteCancelledBetweenStatements(t *testing.T) {
+	s := openSQLiteStore(t)
+	defer s.Close()
+	for _, wait := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(t.Context())
+		first, second := "first-"+strconv.FormatBool(wait), "second-"+strconv.FormatBool(wait)
+		err := s.write(ctx, func(q *txq) error {
+			if _, err := q.exec(`INSERT INTO tenants (name) VALUES (?)`, first); err != nil {
+				return err
+			}
+			cancel()
+			if wait { // database/sql's rollback has run: the next statement fails
+				time.Sleep(50 * time.Millisecond)
+			}
+			_, err := q.exec(`INSERT INTO tenants (name) VALUES (?)`, second)
+			return err
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("wait %v: write = %v, want context.Canceled", wait, err)
+		}
+		var n int
+		if err := s.w.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM tenants WHERE name IN (?, ?)`, first, second).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("wait %v: %d rows of the cancelled transaction committed", wait, n)
+		}
+	}
+}
+
 func TestOpenDSN(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -91,7 +91,7 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
-	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.ctx, cand)) {
+	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.callerCtx(), cand)) {
 		return meta.CommitResult{}, errNoHit
 	}
 	// The charge, in one statement that locks the namespace row, records

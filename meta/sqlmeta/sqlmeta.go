@@ -194,12 +194,13 @@ func (s *Store) runTx(ctx context.Context, db beginner, stmts *stmtCache, opts *
 	// transaction back when ctx is done (BeginTx above), the statement
 	// after fails with sql.ErrTxDone and nothing is committed. BEGIN, the
 	// one step that waits (for the write lock, up to busy_timeout), still
-	// honours ctx.
+	// honours ctx, and so does work inside that is not a statement
+	// (txq.callerCtx: the digest-first hit's check of its object).
 	stmtCtx := ctx
 	if s.d.uninterruptedWrites && (opts == nil || !opts.ReadOnly) {
 		stmtCtx = context.WithoutCancel(ctx)
 	}
-	if err := fn(&txq{ctx: stmtCtx, db: tx, tx: tx, d: s.d, stmts: stmts}); err != nil {
+	if err := fn(&txq{ctx: stmtCtx, caller: ctx, db: tx, tx: tx, d: s.d, stmts: stmts}); err != nil {
 		_ = tx.Rollback()
 		return txDoneCause(ctx, err)
 	}
@@ -220,11 +221,24 @@ func txDoneCause(ctx context.Context, err error) error {
 // txq runs the dialect's rebound queries inside one transaction, or for
 // a read on PostgreSQL on one connection (Store.read).
 type txq struct {
-	ctx   context.Context
-	db    querier
-	tx    *sql.Tx // db as a transaction; nil for a read without one
-	d     *dialect
-	stmts *stmtCache // nil: every statement is compiled where it runs
+	ctx context.Context
+	// caller is the context the transaction was begun with, cancellation
+	// and all, where ctx has had it dropped (runTx); nil when the same.
+	// For work inside the transaction that is not a statement and can
+	// wait, such as a storage call.
+	caller context.Context
+	db     querier
+	tx     *sql.Tx // db as a transaction; nil for a read without one
+	d      *dialect
+	stmts  *stmtCache // nil: every statement is compiled where it runs
+}
+
+// callerCtx is the caller's context, with its cancellation (see txq).
+func (q *txq) callerCtx() context.Context {
+	if q.caller != nil {
+		return q.caller
+	}
+	return q.ctx
 }
 
 // querier is what *sql.Tx and *sql.Conn have in common.

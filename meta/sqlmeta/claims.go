@@ -55,16 +55,9 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
 		err = s.write(ctx, func(q *txq) error {
-			if p.UnlessDigest != "" {
-				// The digest-first check: content to share creates
-				// nothing.
-				cand, err := q.dedupCandidate(c.Namespace, p.UnlessDigest)
-				if err == nil {
-					return &meta.CandidateError{Blob: cand}
-				}
-				if !errors.Is(err, meta.ErrNotFound) {
-					return err
-				}
+			// The digest-first check: content to share creates nothing.
+			if err := q.refuseForCandidate(c.Namespace, p.UnlessDigest); err != nil {
+				return err
 			}
 			// The counters change in the statement that locks the row
 			// (with the writes of with ahead of it in the same
@@ -197,14 +190,8 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		// Refused, and nothing was written: by a candidate to share, or
 		// by the quota; report which, read again. If neither refuses it
 		// now (a claim finished in between), run the statement again.
-		if p.UnlessDigest != "" {
-			cand, err := q.dedupCandidate(c.Namespace, p.UnlessDigest)
-			if err == nil {
-				return &meta.CandidateError{Blob: cand}
-			}
-			if !errors.Is(err, meta.ErrNotFound) {
-				return err
-			}
+		if err := q.refuseForCandidate(c.Namespace, p.UnlessDigest); err != nil {
+			return err
 		}
 		n, err := q.namespace(c.Namespace)
 		if err != nil {
@@ -794,4 +781,22 @@ func (s *Store) ExtendPending(ctx context.Context, claimID, blobID string, dueAt
 		return fmt.Errorf("sqlmeta: extend pending claim %s: %w", claimID, err)
 	}
 	return nil
+}
+
+// refuseForCandidate is the digest-first check of CreatePending
+// (CreatePendingParams.UnlessDigest): a *meta.CandidateError carrying the
+// blob a put of digest could share in namespace ns, or nil when there is
+// none (or digest is empty).
+func (q *txq) refuseForCandidate(ns, digest string) error {
+	if digest == "" {
+		return nil
+	}
+	cand, err := q.dedupCandidate(ns, digest)
+	if err == nil {
+		return &meta.CandidateError{Blob: cand}
+	}
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	return err
 }

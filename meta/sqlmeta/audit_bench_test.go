@@ -3,7 +3,6 @@ package sqlmeta
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"testing"
 	"time"
 
@@ -22,15 +21,7 @@ import (
 //	go test -run '^$' -bench AuditCost -benchtime 3000x ./meta/sqlmeta
 func BenchmarkAuditCost(b *testing.B) {
 	ctx := context.Background()
-	var s *Store
-	if url := os.Getenv("TEST_DATABASE_URL"); url != "" && os.Getenv("BENCH_POSTGRES") == "1" {
-		var err error
-		if s, err = Open(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		s = openSQLiteStore(b)
-	}
+	s := openBenchStore(b)
 	defer s.Close()
 	defer auditOff.Store(false)
 	now := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -21,15 +20,7 @@ import (
 //	go test -run '^$' -bench DigestFirstHit -benchtime 2000x ./meta/sqlmeta
 func BenchmarkDigestFirstHit(b *testing.B) {
 	ctx := context.Background()
-	var s *Store
-	if url := os.Getenv("TEST_DATABASE_URL"); url != "" && os.Getenv("BENCH_POSTGRES") == "1" {
-		var err error
-		if s, err = Open(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		s = openSQLiteStore(b)
-	}
+	s := openBenchStore(b)
 	defer s.Close()
 	now := time.Date(2026, 1, 9, 0, 0, 0, 0, time.UTC)
 	ns := "bench" + rand.Text()[:8]

@@ -26,6 +26,20 @@ func openSQLiteStore(t testing.TB) *Store {
 	return s
 }
 
+// openBenchStore is the store a metadata benchmark runs on: SQLite, or
+// PostgreSQL when TEST_DATABASE_URL is set and BENCH_POSTGRES=1.
+func openBenchStore(b *testing.B) *Store {
+	b.Helper()
+	if url := os.Getenv("TEST_DATABASE_URL"); url != "" && os.Getenv("BENCH_POSTGRES") == "1" {
+		s, err := Open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	return openSQLiteStore(b)
+}
+
 func TestSQLiteConformance(t *testing.T) {
 	metatest.Run(t, func(t *testing.T) meta.Store { return openSQLiteStore(t) })
 }

@@ -11,10 +11,12 @@ import (
 )
 
 // BenchmarkDigestFirstHit measures the metadata work of a digest-first
-// dedup hit as the engine does it (ADR 0140): DedupCandidate (a read),
-// then CommitExisting on the candidate it found (the write transaction:
+// dedup hit two ways: a lookup first (DedupCandidate, a read; the engine
+// now lets CreatePending find the candidate instead, ADR 0145), then
+// CommitExisting on the candidate it found (the write transaction:
 // quota, blob reference, claim row, created event), against
-// CommitExisting alone with the candidate's check inside (one-tx). SQLite by default;
+// CommitExisting alone with the candidate's check inside (one-tx, what
+// the engine does on SQLite and files, ADR 0140). SQLite by default;
 // PostgreSQL when TEST_DATABASE_URL is set and BENCH_POSTGRES=1.
 //
 //	go test -run '^$' -bench DigestFirstHit -benchtime 2000x ./meta/sqlmeta

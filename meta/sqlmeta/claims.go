@@ -628,6 +628,18 @@ func lowerDue(c meta.Claim, t time.Time, reason string) (time.Time, string) {
 // however many reads it carries (the engine batches every read that
 // arrives while the previous batch is written).
 func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, error) {
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	if s.d.writableCTEs && !auditOff.Load() {
+		skipped, done, err := s.recordReadsOnce(ctx, reads)
+		if err != nil {
+			return nil, fmt.Errorf("sqlmeta: record %d reads: %w", len(reads), err)
+		}
+		if done {
+			return skipped, nil
+		}
+	}
 	ids := make([]string, 0, len(reads))
 	for _, r := range reads {
 		if !slices.Contains(ids, r.ClaimID) {

@@ -13,6 +13,14 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
+// The inserts of CreatePending: the columns of a staging blob, and the
+// values of a pending claim (claimColumns).
+const (
+	blobInsertColumns = `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
+		state, refcount, created_at, state_at, collect_at, version) `
+	claimValues = `?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, ''`
+)
+
 // CreatePending inserts the staging blob and the pending claim of a put
 // and reserves its quota (put step 1).
 func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) error {
@@ -36,21 +44,18 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	}
 	// The blob row exists before its object is written, so every object
 	// the protocol writes can be found from the database.
-	blobInsert := `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
-		state, refcount, created_at, state_at, collect_at, version) `
+	blobInsert := blobInsertColumns
 	blobValues := `?, ?, NULL, ?, ?, ?, ?, 'staging', 1, ?, ?, ?, 1`
 	blobArgs := []any{b.ID, b.Namespace, b.Size, b.StoredSize, b.Compression, b.Key,
 		b.CreatedAt.UnixNano(), p.Now.UnixNano(), ts(b.CollectAt)}
 	claimInsert := `INSERT INTO claims (` + claimColumns + `) `
-	claimValues := `?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, ''`
 	claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
 		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
 		int64(max(c.Consumers, 1)), names}
 	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
 	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
-		err = s.createPendingOnce(ctx, p, delta, blobInsert+`VALUES (`+blobValues+`) RETURNING id`, blobArgs,
-			claimInsert+`VALUES (`+claimValues+`) RETURNING id`, claimArgs)
+		err = s.createPendingOnce(ctx, p, delta, blobValues, blobArgs, claimArgs)
 	} else {
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
@@ -146,8 +151,10 @@ func pendingQuota(p meta.CreatePendingParams, n meta.Namespace) error {
 // it ends; the namespace row is held only from the counter change to
 // that end, never across a round trip nor while the rows are inserted.
 func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParams, delta nsDelta,
-	blobInsert string, blobArgs []any, claimInsert string, claimArgs []any) error {
+	blobValues string, blobArgs, claimArgs []any) error {
 	c := p.Claim
+	blobInsert := blobInsertColumns + `VALUES (` + blobValues + `) RETURNING id`
+	claimInsert := `INSERT INTO claims (` + claimColumns + `) VALUES (` + claimValues + `) RETURNING id`
 	// A namespace without a row is admitted by the insert, which has no
 	// WHERE: refuse here what no counters could admit.
 	if p.QuotaBytes > 0 && c.ReservedBytes > p.QuotaBytes {
@@ -178,30 +185,35 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 	query := `WITH b AS (` + blobInsert + `), c AS (` + claimInsert + `), n AS (` + count + `)
 		SELECT 1 / (SELECT count(*) FROM n)`
 	args := slices.Concat(blobArgs, claimArgs, countArgs)
-	return s.once(ctx, func(q *txq) error {
-		var made int
-		err := q.queryRow(query, args...).Scan(&made)
-		if err == nil {
-			return nil
-		}
-		if pgCode(err) != errLostSwap {
-			return err
-		}
-		// Refused, and nothing was written: by a candidate to share, or
-		// by the quota; report which, read again. If neither refuses it
-		// now (a claim finished in between), run the statement again.
-		if err := q.refuseForCandidate(c.Namespace, p.UnlessDigest); err != nil {
-			return err
-		}
-		n, err := q.namespace(c.Namespace)
-		if err != nil {
-			return err
-		}
-		if err := pendingQuota(p, n); err != nil {
-			return err
-		}
-		return errRetry
-	})
+	single := func(ctx context.Context) error {
+		return s.once(ctx, func(q *txq) error {
+			var made int
+			err := q.queryRow(query, args...).Scan(&made)
+			if err == nil {
+				return nil
+			}
+			if pgCode(err) != errLostSwap {
+				return err
+			}
+			// Refused, and nothing was written: by a candidate to share, or
+			// by the quota; report which, read again. If neither refuses it
+			// now (a claim finished in between), run the statement again.
+			if err := q.refuseForCandidate(c.Namespace, p.UnlessDigest); err != nil {
+				return err
+			}
+			n, err := q.namespace(c.Namespace)
+			if err != nil {
+				return err
+			}
+			if err := pendingQuota(p, n); err != nil {
+				return err
+			}
+			return errRetry
+		})
+	}
+	// Concurrent puts of the namespace share one statement (pendinggroup.go).
+	return s.createPendingGrouped(&pendingReq{ctx: ctx, p: p, blobValues: blobValues,
+		blobArgs: blobArgs, claimArgs: claimArgs, single: single})
 }
 
 func validatePending(c meta.Claim, b meta.Blob) error {

@@ -57,6 +57,10 @@ type Store struct {
 	// Statement caches of the two pools (stmtcache.go); nil where the
 	// driver caches by itself.
 	wc, rc *stmtCache
+
+	// groups lets concurrent CreatePending calls of a namespace share a
+	// statement (PostgreSQL, pendinggroup.go).
+	groups pendingGroups
 }
 
 // Open connects to the database named by dsn and applies pending

@@ -241,7 +241,7 @@ func validatePending(c meta.Claim, b meta.Blob) error {
 // Commit turns a pending claim active (put step 3); see meta.Store.
 func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitResult, error) {
 	if s.d.writableCTEs && !p.RepairVerified {
-		res, done, err := s.commitOnce(ctx, p)
+		res, done, err := s.commitGrouped(ctx, p)
 		if err != nil {
 			return meta.CommitResult{}, fmt.Errorf("sqlmeta: commit claim %s: %w", p.ClaimID, err)
 		}

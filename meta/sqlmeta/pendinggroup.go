@@ -3,37 +3,29 @@ package sqlmeta
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// Group commit of CreatePending (PostgreSQL, ADR 0160).
+// Group commit of CreatePending (PostgreSQL, ADR 0160, group.go).
 //
 // Every put of a namespace changes the namespace's counter row in its
 // CreatePending statement, so concurrent puts of one namespace run those
 // statements one after another however many connections there are, and
 // each pays a statement's whole fixed cost (bind, executor start, commit,
-// a round trip) for one row of each table. Puts that arrive while a
-// CreatePending of their namespace is running queue instead, and the next
-// of them writes all the queued ones in one statement: every staging blob
-// row, every pending claim row, and one counter change by their sum. The
-// quota is checked on that sum in the counter change's WHERE, as for one
-// put, so the namespace never goes over its limit; the statement commits
-// all the rows or none (it is one statement outside a transaction
-// block), so nothing is reserved that no claim row carries. When the
-// statement changes nothing (the sum does not fit, a put's digest has a
-// blob to share) or fails for any reason, each put of the group runs its
-// own statement, as without the group, and gets its own answer: a group
-// only ever saves work, it decides nothing.
+// a round trip) for one row of each table. Puts that come while a
+// CreatePending of their namespace runs are written together: every
+// staging blob row, every pending claim row, and one counter change by
+// their sum. The quota is checked on that sum in the counter change's
+// WHERE, as for one put, so the namespace never goes over its limit; the
+// statement commits all the rows or none (it is one statement outside a
+// transaction block), so nothing is reserved that no claim row carries.
+// When the statement changes nothing (the sum does not fit, a put's
+// digest has a blob to share) or fails, each put runs its own statement
+// and gets its own answer.
 
-// pendingGroupMax bounds the puts written by one statement (25
-// parameters each, far below PostgreSQL's 65,535).
-const pendingGroupMax = 64
-
-// pendingReq is one put waiting in a group.
+// pendingReq is one CreatePending in a group.
 type pendingReq struct {
 	ctx        context.Context
 	p          meta.CreatePendingParams
@@ -42,7 +34,6 @@ type pendingReq struct {
 	claimArgs  []any
 	single     func(context.Context) error // the put's own statement
 	err        error
-	wake       chan bool // true: lead the next group; false: err is the answer
 }
 
 // pendingKey is what the puts of one statement share: the namespace row
@@ -52,106 +43,54 @@ type pendingKey struct {
 	quotaBytes, quotaClaims int64
 }
 
-// pendingGroups queues the CreatePending calls of each namespace behind
-// the one running.
-type pendingGroups struct {
-	mu      sync.Mutex
-	running map[pendingKey][]*pendingReq // key present: a statement runs; the slice is who waits
-}
-
-// createPendingGrouped runs r alone when no CreatePending of its
-// namespace is running, else queues it; the first of the queue writes
-// the queue (pendingGroupMax at most) in one statement when the running
-// one ends, and hands over to the next first in turn. So each put waits
-// for at most the statement running when it came and its own group's.
+// createPendingGrouped runs r, alone or in a group.
 func (s *Store) createPendingGrouped(r *pendingReq) error {
 	key := pendingKey{r.p.Claim.Namespace, r.p.Tenant.Tenant, r.p.QuotaBytes, r.p.QuotaClaims}
-	g := &s.groups
-	g.mu.Lock()
-	if g.running == nil {
-		g.running = map[pendingKey][]*pendingReq{}
-	}
-	if queue, busy := g.running[key]; busy {
-		// The wait does not end with r.ctx: a group may be writing r's
-		// rows already, and its answer is r's.
-		r.wake = make(chan bool, 1)
-		g.running[key] = append(queue, r)
-		g.mu.Unlock()
-		if lead := <-r.wake; !lead {
-			return r.err
-		}
-		g.mu.Lock()
-		queue = g.running[key] // r is its first
-		n := min(len(queue), pendingGroupMax)
-		batch := slices.Clone(queue[:n])
-		g.running[key] = queue[n:]
-		g.mu.Unlock()
-		s.runPendingGroup(batch)
-		s.handOverPending(key)
-		return r.err
-	}
-	g.running[key] = nil
-	g.mu.Unlock()
-	r.err = r.single(r.ctx)
-	s.handOverPending(key)
+	s.pendingGroups.do(key, r,
+		func(r *pendingReq) { r.err = r.single(r.ctx) },
+		func(rs []*pendingReq) bool { return s.pendingGroupOnce(rs) == nil })
 	return r.err
-}
-
-// handOverPending ends a statement of key: the first waiter, if any,
-// leads the next group; else the namespace is free.
-func (s *Store) handOverPending(key pendingKey) {
-	g := &s.groups
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	queue := g.running[key]
-	if len(queue) == 0 {
-		delete(g.running, key)
-		return
-	}
-	queue[0].wake <- true
-}
-
-// runPendingGroup writes batch (led by its first) in one statement, or
-// each put on its own when the statement changed nothing or failed, and
-// answers every put of it but the first, which is the caller's.
-func (s *Store) runPendingGroup(batch []*pendingReq) {
-	if len(batch) == 1 || s.pendingGroupOnce(batch) != nil {
-		for _, r := range batch {
-			r.err = r.single(r.ctx)
-		}
-	}
-	for _, r := range batch[1:] {
-		r.wake <- false
-	}
 }
 
 // pendingGroupOnce is the group's statement: the rows of every put, then
 // one counter change by their sum, made only if the quota admits the sum
 // and no put has a blob to share; a guard fails the statement (and takes
-// the rows back out) when it was not made. It runs on the first put's
-// context; an error sends every put to its own statement.
+// the rows back out) when it was not made. Its text is the same for every
+// group size (the rows travel as arrays), so PostgreSQL plans it once per
+// connection, not once per size. It runs on the first put's context; an
+// error sends every put to its own statement.
 func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 	first := batch[0].p
+	blobRows := make([][]any, len(batch))
+	claimRows := make([][]any, len(batch))
 	var (
-		blobRows, claimRows []string
-		args                []any
-		claimArgs           []any
-		reserved            int64
-		only                = []string{`(SELECT count(*) FROM b) = ?`, `(SELECT count(*) FROM c) = ?`}
-		onlyArgs            = []any{len(batch), len(batch)}
+		reserved int64
+		digests  []string
 	)
-	for _, r := range batch {
-		blobRows = append(blobRows, `(`+r.blobValues+`)`)
-		args = append(args, r.blobArgs...)
-		claimRows = append(claimRows, `(`+claimValues+`)`)
-		claimArgs = append(claimArgs, r.claimArgs...)
+	for i, r := range batch {
+		blobRows[i], claimRows[i] = r.blobArgs, r.claimArgs
 		reserved += r.p.Claim.ReservedBytes
 		if r.p.UnlessDigest != "" {
-			only = append(only, `NOT EXISTS (SELECT 1 FROM blobs WHERE `+candidateOf+`)`)
-			onlyArgs = append(onlyArgs, r.p.Claim.Namespace, r.p.UnlessDigest)
+			digests = append(digests, r.p.UnlessDigest)
 		}
 	}
-	args = append(args, claimArgs...)
+	// The argument lists of CreatePending's own statement, column by
+	// column (blobValues and claimValues give their order).
+	args := []any{
+		column[string](blobRows, 0), column[string](blobRows, 1), column[int64](blobRows, 2),
+		column[int64](blobRows, 3), column[string](blobRows, 4), column[string](blobRows, 5),
+		column[int64](blobRows, 6), column[int64](blobRows, 7), column[int64](blobRows, 8),
+		column[string](claimRows, 0), column[string](claimRows, 1), column[string](claimRows, 2),
+		column[int64](claimRows, 3), column[int64](claimRows, 4), column[string](claimRows, 5),
+		column[string](claimRows, 6), column[int64](claimRows, 7), column[int64](claimRows, 8),
+		column[int64](claimRows, 9), column[string](claimRows, 10), column[int64](claimRows, 11),
+		column[int64](claimRows, 12), column[int64](claimRows, 13), column[int64](claimRows, 14),
+		column[string](claimRows, 15),
+	}
+	only := `(SELECT count(*) FROM b) = ? AND (SELECT count(*) FROM c) = ?
+		AND NOT EXISTS (SELECT 1 FROM blobs WHERE namespace = ? AND digest = ANY(CAST(? AS TEXT[]))
+			AND dedupable = 1 AND state IN ('committed', 'orphaned'))`
+	onlyArgs := []any{len(batch), len(batch), first.Claim.Namespace, digests}
 	var (
 		where     []string
 		whereArgs []any
@@ -165,12 +104,28 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 		whereArgs = append(whereArgs, first.QuotaClaims)
 	}
 	delta := nsDelta{reserved: reserved, pending: int64(len(batch))}
-	count, countArgs := nsChange(first.Claim.Namespace, delta, first.Tenant.Tenant,
-		strings.Join(only, ` AND `), onlyArgs, strings.Join(where, ` AND `), whereArgs...)
-	query := `WITH b AS (` + blobInsertColumns + `VALUES ` + strings.Join(blobRows, ", ") + ` RETURNING id),
-		c AS (INSERT INTO claims (` + claimColumns + `) VALUES ` + strings.Join(claimRows, ", ") + ` RETURNING id),
-		n AS (` + count + `)
-		SELECT 1 / (SELECT count(*) FROM n)`
+	count, countArgs := nsChange(first.Claim.Namespace, delta, first.Tenant.Tenant, only, onlyArgs,
+		strings.Join(where, ` AND `), whereArgs...)
+	query := `WITH b AS (` + blobInsertColumns + `
+		SELECT t.id, t.namespace, NULL, t.size, t.stored_size, t.compression, t.object_key, 'staging', 1,
+			t.created_at, t.state_at, t.collect_at, 1
+		FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
+			CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]))
+			AS t (id, namespace, size, stored_size, compression, object_key, created_at, state_at, collect_at)
+		RETURNING id),
+	c AS (INSERT INTO claims (` + claimColumns + `)
+		SELECT t.id, t.namespace, t.blob_id, 'pending', t.size, t.reserved_bytes, t.content_type, t.labels,
+			t.created_at, t.expires_at, t.due_at, t.due_reason, t.delete_after_read, t.retention_after_read, t.grace_period,
+			0, NULL, NULL, t.consumers, t.consumer_names, NULL, ''
+		FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
+			CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
+			CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
+			CAST(? AS TEXT[]))
+			AS t (id, namespace, blob_id, size, reserved_bytes, content_type, labels, created_at, expires_at, due_at,
+				due_reason, delete_after_read, retention_after_read, grace_period, consumers, consumer_names)
+		RETURNING id),
+	n AS (` + count + `)
+	SELECT 1 / (SELECT count(*) FROM n)`
 	args = append(args, countArgs...)
 	err := s.once(batch[0].ctx, func(q *txq) error {
 		var made int
@@ -180,4 +135,16 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 		return fmt.Errorf("sqlmeta: create %d pending claims in one statement: %w", len(batch), err)
 	}
 	return nil
+}
+
+// column gathers argument i of every row into one array argument; an
+// argument that is not a T (a nil for NULL) becomes a NULL element.
+func column[T any](rows [][]any, i int) []*T {
+	out := make([]*T, len(rows))
+	for k, r := range rows {
+		if v, ok := r[i].(T); ok {
+			out[k] = &v
+		}
+	}
+	return out
 }

@@ -58,9 +58,10 @@ type Store struct {
 	// driver caches by itself.
 	wc, rc *stmtCache
 
-	// groups lets concurrent CreatePending calls of a namespace share a
-	// statement (PostgreSQL, pendinggroup.go).
-	groups pendingGroups
+	// Concurrent CreatePending and Commit calls of a namespace share
+	// statements (PostgreSQL, group.go).
+	pendingGroups statementGroups[*pendingReq]
+	commitGroups  statementGroups[*commitReq]
 }
 
 // Open connects to the database named by dsn and applies pending

@@ -1,0 +1,92 @@
+package sqlmeta
+
+import (
+	"slices"
+	"sync"
+)
+
+// Statement groups (ADR 0160): calls that would run one statement each
+// on the same hot row run one statement together when they come while
+// another of theirs runs.
+//
+// A call whose key has no statement running runs its own at once. A call
+// that comes while one runs waits in the key's queue; when the running
+// statement ends, the first waiter takes the queue (groupMax calls at
+// most), runs them as one statement, and hands over to the next first
+// waiter in turn. So a call waits for at most the statement running when
+// it came and its own group's. When the group statement does not do all
+// of its calls' work, each call runs its own statement, as it would have
+// alone: a group only saves work, it decides nothing.
+
+// groupMax bounds the calls written by one statement.
+const groupMax = 64
+
+// statementGroups queues calls by key (comparable) behind the statement
+// running for that key.
+type statementGroups[T any] struct {
+	mu      sync.Mutex
+	running map[any][]*groupEntry[T] // key present: a statement runs; the slice is who waits
+}
+
+type groupEntry[T any] struct {
+	v    T
+	wake chan bool // true: lead the next group; false: v holds the answer
+}
+
+// do runs v: alone(v) when nothing of key runs, else in a group with
+// together(group), which reports whether it did every call's work; if
+// not, alone runs for each. alone and together record their answers in
+// the calls (T is a pointer). The wait for a group does not end with a
+// context: the running statement may be writing v's rows already.
+func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) bool) {
+	g.mu.Lock()
+	if g.running == nil {
+		g.running = map[any][]*groupEntry[T]{}
+	}
+	queue, busy := g.running[key]
+	if !busy {
+		g.running[key] = nil
+		g.mu.Unlock()
+		alone(v)
+		g.handOver(key)
+		return
+	}
+	e := &groupEntry[T]{v: v, wake: make(chan bool, 1)}
+	g.running[key] = append(queue, e)
+	g.mu.Unlock()
+	if lead := <-e.wake; !lead {
+		return
+	}
+	g.mu.Lock()
+	queue = g.running[key] // e is its first
+	n := min(len(queue), groupMax)
+	batch := slices.Clone(queue[:n])
+	g.running[key] = queue[n:]
+	g.mu.Unlock()
+	vs := make([]T, len(batch))
+	for i, b := range batch {
+		vs[i] = b.v
+	}
+	if len(vs) == 1 || !together(vs) {
+		for _, x := range vs {
+			alone(x)
+		}
+	}
+	for _, b := range batch[1:] {
+		b.wake <- false
+	}
+	g.handOver(key)
+}
+
+// handOver ends a statement of key: the first waiter, if any, leads the
+// next group; else the key is free.
+func (g *statementGroups[T]) handOver(key any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	queue := g.running[key]
+	if len(queue) == 0 {
+		delete(g.running, key)
+		return
+	}
+	queue[0].wake <- true
+}

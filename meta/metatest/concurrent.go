@@ -215,3 +215,98 @@ func testConcurrentSameDigest(t *testing.T, h *harness) {
 	h.wantOneLiveBlobPerDigest(t)
 	h.wantCounters("ns", counters{used: 100 * n, active: n})
 }
+
+// testConcurrentQuota races the puts of one namespace for its last
+// bytes, at CreatePending (reservations) and at Commit (a final size
+// above the reservation). However the store runs concurrent calls —
+// PostgreSQL writes those that queue on the namespace row in one
+// statement (ADR 0160) — exactly as many fit as the limit admits, every
+// other call gets a QuotaError and changes nothing, and the counters
+// equal the rows.
+func testConcurrentQuota(t *testing.T, h *harness) {
+	const (
+		workers = 24
+		fit     = 10
+	)
+	race := func(fn func(i int) error) (ok, refused int) {
+		var (
+			mu sync.Mutex
+			wg sync.WaitGroup
+		)
+		for i := range workers {
+			wg.Go(func() {
+				err := fn(i)
+				var qe *meta.QuotaError
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, &qe):
+					refused++
+				default:
+					t.Errorf("call %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		return ok, refused
+	}
+
+	// Reservations of 100 bytes against 1,000.
+	var (
+		mu   sync.Mutex
+		made []meta.CreatePendingParams
+	)
+	reserve := put{NS: "reserve", Reserve: 100, Size: 100, QuotaBytes: fit * 100}
+	ok, refused := race(func(int) error {
+		cp, err := h.tryPending(reserve)
+		if err == nil {
+			mu.Lock()
+			made = append(made, cp)
+			mu.Unlock()
+		}
+		return err
+	})
+	if ok != fit || refused != workers-fit {
+		t.Errorf("CreatePending: %d made and %d refused, want %d and %d", ok, refused, fit, workers-fit)
+	}
+	h.wantCounters("reserve", counters{reserved: fit * 100, pending: fit})
+	// They all commit at their reserved size, at once.
+	var wg sync.WaitGroup
+	for i, cp := range made {
+		wg.Go(func() {
+			p := h.commitParams(cp, reserve)
+			// Distinct times: the created events' numbers do not
+			// collide, as on a clock that moves.
+			p.Now = p.Now.Add(time.Duration(i))
+			if _, err := h.s.Commit(h.ctx(), p); err != nil {
+				t.Errorf("Commit within the reservation: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	h.wantCounters("reserve", counters{used: fit * 100, active: int64(len(made))})
+
+	// Commits growing from a 1-byte reservation to 100 bytes, each 99
+	// more, against a limit that admits ten of them.
+	var (
+		ps  []put
+		cps []meta.CreatePendingParams
+	)
+	for range workers {
+		p := put{NS: "grow", Reserve: 1, Size: 100, QuotaBytes: workers + fit*99}.withDefaults()
+		ps, cps = append(ps, p), append(cps, h.pending(p))
+	}
+	ok, refused = race(func(i int) error {
+		cp := h.commitParams(cps[i], ps[i])
+		cp.Now = cp.Now.Add(time.Duration(i))
+		_, err := h.s.Commit(h.ctx(), cp)
+		return err
+	})
+	if ok != fit || refused != workers-fit {
+		t.Errorf("Commit: %d made and %d refused, want %d and %d", ok, refused, fit, workers-fit)
+	}
+	h.wantCounters("grow", counters{used: fit * 100, reserved: workers - fit, active: fit, pending: workers - fit})
+	h.checkInvariants(t)
+}

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},
 		{"ConcurrentSameDigest", testConcurrentSameDigest},
+		{"ConcurrentQuota", testConcurrentQuota},
 		{"CommitExistingHit", testCommitExistingHit},
 		{"CommitExistingFlipBack", testCommitExistingFlipBack},
 		{"CommitExistingMissChangesNothing", testCommitExistingMissChangesNothing},

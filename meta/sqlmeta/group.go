@@ -30,8 +30,17 @@ type statementGroups[T any] struct {
 
 type groupEntry[T any] struct {
 	v    T
-	wake chan bool // true: lead the next group; false: v holds the answer
+	wake chan groupWake
 }
+
+// groupWake is what a waiting call is woken with.
+type groupWake int
+
+const (
+	groupAnswered groupWake = iota // the call holds its answer
+	groupLead                      // lead the next group
+	groupAlone                     // the leader failed before answering: run alone
+)
 
 // do runs v: alone(v) when nothing of key runs, else in a group with
 // together(group), which reports whether it did every call's work; if
@@ -47,14 +56,18 @@ func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) 
 	if !busy {
 		g.running[key] = nil
 		g.mu.Unlock()
+		defer g.handOver(key)
 		alone(v)
-		g.handOver(key)
 		return
 	}
-	e := &groupEntry[T]{v: v, wake: make(chan bool, 1)}
+	e := &groupEntry[T]{v: v, wake: make(chan groupWake, 1)}
 	g.running[key] = append(queue, e)
 	g.mu.Unlock()
-	if lead := <-e.wake; !lead {
+	switch <-e.wake {
+	case groupAnswered:
+		return
+	case groupAlone:
+		alone(v)
 		return
 	}
 	g.mu.Lock()
@@ -63,19 +76,33 @@ func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) 
 	batch := slices.Clone(queue[:n])
 	g.running[key] = queue[n:]
 	g.mu.Unlock()
+	// Every waiter of the batch is woken and the key handed over even if
+	// the statement panics (net/http recovers a handler's panic; the
+	// waiters must not wait for ever): a waiter not answered by then
+	// runs alone.
+	answered := 0
+	defer func() {
+		for i, b := range batch[1:] {
+			if i+1 < answered {
+				b.wake <- groupAnswered
+			} else {
+				b.wake <- groupAlone
+			}
+		}
+		g.handOver(key)
+	}()
 	vs := make([]T, len(batch))
 	for i, b := range batch {
 		vs[i] = b.v
 	}
-	if len(vs) == 1 || !together(vs) {
-		for _, x := range vs {
-			alone(x)
-		}
+	if len(vs) > 1 && together(vs) {
+		answered = len(vs)
+		return
 	}
-	for _, b := range batch[1:] {
-		b.wake <- false
+	for _, x := range vs {
+		alone(x)
+		answered++
 	}
-	g.handOver(key)
 }
 
 // handOver ends a statement of key: the first waiter, if any, leads the
@@ -88,5 +115,5 @@ func (g *statementGroups[T]) handOver(key any) {
 		delete(g.running, key)
 		return
 	}
-	queue[0].wake <- true
+	queue[0].wake <- groupLead
 }

@@ -188,9 +188,13 @@ class Client:
                 # The server ignored the Range: cut the part out of the
                 # whole payload, which is verified whole before the part ends.
                 return Part(Payload(conn, resp, got), start, n, skip=start)
-            answered = _parse_content_range(resp.getheader("Content-Range", ""))
+            header = resp.getheader("Content-Range", "")
+            answered = _parse_content_range(header)
+            if answered is None:
+                raise ChecksumMismatch(f"redeem {cid}: the answer's Content-Range {header[:40]!r} "
+                                       f"is not bytes FIRST-LAST/SIZE")
             if answered != (start, n, got.size):
-                a_start, a_n, a_size = answered or (0, 0, 0)
+                a_start, a_n, a_size = answered
                 raise ChecksumMismatch(
                     f"redeem {cid}: the server sent bytes {a_start}-{a_start + a_n - 1} of {a_size}, "
                     f"asked for {start}-{start + n - 1} of {got.size}")

@@ -173,8 +173,7 @@ class Client:
         _check_range(cid, offset, length)
         rng = f"bytes={offset}" if offset < 0 else \
             f"bytes={offset}-" if length is None else f"bytes={offset}-{offset + length - 1}"
-        query = {"ns": ns or (want.ns if want else None)}
-        conn, resp = self._open("GET", f"/v1/claims/{cid}", query=query,
+        conn, resp = self._open("GET", f"/v1/claims/{cid}", query={"ns": ns or _ns_of(ref)},
                                 headers={"TE": "trailers", "Range": rng})
         try:
             if resp.status not in (200, 206):
@@ -411,7 +410,37 @@ class Client:
         return error_from_body(resp.status, _read_small(resp), resp.headers)
 
 
-class _Stream(io.RawIOBase):
+class _Reader(io.RawIOBase):
+    """A verifying stream's file interface, over its readinto."""
+
+    def readable(self) -> bool:
+        return True
+
+    def iter_chunks(self, size: int = BLOCK) -> Iterator[bytes]:
+        """Yields the stream in blocks of at most ``size`` bytes."""
+        buf = bytearray(size)
+        while n := self.readinto(buf):
+            yield bytes(buf[:n])
+
+    def copy_to(self, out: BinaryIO) -> int:
+        """Writes the whole verified stream to ``out``; returns its size."""
+        buf = bytearray(BLOCK)
+        mv = memoryview(buf)
+        total = 0
+        while n := self.readinto(buf):
+            out.write(mv[:n])
+            total += n
+        return total
+
+    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+        if size is None or size < 0:
+            out = io.BytesIO()
+            self.copy_to(out)
+            return out.getvalue()
+        return super().read(size) or b""
+
+
+class _Stream(_Reader):
     """A payload answer's body as a readable binary file: the chunked body
     parsed here, with its trailer, since http.client decodes chunked bodies
     but throws their trailer away. A ``Claimcheck-Error`` trailer, a broken
@@ -430,9 +459,6 @@ class _Stream(io.RawIOBase):
         self._err: Optional[ClaimcheckError] = None
         self._done = False
         self.trailers: dict[str, str] = {}
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, b: Any) -> int:  # type: ignore[override]
         if self._err is not None:
@@ -458,29 +484,6 @@ class _Stream(io.RawIOBase):
         except ClaimcheckError as e:
             raise self._fail(e) from None
         return n
-
-    def iter_chunks(self, size: int = BLOCK) -> Iterator[bytes]:
-        """Yields the stream in blocks of at most ``size`` bytes."""
-        buf = bytearray(size)
-        while n := self.readinto(buf):
-            yield bytes(buf[:n])
-
-    def copy_to(self, out: BinaryIO) -> int:
-        """Writes the whole verified stream to ``out``; returns its size."""
-        buf = bytearray(BLOCK)
-        mv = memoryview(buf)
-        total = 0
-        while n := self.readinto(buf):
-            out.write(mv[:n])
-            total += n
-        return total
-
-    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
-        if size is None or size < 0:
-            out = io.BytesIO()
-            self.copy_to(out)
-            return out.getvalue()
-        return super().read(size) or b""
 
     def close(self) -> None:
         if not self.closed:
@@ -584,7 +587,7 @@ class Payload(_Stream):
         return self
 
 
-class Part(io.RawIOBase):
+class Part(_Reader):
     """Bytes ``[offset, end)`` of a claim's payload as they stream
     (:meth:`Client.redeem_range`): a readable binary file.
 
@@ -620,9 +623,6 @@ class Part(io.RawIOBase):
         """The offset after the part's last byte."""
         return self.offset + self.length
 
-    def readable(self) -> bool:
-        return True
-
     def readinto(self, b: Any) -> int:  # type: ignore[override]
         if self._err is not None:
             raise self._err
@@ -646,29 +646,6 @@ class Part(io.RawIOBase):
             self._src.close()
             raise
         return n
-
-    def iter_chunks(self, size: int = BLOCK) -> Iterator[bytes]:
-        """Yields the part in blocks of at most ``size`` bytes."""
-        buf = bytearray(size)
-        while n := self.readinto(buf):
-            yield bytes(buf[:n])
-
-    def copy_to(self, out: BinaryIO) -> int:
-        """Writes the whole verified part to ``out``; returns its size."""
-        buf = bytearray(min(BLOCK, max(self.length, 1)))
-        mv = memoryview(buf)
-        total = 0
-        while n := self.readinto(buf):
-            out.write(mv[:n])
-            total += n
-        return total
-
-    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
-        if size is None or size < 0:
-            out = io.BytesIO()
-            self.copy_to(out)
-            return out.getvalue()
-        return super().read(size) or b""
 
     def close(self) -> None:
         if not self.closed:

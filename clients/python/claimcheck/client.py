@@ -15,6 +15,7 @@ import json
 import os
 import re
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -53,6 +54,8 @@ BLOCK = 1 << 20
 _MAX_SMALL_BODY = 4 << 20
 _MAX_LINE = 65536
 _USER_AGENT = "claimcheck-python/0.1"
+# How long a namespace's "Claimcheck-Digest-First: off" is remembered.
+_DIGEST_FIRST_TTL = 30.0
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -63,10 +66,14 @@ class Client:
     API request when set; a server with auth off does not need one.
     ``timeout`` bounds each connect and each read or write on the socket,
     never a whole transfer. ``ssl_context`` is used for ``https`` URLs.
+    ``continue_timeout`` is how long a put that sends its digest first waits
+    for the server's ``100 Continue`` before it sends the body anyway (a
+    proxy may not pass the ``Expect`` on).
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", *, api_key: Optional[str] = None,
-                 timeout: float = 60.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
+                 timeout: float = 60.0, ssl_context: Optional[ssl.SSLContext] = None,
+                 continue_timeout: float = 1.0) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"server URL {base_url!r}: want http://HOST[:PORT] or https://...")
@@ -74,6 +81,11 @@ class Client:
         self.api_key = api_key
         self.timeout = timeout
         self.ssl_context = ssl_context
+        self.continue_timeout = continue_timeout
+        # Namespaces whose last put was answered Claimcheck-Digest-First:
+        # off, and when (time.monotonic()): their puts skip the pass that
+        # hashes the body first, which could not save its sending there.
+        self._no_digest_first: dict[str, float] = {}
 
     # -- claims ------------------------------------------------------------
 
@@ -90,7 +102,13 @@ class Client:
         altered on the way is an error, not a claim.
 
         ``digest`` (``sha256:<hex>``), when known, lets the server check the
-        body too, and skip storing bytes the namespace already holds.
+        body too, and skip storing bytes the namespace already holds. Bytes
+        and seekable files are hashed first when no digest is given (not
+        where the namespace answered that it never dedups before the body):
+        the request then carries the digest and ``Expect: 100-continue``, and
+        the body is sent only when the server asks for it, so a payload the
+        namespace already holds crosses the network once, and a refused put
+        (too large, over quota) sends nothing.
         """
         headers: dict[str, str] = {}
         if content_type:
@@ -107,13 +125,23 @@ class Client:
         reader = _HashingReader.of(body)
         if size is None:
             size = reader.length()
+        if not digest and size and reader.seekable and not self._digest_first_off(ns):
+            first_digest, first_size = reader.hash_ahead()
+            if first_size == size:
+                digest = headers["Claimcheck-Digest"] = first_digest
+                # The server checks the body against the digest and the
+                # answered ref is checked against it below: hashing again
+                # as the body is sent would add nothing.
+                reader.hashing = False
         if size is not None:
             headers["Content-Length"] = str(size)
         path = f"/v1/namespaces/{_quote(ns)}/claims"
-        status, rheaders, data = self._call("PUT", path, headers=headers, body=reader,
-                                            ok=(201,))
+        status, rheaders, data = self._call("PUT", path, headers=headers, body=reader, ok=(201,),
+                                            expect_continue=bool(digest and size))
+        self._note_digest_first(ns, rheaders.get("Claimcheck-Digest-First"))
         ref = Ref.parse(data)
-        want_size, want_digest = (reader.n, reader.digest()) if reader.eof else (size, digest)
+        want_size = reader.n if reader.eof else size
+        want_digest = reader.digest() if reader.eof and reader.hashing else digest
         if (want_size is not None and ref.size != want_size) or (want_digest and ref.digest != want_digest):
             # The server stored other bytes than the ones sent: never hand
             # out a ref to them.
@@ -305,13 +333,8 @@ class Client:
                 return self.upload_file(ns, f, content_type=content_type, labels=labels,
                                         consumers=consumers, consumer_names=consumer_names,
                                         idempotency_key=idempotency_key)
-        start = file.tell()
-        h, size = hashlib.sha256(), 0
-        while block := file.read(BLOCK):
-            h.update(block)
-            size += len(block)
-        file.seek(start)
-        req: dict[str, Any] = {"size": size, "sha256": h.hexdigest()}
+        digest, size = _hash_ahead(file)
+        req: dict[str, Any] = {"size": size, "sha256": digest.removeprefix("sha256:")}
         if content_type:
             req["content_type"] = content_type
         if labels:
@@ -373,11 +396,13 @@ class Client:
                 raise self._error(resp)
             return resp.status, resp.headers, _read_small(resp)
         finally:
+            resp.close()
             conn.close()
 
     def _open(self, method: str, path: str, *, query: Optional[Query] = None,
               headers: Optional[Mapping[str, str]] = None, body: Any = None,
-              absolute: bool = False, auth: bool = True) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+              absolute: bool = False, auth: bool = True,
+              expect_continue: bool = False) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         url = urllib.parse.urlsplit(path if absolute else self.base_url + path)
         target = url.path or "/"
         if not absolute:
@@ -392,11 +417,71 @@ class Client:
             h["Authorization"] = f"Bearer {self.api_key}"
         h.update(headers or {})
         try:
+            if expect_continue:
+                return conn, self._request_body_on_continue(conn, method, target, h, body)
             conn.request(method, target, body=body, headers=h)
             return conn, conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise Unavailable(f"{method} {url.scheme}://{url.netloc}{url.path}: {e}") from e
+
+    def _request_body_on_continue(self, conn: http.client.HTTPConnection, method: str, target: str,
+                                  headers: Mapping[str, str], body: Any) -> http.client.HTTPResponse:
+        """Sends the request's headers with ``Expect: 100-continue`` and its
+        body only once the server asks for it, or has said nothing for
+        ``continue_timeout``. A server that answers at once (a dedup hit, a
+        refusal) never gets the body.
+
+        http.client's response parser skips interim answers, so it cannot
+        tell a ``100 Continue`` from silence: the first bytes of the answer
+        are read here from the socket itself (with its own timeout, which
+        leaves the socket usable, unlike a timed-out file over it), and an
+        answer that is not a ``100`` is handed to the parser with those bytes
+        in front (:class:`_Replay`)."""
+        conn.putrequest(method, target)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.putheader("Expect", "100-continue")
+        conn.endheaders()
+        sock = conn.sock
+        assert sock is not None  # endheaders connected
+        head = b""
+        sock.settimeout(self.continue_timeout)
+        try:
+            while len(head) < len(b"HTTP/1.1 100"):
+                block = sock.recv(len(b"HTTP/1.1 100") - len(head))
+                if not block:
+                    break  # closed: the parser says so
+                head += block
+        except TimeoutError:
+            if head:
+                raise
+        finally:
+            sock.settimeout(self.timeout)
+        if head and head[9:12] != b"100":
+            # The final answer, before the body.
+            resp = conn.response_class(_Replay(head, sock), method=method)  # type: ignore[arg-type]
+            resp.begin()
+            return resp
+        if head:
+            # 100 Continue: its header lines end at an empty line.
+            while not head.endswith((b"\r\n\r\n", b"\n\n")):
+                block = sock.recv(1)
+                if not block or len(head) > _MAX_LINE:
+                    raise http.client.IncompleteRead(head)
+                head += block
+        conn.send(body)
+        return conn.getresponse()
+
+    def _digest_first_off(self, ns: str) -> bool:
+        at = self._no_digest_first.get(ns)
+        return at is not None and time.monotonic() - at < _DIGEST_FIRST_TTL
+
+    def _note_digest_first(self, ns: str, answer: Optional[str]) -> None:
+        if answer == "off":
+            self._no_digest_first[ns] = time.monotonic()
+        else:
+            self._no_digest_first.pop(ns, None)
 
     def _connect(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
         host, port = url.hostname or "", url.port
@@ -683,6 +768,13 @@ class _HashingReader:
         self._h = hashlib.sha256()
         self.n = 0
         self.eof = False
+        # A length known up front means a seekable source (_remaining).
+        self.seekable = length is not None
+        self.hashing = True
+
+    def hash_ahead(self) -> tuple[str, int]:
+        """The digest and size of what is left, read ahead and seeked back."""
+        return _hash_ahead(self._src)
 
     @classmethod
     def of(cls, body: Any) -> "_HashingReader":
@@ -704,7 +796,8 @@ class _HashingReader:
         if isinstance(b, str):
             raise InvalidArgument("put: the body yields str; open it in binary mode")
         if b:
-            self._h.update(b)
+            if self.hashing:
+                self._h.update(b)
             self.n += len(b)
         else:
             self.eof = True
@@ -731,6 +824,46 @@ class _IterReader:
             n = len(self._buf)
         out, self._buf = self._buf[:n], self._buf[n:]
         return out
+
+
+class _Replay:
+    """A socket whose first bytes were already read: a response parser
+    built on it (http.client reads through ``makefile``) reads them again."""
+
+    def __init__(self, head: bytes, sock: Any) -> None:
+        self._head, self._sock = head, sock
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_ReplayRaw(self._head, self._sock))
+
+
+class _ReplayRaw(io.RawIOBase):
+    def __init__(self, head: bytes, sock: Any) -> None:
+        super().__init__()
+        self._head, self._sock = head, sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._sock.recv_into(b)
+
+
+def _hash_ahead(f: Any) -> tuple[str, int]:
+    """The sha256 (``sha256:<hex>``) and size of the rest of a seekable
+    file, which is left where it was."""
+    start = f.tell()
+    h, size = hashlib.sha256(), 0
+    while block := f.read(BLOCK):
+        h.update(block)
+        size += len(block)
+    f.seek(start)
+    return "sha256:" + h.hexdigest(), size
 
 
 def _remaining(f: Any) -> Optional[int]:

@@ -30,6 +30,7 @@ namespaces:
   quota1: {quota: {claims: 1}}
   gz: {compression: gzip}
   keep: {ttl: {max_age: 1h, max_lifetime: 48h}}
+  nodf: {digest_first: false}
 """
 
 

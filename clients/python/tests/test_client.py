@@ -150,6 +150,49 @@ class ClaimsTest(unittest.TestCase):
             self.assertEqual(p.content_type, "video/mp4")
             self.assertEqual(p.read(), data)
 
+    def test_a_payload_already_stored_is_not_sent_again(self) -> None:
+        """Bytes and seekable files are hashed first and sent with
+        Expect: 100-continue; the server answers a dedup hit (and a
+        refusal) before the body, which is then never read."""
+        data = data_of(300 << 10, seed=500)
+        first = CountingFile(data)
+        ref = self.c.put("orders", first)
+        self.assertEqual(first.read_bytes, 2 * len(data))  # hashed, then sent
+        again = CountingFile(data)
+        dup = self.c.put("orders", again, content_type="text/plain")
+        self.assertEqual(again.read_bytes, len(data))  # hashed only
+        self.assertNotEqual(dup.id, ref.id)
+        self.assertEqual((dup.size, dup.digest), (ref.size, ref.digest))
+        with self.c.redeem(dup) as p:
+            self.assertEqual((p.content_type, p.read()), ("text/plain", data))
+        # bytes too, from a file's current position on.
+        self.assertEqual(self.c.put("orders", data).digest, ref.digest)
+        tail = CountingFile(b"head" + data)
+        tail.seek(4)
+        self.assertEqual(self.c.put("orders", tail).digest, ref.digest)
+        self.assertEqual(tail.read_bytes, len(data))
+        # A refusal before the body: nothing but the hashing read.
+        big = CountingFile(data_of(2000, seed=501))
+        with self.assertRaises(claimcheck.TooLarge):
+            self.c.put("tiny", big)
+        self.assertEqual(big.read_bytes, 2000)
+
+    def test_no_hashing_first_where_the_namespace_never_answers_first(self) -> None:
+        data = data_of(100 << 10, seed=502)
+        first = CountingFile(data)
+        self.c.put("nodf", first)  # answered Claimcheck-Digest-First: off
+        self.assertEqual(first.read_bytes, 2 * len(data))
+        again = CountingFile(data)
+        ref = self.c.put("nodf", again)
+        self.assertEqual(again.read_bytes, len(data))  # sent only, hashed as it went
+        self.assertEqual(self.c.get_bytes(ref), data)
+
+    def test_a_server_that_never_says_continue_gets_the_body(self) -> None:
+        data = data_of(1000, seed=503)
+        with SilentPutServer() as url:
+            ref = Client(url, continue_timeout=0.05).put("orders", data)
+        self.assertEqual((ref.size, ref.digest), (len(data), digest(data)))
+
     def test_offload_and_resolve_against_the_threshold(self) -> None:
         small = {"order": 1}
         large = {"order": 2, "items": ["x" * 50] * 10}  # over offl's 100 bytes
@@ -427,6 +470,57 @@ class VerificationTest(unittest.TestCase):
                     {**good, "ns": "UPPER"}):
             with self.subTest(bad=bad), self.assertRaises(claimcheck.InvalidArgument):
                 Ref.from_dict(bad)
+
+
+class CountingFile(io.BytesIO):
+    """A seekable file that counts the bytes read from it."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.read_bytes = 0
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        b = super().read(size)
+        self.read_bytes += len(b)
+        return b
+
+
+class SilentPutServer:
+    """An HTTP server on 127.0.0.1 that ignores Expect: 100-continue (as a
+    proxy may), reads a put's body and answers its ref."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_expect_100(self) -> bool:
+                return True  # no 100 Continue: the client must send anyway
+
+            def do_PUT(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                ref = Ref(id="cc_AAAAAAAAAAAAAAAAAAAAAA", ns="orders", size=len(body), stored_size=len(body),
+                          compression="none", digest=digest(body), created_at=1, expires_at=0)
+                answer = ref.to_json().encode()
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class LyingServer:

@@ -444,21 +444,25 @@ class Client:
         conn.putheader("Expect", "100-continue")
         conn.endheaders()
         sock = conn.sock
-        assert sock is not None  # endheaders connected
-        head = b""
+        if sock is None:  # endheaders connects
+            raise http.client.NotConnected()
+        # "HTTP/1.1 100": enough to tell an interim answer from a final one.
+        status_len = 12
+        head, closed = b"", False
         sock.settimeout(self.continue_timeout)
         try:
-            while len(head) < len(b"HTTP/1.1 100"):
-                block = sock.recv(len(b"HTTP/1.1 100") - len(head))
+            while len(head) < status_len:
+                block = sock.recv(status_len - len(head))
                 if not block:
-                    break  # closed: the parser says so
+                    closed = True  # the parser below says so
+                    break
                 head += block
         except TimeoutError:
             if head:
                 raise
         finally:
             sock.settimeout(self.timeout)
-        if head and head[9:12] != b"100":
+        if closed or (head and head[9:12] != b"100"):
             # The final answer, before the body.
             resp = conn.response_class(_Replay(head, sock), method=method)  # type: ignore[arg-type]
             resp.begin()

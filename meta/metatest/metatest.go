@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RecordReadsBatch", testRecordReadsBatch},
 		{"RecordReadsSkips", testRecordReadsSkips},
 		{"ClaimWithBlob", testClaimWithBlob},
+		{"ClaimWithBlobConcurrent", testClaimWithBlobConcurrent},
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},
 		{"ReleaseFanOut", testReleaseFanOut},
 		{"ReleaseFanOutNamed", testReleaseFanOutNamed},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,4 +263,52 @@ func testClaimWithBlob(t *testing.T, h *harness) {
 	if _, _, _, err := cb.ClaimWithBlob(h.ctx(), "c_missing"); !errors.Is(err, meta.ErrNotFound) {
 		t.Errorf("ClaimWithBlob(unknown) = %v, want ErrNotFound", err)
 	}
+}
+
+// testClaimWithBlobConcurrent: concurrent ClaimWithBlob calls, which a
+// store may answer from one statement (PostgreSQL, ADR 0160), each get
+// their own claim and blob, as a call alone would; an unknown id among
+// them answers ErrNotFound without disturbing the others.
+func testClaimWithBlobConcurrent(t *testing.T, h *harness) {
+	var ids []string
+	for i := range 12 {
+		if i%4 == 0 {
+			ids = append(ids, h.pending(put{}).Claim.ID)
+			continue
+		}
+		res := h.put(put{Consumers: 2})
+		if i%3 == 0 {
+			h.release(res.Claim.ID, "a")
+		}
+		ids = append(ids, res.Claim.ID)
+	}
+	want := map[string]meta.Claim{}
+	for _, id := range ids {
+		want[id] = h.claim(id)
+	}
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for i, id := range append(slices.Clone(ids), "c_missing") {
+			wg.Go(func() {
+				c, b, found, err := h.s.ClaimWithBlob(h.ctx(), id)
+				if id == "c_missing" {
+					if !errors.Is(err, meta.ErrNotFound) {
+						t.Errorf("round %d: ClaimWithBlob(unknown) = %v, want ErrNotFound", round, err)
+					}
+					return
+				}
+				if err != nil || !found {
+					t.Errorf("round %d, call %d: ClaimWithBlob(%s) = found %v, %v", round, i, id, found, err)
+					return
+				}
+				if !reflect.DeepEqual(c, want[id]) {
+					t.Errorf("ClaimWithBlob(%s) claim:\n got %+v\nwant %+v", id, c, want[id])
+				}
+				if b.ID != c.BlobID {
+					t.Errorf("ClaimWithBlob(%s): blob %s, claim's blob %s", id, b.ID, c.BlobID)
+				}
+			})
+		}
+	}
+	wg.Wait()
 }

@@ -537,6 +537,15 @@ func (s *Store) Claim(ctx context.Context, id string) (meta.Claim, error) {
 // ClaimWithBlob loads a claim with its releases and its blob in one
 // statement; see meta.Store.
 func (s *Store) ClaimWithBlob(ctx context.Context, id string) (meta.Claim, meta.Blob, bool, error) {
+	if !s.d.snapshotReads {
+		// Concurrent redeems share a statement (readgroup.go).
+		return s.claimWithBlobGrouped(ctx, id)
+	}
+	return s.claimWithBlob(ctx, id)
+}
+
+// claimWithBlob is ClaimWithBlob in a statement of its own.
+func (s *Store) claimWithBlob(ctx context.Context, id string) (meta.Claim, meta.Blob, bool, error) {
 	var (
 		c  meta.Claim
 		b  meta.Blob

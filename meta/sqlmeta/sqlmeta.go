@@ -58,10 +58,11 @@ type Store struct {
 	// driver caches by itself.
 	wc, rc *stmtCache
 
-	// Concurrent CreatePending and Commit calls of a namespace share
+	// Concurrent CreatePending, Commit and ClaimWithBlob calls share
 	// statements (PostgreSQL, group.go).
 	pendingGroups statementGroups[*pendingReq]
 	commitGroups  statementGroups[*commitReq]
+	readGroups    statementGroups[*readReq]
 }
 
 // Open connects to the database named by dsn and applies pending

@@ -361,8 +361,13 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 		}
 		sink = sealWriter{enc}
 	}
-	zw, err := compress.NewWriter(alg, sink)
-	if err != nil {
+	var zw io.WriteCloser
+	if alg == compress.Zstd {
+		// zstd where it saves bytes: a first frame that does not shrink
+		// stores the payload as it is, and alg says so before the first
+		// byte is written (ADR 0165).
+		zw = compress.NewZstdOrNone(sink, func(chosen string) { alg = chosen })
+	} else if zw, err = compress.NewWriter(alg, sink); err != nil {
 		return written{}, err
 	}
 	h := sha256.New()

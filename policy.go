@@ -37,8 +37,10 @@ const (
 // Compression names a compression algorithm for stored objects.
 type Compression string
 
-// The compression settings. Auto compresses with zstd unless a sample of
-// the payload does not shrink (already compressed or random data).
+// The compression settings. Zstd stores a payload as it is when its
+// first 64 KiB frame does not shrink (ADR 0165); auto compresses with
+// zstd unless a sample of the payload does not shrink by 10% (already
+// compressed or random data).
 const (
 	CompressionZstd Compression = "zstd"
 	CompressionGzip Compression = "gzip"

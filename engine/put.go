@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"strings"
 	"time"
@@ -109,14 +108,6 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		}
 		askFirst = false
 	}
-	// A put that asks nothing before its body reads and hashes an
-	// in-memory body while the rows are written (ADR 0165); nothing
-	// reaches the object before they are.
-	var pre *prefetched
-	if !askFirst {
-		pre = prefetch(body, opts.Size)
-		defer pre.release()
-	}
 	obj := s.openObject(ctx, staging.Key)
 	pending := meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: now,
@@ -139,7 +130,6 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	}
 	if err != nil {
 		obj.discard()
-		pre.wait() // the caller's body is not read after Put returns
 		s.metrics.putErrors.WithLabelValues("quota_or_metadata").Inc()
 		return claimcheck.Ref{}, metaErr("put to "+ns, err)
 	}
@@ -162,7 +152,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 	// The deadline follows the body's progress (progress.go).
 	body = &pendingProgress{r: body, ctx: ctx, s: s, claimID: claim.ID, blobID: blobID,
 		window: pol.Uploads.ConfirmWithin.D(), expires: expires, last: now}
-	w, err := s.writeOpenedObject(ctx, obj, staging.Key, body, pol, opts, sk, pre)
+	w, err := s.writeOpenedObject(ctx, obj, staging.Key, body, pol, opts, sk)
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
@@ -292,7 +282,7 @@ func (s *Store) writeObject(ctx context.Context, key string, body io.Reader, pol
 // writeObjectSealed is writeObject that, with sk, encrypts the compressed
 // stream under the data key sk (crypt.go) before it reaches the object.
 func (s *Store) writeObjectSealed(ctx context.Context, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
-	return s.writeOpenedObject(ctx, s.openObject(ctx, key), key, body, pol, opts, sk, nil)
+	return s.writeOpenedObject(ctx, s.openObject(ctx, key), key, body, pol, opts, sk)
 }
 
 // openingObject is an object writer being opened in the background
@@ -331,21 +321,8 @@ func (o *openingObject) discard() {
 }
 
 // writeOpenedObject is writeObjectSealed into the writer opening in o,
-// which it closes or discards. pre, if not nil, is the start of body,
-// read and hashed already.
-func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey, pre *prefetched) (written, error) {
-	var h hash.Hash = sha256.New()
-	if pre != nil {
-		pre.wait()
-		if pre.err != nil {
-			o.discard()
-			return written{}, bodyErr(pre.err)
-		}
-		// The copy goes on from the prefetched bytes, hashing only what
-		// follows them.
-		h = &skipHash{Hash: pre.h, skip: pre.n}
-		body = io.MultiReader(bytes.NewReader((*pre.buf)[:pre.n]), body)
-	}
+// which it closes or discards.
+func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key string, body io.Reader, pol claimcheck.Policy, opts claimcheck.PutOptions, sk *sealKey) (written, error) {
 	obj, err := o.wait()
 	if err != nil {
 		o.cancel()
@@ -417,6 +394,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	} else if alg == compress.None {
 		announce()
 	}
+	h := sha256.New()
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
 	if announced {

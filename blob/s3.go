@@ -106,7 +106,9 @@ var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // manager's pipe, goroutine and growing first-part read that gocloud's
 // writer puts in front of every upload (docs/PERFORMANCE.md). A longer
 // stream turns into gocloud's multipart writer, buffered bytes first, so
-// memory stays bounded whatever the size. Either way nothing is visible
+// memory stays bounded whatever the size. A write announced with its
+// length and sha256 (KnownPayloadWriter) is not buffered: its PutObject
+// carries the bytes as they come (ADR 0165). Either way nothing is visible
 // before Close returns nil, and a cancelled ctx makes Close fail without
 // creating the object: the single request is never sent, or is aborted
 // before S3 commits it; the multipart upload is never completed.
@@ -166,21 +168,13 @@ func (w *s3Writer) SetKnownPayload(size int64, sum []byte) {
 	pr, pw := io.Pipe()
 	ctx, abort := context.WithCancel(w.ctx)
 	st := &s3Stream{pw: pw, size: size, done: make(chan struct{}), abort: abort}
-	in := &s3.PutObjectInput{
-		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
-		// Not the *io.PipeReader itself: the SDK sends one of those
-		// chunked, without the Content-Length S3 requires.
-		Body: struct{ io.Reader }{pr}, ContentLength: aws.Int64(size),
-		ContentType: aws.String("application/octet-stream"),
-	}
-	w.b.sse.apply(in)
-	known := knownPayloadHash(hex.EncodeToString(sum))
+	known := hex.EncodeToString(sum)
 	go func() {
 		defer close(st.done)
 		defer abort()
-		_, st.err = w.b.client.PutObject(ctx, in, func(o *s3.Options) {
-			o.APIOptions = append(slices.Clip(o.APIOptions), known)
-		})
+		// Not the *io.PipeReader itself: the SDK sends one of those
+		// chunked, without the Content-Length S3 requires.
+		st.err = w.putObject(ctx, struct{ io.Reader }{pr}, size, known)
 		// A request that ended early (refused, cancelled) reads no
 		// more: Write must not wait for it.
 		pr.CloseWithError(cmp.Or(st.err, errStreamEnded))
@@ -296,26 +290,33 @@ func (w *s3Writer) Close() error {
 		w.release(buf)
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
-	in := &s3.PutObjectInput{
-		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
-		Body: bytes.NewReader(buf.Bytes()), ContentLength: aws.Int64(int64(buf.Len())),
-		// As Bucket.NewWriter: stored bytes are compressed or opaque.
-		ContentType: aws.String("application/octet-stream"),
-	}
-	w.b.sse.apply(in)
-	var opts []func(*s3.Options)
-	if w.sum != "" {
-		opts = append(opts, func(o *s3.Options) {
-			o.APIOptions = append(slices.Clip(o.APIOptions), knownPayloadHash(w.sum))
-		})
-	}
-	if _, err := w.b.client.PutObject(w.ctx, in, opts...); err != nil {
+	if err := w.putObject(w.ctx, bytes.NewReader(buf.Bytes()), int64(buf.Len()), w.sum); err != nil {
 		// Not recycled: the HTTP transport may still be reading the
 		// body of a request that failed early.
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
 	w.release(buf)
 	return nil
+}
+
+// putObject sends the object as one PutObject of n bytes read from
+// body, signed with sum (hex sha256) when it is not "".
+func (w *s3Writer) putObject(ctx context.Context, body io.Reader, n int64, sum string) error {
+	in := &s3.PutObjectInput{
+		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
+		Body: body, ContentLength: aws.Int64(n),
+		// As Bucket.NewWriter: stored bytes are compressed or opaque.
+		ContentType: aws.String("application/octet-stream"),
+	}
+	w.b.sse.apply(in)
+	var opts []func(*s3.Options)
+	if sum != "" {
+		opts = append(opts, func(o *s3.Options) {
+			o.APIOptions = append(slices.Clip(o.APIOptions), knownPayloadHash(sum))
+		})
+	}
+	_, err := w.b.client.PutObject(ctx, in, opts...)
+	return err
 }
 
 // release returns buf to the pool. Its contents never exceed

@@ -178,10 +178,9 @@ func (w *meteredWriter) SetPayloadSHA256(sum []byte) {
 
 // SetKnownPayload passes the announcement on to the wrapped writer, if
 // it takes one (KnownPayloadWriter).
-func (w *meteredWriter) SetKnownPayload(size int64, sum []byte) {
-	if kw, ok := w.w.(KnownPayloadWriter); ok {
-		kw.SetKnownPayload(size, sum)
-	}
+func (w *meteredWriter) SetKnownPayload(size int64, sum []byte) bool {
+	kw, ok := w.w.(KnownPayloadWriter)
+	return ok && kw.SetKnownPayload(size, sum)
 }
 
 func (w *meteredWriter) Write(p []byte) (int, error) {

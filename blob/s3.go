@@ -160,9 +160,9 @@ type s3Stream struct {
 // which Write holds back for Close, so cancelling ctx or closing with
 // other than size bytes aborts it and stores nothing. Larger objects,
 // and a writer already written to, keep the buffered or multipart path.
-func (w *s3Writer) SetKnownPayload(size int64, sum []byte) {
+func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
 	if w.stream != nil || w.mp != nil || w.buf == nil || w.buf.Len() > 0 || size <= 0 || size > singlePutMax || len(sum) != 32 {
-		return
+		return false
 	}
 	w.release(w.buf) // sets w.buf to nil
 	pr, pw := io.Pipe()
@@ -180,6 +180,7 @@ func (w *s3Writer) SetKnownPayload(size int64, sum []byte) {
 		pr.CloseWithError(cmp.Or(st.err, errStreamEnded))
 	}()
 	w.stream = st
+	return true
 }
 
 // errStreamEnded is what a Write to a streamed PutObject gets after the

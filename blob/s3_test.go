@@ -149,7 +149,9 @@ func TestS3KnownPayloadStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.(KnownPayloadWriter).SetKnownPayload(int64(len(body)), tc.sum)
+			if !w.(KnownPayloadWriter).SetKnownPayload(int64(len(body)), tc.sum) {
+				t.Fatal("a writer of 1 MiB declined to stream")
+			}
 			var werr error
 			for rest := tc.write; len(rest) > 0 && werr == nil; {
 				n := min(len(rest), 100<<10)

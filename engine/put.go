@@ -375,8 +375,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 			return
 		}
 		if sum, err := hex.DecodeString(strings.TrimPrefix(opts.Digest, "sha256:")); err == nil {
-			kw.SetKnownPayload(opts.Size, sum)
-			announced = true
+			announced = kw.SetKnownPayload(opts.Size, sum)
 		}
 	}
 	var zw io.WriteCloser

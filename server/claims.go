@@ -235,11 +235,13 @@ func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimch
 // stream sends body (a verifying reader, or the stored frames in
 // encoding) as the answer with status; a 206 carries contentRange.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange, encoding string) error {
-	buf := make([]byte, streamChunk)
+	var buf []byte
 	if ref.Size > streamChunk {
 		bp := relayBuffers.Get().(*[]byte)
 		defer relayBuffers.Put(bp)
 		buf = *bp
+	} else {
+		buf = make([]byte, streamChunk)
 	}
 	n, rerr := fill(body, buf[:streamChunk])
 	if rerr != nil && rerr != io.EOF {

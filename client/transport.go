@@ -185,6 +185,22 @@ func decodeAnswer(resp *http.Response, v any) error {
 	return nil
 }
 
+// decodeRef reads an answer that is a reference (a put's). It is
+// claimcheck.ParseRef on the body, which json.Unmarshal would call too,
+// after a validating pass of its own over the same bytes.
+func decodeRef(resp *http.Response) (claimcheck.Ref, error) {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)
+	}
+	ref, err := claimcheck.ParseRef(b)
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("decoding the answer: %w", err)
+	}
+	return ref, nil
+}
+
 // trailerChecker is a payload response body that, at its end, checks the
 // Claimcheck-Error trailer: the server's verdict on a stream it had to
 // break off after the status line was sent. An error there replaces

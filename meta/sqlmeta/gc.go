@@ -216,12 +216,22 @@ func (q *txq) commitExistingReferenceFirst(p meta.CommitExistingParams, c meta.C
 		return meta.CommitResult{}, errNoHit
 	}
 	delta := nsDelta{used: c.Size, active: 1}
-	n, err := q.addNamespace(c.Namespace, delta, p.Tenant.Tenant)
-	if err != nil {
-		return meta.CommitResult{}, err
-	}
-	if err := checkNamespaceQuota(p, c, n); err != nil {
-		return meta.CommitResult{}, err
+	if p.QuotaBytes > 0 || p.QuotaClaims > 0 {
+		n, err := q.addNamespace(c.Namespace, delta, p.Tenant.Tenant)
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
+		if err := checkNamespaceQuota(p, c, n); err != nil {
+			return meta.CommitResult{}, err
+		}
+	} else {
+		// No namespace quota to check: the same charge, without reading
+		// the counters back (a result set read inside a transaction
+		// costs database/sql a goroutine).
+		query, args := nsChange(c.Namespace, delta, p.Tenant.Tenant, "", nil, "")
+		if _, err := q.exec(query, args...); err != nil {
+			return meta.CommitResult{}, err
+		}
 	}
 	if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, delta); err != nil {
 		return meta.CommitResult{}, err

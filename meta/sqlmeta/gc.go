@@ -21,9 +21,11 @@ import (
 // namespace charge and its quota check in one upsert, the candidate read
 // and locked by id, its reference taken with a compare-and-swap on the
 // state just read, the claim and its created event inserted; nothing is
-// read back. Everything that refuses the hit (a miss, a quota) returns
-// an error from the transaction, so its rollback takes the charge back
-// and a miss changes nothing.
+// read back. On SQLite the reference is taken by the statement that
+// finds the candidate (commitExistingReferenceFirst, ADR 0170).
+// Everything that refuses the hit (a miss, a quota) returns an error
+// from the transaction, so its rollback takes the charge back and a
+// miss changes nothing.
 func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams) (meta.CommitResult, bool, error) {
 	c := p.Claim
 	if c.ID == "" || c.Namespace == "" || p.Digest == "" {

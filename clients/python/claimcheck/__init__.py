@@ -10,16 +10,17 @@ Standard library only::
         payload.copy_to(out)
 """
 
-from .client import BLOCK, Body, Client, Payload, RefLike
+from .client import BLOCK, Body, ClaimPage, Client, Part, Payload, RefLike
 from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Internal,
                      InvalidArgument, MethodNotAllowed, NoRoute, NotFound, PermissionDenied,
-                     QuotaExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable)
+                     QuotaExceeded, RangeNotSatisfiable, RateLimited, TooLarge, Unauthenticated,
+                     Unavailable)
 from .ref import Ref, is_ref
 
 __all__ = [
-    "BLOCK", "Body", "Client", "Payload", "Ref", "RefLike", "is_ref",
+    "BLOCK", "Body", "ClaimPage", "Client", "Part", "Payload", "Ref", "RefLike", "is_ref",
     "ClaimcheckError", "ChecksumMismatch", "Expired", "Gone", "Held", "Internal",
     "InvalidArgument", "MethodNotAllowed", "NoRoute", "NotFound", "PermissionDenied",
-    "QuotaExceeded", "RateLimited", "TooLarge", "Unauthenticated", "Unavailable",
+    "QuotaExceeded", "RangeNotSatisfiable", "RateLimited", "TooLarge", "Unauthenticated", "Unavailable",
 ]
 __version__ = "0.1.0"

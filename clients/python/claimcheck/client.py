@@ -13,20 +13,38 @@ import http.client
 import io
 import json
 import os
+import re
 import ssl
+import time
 import urllib.parse
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, Unavailable,
-                     error_from_body)
+from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, RangeNotSatisfiable,
+                     Unavailable, error_from_body)
 from .ref import Ref, is_ref, valid_claim_id
 
-__all__ = ["Client", "Payload", "RefLike", "Body"]
+__all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body"]
 
 # What names a claim: a Ref, its dict or JSON form, or a bare claim id.
 RefLike = Union[Ref, Mapping[str, Any], str]
 # What a put sends: bytes, a binary file object, or an iterable of bytes.
 Body = Union[bytes, bytearray, memoryview, BinaryIO, Iterable[bytes]]
+# A point in time: a datetime with a time zone, or Unix seconds.
+When = Union[datetime, int, float]
+# Query parameters: a mapping, or pairs when a name repeats (label=).
+Query = Union[Mapping[str, Optional[str]], Sequence[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class ClaimPage:
+    """One page of a listing (:meth:`Client.list`): ``claims`` are
+    ``ClaimInfo`` dicts, ``next`` the cursor of the following page (None on
+    the last page)."""
+
+    claims: list[dict[str, Any]]
+    next: Optional[str]
 
 # The block size of request and response bodies: large enough that a
 # 100 MB transfer is a few hundred system calls, small enough to be
@@ -36,6 +54,9 @@ BLOCK = 1 << 20
 _MAX_SMALL_BODY = 4 << 20
 _MAX_LINE = 65536
 _USER_AGENT = "claimcheck-python/0.1"
+# How long a namespace's "Claimcheck-Digest-First: off" is remembered.
+_DIGEST_FIRST_TTL = 30.0
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
 class Client:
@@ -45,10 +66,14 @@ class Client:
     API request when set; a server with auth off does not need one.
     ``timeout`` bounds each connect and each read or write on the socket,
     never a whole transfer. ``ssl_context`` is used for ``https`` URLs.
+    ``continue_timeout`` is how long a put that sends its digest first waits
+    for the server's ``100 Continue`` before it sends the body anyway (a
+    proxy may not pass the ``Expect`` on).
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", *, api_key: Optional[str] = None,
-                 timeout: float = 60.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
+                 timeout: float = 60.0, ssl_context: Optional[ssl.SSLContext] = None,
+                 continue_timeout: float = 1.0) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"server URL {base_url!r}: want http://HOST[:PORT] or https://...")
@@ -56,6 +81,11 @@ class Client:
         self.api_key = api_key
         self.timeout = timeout
         self.ssl_context = ssl_context
+        self.continue_timeout = continue_timeout
+        # Namespaces whose last put was answered Claimcheck-Digest-First:
+        # off, and when (time.monotonic()): their puts skip the pass that
+        # hashes the body first, which could not save its sending there.
+        self._no_digest_first: dict[str, float] = {}
 
     # -- claims ------------------------------------------------------------
 
@@ -72,7 +102,13 @@ class Client:
         altered on the way is an error, not a claim.
 
         ``digest`` (``sha256:<hex>``), when known, lets the server check the
-        body too, and skip storing bytes the namespace already holds.
+        body too, and skip storing bytes the namespace already holds. Bytes
+        and seekable files are hashed first when no digest is given (not
+        where the namespace answered that it never dedups before the body):
+        the request then carries the digest and ``Expect: 100-continue``, and
+        the body is sent only when the server asks for it, so a payload the
+        namespace already holds crosses the network once, and a refused put
+        (too large, over quota) sends nothing.
         """
         headers: dict[str, str] = {}
         if content_type:
@@ -89,13 +125,23 @@ class Client:
         reader = _HashingReader.of(body)
         if size is None:
             size = reader.length()
+        if not digest and size and reader.seekable and not self._digest_first_off(ns):
+            first_digest, first_size = reader.hash_ahead()
+            if first_size == size:
+                digest = headers["Claimcheck-Digest"] = first_digest
+                # The server checks the body against the digest and the
+                # answered ref is checked against it below: hashing again
+                # as the body is sent would add nothing.
+                reader.hashing = False
         if size is not None:
             headers["Content-Length"] = str(size)
         path = f"/v1/namespaces/{_quote(ns)}/claims"
-        status, rheaders, data = self._call("PUT", path, headers=headers, body=reader,
-                                            ok=(201,))
+        status, rheaders, data = self._call("PUT", path, headers=headers, body=reader, ok=(201,),
+                                            expect_continue=bool(digest and size))
+        self._note_digest_first(ns, rheaders.get("Claimcheck-Digest-First"))
         ref = Ref.parse(data)
-        want_size, want_digest = (reader.n, reader.digest()) if reader.eof else (size, digest)
+        want_size = reader.n if reader.eof else size
+        want_digest = reader.digest() if reader.eof and reader.hashing else digest
         if (want_size is not None and ref.size != want_size) or (want_digest and ref.digest != want_digest):
             # The server stored other bytes than the ones sent: never hand
             # out a ref to them.
@@ -127,15 +173,59 @@ class Client:
         try:
             if resp.status != 200:
                 raise self._error(resp)
-            header_ref = resp.getheader("Claimcheck-Ref")
-            if not header_ref:
-                raise ClaimcheckError("redeem: the answer has no Claimcheck-Ref header", code="bad_answer",
-                                      status=resp.status)
-            got = Ref.parse(header_ref)
-            if got.id != cid or (want is not None and want.digest and got.digest != want.digest) or \
-                    (want is not None and want.digest and got.size != want.size):
-                raise ChecksumMismatch(f"redeem {cid}: the server answered for {got}, asked for {want or cid}")
+            got = _answered_ref(cid, want, resp.getheader("Claimcheck-Ref"), resp.status)
             return Payload(conn, resp, got)
+        except BaseException:
+            conn.close()
+            raise
+
+    def redeem_range(self, ref: RefLike, offset: int = 0, length: Optional[int] = None, *,
+                     ns: Optional[str] = None) -> "Part":
+        """Opens bytes ``[offset, offset + length)`` of the claim's payload as
+        a :class:`Part`, a stream of exactly those bytes (one ``Range``
+        request).
+
+        ``length`` None reads to the end, and a length past the end is cut at
+        the end. A negative ``offset`` asks for the last ``-offset`` bytes
+        (all of them when the payload is shorter); ``length`` must then be
+        None. An offset at or past the end (or any range of an empty payload)
+        raises :class:`RangeNotSatisfiable`, which carries the payload's
+        ``size``; a ``length`` of 0 or less :class:`InvalidArgument`.
+
+        The part is checked as far as the server can check a part (see
+        :class:`Part`): read it to its end before trusting it. Only a part
+        that reaches the payload's last byte counts as a read of the claim.
+        """
+        want = _ref_or_none(ref)
+        cid = _claim_id(ref)
+        _check_range(cid, offset, length)
+        rng = f"bytes={offset}" if offset < 0 else \
+            f"bytes={offset}-" if length is None else f"bytes={offset}-{offset + length - 1}"
+        conn, resp = self._open("GET", f"/v1/claims/{cid}", query={"ns": ns or _ns_of(ref)},
+                                headers={"TE": "trailers", "Range": rng})
+        try:
+            if resp.status not in (200, 206):
+                err = self._error(resp)
+                if isinstance(err, RangeNotSatisfiable):
+                    err.offset = offset
+                raise err
+            got = _answered_ref(cid, want, resp.getheader("Claimcheck-Ref"), resp.status)
+            start, n = _resolve_range(cid, offset, length, got.size)
+            if resp.status == 200:
+                # The server ignored the Range: cut the part out of the
+                # whole payload, which is verified whole before the part ends.
+                return Part(Payload(conn, resp, got), start, n, skip=start)
+            header = resp.getheader("Content-Range", "")
+            answered = _parse_content_range(header)
+            if answered is None:
+                raise ChecksumMismatch(f"redeem {cid}: the answer's Content-Range {header[:40]!r} "
+                                       f"is not bytes FIRST-LAST/SIZE")
+            if answered != (start, n, got.size):
+                a_start, a_n, a_size = answered
+                raise ChecksumMismatch(
+                    f"redeem {cid}: the server sent bytes {a_start}-{a_start + a_n - 1} of {a_size}, "
+                    f"asked for {start}-{start + n - 1} of {got.size}")
+            return Part(_Stream(conn, resp, got), start, n, skip=0)
         except BaseException:
             conn.close()
             raise
@@ -164,6 +254,71 @@ class Client:
         """The namespace's effective policy, limits and usage."""
         return self._json("GET", f"/v1/namespaces/{_quote(ns)}")
 
+    # -- listing and extending ---------------------------------------------
+
+    def list(self, ns: str, *, labels: Optional[Mapping[str, str]] = None, state: Optional[str] = None,
+             expires_after: Optional[When] = None, expires_before: Optional[When] = None,
+             order: Optional[str] = None, cursor: Optional[str] = None,
+             limit: Optional[int] = None) -> "ClaimPage":
+        """One page of the namespace's claims (``ClaimInfo`` dicts, without
+        holds), newest first, or soonest expiry first with ``order="expiring"``
+        (live claims only). Every filter given must match: each label of
+        ``labels``, ``state`` (``pending``, ``active``, ``deleted``), an
+        expiry in ``[expires_after, expires_before)`` (datetimes with a time
+        zone, or Unix seconds). ``cursor`` is the ``next`` of the previous
+        page; ``limit`` the page size (1 to 1000; the server's default 100).
+        Bad filters and cursors raise :class:`InvalidArgument` naming the
+        parameter."""
+        query: list[tuple[str, str]] = [("label", f"{k}={v}") for k, v in sorted((labels or {}).items())]
+        for name, value in (("state", state), ("order", order), ("cursor", cursor)):
+            if value:
+                query.append((name, value))
+        for name, when in (("expires_after", expires_after), ("expires_before", expires_before)):
+            if when is not None:
+                query.append((name, _rfc3339(name, when)))
+        if limit is not None:
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                raise InvalidArgument(f"list {ns}: limit {limit!r}: want an integer from 1 to 1000")
+            query.append(("limit", str(limit)))
+        doc = self._json("GET", f"/v1/namespaces/{_quote(ns)}/claims", query=query)
+        return ClaimPage(claims=doc.get("claims") or [], next=doc.get("next") or None)
+
+    def list_all(self, ns: str, **filters: Any) -> Iterator[dict[str, Any]]:
+        """Every claim of the listing, page after page (the filters of
+        :meth:`list`; ``limit`` is then the page size). Pages are fetched as
+        the iteration reaches them."""
+        cursor = filters.pop("cursor", None)
+        while True:
+            page = self.list(ns, cursor=cursor, **filters)
+            yield from page.claims
+            if not page.next:
+                return
+            cursor = page.next
+
+    def extend(self, ref: RefLike, *, expires_at: Optional[When] = None,
+               by: Optional[Union[timedelta, int, float]] = None, ns: Optional[str] = None) -> dict[str, Any]:
+        """Moves the claim's expiry later and answers its ``ClaimInfo`` (the
+        ``ref``'s ``expires_at`` is the new expiry). Give exactly one of
+        ``expires_at`` (the new expiry: a datetime with a time zone or Unix
+        seconds; repeating it changes nothing) and ``by`` (a timedelta or
+        seconds added to the current expiry; repeating it extends again).
+        An extension never shortens: an expiry at or before the current one
+        answers the claim as it is. Past the namespace's ``ttl.max_lifetime``
+        is :class:`InvalidArgument` naming the limit; a finished claim
+        :class:`Gone`, an unknown one :class:`NotFound`, one past its
+        deadline kept by a hold :class:`Held`."""
+        cid = _claim_id(ref)
+        if (expires_at is None) == (by is None):
+            raise InvalidArgument(f"extend {cid}: give expires_at or by" +
+                                  ("" if expires_at is None else ", not both"))
+        body: dict[str, str] = {}
+        if expires_at is not None:
+            body["expires_at"] = _rfc3339("expires_at", expires_at)
+        else:
+            body["by"] = _go_duration(by)
+        return self._json("POST", f"/v1/claims/{cid}/extend", query={"ns": ns or _ns_of(ref)},
+                          headers={"Content-Type": "application/json"}, body=json.dumps(body).encode())
+
     # -- direct upload -----------------------------------------------------
 
     def upload_file(self, ns: str, file: Union[str, os.PathLike, BinaryIO], *,
@@ -178,13 +333,8 @@ class Client:
                 return self.upload_file(ns, f, content_type=content_type, labels=labels,
                                         consumers=consumers, consumer_names=consumer_names,
                                         idempotency_key=idempotency_key)
-        start = file.tell()
-        h, size = hashlib.sha256(), 0
-        while block := file.read(BLOCK):
-            h.update(block)
-            size += len(block)
-        file.seek(start)
-        req: dict[str, Any] = {"size": size, "sha256": h.hexdigest()}
+        digest, size = _hash_ahead(file)
+        req: dict[str, Any] = {"size": size, "sha256": digest.removeprefix("sha256:")}
         if content_type:
             req["content_type"] = content_type
         if labels:
@@ -246,16 +396,19 @@ class Client:
                 raise self._error(resp)
             return resp.status, resp.headers, _read_small(resp)
         finally:
+            resp.close()
             conn.close()
 
-    def _open(self, method: str, path: str, *, query: Optional[Mapping[str, Optional[str]]] = None,
+    def _open(self, method: str, path: str, *, query: Optional[Query] = None,
               headers: Optional[Mapping[str, str]] = None, body: Any = None,
-              absolute: bool = False, auth: bool = True) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+              absolute: bool = False, auth: bool = True,
+              expect_continue: bool = False) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         url = urllib.parse.urlsplit(path if absolute else self.base_url + path)
         target = url.path or "/"
         if not absolute:
             target = urllib.parse.urlsplit(self.base_url).path.rstrip("/") + path
-        q = urllib.parse.urlencode({k: v for k, v in (query or {}).items() if v})
+        pairs = query.items() if isinstance(query, Mapping) else (query or ())
+        q = urllib.parse.urlencode([(k, v) for k, v in pairs if v])
         if url.query or q:
             target += "?" + "&".join(x for x in (url.query, q) if x)
         conn = self._connect(url)
@@ -264,11 +417,75 @@ class Client:
             h["Authorization"] = f"Bearer {self.api_key}"
         h.update(headers or {})
         try:
+            if expect_continue:
+                return conn, self._request_body_on_continue(conn, method, target, h, body)
             conn.request(method, target, body=body, headers=h)
             return conn, conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise Unavailable(f"{method} {url.scheme}://{url.netloc}{url.path}: {e}") from e
+
+    def _request_body_on_continue(self, conn: http.client.HTTPConnection, method: str, target: str,
+                                  headers: Mapping[str, str], body: Any) -> http.client.HTTPResponse:
+        """Sends the request's headers with ``Expect: 100-continue`` and its
+        body only once the server asks for it, or has said nothing for
+        ``continue_timeout``. A server that answers at once (a dedup hit, a
+        refusal) never gets the body.
+
+        http.client's response parser skips interim answers, so it cannot
+        tell a ``100 Continue`` from silence: the first bytes of the answer
+        are read here from the socket itself (with its own timeout, which
+        leaves the socket usable, unlike a timed-out file over it), and an
+        answer that is not a ``100`` is handed to the parser with those bytes
+        in front (:class:`_Replay`)."""
+        conn.putrequest(method, target)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.putheader("Expect", "100-continue")
+        conn.endheaders()
+        sock = conn.sock
+        if sock is None:  # endheaders connects
+            raise http.client.NotConnected()
+        # "HTTP/1.1 100": enough to tell an interim answer from a final one.
+        status_len = 12
+        head, closed = b"", False
+        sock.settimeout(self.continue_timeout)
+        try:
+            while len(head) < status_len:
+                block = sock.recv(status_len - len(head))
+                if not block:
+                    closed = True  # the parser below says so
+                    break
+                head += block
+        except TimeoutError:
+            if head:
+                raise
+        finally:
+            sock.settimeout(self.timeout)
+        if closed or (head and head[9:12] != b"100"):
+            # The final answer, before the body.
+            resp = conn.response_class(_Replay(head, sock), method=method)  # type: ignore[arg-type]
+            resp.begin()
+            return resp
+        if head:
+            # 100 Continue: its header lines end at an empty line.
+            while not head.endswith((b"\r\n\r\n", b"\n\n")):
+                block = sock.recv(1)
+                if not block or len(head) > _MAX_LINE:
+                    raise http.client.IncompleteRead(head)
+                head += block
+        conn.send(body)
+        return conn.getresponse()
+
+    def _digest_first_off(self, ns: str) -> bool:
+        at = self._no_digest_first.get(ns)
+        return at is not None and time.monotonic() - at < _DIGEST_FIRST_TTL
+
+    def _note_digest_first(self, ns: str, answer: Optional[str]) -> None:
+        if answer == "off":
+            self._no_digest_first[ns] = time.monotonic()
+        else:
+            self._no_digest_first.pop(ns, None)
 
     def _connect(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
         host, port = url.hostname or "", url.port
@@ -282,69 +499,20 @@ class Client:
         return error_from_body(resp.status, _read_small(resp), resp.headers)
 
 
-class Payload(io.RawIOBase):
-    """A claim's payload as it streams: a readable binary file that verifies.
-
-    ``ref`` is the claim's reference (from the ``Claimcheck-Ref`` header),
-    ``content_type`` the type it was stored with. Every read counts bytes
-    and feeds sha256; more bytes than ``ref.size``, fewer at the end, another
-    digest, or an error in the ``Claimcheck-Error`` trailer raise, and keep
-    raising on later reads. Read to the end before trusting what you read.
-    """
-
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref) -> None:
-        super().__init__()
-        self.ref = ref
-        self.content_type = resp.getheader("Content-Type", "application/octet-stream")
-        self._conn, self._resp = conn, resp
-        # http.client decodes chunked bodies but throws their trailer away:
-        # the payload's is read here, from the connection, to see the
-        # server's error after a failure part-way.
-        self._chunked = bool(resp.chunked)
-        self._fp = resp.fp
-        self._chunk_left: Optional[int] = None
-        self._hash = hashlib.sha256()
-        self._n = 0
-        self._err: Optional[ClaimcheckError] = None
-        self._done = False
-        self.trailers: dict[str, str] = {}
+class _Reader(io.RawIOBase):
+    """A verifying stream's file interface, over its readinto."""
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: Any) -> int:  # type: ignore[override]
-        if self._err is not None:
-            raise self._err
-        if self._done:
-            return 0
-        mv = memoryview(b).cast("B")
-        if len(mv) == 0:
-            return 0
-        try:
-            n = self._raw_readinto(mv)
-        except ClaimcheckError as e:
-            raise self._fail(e) from None
-        except (OSError, ValueError, http.client.HTTPException) as e:
-            raise self._fail(Unavailable(
-                f"claim {self.ref.id}: stream cut after {self._n} of {self.ref.size} bytes: {e!r}")) from None
-        if n == 0:
-            self._finish()
-            return 0
-        self._hash.update(mv[:n])
-        self._n += n
-        if self._n > self.ref.size:
-            raise self._fail(ChecksumMismatch(
-                f"claim {self.ref.id}: more than the {self.ref.size} bytes recorded"))
-        return n
-
     def iter_chunks(self, size: int = BLOCK) -> Iterator[bytes]:
-        """Yields the payload in blocks of at most ``size`` bytes."""
+        """Yields the stream in blocks of at most ``size`` bytes."""
         buf = bytearray(size)
         while n := self.readinto(buf):
             yield bytes(buf[:n])
 
     def copy_to(self, out: BinaryIO) -> int:
-        """Writes the whole verified payload to ``out``; returns its size."""
+        """Writes the whole verified stream to ``out``; returns its size."""
         buf = bytearray(BLOCK)
         mv = memoryview(buf)
         total = 0
@@ -360,10 +528,65 @@ class Payload(io.RawIOBase):
             return out.getvalue()
         return super().read(size) or b""
 
+
+class _Stream(_Reader):
+    """A payload answer's body as a readable binary file: the chunked body
+    parsed here, with its trailer, since http.client decodes chunked bodies
+    but throws their trailer away. A ``Claimcheck-Error`` trailer, a broken
+    connection or a failed check of a subclass (:meth:`_got`,
+    :meth:`_at_end`) raises, and keeps raising on later reads."""
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref) -> None:
+        super().__init__()
+        self.ref = ref
+        self.content_type = resp.getheader("Content-Type", "application/octet-stream")
+        self._conn, self._resp = conn, resp
+        self._chunked = bool(resp.chunked)
+        self._fp = resp.fp
+        self._chunk_left: Optional[int] = None
+        self._n = 0
+        self._err: Optional[ClaimcheckError] = None
+        self._done = False
+        self.trailers: dict[str, str] = {}
+
+    def readinto(self, b: Any) -> int:  # type: ignore[override]
+        if self._err is not None:
+            raise self._err
+        if self._done:
+            return 0
+        mv = memoryview(b).cast("B")
+        if len(mv) == 0:
+            return 0
+        try:
+            n = self._raw_readinto(mv)
+        except ClaimcheckError as e:
+            raise self._fail(e) from None
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            raise self._fail(Unavailable(
+                f"claim {self.ref.id}: stream cut after {self._n} {self._of()}bytes: {e!r}")) from None
+        if n == 0:
+            self._finish()
+            return 0
+        self._n += n
+        try:
+            self._got(mv[:n])
+        except ClaimcheckError as e:
+            raise self._fail(e) from None
+        return n
+
     def close(self) -> None:
         if not self.closed:
             self._conn.close()
         super().close()
+
+    def _got(self, block: memoryview) -> None:
+        """Checks a block as it arrives (self._n already counts it)."""
+
+    def _at_end(self) -> None:
+        """Checks the whole stream once it ended and its trailer was clean."""
+
+    def _of(self) -> str:
+        return ""
 
     def _fail(self, err: ClaimcheckError) -> ClaimcheckError:
         self._err = err
@@ -414,16 +637,130 @@ class Payload(io.RawIOBase):
         trailer = self.trailers.get("claimcheck-error", "")
         if trailer:
             raise self._fail(error_from_body(200, trailer.encode("latin-1")))
+        try:
+            self._at_end()
+        except ClaimcheckError as e:
+            raise self._fail(e) from None
+
+
+class Payload(_Stream):
+    """A claim's payload as it streams: a readable binary file that verifies.
+
+    ``ref`` is the claim's reference (from the ``Claimcheck-Ref`` header),
+    ``content_type`` the type it was stored with. Every read counts bytes
+    and feeds sha256; more bytes than ``ref.size``, fewer at the end, another
+    digest, or an error in the ``Claimcheck-Error`` trailer raise, and keep
+    raising on later reads. Read to the end before trusting what you read.
+    """
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref) -> None:
+        super().__init__(conn, resp, ref)
+        self._hash = hashlib.sha256()
+
+    def _got(self, block: memoryview) -> None:
+        self._hash.update(block)
+        if self._n > self.ref.size:
+            raise ChecksumMismatch(f"claim {self.ref.id}: more than the {self.ref.size} bytes recorded")
+
+    def _of(self) -> str:
+        return f"of {self.ref.size} "
+
+    def _at_end(self) -> None:
         if self._n != self.ref.size:
-            raise self._fail(ChecksumMismatch(
-                f"claim {self.ref.id}: stream ended after {self._n} of {self.ref.size} bytes"))
+            raise ChecksumMismatch(f"claim {self.ref.id}: stream ended after {self._n} of {self.ref.size} bytes")
         got = "sha256:" + self._hash.hexdigest()
         if got != self.ref.digest:
-            raise self._fail(ChecksumMismatch(
-                f"claim {self.ref.id}: content hashes to {got}, recorded {self.ref.digest}"))
+            raise ChecksumMismatch(f"claim {self.ref.id}: content hashes to {got}, recorded {self.ref.digest}")
 
     def __enter__(self) -> "Payload":
         return self
+
+
+class Part(_Reader):
+    """Bytes ``[offset, end)`` of a claim's payload as they stream
+    (:meth:`Client.redeem_range`): a readable binary file.
+
+    ``ref`` is the whole payload's reference, ``length`` the part's size
+    (``end`` is ``offset + length``). The stream ends only after exactly
+    ``length`` bytes arrived and the server's ``Claimcheck-Error`` trailer
+    reported no failure; the read that completes the part checks both before
+    it returns its bytes. A short or long stream is :class:`ChecksumMismatch`,
+    a broken one :class:`Unavailable`, and the error stays.
+
+    The whole payload's sha256 cannot be checked on a part: what the server
+    checked the bytes against depends on how the claim is stored
+    (docs/HTTP.md, "Ranged redeem"; a plain object only by their number).
+    Whoever assembles a payload from parts checks the whole against ``ref``.
+    A server that ignored the Range answered the whole payload: the part is
+    then cut out of it here, and the whole is verified before the part ends.
+    """
+
+    def __init__(self, src: _Stream, offset: int, length: int, *, skip: int) -> None:
+        super().__init__()
+        self.ref = src.ref
+        self.content_type = src.content_type
+        self.offset = offset
+        self.length = length
+        self._src = src
+        self._skip = skip  # bytes of src before the part (a whole payload: offset)
+        self._whole = isinstance(src, Payload)
+        self._left = length
+        self._err: Optional[ClaimcheckError] = None
+
+    @property
+    def end(self) -> int:
+        """The offset after the part's last byte."""
+        return self.offset + self.length
+
+    def readinto(self, b: Any) -> int:  # type: ignore[override]
+        if self._err is not None:
+            raise self._err
+        mv = memoryview(b).cast("B")
+        if self._left == 0 or len(mv) == 0:
+            return 0
+        try:
+            while self._skip > 0:
+                n = self._src.readinto(mv[:min(len(mv), self._skip)])
+                if n == 0:
+                    raise self._short()
+                self._skip -= n
+            n = self._src.readinto(mv[:min(len(mv), self._left)])
+            if n == 0:
+                raise self._short()
+            self._left -= n
+            if self._left == 0:
+                self._check_end()
+        except ClaimcheckError as e:
+            self._err = e
+            self._src.close()
+            raise
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._src.close()
+        super().close()
+
+    def __enter__(self) -> "Part":
+        return self
+
+    @property
+    def trailers(self) -> dict[str, str]:
+        """The answer's trailer, once the part has been read to its end."""
+        return self._src.trailers
+
+    def _short(self) -> ChecksumMismatch:
+        return ChecksumMismatch(f"claim {self.ref.id}: range stream ended after {self.length - self._left} "
+                                f"of {self.length} bytes")
+
+    def _check_end(self) -> None:
+        """The part is complete: the rest of the answer must end cleanly (a
+        206 with nothing more than its trailer; a whole payload, read to its
+        end, with its size and sha256)."""
+        buf = bytearray(BLOCK if self._whole else 1)
+        while self._src.readinto(buf):
+            if not self._whole:
+                raise ChecksumMismatch(f"claim {self.ref.id}: more than the {self.length} bytes of the range")
 
 
 class _HashingReader:
@@ -435,6 +772,13 @@ class _HashingReader:
         self._h = hashlib.sha256()
         self.n = 0
         self.eof = False
+        # A length known up front means a seekable source (_remaining).
+        self.seekable = length is not None
+        self.hashing = True
+
+    def hash_ahead(self) -> tuple[str, int]:
+        """The digest and size of what is left, read ahead and seeked back."""
+        return _hash_ahead(self._src)
 
     @classmethod
     def of(cls, body: Any) -> "_HashingReader":
@@ -456,7 +800,8 @@ class _HashingReader:
         if isinstance(b, str):
             raise InvalidArgument("put: the body yields str; open it in binary mode")
         if b:
-            self._h.update(b)
+            if self.hashing:
+                self._h.update(b)
             self.n += len(b)
         else:
             self.eof = True
@@ -483,6 +828,46 @@ class _IterReader:
             n = len(self._buf)
         out, self._buf = self._buf[:n], self._buf[n:]
         return out
+
+
+class _Replay:
+    """A socket whose first bytes were already read: a response parser
+    built on it (http.client reads through ``makefile``) reads them again."""
+
+    def __init__(self, head: bytes, sock: Any) -> None:
+        self._head, self._sock = head, sock
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_ReplayRaw(self._head, self._sock))
+
+
+class _ReplayRaw(io.RawIOBase):
+    def __init__(self, head: bytes, sock: Any) -> None:
+        super().__init__()
+        self._head, self._sock = head, sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._sock.recv_into(b)
+
+
+def _hash_ahead(f: Any) -> tuple[str, int]:
+    """The sha256 (``sha256:<hex>``) and size of the rest of a seekable
+    file, which is left where it was."""
+    start = f.tell()
+    h, size = hashlib.sha256(), 0
+    while block := f.read(BLOCK):
+        h.update(block)
+        size += len(block)
+    f.seek(start)
+    return "sha256:" + h.hexdigest(), size
 
 
 def _remaining(f: Any) -> Optional[int]:
@@ -523,9 +908,85 @@ def _claim_id(ref: RefLike) -> str:
     return cid
 
 
+def _answered_ref(cid: str, want: Optional[Ref], header: Optional[str], status: int) -> Ref:
+    """The reference of a payload answer (its ``Claimcheck-Ref``), which
+    must be the claim asked for: the stream is verified against it."""
+    if not header:
+        raise ClaimcheckError(f"redeem {cid}: the answer has no Claimcheck-Ref header", code="bad_answer",
+                              status=status)
+    got = Ref.parse(header)
+    if got.id != cid or (want is not None and want.digest and got.digest != want.digest) or \
+            (want is not None and want.digest and got.size != want.size):
+        raise ChecksumMismatch(f"redeem {cid}: the server answered for {got}, asked for {want or cid}")
+    return got
+
+
+def _check_range(cid: str, offset: int, length: Optional[int]) -> None:
+    for name, v in (("offset", offset), ("length", length)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise InvalidArgument(f"redeem {cid}: {name} {v!r}: want an integer")
+    if length is not None and offset < 0:
+        raise InvalidArgument(f"redeem {cid}: length {length}: a negative offset reads the last "
+                              f"{-offset} bytes; leave length None")
+    if length is not None and length <= 0:
+        raise InvalidArgument(f"redeem {cid}: length {length}: want a positive length, "
+                              f"or None to read to the end")
+
+
+def _resolve_range(cid: str, offset: int, length: Optional[int], size: int) -> tuple[int, int]:
+    """The absolute bytes ``[start, start + n)`` a range selects of a payload
+    of ``size`` bytes, cut as the server cuts it (claimcheck.ResolveRange)."""
+    if offset < 0:
+        if size == 0:
+            raise RangeNotSatisfiable(f"claim {cid}: the last {-offset} bytes of an empty payload",
+                                      offset=offset, size=size)
+        n = min(-offset, size)
+        return size - n, n
+    if offset >= size:
+        raise RangeNotSatisfiable(f"claim {cid}: offset {offset}, but the payload has {size} bytes",
+                                  offset=offset, size=size)
+    n = size - offset
+    if length is not None and length < n:
+        n = length
+    return offset, n
+
+
+def _parse_content_range(v: str) -> Optional[tuple[int, int, int]]:
+    """``bytes FIRST-LAST/SIZE`` as (first, length, size); None if malformed."""
+    m = _CONTENT_RANGE.fullmatch(v.strip())
+    if not m:
+        return None
+    first, last, size = (int(g) for g in m.groups())
+    if last < first or last >= size:
+        return None
+    return first, last - first + 1, size
+
+
 def _ns_of(ref: RefLike) -> Optional[str]:
     r = _ref_or_none(ref)
     return r.ns if r is not None else None
+
+
+def _rfc3339(name: str, when: When) -> str:
+    """A time as RFC 3339 in UTC, as the API reads it."""
+    if isinstance(when, bool) or not isinstance(when, (datetime, int, float)):
+        raise InvalidArgument(f"{name} {when!r}: want a datetime with a time zone, or Unix seconds")
+    if not isinstance(when, datetime):
+        when = datetime.fromtimestamp(when, timezone.utc)
+    elif when.tzinfo is None:
+        raise InvalidArgument(f"{name} {when.isoformat()}: a datetime without a time zone is ambiguous; "
+                              f"give one (e.g. timezone.utc)")
+    return when.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _go_duration(by: Any) -> str:
+    """A positive timedelta or number of seconds as a Go duration ("90s")."""
+    if isinstance(by, bool) or not isinstance(by, (timedelta, int, float)):
+        raise InvalidArgument(f"extend: by {by!r}: want a timedelta or seconds")
+    us = by // timedelta(microseconds=1) if isinstance(by, timedelta) else round(by * 1_000_000)
+    if us <= 0:
+        raise InvalidArgument(f"extend: by {by!r}: must be positive")
+    return f"{us // 1_000_000}s" if us % 1_000_000 == 0 else f"{us}us"
 
 
 def _quote(s: str) -> str:

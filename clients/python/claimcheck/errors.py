@@ -55,6 +55,19 @@ class ChecksumMismatch(ClaimcheckError):
     code = "checksum_mismatch"
 
 
+class RangeNotSatisfiable(ClaimcheckError):
+    """A ranged redeem selects no byte of the payload (an offset at or past
+    its end, any range of an empty payload); ``size`` is the payload's size,
+    ``offset`` the offset asked for (negative for the last bytes)."""
+    code = "range_not_satisfiable"
+
+    def __init__(self, message: str, *, size: Optional[int] = None, offset: Optional[int] = None,
+                 **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.size = size
+        self.offset = offset
+
+
 class TooLarge(ClaimcheckError):
     """The payload exceeds the namespace's max_size."""
     code = "too_large"
@@ -116,7 +129,7 @@ class MethodNotAllowed(ClaimcheckError):
 
 _BY_CODE: dict[str, type[ClaimcheckError]] = {
     cls.code: cls
-    for cls in (NotFound, Gone, Expired, ChecksumMismatch, TooLarge, QuotaExceeded,
+    for cls in (NotFound, Gone, Expired, ChecksumMismatch, RangeNotSatisfiable, TooLarge, QuotaExceeded,
                 InvalidArgument, Unauthenticated, PermissionDenied, RateLimited, Held,
                 Unavailable, Internal, NoRoute, MethodNotAllowed)
 }
@@ -144,4 +157,9 @@ def error_from_body(status: int, body: bytes, headers: Any = None) -> Claimcheck
     if cls is RateLimited:
         retry = headers.get("Retry-After") if headers is not None else None
         kw["retry_after"] = int(retry) if retry and retry.isdigit() else None
+    if cls is RangeNotSatisfiable:
+        # Content-Range: bytes */SIZE gives the payload's size.
+        cr = headers.get("Content-Range") if headers is not None else None
+        size = cr[len("bytes */"):] if cr and cr.startswith("bytes */") else ""
+        kw["size"] = int(size) if size.isdigit() else None
     return cls(message, **kw)

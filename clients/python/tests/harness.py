@@ -28,6 +28,9 @@ namespaces:
   tiny: {max_size: 1KiB, threshold: 100}
   offl: {threshold: 100}
   quota1: {quota: {claims: 1}}
+  gz: {compression: gzip}
+  keep: {ttl: {max_age: 1h, max_lifetime: 48h}}
+  nodf: {digest_first: false}
 """
 
 

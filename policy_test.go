@@ -2,6 +2,7 @@ package claimcheck
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,18 @@ func TestGivenZerosBeatTheBase(t *testing.T) {
 			t.Errorf("%q: decoded without an error", doc)
 		}
 	}
+}
+
+// Namespace and tenant names are checked by hand; the check accepts
+// exactly what the documented pattern does.
+func FuzzValidNameMatchesPattern(f *testing.F) {
+	pattern := regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
+	for _, s := range []string{"", "a", "-", "_a", "a_", "a-b_c9", "A", "ab/c", "a.b", "a\n", "é", "orders-eu_1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validName(s), pattern.MatchString(s); got != want {
+			t.Errorf("validName(%q) = %v, the pattern says %v", s, got, want)
+		}
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 )
 
@@ -59,11 +58,33 @@ type refJSON struct {
 	ExpiresAt   int64  `json:"expires_at"`
 }
 
-var (
-	claimIDPattern = regexp.MustCompile(`^cc_[A-Za-z0-9_-]{22}$`)
-	blobIDPattern  = regexp.MustCompile(`^b_[A-Za-z0-9_-]{22}$`)
-	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// Ids and digests are checked by hand, not by regular expression: every
+// request that names a claim and every put's answer checks one (a
+// regexp.MatchString of a digest costs microseconds). The patterns they
+// implement: ids ^cc_[A-Za-z0-9_-]{22}$ and ^b_[A-Za-z0-9_-]{22}$, digests
+// ^sha256:[0-9a-f]{64}$ (ref_test.go checks them against these).
+const (
+	claimIDPrefix = "cc_"
+	blobIDPrefix  = "b_"
+	idChars       = 22
+	digestPrefix  = "sha256:"
+	digestHex     = 64
 )
+
+// validID reports whether s is prefix followed by idChars characters of
+// the URL-safe base64 alphabet.
+func validID(s, prefix string) bool {
+	if len(s) != len(prefix)+idChars || s[:len(prefix)] != prefix {
+		return false
+	}
+	for i := len(prefix); i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // MarshalJSON encodes the reference in its versioned wire form.
 func (r Ref) MarshalJSON() ([]byte, error) {
@@ -102,6 +123,12 @@ func ParseRef(data []byte) (Ref, error) {
 	if len(data) > 4*MaxRefSize {
 		return Ref{}, invalidf("ref: %d bytes is too long to be a reference (at most %d)", len(data), MaxRefSize)
 	}
+	// A well-formed reference, the common case (every put's answer),
+	// takes one strict pass; anything else goes the way below, whose
+	// first complaint is the one a user should see.
+	if w, err := decodeRefStrict(data); err == nil && w.Type == RefType && w.V == RefVersion {
+		return w.ref()
+	}
 	// Look at the version before anything else, so that a newer format
 	// gets "unsupported version" rather than "unknown field".
 	var head struct {
@@ -117,15 +144,30 @@ func ParseRef(data []byte) (Ref, error) {
 	if head.V != RefVersion {
 		return Ref{}, invalidf("ref: unsupported version %d (this build reads version %d)", head.V, RefVersion)
 	}
+	w, err := decodeRefStrict(data)
+	if err != nil {
+		return Ref{}, err
+	}
+	return w.ref()
+}
+
+// decodeRefStrict decodes the wire form, refusing unknown fields and
+// anything after the one JSON value.
+func decodeRefStrict(data []byte) (refJSON, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var w refJSON
 	if err := dec.Decode(&w); err != nil {
-		return Ref{}, invalidf("ref: %v", err)
+		return refJSON{}, invalidf("ref: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Ref{}, invalidf("ref: trailing data after the reference")
+		return refJSON{}, invalidf("ref: trailing data after the reference")
 	}
+	return w, nil
+}
+
+// ref returns the reference of a decoded wire form, validated.
+func (w refJSON) ref() (Ref, error) {
 	ref := Ref{
 		ID: w.ID, Namespace: w.NS, Size: w.Size, StoredSize: w.StoredSize,
 		Compression: w.Compression, Digest: w.Digest,
@@ -138,7 +180,7 @@ func ParseRef(data []byte) (Ref, error) {
 }
 
 func (r Ref) validate() error {
-	if !claimIDPattern.MatchString(r.ID) {
+	if !ValidClaimID(r.ID) {
 		return invalidf("ref: id %q is not a claim id", r.ID)
 	}
 	if err := ValidateNamespace(r.Namespace); err != nil {
@@ -147,7 +189,7 @@ func (r Ref) validate() error {
 	if r.Size < 0 || r.StoredSize < 0 {
 		return invalidf("ref: negative size")
 	}
-	if r.Digest != "" && !digestPattern.MatchString(r.Digest) {
+	if r.Digest != "" && !ValidDigest(r.Digest) {
 		return invalidf("ref: digest %q is not sha256:<64 hex digits>", r.Digest)
 	}
 	switch Compression(r.Compression) {
@@ -159,14 +201,25 @@ func (r Ref) validate() error {
 }
 
 // ValidClaimID reports whether id has the form of a claim id.
-func ValidClaimID(id string) bool { return claimIDPattern.MatchString(id) }
+func ValidClaimID(id string) bool { return validID(id, claimIDPrefix) }
 
 // ValidBlobID reports whether id has the form of a blob id (the id of a
 // dead letter).
-func ValidBlobID(id string) bool { return blobIDPattern.MatchString(id) }
+func ValidBlobID(id string) bool { return validID(id, blobIDPrefix) }
 
-// ValidDigest reports whether d has the form "sha256:<64 hex digits>".
-func ValidDigest(d string) bool { return digestPattern.MatchString(d) }
+// ValidDigest reports whether d has the form "sha256:<64 hex digits>"
+// (lowercase).
+func ValidDigest(d string) bool {
+	if len(d) != len(digestPrefix)+digestHex || d[:len(digestPrefix)] != digestPrefix {
+		return false
+	}
+	for i := len(digestPrefix); i < len(d); i++ {
+		if c := d[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 func unixOrZero(t time.Time) int64 {
 	if t.IsZero() {

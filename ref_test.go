@@ -2,6 +2,7 @@ package claimcheck
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,41 @@ func TestGoneErrorMatches(t *testing.T) {
 	}
 	if !errors.Is(released, ErrGone) || errors.Is(released, ErrExpired) {
 		t.Fatal("released gone error must match ErrGone only")
+	}
+}
+
+// The hand-written checks of ids and digests accept exactly what their
+// patterns do.
+func FuzzValidIDsMatchPatterns(f *testing.F) {
+	claimID := regexp.MustCompile(`^cc_[A-Za-z0-9_-]{22}$`)
+	blobID := regexp.MustCompile(`^b_[A-Za-z0-9_-]{22}$`)
+	digest := regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	for _, s := range []string{
+		sampleRef().ID, sampleRef().Digest, "b_7QmFx0aZ3kLq9WbVtYc2Rg", "",
+		"cc_7QmFx0aZ3kLq9WbVtYc2R", "cc_7QmFx0aZ3kLq9WbVtYc2Rg\n", "cc_7QmFx0aZ3kLq9WbVtYc2R=",
+		"sha256:" + strings.Repeat("AB", 32), "sha256:" + strings.Repeat("ab", 32) + "\n", "SHA256:" + strings.Repeat("ab", 32),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidClaimID(s), claimID.MatchString(s); got != want {
+			t.Errorf("ValidClaimID(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ValidBlobID(s), blobID.MatchString(s); got != want {
+			t.Errorf("ValidBlobID(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ValidDigest(s), digest.MatchString(s); got != want {
+			t.Errorf("ValidDigest(%q) = %v, the pattern says %v", s, got, want)
+		}
+	})
+}
+
+// BenchmarkParseRef is the decoding of every put's answer by a client.
+func BenchmarkParseRef(b *testing.B) {
+	data := []byte(sampleRef().String())
+	for b.Loop() {
+		if _, err := ParseRef(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

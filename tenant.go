@@ -40,7 +40,7 @@ func ValidateTenant(name string) error {
 		return invalidf("tenant: empty name")
 	case len(name) > MaxNamespaceLen:
 		return invalidf("tenant %q: longer than %d characters", name, MaxNamespaceLen)
-	case !namespacePattern.MatchString(name):
+	case !validName(name):
 		return invalidf("tenant %q: use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit", name)
 	}
 	return nil

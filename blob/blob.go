@@ -49,6 +49,20 @@ type PayloadHasher interface {
 	SetPayloadSHA256(sum []byte)
 }
 
+// KnownPayloadWriter is implemented by object writers that can send the
+// bytes on as they are written when told beforehand how many there will
+// be and their sha256: an S3 writer then streams them in one PutObject
+// of that length, signed with that sum, instead of buffering the object
+// and sending it at Close (ADR 0165). Call it before the first Write; a
+// writer may decline (an object too large for one request, a writer
+// already written to) and reports whether it streams. The object still
+// becomes visible only when Close returns nil: the writer holds back the
+// last byte until Close, and a cancelled context, or bytes that differ
+// from the ones announced in number or in sha256, store nothing.
+type KnownPayloadWriter interface {
+	SetKnownPayload(size int64, sum []byte) (streams bool)
+}
+
 // Store holds objects by key. Keys are "/"-separated paths of safe
 // characters; the engine builds them as "<namespace>/<blob id>".
 type Store interface {

@@ -176,6 +176,13 @@ func (w *meteredWriter) SetPayloadSHA256(sum []byte) {
 	}
 }
 
+// SetKnownPayload passes the announcement on to the wrapped writer, if
+// it takes one (KnownPayloadWriter).
+func (w *meteredWriter) SetKnownPayload(size int64, sum []byte) bool {
+	kw, ok := w.w.(KnownPayloadWriter)
+	return ok && kw.SetKnownPayload(size, sum)
+}
+
 func (w *meteredWriter) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	if err != nil && w.err == nil {

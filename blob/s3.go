@@ -2,6 +2,7 @@ package blob
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -105,7 +106,9 @@ var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // manager's pipe, goroutine and growing first-part read that gocloud's
 // writer puts in front of every upload (docs/PERFORMANCE.md). A longer
 // stream turns into gocloud's multipart writer, buffered bytes first, so
-// memory stays bounded whatever the size. Either way nothing is visible
+// memory stays bounded whatever the size. A write announced with its
+// length and sha256 (KnownPayloadWriter) is not buffered: its PutObject
+// carries the bytes as they come (ADR 0165). Either way nothing is visible
 // before Close returns nil, and a cancelled ctx makes Close fail without
 // creating the object: the single request is never sent, or is aborted
 // before S3 commits it; the multipart upload is never completed.
@@ -130,6 +133,107 @@ type s3Writer struct {
 	// sum is the hex sha256 of the bytes, from SetPayloadSHA256 ("" if
 	// not given).
 	sum string
+	// stream, once SetKnownPayload started it, carries the bytes to S3
+	// as they are written; buf and mp are then unused.
+	stream *s3Stream
+}
+
+// s3Stream is a PutObject whose body is sent while the object is being
+// written: its length and sha256 were announced (SetKnownPayload).
+type s3Stream struct {
+	pw   *io.PipeWriter // the request's body
+	size int64
+	sent int64  // bytes given to the request
+	held []byte // the last bytes written, sent by Close
+	done chan struct{}
+	err  error // PutObject's, once done is closed
+	// abort cancels the request (its context is the writer's), so that
+	// a refused stream ends at once instead of after the SDK's retries.
+	abort context.CancelFunc
+}
+
+// SetKnownPayload implements KnownPayloadWriter: an object of up to
+// singlePutMax bytes goes out as one PutObject that starts now and
+// carries each Write on, signed with sum (over plain HTTP S3 checks the
+// body against it; over TLS it goes unsigned, as any write). The request
+// is sent size bytes in all: it cannot complete before the last byte,
+// which Write holds back for Close, so cancelling ctx or closing with
+// other than size bytes aborts it and stores nothing. Larger objects,
+// and a writer already written to, keep the buffered or multipart path.
+func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
+	if w.stream != nil || w.mp != nil || w.buf == nil || w.buf.Len() > 0 || size <= 0 || size > singlePutMax || len(sum) != 32 {
+		return false
+	}
+	w.release(w.buf) // sets w.buf to nil
+	pr, pw := io.Pipe()
+	ctx, abort := context.WithCancel(w.ctx)
+	st := &s3Stream{pw: pw, size: size, done: make(chan struct{}), abort: abort}
+	known := hex.EncodeToString(sum)
+	go func() {
+		defer close(st.done)
+		defer abort()
+		// Not the *io.PipeReader itself: the SDK sends one of those
+		// chunked, without the Content-Length S3 requires.
+		st.err = w.putObject(ctx, struct{ io.Reader }{pr}, size, known)
+		// A request that ended early (refused, cancelled) reads no
+		// more: Write must not wait for it.
+		pr.CloseWithError(cmp.Or(st.err, errStreamEnded))
+	}()
+	w.stream = st
+	return true
+}
+
+// errStreamEnded is what a Write to a streamed PutObject gets after the
+// request ended without a failure of its own: it already had all its
+// bytes, so more are more than announced.
+var errStreamEnded = errors.New("the request has all the bytes announced")
+
+// write sends p on, keeping the last byte of the object back for Close.
+func (st *s3Stream) write(key string, p []byte) (int, error) {
+	if st.sent+int64(len(st.held))+int64(len(p)) > st.size {
+		st.abort()
+		return 0, fmt.Errorf("blob: write %s: more than the %d bytes announced", key, st.size)
+	}
+	n := min(int64(len(p)), st.size-1-st.sent)
+	if n > 0 {
+		m, err := st.pw.Write(p[:n])
+		st.sent += int64(m)
+		if err != nil {
+			return m, fmt.Errorf("blob: write %s: %w", key, err)
+		}
+	}
+	st.held = append(st.held, p[n:]...)
+	return len(p), nil
+}
+
+// close sends the held bytes, when the writer's context is live and all
+// size bytes were written, and waits for the answer; otherwise it aborts
+// the request, which S3 then discards (it has fewer bytes than its
+// Content-Length).
+func (st *s3Stream) close(ctx context.Context, key string) error {
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case st.sent+int64(len(st.held)) != st.size:
+		err = fmt.Errorf("%d bytes written, %d announced", st.sent+int64(len(st.held)), st.size)
+	}
+	if err != nil {
+		st.abort()
+		st.pw.CloseWithError(err)
+		<-st.done
+		return fmt.Errorf("blob: write %s: %w", key, err)
+	}
+	if _, werr := st.pw.Write(st.held); werr != nil {
+		<-st.done
+		return fmt.Errorf("blob: write %s: %w", key, cmp.Or(st.err, werr))
+	}
+	st.pw.Close()
+	<-st.done
+	if st.err != nil {
+		return fmt.Errorf("blob: write %s: %w", key, st.err)
+	}
+	return nil
 }
 
 // SetPayloadSHA256 implements PayloadHasher: the single PutObject is
@@ -138,6 +242,12 @@ type s3Writer struct {
 func (w *s3Writer) SetPayloadSHA256(sum []byte) { w.sum = hex.EncodeToString(sum) }
 
 func (w *s3Writer) Write(p []byte) (int, error) {
+	if st := w.stream; st != nil {
+		if st.pw == nil {
+			return 0, fmt.Errorf("blob: write %s: writer is closed", w.key)
+		}
+		return st.write(w.key, p)
+	}
 	if w.mp != nil {
 		return w.mp.Write(p)
 	}
@@ -161,6 +271,14 @@ func (w *s3Writer) Write(p []byte) (int, error) {
 }
 
 func (w *s3Writer) Close() error {
+	if st := w.stream; st != nil {
+		if st.pw == nil {
+			return fmt.Errorf("blob: write %s: writer is closed", w.key)
+		}
+		err := st.close(w.ctx, w.key)
+		st.pw = nil
+		return err
+	}
 	if w.mp != nil {
 		return w.mp.Close()
 	}
@@ -173,26 +291,33 @@ func (w *s3Writer) Close() error {
 		w.release(buf)
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
-	in := &s3.PutObjectInput{
-		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
-		Body: bytes.NewReader(buf.Bytes()), ContentLength: aws.Int64(int64(buf.Len())),
-		// As Bucket.NewWriter: stored bytes are compressed or opaque.
-		ContentType: aws.String("application/octet-stream"),
-	}
-	w.b.sse.apply(in)
-	var opts []func(*s3.Options)
-	if w.sum != "" {
-		opts = append(opts, func(o *s3.Options) {
-			o.APIOptions = append(slices.Clip(o.APIOptions), knownPayloadHash(w.sum))
-		})
-	}
-	if _, err := w.b.client.PutObject(w.ctx, in, opts...); err != nil {
+	if err := w.putObject(w.ctx, bytes.NewReader(buf.Bytes()), int64(buf.Len()), w.sum); err != nil {
 		// Not recycled: the HTTP transport may still be reading the
 		// body of a request that failed early.
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
 	w.release(buf)
 	return nil
+}
+
+// putObject sends the object as one PutObject of n bytes read from
+// body, signed with sum (hex sha256) when it is not "".
+func (w *s3Writer) putObject(ctx context.Context, body io.Reader, n int64, sum string) error {
+	in := &s3.PutObjectInput{
+		Bucket: aws.String(w.b.name), Key: aws.String(w.key),
+		Body: body, ContentLength: aws.Int64(n),
+		// As Bucket.NewWriter: stored bytes are compressed or opaque.
+		ContentType: aws.String("application/octet-stream"),
+	}
+	w.b.sse.apply(in)
+	var opts []func(*s3.Options)
+	if sum != "" {
+		opts = append(opts, func(o *s3.Options) {
+			o.APIOptions = append(slices.Clip(o.APIOptions), knownPayloadHash(sum))
+		})
+	}
+	_, err := w.b.client.PutObject(ctx, in, opts...)
+	return err
 }
 
 // release returns buf to the pool. Its contents never exceed

@@ -1,11 +1,13 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
@@ -101,6 +103,87 @@ func TestS3KnownPayloadSum(t *testing.T) {
 			}
 			if !tc.stored && !errors.Is(err, ErrNotFound) {
 				t.Errorf("Attributes after a write with a wrong sum = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// TestS3KnownPayloadStream checks on a real S3 server that a write
+// announced with its length and sha256 (KnownPayloadWriter) is streamed
+// and still all or nothing: stored with the bytes announced and only at
+// Close, and nothing stored for a wrong sum, too few or too many bytes,
+// or a context cancelled before Close, even after every byte was written.
+func TestS3KnownPayloadStream(t *testing.T) {
+	u := os.Getenv("TEST_S3_URL")
+	if u == "" {
+		t.Skip("TEST_S3_URL not set")
+	}
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := make([]byte, 1<<20+12345)
+	rand.Read(body)
+	right := sha256.Sum256(body)
+	wrong := sha256.Sum256(body[1:])
+	tls := strings.HasPrefix(strings.ToLower(u), "https")
+	for _, tc := range []struct {
+		name   string
+		sum    []byte
+		write  []byte
+		cancel bool
+		stored bool
+	}{
+		{"right", right[:], body, false, true},
+		{"wrong sum", wrong[:], body, false, tls}, // over TLS the body goes unsigned
+		{"short", right[:], body[:len(body)-1], false, false},
+		{"long", right[:], append(slices.Clip(body), 0), false, false},
+		{"cancelled after the last byte", right[:], body, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := fmt.Sprintf("known-stream/%s-%x", strings.ReplaceAll(tc.name, " ", "-"), right[:8])
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			w, err := s.NewWriter(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.(KnownPayloadWriter).SetKnownPayload(int64(len(body)), tc.sum) {
+				t.Fatal("a writer of 1 MiB declined to stream")
+			}
+			var werr error
+			for rest := tc.write; len(rest) > 0 && werr == nil; {
+				n := min(len(rest), 100<<10)
+				_, werr = w.Write(rest[:n])
+				rest = rest[n:]
+			}
+			if werr != nil && tc.stored {
+				t.Fatalf("Write: %v", werr)
+			}
+			if _, err := s.Attributes(t.Context(), key); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Attributes before Close = %v, want ErrNotFound", err)
+			}
+			if tc.cancel {
+				cancel()
+			}
+			if err := w.Close(); (err == nil) != tc.stored {
+				t.Fatalf("Close = %v, want stored %v", err, tc.stored)
+			}
+			if !tc.stored {
+				if _, err := s.Attributes(t.Context(), key); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("Attributes after a refused write = %v, want ErrNotFound", err)
+				}
+				return
+			}
+			r, err := s.NewReader(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("read back %d bytes of %d: %v", len(got), len(body), err)
 			}
 		})
 	}

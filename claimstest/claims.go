@@ -82,8 +82,9 @@ func testRoundTrip(t *testing.T, e *env) {
 	}
 }
 
-// testCompression: the ref records the namespace's compression, and auto
-// leaves incompressible data alone.
+// testCompression: the ref records the namespace's compression, and
+// auto and zstd leave incompressible data alone (zstd decides on the
+// payload's first frame, ADR 0165).
 func testCompression(t *testing.T, e *env) {
 	e.start(t)
 	doc := JSONDoc(200<<10, 2)
@@ -96,6 +97,12 @@ func testCompression(t *testing.T, e *env) {
 	}
 	if ref := e.put(t, "auto", randomBytes(200<<10), claimcheck.PutOptions{}); ref.Compression != "none" {
 		t.Errorf("auto compressed random data: %s", ref.Compression)
+	}
+	random := randomBytes(200 << 10)
+	if ref := e.put(t, "orders", random, claimcheck.PutOptions{}); ref.Compression != "none" || ref.StoredSize != ref.Size {
+		t.Errorf("zstd stored random data as %s, %d of %d bytes", ref.Compression, ref.StoredSize, ref.Size)
+	} else {
+		e.wantRedeem(t, ref, random)
 	}
 	if ref := e.put(t, "auto", doc, claimcheck.PutOptions{}); ref.Compression != "zstd" {
 		t.Errorf("auto did not compress JSON: %s", ref.Compression)
@@ -273,6 +280,15 @@ func testPutRefusesBadInput(t *testing.T, e *env) {
 	wantErr(t, "body of another digest", err, claimcheck.ErrChecksumMismatch)
 	err = put(strings.NewReader("abc"), claimcheck.PutOptions{Size: 3, Digest: claimcheck.DigestOf([]byte("abd"))})
 	wantErr(t, "body of another digest, length given", err, claimcheck.ErrChecksumMismatch)
+	// Length and digest given are what an object store may be told
+	// before the body (ADR 0165): a longer body still fails as the
+	// caller's.
+	alphabet := "abcdefghijklmnopqrstuvwxyz"
+	err = put(strings.NewReader(alphabet), claimcheck.PutOptions{Size: 10, Digest: claimcheck.DigestOf([]byte(alphabet[:10]))})
+	wantErr(t, "body longer than its length and digest given", err, claimcheck.ErrInvalidArgument)
+	if !strings.Contains(err.Error(), "declared") {
+		t.Errorf("error %q does not say what was declared", err)
+	}
 	for _, opts := range []claimcheck.PutOptions{
 		{Digest: "md5:abc"},
 		{Size: -1},

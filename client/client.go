@@ -205,8 +205,8 @@ func (c *Client) Put(ctx context.Context, ns string, body io.Reader, opts claimc
 		return claimcheck.Ref{}, err
 	}
 	c.noteDigestFirst(ns, resp.Header.Get(api.HeaderDigestFirst))
-	var ref claimcheck.Ref
-	if err := decodeAnswer(resp, &ref); err != nil {
+	ref, err := decodeRef(resp)
+	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if sent != nil {

@@ -185,6 +185,45 @@ func decodeAnswer(resp *http.Response, v any) error {
 	return nil
 }
 
+// decodeRef reads an answer that is a reference (a put's). It is
+// claimcheck.ParseRef on the body, which json.Unmarshal would call too,
+// after a validating pass of its own over the same bytes.
+//
+// An answer on a connection the server closes after it (a digest-first
+// hit, answered before its body was sent: HTTP/1.1 leaves the server no
+// other way) is read without its last byte when the rest is already the
+// whole reference, and its body closed in the background: reading up to
+// the end would make the caller wait while net/http tears the connection
+// down. The server ends every JSON answer with a newline, the one byte
+// left unread there; a body whose last byte belongs to the JSON does not
+// parse without it and is read to its end as any other. The reference
+// is checked whole either way; only a stray last byte after it would go
+// unseen.
+func decodeRef(resp *http.Response) (claimcheck.Ref, error) {
+	var b []byte
+	if n := resp.ContentLength; resp.Close && n > 1 && n <= maxAnswer {
+		b = make([]byte, n-1, n)
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			resp.Body.Close()
+			return claimcheck.Ref{}, fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)
+		}
+		if ref, err := claimcheck.ParseRef(b); err == nil {
+			go resp.Body.Close()
+			return ref, nil
+		}
+	}
+	defer resp.Body.Close()
+	rest, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer-int64(len(b))))
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)
+	}
+	ref, err := claimcheck.ParseRef(append(b, rest...))
+	if err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("decoding the answer: %w", err)
+	}
+	return ref, nil
+}
+
 // trailerChecker is a payload response body that, at its end, checks the
 // Claimcheck-Error trailer: the server's verdict on a stream it had to
 // break off after the status line was sent. An error there replaces

@@ -143,6 +143,21 @@ func NewWriter(alg string, w io.Writer) (io.WriteCloser, error) {
 	}
 }
 
+// NewZstdOrNone returns a writer into w that stores the payload as zstd
+// where zstd saves bytes, and as it is where it does not: the payload's
+// first frame decides (ADR 0165). Bytes that do not shrink by 1/32 in
+// the first FrameSize of them (random, encrypted or already compressed
+// ones) are written to w unchanged, with no framing and no seek table,
+// and none of the rest is encoded. chosen is called once with Zstd or
+// None before the first byte reaches w, so the caller knows what w is
+// about to receive; a stream that fails before that never calls it.
+// Close finishes the stream; it does not close w.
+func NewZstdOrNone(w io.Writer, chosen func(alg string)) io.WriteCloser {
+	f := newFramedZstd(zstdEncoder(), w)
+	f.orNone, f.chosen = true, chosen
+	return &encoder{alg: Zstd, w: f, put: func() {}}
+}
+
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }

@@ -139,6 +139,12 @@ type framedZstd struct {
 	table   []byte      // the seek table's entries so far
 	nframes int
 	err     error // sticky: a failed write, or errClosed
+	// orNone: a stream of NewZstdOrNone not settled yet; chosen hears
+	// how it settles, before its first byte reaches w. plain: settled on
+	// none, every byte goes to w as it is.
+	orNone bool
+	chosen func(alg string)
+	plain  bool
 }
 
 // framesInFlight is how many full frames a stream may have in its
@@ -177,6 +183,9 @@ func (f *framedZstd) Write(p []byte) (int, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
+	if f.plain {
+		return f.writePlain(p)
+	}
 	written := 0
 	for len(p) > 0 {
 		// A full frame goes to the encoders once a byte for the next
@@ -185,6 +194,10 @@ func (f *framedZstd) Write(p []byte) (int, error) {
 		if len(f.buf) == f.size {
 			if err := f.submit(); err != nil {
 				return written, err
+			}
+			if f.plain { // settled on none, what it held written
+				n, err := f.writePlain(p)
+				return written + n, err
 			}
 		}
 		if f.buf == nil {
@@ -198,9 +211,65 @@ func (f *framedZstd) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// writePlain passes p to w as it is (a stream settled on none).
+func (f *framedZstd) writePlain(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// incompressible reports whether a frame of payload in that encoded to
+// out is not worth storing as zstd: it saved less than 1/32 of the
+// bytes. Random, encrypted or already compressed bytes come out of
+// zstd's fastest level as a raw block, a few bytes longer than they went
+// in (maxFrameOut).
+func incompressible(in, out []byte) bool {
+	return len(in) > 0 && len(out) > len(in)-len(in)/32
+}
+
+// settle decides a NewZstdOrNone stream on its first frame, pending[0],
+// when a second frame is full or the stream closes (ADR 0165). The first
+// frame was encoded in the background while the second arrived, so the
+// wait is short; the frames after it are never encoded if it did not
+// shrink. Settled on none, the first frame's payload and the open frame
+// are written as they are; settled on zstd, the stream goes on as any
+// other.
+func (f *framedZstd) settle() error {
+	f.orNone = false
+	j := f.pending[0]
+	<-j.done
+	if !incompressible(*j.in, *j.out) {
+		f.chosen(Zstd)
+		return nil
+	}
+	f.chosen(None)
+	f.plain, f.pending = true, nil
+	_, err := f.w.Write(*j.in)
+	frameIns.Put(j.in)
+	frameOuts.Put(j.out)
+	if err == nil && f.buf != nil {
+		_, err = f.w.Write(f.buf)
+		buf := f.buf
+		frameIns.Put(&buf)
+		f.buf = nil
+	}
+	if err != nil {
+		f.err = err
+	}
+	return err
+}
+
 // submit hands the open (full) frame to an encoder goroutine, after
 // writing out the oldest pending frame if there are framesInFlight.
 func (f *framedZstd) submit() error {
+	if f.orNone && len(f.pending) == 1 {
+		// The second frame is full: the first one decides.
+		if err := f.settle(); err != nil || f.plain {
+			return err
+		}
+	}
 	if len(f.pending) == framesInFlight {
 		if err := f.writeOldest(); err != nil {
 			return err
@@ -252,12 +321,38 @@ func (f *framedZstd) Close() error {
 		f.pending = nil
 		return f.err
 	}
+	if f.orNone && len(f.pending) == 1 {
+		if err := f.settle(); err != nil {
+			return err
+		}
+	}
+	if f.plain {
+		f.err = errClosed
+		return nil // no frames, no table: the payload as it is
+	}
 	// The last frame is encoded here, while the pending ones finish.
 	var last *[]byte
 	if f.buf != nil || f.nframes+len(f.pending) == 0 {
 		last = frameOuts.Get().(*[]byte)
 		*last = f.enc.EncodeAll(f.buf, (*last)[:0])
 		defer frameOuts.Put(last)
+	}
+	if f.orNone {
+		// The whole payload is this one frame (an empty one stays zstd,
+		// as before).
+		f.orNone = false
+		if incompressible(f.buf, *last) {
+			f.chosen(None)
+			_, err := f.writePlain(f.buf)
+			buf := f.buf
+			frameIns.Put(&buf)
+			f.buf = nil
+			if err == nil {
+				f.err = errClosed
+			}
+			return err
+		}
+		f.chosen(Zstd)
 	}
 	for len(f.pending) > 0 {
 		if err := f.writeOldest(); err != nil {

@@ -204,3 +204,62 @@ func TestCheckSeekTable(t *testing.T) {
 		t.Fatalf("a single-frame stream: %v", err)
 	}
 }
+
+// NewZstdOrNone stores bytes that do not shrink as they are, and the
+// rest as the framed zstd NewWriter writes, deciding on the first frame;
+// chosen hears the decision before the first byte reaches the writer.
+func TestZstdOrNone(t *testing.T) {
+	// Random first, text after: the first frame decides.
+	mixed := append(random(compress.FrameSize), text(3*compress.FrameSize)...)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, compress.Zstd},
+		{"text, one byte", text(1), compress.None},
+		{"text, one frame", text(compress.FrameSize), compress.Zstd},
+		{"text, frames", text(3*compress.FrameSize + 12345), compress.Zstd},
+		{"random, part of a frame", random(1000), compress.None},
+		{"random, one frame", random(compress.FrameSize), compress.None},
+		{"random, a frame and a byte", random(compress.FrameSize + 1), compress.None},
+		{"random, frames", random(1<<20 + 17), compress.None},
+		{"random then text", mixed, compress.None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var chosen []string
+			w := compress.NewZstdOrNone(writerFunc(func(p []byte) (int, error) {
+				if len(chosen) != 1 {
+					t.Fatalf("%d bytes written after %d decisions", len(p), len(chosen))
+				}
+				return buf.Write(p)
+			}), func(alg string) { chosen = append(chosen, alg) })
+			// Odd pieces, so frames fill across writes.
+			for rest := tc.data; len(rest) > 0; {
+				n := min(len(rest), 10007)
+				if _, err := w.Write(rest[:n]); err != nil {
+					t.Fatal(err)
+				}
+				rest = rest[n:]
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(chosen) != 1 || chosen[0] != tc.want {
+				t.Fatalf("chosen %v, want [%s]", chosen, tc.want)
+			}
+			got, err := decode(tc.want, buf.Bytes())
+			if err != nil || !bytes.Equal(got, tc.data) {
+				t.Fatalf("decoded %d bytes of %d: %v", len(got), len(tc.data), err)
+			}
+			if tc.want == compress.Zstd {
+				framesOf(t, buf.Bytes(), int64(len(tc.data)))
+			}
+		})
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -361,13 +362,50 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 		}
 		sink = sealWriter{enc}
 	}
-	zw, err := compress.NewWriter(alg, sink)
-	if err != nil {
+	// A payload stored as it arrives, whose size and sha256 the caller
+	// declared, is announced to the object writer with them: S3 then
+	// receives the bytes while they arrive instead of after the last
+	// one, and checks them against the declared sha256 (ADR 0165). The
+	// body is still checked against both below before Close, which
+	// alone completes the object.
+	announced := false
+	announce := func() {
+		kw, ok := obj.(blob.KnownPayloadWriter)
+		if !ok || sk != nil || opts.Size <= 0 || opts.Digest == "" {
+			return
+		}
+		if sum, err := hex.DecodeString(strings.TrimPrefix(opts.Digest, "sha256:")); err == nil {
+			announced = kw.SetKnownPayload(opts.Size, sum)
+		}
+	}
+	var zw io.WriteCloser
+	if alg == compress.Zstd {
+		// zstd where it saves bytes: a first frame that does not shrink
+		// stores the payload as it is, and alg says so before the first
+		// byte is written (ADR 0165).
+		zw = compress.NewZstdOrNone(sink, func(chosen string) {
+			if alg = chosen; alg == compress.None {
+				announce()
+			}
+		})
+	} else if zw, err = compress.NewWriter(alg, sink); err != nil {
 		return written{}, err
+	} else if alg == compress.None {
+		announce()
 	}
 	h := sha256.New()
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
+	if announced {
+		// A body longer than declared fails as the caller's error, as
+		// below, not as the announced object's refusal of the extra
+		// bytes.
+		tooLong := invalidf("the body has more than the %d bytes declared", opts.Size)
+		if opts.Size >= limit {
+			tooLong = fmt.Errorf("%w: payload exceeds max_size %s (%d bytes)", claimcheck.ErrTooLarge, pol.MaxSize, limit)
+		}
+		src = &declaredSize{r: src, left: opts.Size, tooLong: &bodyTooLong{tooLong}}
+	}
 	// The sha256 runs in a second goroutine beside the compressor and
 	// the object write (ADR 0155): a put costs about the longer of the
 	// two, not their sum. Copy has joined that goroutine when it returns,
@@ -407,7 +445,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 			return written{}, fmt.Errorf("%w: encrypt: %v", claimcheck.ErrUnavailable, err)
 		}
 	}
-	if ph, ok := obj.(blob.PayloadHasher); ok && alg == compress.None && sk == nil {
+	if ph, ok := obj.(blob.PayloadHasher); ok && alg == compress.None && sk == nil && !announced {
 		// Stored as written: the payload's sha256 is the object's, and
 		// S3 over plain HTTP need not hash the bytes once more.
 		ph.SetPayloadSHA256(sum)
@@ -431,6 +469,9 @@ func bodyErr(err error) error {
 	if _, ok := errors.AsType[*claimcheck.GoneError](err); ok {
 		return err
 	}
+	if tl, ok := errors.AsType[*bodyTooLong](err); ok {
+		return tl.err
+	}
 	return invalidf("reading the payload failed: %v", err)
 }
 
@@ -452,6 +493,41 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		return n, &writeError{err}
 	}
 	return n, nil
+}
+
+// declaredSize reads the declared size bytes of a body and fails if the
+// body has more.
+type declaredSize struct {
+	r       io.Reader
+	left    int64
+	tooLong error
+}
+
+// bodyTooLong is declaredSize's error, passed on by bodyErr as it is.
+type bodyTooLong struct{ err error }
+
+func (e *bodyTooLong) Error() string { return e.err.Error() }
+func (e *bodyTooLong) Unwrap() error { return e.err }
+
+func (d *declaredSize) Read(p []byte) (int, error) {
+	if d.left <= 0 {
+		var one [1]byte
+		for {
+			n, err := d.r.Read(one[:])
+			if n > 0 {
+				return 0, d.tooLong
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+	}
+	if int64(len(p)) > d.left {
+		p = p[:d.left]
+	}
+	n, err := d.r.Read(p)
+	d.left -= int64(n)
+	return n, err
 }
 
 // readerOnly hides WriterTo/ReaderFrom so io.CopyBuffer uses our buffer.

@@ -37,8 +37,10 @@ type CommitExistingParams struct {
 	BlobID string
 	Key    string
 	// Check, when set, is called inside the transaction with the
-	// candidate read, locked and found shareable, before anything is
-	// written; false makes the put a miss that changed nothing. A caller
+	// candidate read, locked and found shareable, before the claim is
+	// written (on SQLite after the reference is taken in the
+	// transaction, so the candidate's refcount and version count it:
+	// ADR 0170); false makes the put a miss that changed nothing. A caller
 	// whose object check is local (a stat of a file) passes it instead
 	// of BlobID and Key, so that the whole hit is one transaction (ADR
 	// 0140): the candidate is found, its object checked and the claim

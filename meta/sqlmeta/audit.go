@@ -105,6 +105,19 @@ func (q *txq) appendEvents(events []meta.Event) error {
 // insertEvents inserts one chunk and returns the events whose seq was
 // taken already.
 func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
+	if len(es) == 1 {
+		// One event, the common case (every put logs one): whether it
+		// went in is the count of rows inserted, which needs no result
+		// rows (database/sql starts a goroutine for every result set
+		// read inside a transaction).
+		e := es[0]
+		n, err := q.exec(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING`,
+			e.Seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
+		if err != nil || n == 1 {
+			return nil, err
+		}
+		return es, nil
+	}
 	var b strings.Builder
 	b.WriteString(`INSERT INTO events (` + eventColumns + `) VALUES `)
 	args := make([]any, 0, 10*len(es))

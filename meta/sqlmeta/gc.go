@@ -21,9 +21,11 @@ import (
 // namespace charge and its quota check in one upsert, the candidate read
 // and locked by id, its reference taken with a compare-and-swap on the
 // state just read, the claim and its created event inserted; nothing is
-// read back. Everything that refuses the hit (a miss, a quota) returns
-// an error from the transaction, so its rollback takes the charge back
-// and a miss changes nothing.
+// read back. On SQLite the reference is taken by the statement that
+// finds the candidate (commitExistingReferenceFirst, ADR 0170).
+// Everything that refuses the hit (a miss, a quota) returns an error
+// from the transaction, so its rollback takes the charge back and a
+// miss changes nothing.
 func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams) (meta.CommitResult, bool, error) {
 	c := p.Claim
 	if c.ID == "" || c.Namespace == "" || p.Digest == "" {
@@ -72,6 +74,9 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	// checked one, else by its digest; SQLite's transaction holds the
 	// database's one writer lock from its start. Either way one
 	// statement.
+	if !q.d.writableCTEs {
+		return q.commitExistingReferenceFirst(p, c, labels, names)
+	}
 	var (
 		cand      meta.Blob
 		dedupable int64
@@ -103,15 +108,8 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
-	// Refused as the upload would be, and only for a real hit: a miss
-	// is left to the upload, which checks the quota itself.
-	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.Size > p.QuotaBytes {
-		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.Size}
-	}
-	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-		return meta.CommitResult{}, &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+	if err := checkNamespaceQuota(p, c, n); err != nil {
+		return meta.CommitResult{}, err
 	}
 	if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, delta); err != nil {
 		return meta.CommitResult{}, err
@@ -181,6 +179,107 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	}
 	return meta.CommitResult{Claim: insertedClaim(c, cand.ID), Blob: b, DedupHit: true,
 		FlipBack: cand.State == meta.BlobOrphaned}, nil
+}
+
+// commitExistingReferenceFirst is commitExisting where the database has
+// one writer (SQLite): the transaction holds the only write lock from
+// BEGIN IMMEDIATE on, so nothing can change the candidate between the
+// statements, and the reference is taken by the statement that finds it.
+// A hit is then four statements (reference, namespace charge, claim,
+// event) instead of five, and a miss is still one that matches nothing
+// and writes nothing. Whatever refuses the hit afterwards (the candidate
+// is not shareable, its object fails the check, a quota) returns an
+// error, and the rollback takes the reference back with the charge.
+// refcount and version are in no index, so the reference writes the
+// row's page only (ADR 0140); an orphaned candidate is flipped back by a
+// second statement, since state, collect_at and state_at are in indexes
+// a committed candidate's reference must not rewrite.
+func (q *txq) commitExistingReferenceFirst(p meta.CommitExistingParams, c meta.Claim, labels, names any) (meta.CommitResult, error) {
+	const take = `UPDATE blobs SET refcount = refcount + 1, version = version + 1 WHERE `
+	const live = ` AND state IN ('committed', 'orphaned') RETURNING ` + blobColumns + `, dedupable`
+	var (
+		dedupable int64
+		row       *sql.Row
+	)
+	if p.BlobID != "" {
+		row = q.queryRow(take+`id = ?`+live, p.BlobID)
+	} else {
+		row = q.queryRow(take+`namespace = ? AND digest = ? AND dedupable = 1`+live, c.Namespace, p.Digest)
+	}
+	b, err := scanBlob(scanWith{row, []any{&dedupable}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.CommitResult{}, errNoHit
+	}
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	orphaned := b.State == meta.BlobOrphaned
+	if !shareable(b, dedupable == 1, p) || (p.Check != nil && !p.Check(q.callerCtx(), b)) {
+		return meta.CommitResult{}, errNoHit
+	}
+	delta := nsDelta{used: c.Size, active: 1}
+	if p.QuotaBytes > 0 || p.QuotaClaims > 0 {
+		n, err := q.addNamespace(c.Namespace, delta, p.Tenant.Tenant)
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
+		if err := checkNamespaceQuota(p, c, n); err != nil {
+			return meta.CommitResult{}, err
+		}
+	} else {
+		// No namespace quota to check: the same charge, without reading
+		// the counters back (a result set read inside a transaction
+		// costs database/sql a goroutine).
+		query, args := nsChange(c.Namespace, delta, p.Tenant.Tenant, "", nil, "")
+		if _, err := q.exec(query, args...); err != nil {
+			return meta.CommitResult{}, err
+		}
+	}
+	if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, delta); err != nil {
+		return meta.CommitResult{}, err
+	}
+	now := p.Now.UnixNano()
+	if orphaned {
+		// Live again: collection no longer sees it.
+		b, err = scanBlob(q.queryRow(`UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?
+			WHERE id = ? AND state = 'orphaned' RETURNING `+blobColumns, now, b.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return meta.CommitResult{}, errRetry // changed under us (cannot happen under the write lock)
+		}
+		if err != nil {
+			return meta.CommitResult{}, err
+		}
+	}
+	if _, err := q.exec(`INSERT INTO claims (`+claimColumns+`)
+		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
+		c.ID, c.Namespace, b.ID, c.Size, c.ContentType, labels,
+		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
+		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
+		int64(max(c.Consumers, 1)), names); err != nil {
+		return meta.CommitResult{}, err
+	}
+	if err := q.insertLabels(c); err != nil {
+		return meta.CommitResult{}, err
+	}
+	if err := q.appendEvents([]meta.Event{createdEvent(c, b, p.Now, claimcheck.ActorFrom(q.ctx), true)}); err != nil {
+		return meta.CommitResult{}, err
+	}
+	return meta.CommitResult{Claim: insertedClaim(c, b.ID), Blob: b, DedupHit: true, FlipBack: orphaned}, nil
+}
+
+// checkNamespaceQuota refuses a hit as the upload would be refused, and
+// only a real hit: a miss is left to the upload, which checks the quota
+// itself. n is the namespace as it was before the hit's charge.
+func checkNamespaceQuota(p meta.CommitExistingParams, c meta.Claim, n meta.Namespace) error {
+	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.Size > p.QuotaBytes {
+		return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.Size}
+	}
+	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
+		return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
+	}
+	return nil
 }
 
 // shareable reports whether a claim of p may share blob b: it is the

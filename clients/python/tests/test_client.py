@@ -485,7 +485,25 @@ class CountingFile(io.BytesIO):
         return b
 
 
-class SilentPutServer:
+class FakeServer:
+    """An HTTP server on 127.0.0.1 in a thread of its own, serving Handler;
+    a context manager whose value is the server's URL."""
+
+    def __init__(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
+        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class SilentPutServer(FakeServer):
     """An HTTP server on 127.0.0.1 that ignores Expect: 100-continue (as a
     proxy may), reads a put's body and answers its ref."""
 
@@ -510,20 +528,10 @@ class SilentPutServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
-class LyingServer:
+class LyingServer(FakeServer):
     """An HTTP server on 127.0.0.1 that answers every redeem with body,
     chunked, under the given ref, and an empty Claimcheck-Error trailer
     (with status and headers given: a ranged answer, whatever was asked)."""
@@ -548,17 +556,7 @@ class LyingServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 class GoInteropTest(unittest.TestCase):

@@ -129,13 +129,20 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 // pendingQuota checks the namespace quota of p against the counters n
 // as they were before p's reservation.
 func pendingQuota(p meta.CreatePendingParams, n meta.Namespace) error {
-	c := p.Claim
-	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.ReservedBytes > p.QuotaBytes {
-		return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.ReservedBytes}
+	return namespaceQuota(p.Claim.Namespace, p.QuotaBytes, p.QuotaClaims, n, p.Claim.ReservedBytes)
+}
+
+// namespaceQuota refuses one more claim of the given bytes in namespace
+// ns, whose counters before it are n, when it would pass a limit (0: no
+// limit). Reservations of pending claims count as used: a put refused
+// here would otherwise be refused at its commit.
+func namespaceQuota(ns string, quotaBytes, quotaClaims int64, n meta.Namespace, bytes int64) error {
+	if quotaBytes > 0 && n.UsedBytes+n.ReservedBytes+bytes > quotaBytes {
+		return &meta.QuotaError{Namespace: ns, Resource: "bytes", Limit: quotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: bytes}
 	}
-	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-		return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
+	if quotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > quotaClaims {
+		return &meta.QuotaError{Namespace: ns, Resource: "claims", Limit: quotaClaims,
 			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
 	}
 	return nil

@@ -271,15 +271,7 @@ func (q *txq) commitExistingReferenceFirst(p meta.CommitExistingParams, c meta.C
 // only a real hit: a miss is left to the upload, which checks the quota
 // itself. n is the namespace as it was before the hit's charge.
 func checkNamespaceQuota(p meta.CommitExistingParams, c meta.Claim, n meta.Namespace) error {
-	if p.QuotaBytes > 0 && n.UsedBytes+n.ReservedBytes+c.Size > p.QuotaBytes {
-		return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: c.Size}
-	}
-	if p.QuotaClaims > 0 && n.ActiveClaims+n.PendingClaims+1 > p.QuotaClaims {
-		return &meta.QuotaError{Namespace: c.Namespace, Resource: "claims", Limit: p.QuotaClaims,
-			Used: n.ActiveClaims, Reserved: n.PendingClaims, Requested: 1}
-	}
-	return nil
+	return namespaceQuota(c.Namespace, p.QuotaBytes, p.QuotaClaims, n, c.Size)
 }
 
 // shareable reports whether a claim of p may share blob b: it is the

@@ -87,6 +87,14 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 		column[int64](claimRows, 12), column[int64](claimRows, 13), column[int64](claimRows, 14),
 		column[string](claimRows, 15),
 	}
+	// A namespace without a row yet is admitted by the insert, which has
+	// no WHERE (as in createPendingOnce): a sum no counters could admit
+	// goes to the puts' own statements, which refuse what does not fit.
+	if (first.QuotaBytes > 0 && reserved > first.QuotaBytes) ||
+		(first.QuotaClaims > 0 && int64(len(batch)) > first.QuotaClaims) {
+		return fmt.Errorf("sqlmeta: %d pending claims of %d bytes exceed the quota of namespace %s together",
+			len(batch), reserved, first.Claim.Namespace)
+	}
 	only := `(SELECT count(*) FROM b) = ? AND (SELECT count(*) FROM c) = ?
 		AND NOT EXISTS (SELECT 1 FROM blobs WHERE namespace = ? AND digest = ANY(CAST(? AS TEXT[]))
 			AND dedupable = 1 AND state IN ('committed', 'orphaned'))`

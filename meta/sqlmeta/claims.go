@@ -132,6 +132,26 @@ func pendingQuota(p meta.CreatePendingParams, n meta.Namespace) error {
 	return namespaceQuota(p.Claim.Namespace, p.QuotaBytes, p.QuotaClaims, n, p.Claim.ReservedBytes)
 }
 
+// pendingQuotaWhere is the WHERE of a counter change that reserves
+// (excluded: the change's own counters, one claim or a group's sum) when
+// the namespace has limits: the change is made only if the reservations
+// fit. "" when there is no limit.
+func pendingQuotaWhere(quotaBytes, quotaClaims int64) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if quotaBytes > 0 {
+		where = append(where, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.reserved_bytes <= ?`)
+		args = append(args, quotaBytes)
+	}
+	if quotaClaims > 0 {
+		where = append(where, `namespaces.active_claims + namespaces.pending_claims + excluded.pending_claims <= ?`)
+		args = append(args, quotaClaims)
+	}
+	return strings.Join(where, ` AND `), args
+}
+
 // namespaceQuota refuses one more claim of the given bytes in namespace
 // ns, whose counters before it are n, when it would pass a limit (0: no
 // limit). Reservations of pending claims count as used: a put refused
@@ -167,18 +187,7 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 	if p.QuotaBytes > 0 && c.ReservedBytes > p.QuotaBytes {
 		return pendingQuota(p, meta.Namespace{Name: c.Namespace})
 	}
-	var (
-		where     []string
-		whereArgs []any
-	)
-	if p.QuotaBytes > 0 {
-		where = append(where, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.reserved_bytes <= ?`)
-		whereArgs = append(whereArgs, p.QuotaBytes)
-	}
-	if p.QuotaClaims > 0 {
-		where = append(where, `namespaces.active_claims + namespaces.pending_claims + 1 <= ?`)
-		whereArgs = append(whereArgs, p.QuotaClaims)
-	}
+	where, whereArgs := pendingQuotaWhere(p.QuotaBytes, p.QuotaClaims)
 	// The counter change reads b and c, so both rows are in before it
 	// locks the namespace row (lock order: claim, blobs, namespace).
 	only, onlyArgs := `EXISTS (SELECT 1 FROM b) AND EXISTS (SELECT 1 FROM c)`, []any(nil)
@@ -188,7 +197,7 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		only += ` AND NOT EXISTS (SELECT 1 FROM blobs WHERE ` + candidateOf + `)`
 		onlyArgs = []any{c.Namespace, p.UnlessDigest}
 	}
-	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, strings.Join(where, ` AND `), whereArgs...)
+	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, where, whereArgs...)
 	query := `WITH b AS (` + blobInsert + `), c AS (` + claimInsert + `), n AS (` + count + `)
 		SELECT 1 / (SELECT count(*) FROM n)`
 	args := slices.Concat(blobArgs, claimArgs, countArgs)

@@ -93,19 +93,7 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 			ON CONFLICT (seq) DO NOTHING RETURNING seq),`
 		eventsGuard = ` AND (SELECT count(*) FROM e) = ?`
 	}
-	cols, vals, set := "", "", ""
-	var nsArgs []any
-	if first.Tenant.Tenant != "" {
-		cols, vals, set = ", tenant", ", ?", ", tenant = excluded.tenant"
-		nsArgs = append(nsArgs, first.Tenant.Tenant)
-	}
-	where := ""
-	if first.QuotaBytes > 0 {
-		where = `
-		WHERE excluded.used_bytes + excluded.reserved_bytes <= 0
-			OR namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`
-		nsArgs = append(nsArgs, first.QuotaBytes)
-	}
+	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant.Tenant, first.QuotaBytes)
 	// Writes in commitOnce's order: claims, blobs, event, then the
 	// counters of each namespace (in name order), from the claims' rows;
 	// the limit is checked only where the total grows.

@@ -82,19 +82,8 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 	// payload is larger than its reservation; only then is the limit
 	// checked, so a lowered quota never strands an upload whose bytes
 	// were reserved.
-	cols, vals, set := "", "", ""
-	nsArgs := []any{p.Size}
-	if p.Tenant.Tenant != "" {
-		cols, vals, set = ", tenant", ", ?", ", tenant = excluded.tenant"
-		nsArgs = append(nsArgs, p.Tenant.Tenant)
-	}
-	where := ""
-	if p.QuotaBytes > 0 {
-		where = `
-		WHERE excluded.used_bytes + excluded.reserved_bytes <= 0
-			OR namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`
-		nsArgs = append(nsArgs, p.QuotaBytes)
-	}
+	cols, vals, set, where, clauseArgs := commitCounterClauses(p.Tenant.Tenant, p.QuotaBytes)
+	nsArgs := append([]any{p.Size}, clauseArgs...)
 	add("n", `INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims`+cols+`)
 		SELECT x.namespace, ?, -x.reserved_bytes, 1, -1`+vals+` FROM (SELECT c.namespace, c.reserved_bytes FROM c, u) x
 		ON CONFLICT (name) DO UPDATE SET used_bytes = namespaces.used_bytes + excluded.used_bytes,
@@ -126,4 +115,24 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 		return meta.CommitResult{}, false, err
 	}
 	return res, true, nil
+}
+
+// commitCounterClauses are the parts of a commit's counter upsert that
+// depend on the namespace's tenant and byte limit: the tenant column
+// (cols, vals, set) when tenant is set, and a WHERE that checks the limit
+// only where the total grows (so a lowered quota never strands an upload
+// whose bytes were reserved); args are their placeholders' values, in
+// that order.
+func commitCounterClauses(tenant string, quotaBytes int64) (cols, vals, set, where string, args []any) {
+	if tenant != "" {
+		cols, vals, set = ", tenant", ", ?", ", tenant = excluded.tenant"
+		args = append(args, tenant)
+	}
+	if quotaBytes > 0 {
+		where = `
+		WHERE excluded.used_bytes + excluded.reserved_bytes <= 0
+			OR namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`
+		args = append(args, quotaBytes)
+	}
+	return cols, vals, set, where, args
 }

@@ -3,7 +3,6 @@ package sqlmeta
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -99,21 +98,10 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 		AND NOT EXISTS (SELECT 1 FROM blobs WHERE namespace = ? AND digest = ANY(CAST(? AS TEXT[]))
 			AND dedupable = 1 AND state IN ('committed', 'orphaned'))`
 	onlyArgs := []any{len(batch), len(batch), first.Claim.Namespace, digests}
-	var (
-		where     []string
-		whereArgs []any
-	)
-	if first.QuotaBytes > 0 {
-		where = append(where, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.reserved_bytes <= ?`)
-		whereArgs = append(whereArgs, first.QuotaBytes)
-	}
-	if first.QuotaClaims > 0 {
-		where = append(where, `namespaces.active_claims + namespaces.pending_claims + excluded.pending_claims <= ?`)
-		whereArgs = append(whereArgs, first.QuotaClaims)
-	}
+	where, whereArgs := pendingQuotaWhere(first.QuotaBytes, first.QuotaClaims)
 	delta := nsDelta{reserved: reserved, pending: int64(len(batch))}
 	count, countArgs := nsChange(first.Claim.Namespace, delta, first.Tenant.Tenant, only, onlyArgs,
-		strings.Join(where, ` AND `), whereArgs...)
+		where, whereArgs...)
 	query := `WITH b AS (` + blobInsertColumns + `
 		SELECT t.id, t.namespace, NULL, t.size, t.stored_size, t.compression, t.object_key, 'staging', 1,
 			t.created_at, t.state_at, t.collect_at, 1

@@ -2,7 +2,6 @@ package sqlmeta
 
 import (
 	"context"
-	"slices"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -67,22 +66,10 @@ func (s *Store) recordReadsOnce(ctx context.Context, reads []meta.Read) (skipped
 		seq := max(ats[i], last+1)
 		seqs[i], last = seq, seq
 	}
-	var updated []string
+	updated := map[string]bool{}
 	err = s.once(ctx, func(q *txq) error {
-		updated = updated[:0]
-		rows, err := q.query(recordReadsOnceQuery, ids, ats, seqs, actors, meta.ReasonReadRetention, meta.EventRedeemed)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			updated = append(updated, id)
-		}
-		return rows.Err()
+		clear(updated) // a retried statement answers anew
+		return q.execReturningIDs(updated, recordReadsOnceQuery, ids, ats, seqs, actors, meta.ReasonReadRetention, meta.EventRedeemed)
 	})
 	if pgCode(err) == errLostSwap {
 		return nil, false, nil
@@ -91,7 +78,7 @@ func (s *Store) recordReadsOnce(ctx context.Context, reads []meta.Read) (skipped
 		return nil, false, err
 	}
 	for _, id := range ids {
-		if !slices.Contains(updated, id) {
+		if !updated[id] {
 			skipped = append(skipped, id)
 		}
 	}

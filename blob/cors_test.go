@@ -2,7 +2,6 @@ package blob
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"testing"
 )
@@ -38,10 +37,7 @@ func TestCORSRuleAllows(t *testing.T) {
 // a service that cannot write them (MinIO), checks that it says so with
 // ErrCORSUnsupported.
 func TestS3CORS(t *testing.T) {
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
+	u := testS3URL(t)
 	b := newTestBucket(t, u)
 	ctx := t.Context()
 	want := []CORSRule{{ID: "claimcheck:direct-uploads", AllowedOrigins: []string{"https://app.example.com"},

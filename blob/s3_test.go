@@ -21,16 +21,8 @@ import (
 // TestS3CancelledMultipart checks that a write cancelled after it turned
 // into a multipart upload leaves no incomplete upload behind.
 func TestS3CancelledMultipart(t *testing.T) {
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
-	s, err := Open(t.Context(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b := s.(*S3Bucket)
+	u := testS3URL(t)
+	b := openTestS3(t, u)
 	key := "multipart-abort/" + t.Name()
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -62,18 +54,11 @@ func TestS3CancelledMultipart(t *testing.T) {
 // write is signed with the sum its caller gives (PayloadHasher): the
 // right one stores the object, a wrong one is refused and stores nothing.
 func TestS3KnownPayloadSum(t *testing.T) {
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
+	u := testS3URL(t)
 	if strings.HasPrefix(strings.ToLower(u), "https") {
 		t.Skip("over TLS bodies go unsigned")
 	}
-	s, err := Open(t.Context(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestS3(t, u)
 	body := make([]byte, 100<<10)
 	rand.Read(body)
 	right := sha256.Sum256(body)
@@ -114,15 +99,8 @@ func TestS3KnownPayloadSum(t *testing.T) {
 // Close, and nothing stored for a wrong sum, too few or too many bytes,
 // or a context cancelled before Close, even after every byte was written.
 func TestS3KnownPayloadStream(t *testing.T) {
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
-	s, err := Open(t.Context(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	u := testS3URL(t)
+	s := openTestS3(t, u)
 	body := make([]byte, 1<<20+12345)
 	rand.Read(body)
 	right := sha256.Sum256(body)
@@ -192,10 +170,7 @@ func TestS3KnownPayloadStream(t *testing.T) {
 // TestS3Lifecycle round-trips lifecycle rules through a bucket of its own
 // (rules are per bucket, and other tests share TEST_S3_URL's).
 func TestS3Lifecycle(t *testing.T) {
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
+	u := testS3URL(t)
 	b := newTestBucket(t, u)
 	ctx := t.Context()
 	if rules, err := b.LifecycleRules(ctx); err != nil || len(rules) != 0 {
@@ -228,12 +203,7 @@ func TestS3Lifecycle(t *testing.T) {
 // it; the bucket is removed when the test ends.
 func newTestBucket(t *testing.T, u string) *S3Bucket {
 	t.Helper()
-	s, err := Open(t.Context(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	base := s.(*S3Bucket)
+	base := openTestS3(t, u)
 	name := "claimcheck-" + strings.ToLower(rand.Text())[:12]
 	if _, err := base.client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
@@ -269,4 +239,25 @@ func newTestBucket(t *testing.T, u string) *S3Bucket {
 		b.Close()
 	})
 	return b
+}
+
+// openTestS3 opens the S3 store at u for the test, closed when it ends.
+func openTestS3(t *testing.T, u string) *S3Bucket {
+	t.Helper()
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.(*S3Bucket)
+}
+
+// testS3URL is TEST_S3_URL; the test is skipped without it.
+func testS3URL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("TEST_S3_URL")
+	if u == "" {
+		t.Skip("TEST_S3_URL not set")
+	}
+	return u
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/claimcheck/claimcheck/internal/hashcopy"
 )
 
 // maxS3Batch is the most keys one DeleteObjects request takes.
@@ -107,11 +109,12 @@ var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // writer puts in front of every upload (docs/PERFORMANCE.md). A longer
 // stream turns into gocloud's multipart writer, buffered bytes first, so
 // memory stays bounded whatever the size. A write announced with its
-// length and sha256 (KnownPayloadWriter) is not buffered: its PutObject
-// carries the bytes as they come (ADR 0165). Either way nothing is visible
-// before Close returns nil, and a cancelled ctx makes Close fail without
-// creating the object: the single request is never sent, or is aborted
-// before S3 commits it; the multipart upload is never completed.
+// length and sha256 (KnownPayloadWriter), larger than streamMin, is not
+// buffered: its PutObject carries the bytes as they come (ADR 0165).
+// Either way nothing is visible before Close returns nil, and a
+// cancelled ctx makes Close fail without creating the object: the single
+// request is never sent, or is aborted before S3 commits it; the
+// multipart upload is never completed.
 func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	if escapedByGocloud(key) {
 		// Only gocloud knows the escaped name it stores the object under.
@@ -152,16 +155,17 @@ type s3Stream struct {
 	abort context.CancelFunc
 }
 
-// SetKnownPayload implements KnownPayloadWriter: an object of up to
-// singlePutMax bytes goes out as one PutObject that starts now and
+// SetKnownPayload implements KnownPayloadWriter: an object of streamMin
+// to singlePutMax bytes goes out as one PutObject that starts now and
 // carries each Write on, signed with sum (over plain HTTP S3 checks the
 // body against it; over TLS it goes unsigned, as any write). The request
 // is sent size bytes in all: it cannot complete before the last byte,
 // which Write holds back for Close, so cancelling ctx or closing with
-// other than size bytes aborts it and stores nothing. Larger objects,
-// and a writer already written to, keep the buffered or multipart path.
+// other than size bytes aborts it and stores nothing. Smaller and larger
+// objects, and a writer already written to, keep the buffered or
+// multipart path.
 func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
-	if w.stream != nil || w.mp != nil || w.buf == nil || w.buf.Len() > 0 || size <= 0 || size > singlePutMax || len(sum) != 32 {
+	if w.stream != nil || w.mp != nil || w.buf == nil || w.buf.Len() > 0 || size < streamMin || size > singlePutMax || len(sum) != 32 {
 		return false
 	}
 	w.release(w.buf) // sets w.buf to nil
@@ -182,6 +186,16 @@ func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
 	w.stream = st
 	return true
 }
+
+// streamMin is the smallest announced object that SetKnownPayload
+// streams. A put reads its body in chunks of hashcopy.ChunkSize, so an
+// object no larger than that is written whole, at once, after its last
+// byte arrived: streaming it hides nothing and costs a goroutine, a pipe
+// between it and the handler, and a second write of the request for the
+// byte held back for Close. The buffered PutObject sends it from Close,
+// signed with the same sha256 (PayloadHasher), and only after the
+// engine checked the body against it (ADR 0180).
+const streamMin = hashcopy.ChunkSize + 1
 
 // errStreamEnded is what a Write to a streamed PutObject gets after the
 // request ended without a failure of its own: it already had all its

@@ -261,3 +261,46 @@ func testS3URL(t *testing.T) string {
 	}
 	return u
 }
+
+// TestS3SmallKnownPayloadBuffered checks on a real S3 server that an
+// announced object of up to hashcopy.ChunkSize bytes, which arrives whole
+// before its first byte is written, is not streamed: SetKnownPayload
+// declines it and the buffered PutObject stores it, signed with the sum
+// as the engine then sets it (ADR 0180); one byte more streams.
+func TestS3SmallKnownPayloadBuffered(t *testing.T) {
+	s := openTestS3(t, testS3URL(t))
+	for _, tc := range []struct {
+		size    int
+		streams bool
+	}{{1, false}, {64 << 10, false}, {streamMin - 1, false}, {streamMin, true}} {
+		body := make([]byte, tc.size)
+		rand.Read(body)
+		sum := sha256.Sum256(body)
+		key := fmt.Sprintf("known-small/%d-%x", tc.size, sum[:8])
+		w, err := s.NewWriter(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.(KnownPayloadWriter).SetKnownPayload(int64(tc.size), sum[:]); got != tc.streams {
+			t.Errorf("SetKnownPayload(%d): %v, want %v", tc.size, got, tc.streams)
+		}
+		if _, err := w.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if !tc.streams {
+			w.(PayloadHasher).SetPayloadSHA256(sum[:])
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("%d bytes: Close: %v", tc.size, err)
+		}
+		r, err := s.NewReader(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%d bytes: read back %d bytes, %v", tc.size, len(got), err)
+		}
+	}
+}

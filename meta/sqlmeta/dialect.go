@@ -82,24 +82,29 @@ type dialect struct {
 }
 
 // rebind rewrites the ? placeholders of q for the dialect. Queries never
-// contain ? inside string literals, so a plain scan is enough.
+// contain ? inside string literals, so a plain scan is enough. It runs
+// for every statement, so it copies the text between placeholders whole.
 func (d *dialect) rebind(q string) string {
-	if !d.dollarPlaceholders || !strings.Contains(q, "?") {
+	if !d.dollarPlaceholders {
+		return q
+	}
+	marks := strings.Count(q, "?")
+	if marks == 0 {
 		return q
 	}
 	var b strings.Builder
-	b.Grow(len(q) + 16)
-	n := 0
-	for i := 0; i < len(q); i++ {
-		if q[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
+	b.Grow(len(q) + marks*len(strconv.Itoa(marks)))
+	for n := 1; ; n++ {
+		i := strings.IndexByte(q, '?')
+		if i < 0 {
+			b.WriteString(q)
+			return b.String()
 		}
-		b.WriteByte(q[i])
+		b.WriteString(q[:i])
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+		q = q[i+1:]
 	}
-	return b.String()
 }
 
 // sqliteDialect: modernc.org/sqlite (pure Go), chosen in docs/adr/0002.

@@ -216,9 +216,17 @@ func TestMigrateTwice(t *testing.T) {
 }
 
 func TestRebind(t *testing.T) {
-	got := postgresDialect.rebind("UPDATE t SET a = ?, b = ? WHERE id IN (?, ?)")
-	if want := "UPDATE t SET a = $1, b = $2 WHERE id IN ($3, $4)"; got != want {
-		t.Errorf("rebind = %q, want %q", got, want)
+	for q, want := range map[string]string{
+		"UPDATE t SET a = ?, b = ? WHERE id IN (?, ?)": "UPDATE t SET a = $1, b = $2 WHERE id IN ($3, $4)",
+		"SELECT 1":                       "SELECT 1",
+		"?":                              "$1",
+		"??":                             "$1$2",
+		"SELECT ?,":                      "SELECT $1,",
+		"VALUES (?,?,?,?,?,?,?,?,?,?,?)": "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)",
+	} {
+		if got := postgresDialect.rebind(q); got != want {
+			t.Errorf("rebind(%q) = %q, want %q", q, got, want)
+		}
 	}
 	if q := "SELECT ?"; sqliteDialect.rebind(q) != q {
 		t.Errorf("sqlite rebind changed the query")

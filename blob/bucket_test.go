@@ -15,6 +15,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 func openURL(t *testing.T, url string) blob.Store {
@@ -91,24 +92,13 @@ func TestMem(t *testing.T) {
 	})
 }
 
-// s3URL returns TEST_S3_URL or skips: S3 runs against a real service
-// (MinIO, started by the project's scripts), never a mock.
-func s3URL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set (e.g. s3://bucket?endpoint=http://127.0.0.1:9000&region=us-east-1&use_path_style=true, with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
-	}
-	return u
-}
-
 func TestS3(t *testing.T) {
-	u := s3URL(t)
+	u := testsvc.S3URL(t)
 	blobtest.Run(t, func(t *testing.T) blob.Store { return openURL(t, u) })
 }
 
 func TestS3DeleteMany(t *testing.T) {
-	s := openURL(t, s3URL(t))
+	s := openURL(t, testsvc.S3URL(t))
 	defer s.Close()
 	bd, ok := s.(blob.BatchDeleter)
 	if !ok {

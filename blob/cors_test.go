@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 func TestCORSRuleAllows(t *testing.T) {
@@ -37,7 +39,7 @@ func TestCORSRuleAllows(t *testing.T) {
 // a service that cannot write them (MinIO), checks that it says so with
 // ErrCORSUnsupported.
 func TestS3CORS(t *testing.T) {
-	u := testS3URL(t)
+	u := testsvc.S3URL(t)
 	b := newTestBucket(t, u)
 	ctx := t.Context()
 	want := []CORSRule{{ID: "claimcheck:direct-uploads", AllowedOrigins: []string{"https://app.example.com"},

@@ -9,19 +9,19 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 // TestS3CancelledMultipart checks that a write cancelled after it turned
 // into a multipart upload leaves no incomplete upload behind.
 func TestS3CancelledMultipart(t *testing.T) {
-	u := testS3URL(t)
+	u := testsvc.S3URL(t)
 	b := openTestS3(t, u)
 	key := "multipart-abort/" + t.Name()
 
@@ -54,7 +54,7 @@ func TestS3CancelledMultipart(t *testing.T) {
 // write is signed with the sum its caller gives (PayloadHasher): the
 // right one stores the object, a wrong one is refused and stores nothing.
 func TestS3KnownPayloadSum(t *testing.T) {
-	u := testS3URL(t)
+	u := testsvc.S3URL(t)
 	if strings.HasPrefix(strings.ToLower(u), "https") {
 		t.Skip("over TLS bodies go unsigned")
 	}
@@ -99,7 +99,7 @@ func TestS3KnownPayloadSum(t *testing.T) {
 // Close, and nothing stored for a wrong sum, too few or too many bytes,
 // or a context cancelled before Close, even after every byte was written.
 func TestS3KnownPayloadStream(t *testing.T) {
-	u := testS3URL(t)
+	u := testsvc.S3URL(t)
 	s := openTestS3(t, u)
 	body := make([]byte, 1<<20+12345)
 	rand.Read(body)
@@ -170,7 +170,7 @@ func TestS3KnownPayloadStream(t *testing.T) {
 // TestS3Lifecycle round-trips lifecycle rules through a bucket of its own
 // (rules are per bucket, and other tests share TEST_S3_URL's).
 func TestS3Lifecycle(t *testing.T) {
-	u := testS3URL(t)
+	u := testsvc.S3URL(t)
 	b := newTestBucket(t, u)
 	ctx := t.Context()
 	if rules, err := b.LifecycleRules(ctx); err != nil || len(rules) != 0 {
@@ -252,23 +252,13 @@ func openTestS3(t *testing.T, u string) *S3Bucket {
 	return s.(*S3Bucket)
 }
 
-// testS3URL is TEST_S3_URL; the test is skipped without it.
-func testS3URL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("TEST_S3_URL")
-	if u == "" {
-		t.Skip("TEST_S3_URL not set")
-	}
-	return u
-}
-
 // TestS3SmallKnownPayloadBuffered checks on a real S3 server that an
 // announced object of up to hashcopy.ChunkSize bytes, which arrives whole
 // before its first byte is written, is not streamed: SetKnownPayload
 // declines it and the buffered PutObject stores it, signed with the sum
 // as the engine then sets it (ADR 0180); one byte more streams.
 func TestS3SmallKnownPayloadBuffered(t *testing.T) {
-	s := openTestS3(t, testS3URL(t))
+	s := openTestS3(t, testsvc.S3URL(t))
 	for _, tc := range []struct {
 		size    int
 		streams bool

@@ -28,6 +28,14 @@ func Require(tb testing.TB) {
 	getenv(tb, "TEST_S3_URL", "MinIO")
 }
 
+// S3URL returns TEST_S3_URL itself, the bucket the scripts made, or
+// skips the test: for tests of the S3 store that need the service's own
+// bucket rather than a fresh one (S3 below).
+func S3URL(tb testing.TB) string {
+	tb.Helper()
+	return getenv(tb, "TEST_S3_URL", "MinIO")
+}
+
 // getenv returns the variable that names service, or skips the test.
 func getenv(tb testing.TB, name, service string) string {
 	tb.Helper()

@@ -1,0 +1,307 @@
+"""Resumable uploads (tus) against a real `claimcheck serve` (see
+harness.py), some through a proxy that cuts a PATCH part-way. Run from
+clients/python: python3 -m unittest -v
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import os
+import socket
+import tempfile
+import threading
+import unittest
+import urllib.parse
+from typing import Any, Optional
+
+import claimcheck
+from claimcheck import Client, Ref
+
+from .harness import Server
+from .test_client import data_of, digest
+
+server: Server
+
+
+def setUpModule() -> None:
+    global server
+    server = Server()
+
+
+def tearDownModule() -> None:
+    server.stop()
+
+
+class CutProxy:
+    """A TCP proxy on 127.0.0.1 to the server that, while ``cut_after`` is
+    set, closes the connection of the next PATCH after that many bytes of
+    the request (its head and part of its body): the client's request fails
+    without an answer, the server sees a short body. ``methods`` are the
+    requests' methods, in order."""
+
+    def __init__(self, target: str) -> None:
+        u = urllib.parse.urlsplit(target)
+        self._target = (u.hostname or "", u.port or 80)
+        self.cut_after = 0
+        self.methods: list[str] = []
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(self._target)
+        first = client.recv(65536)
+        method = first.split(b" ", 1)[0].decode("latin-1")
+        with self._lock:
+            self.methods.append(method)
+            cut = self.cut_after if method == "PATCH" else 0
+            if cut:
+                self.cut_after = 0
+        threading.Thread(target=self._pump, args=(upstream, client, 0), daemon=True).start()
+        upstream.sendall(first[:cut] if cut else first)
+        if cut and len(first) >= cut:
+            self._close(client, upstream)
+            return
+        self._pump(client, upstream, cut - len(first) if cut else 0)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, limit: int) -> None:
+        """Copies src to dst; after ``limit`` bytes (when set) both close."""
+        try:
+            while True:
+                block = src.recv(65536 if not limit else min(65536, limit))
+                if not block:
+                    break
+                dst.sendall(block)
+                if limit:
+                    limit -= len(block)
+                    if limit == 0:
+                        break
+        except OSError:
+            pass
+        self._close(src, dst)
+
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for s in socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+class Stop(Exception):
+    """Stands for the end of the process that uploads."""
+
+
+class ResumableUploadTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.proxy = CutProxy(server.url)
+        self.addCleanup(self.proxy.close)
+        self.key = server.keys["producer"]
+        self.c = Client(self.proxy.url, api_key=self.key)
+        self.admin = Client(server.url, api_key=server.keys["admin"])
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def file_of(self, data: bytes) -> str:
+        path = os.path.join(self.tmp.name, f"payload-{len(data)}-{digest(data)[7:15]}")
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def redeem_equal(self, ref: Ref, data: bytes) -> None:
+        with self.admin.redeem(ref) as p:
+            self.assertEqual(p.read(), data)
+
+    def usage(self, ns: str) -> dict[str, Any]:
+        return self.admin.namespace(ns)["usage"]
+
+    def head_status(self, url: str) -> int:
+        """The status a plain HEAD of the upload's URL answers."""
+        u = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(u.hostname or "", u.port, timeout=10)
+        try:
+            conn.request("HEAD", u.path, headers={"Authorization": f"Bearer {self.key}"})
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+    def test_chunks_from_a_path_redeem_equal(self) -> None:
+        data = data_of(3 << 20 | 123, seed=1)
+        offsets: list[int] = []
+        ref = self.c.upload_resumable("raw", self.file_of(data), content_type="video/mp4", chunk_size=1 << 20,
+                                      progress=lambda off, size: offsets.append(off))
+        self.assertEqual((ref.ns, ref.size, ref.digest), ("raw", len(data), digest(data)))
+        self.assertEqual(offsets, [1 << 20, 2 << 20, 3 << 20, len(data)])
+        self.assertEqual(self.proxy.methods, ["POST"] + ["PATCH"] * 4)
+        with self.admin.redeem(ref) as p:
+            self.assertEqual(p.content_type, "video/mp4")
+            self.assertEqual(p.read(), data)
+
+    def test_a_file_object_is_sent_from_its_position(self) -> None:
+        data = data_of(300 << 10, seed=2)
+        f = io.BytesIO(b"not this" + data)
+        f.seek(8)
+        ref = self.c.upload_resumable("raw", f, chunk_size=100 << 10)
+        self.assertEqual((ref.size, ref.digest), (len(data), digest(data)))
+        self.redeem_equal(ref, data)
+
+    def test_a_cut_patch_goes_on_from_the_server_s_offset(self) -> None:
+        data = data_of(3 << 20, seed=3)
+        self.proxy.cut_after = 300 << 10  # inside the first chunk's body
+        offsets: list[int] = []
+        ref = self.c.upload_resumable("raw", self.file_of(data), chunk_size=1 << 20,
+                                      progress=lambda off, size: offsets.append(off))
+        self.assertEqual((ref.size, ref.digest), (len(data), digest(data)))
+        self.assertEqual(self.proxy.methods.count("HEAD"), 1, self.proxy.methods)
+        self.assertEqual(self.proxy.methods[:2], ["POST", "PATCH"])
+        self.assertEqual(self.proxy.methods[2], "HEAD")
+        self.assertEqual(offsets[-1], len(data))
+        self.redeem_equal(ref, data)
+
+    def test_no_retries_gives_the_cut_up(self) -> None:
+        data = data_of(2 << 20, seed=4)
+        self.proxy.cut_after = 100 << 10
+        urls: list[str] = []
+        with self.assertRaises(claimcheck.Unavailable):
+            self.c.upload_resumable("raw", self.file_of(data), chunk_size=1 << 20, retries=0, created=urls.append)
+        # The upload is still there, to be resumed.
+        ref = self.c.resume_upload(urls[0], self.file_of(data), chunk_size=1 << 20)
+        self.redeem_equal(ref, data)
+
+    def test_resume_from_the_saved_url_in_a_new_client(self) -> None:
+        data = data_of(3 << 20, seed=5)
+        path = self.file_of(data)
+        saved: list[str] = []
+
+        def stop_after_first_chunk(offset: int, size: int) -> None:
+            if offset >= 1 << 20:
+                raise Stop()
+
+        with self.assertRaises(Stop):
+            self.c.upload_resumable("raw", path, content_type="text/csv", chunk_size=1 << 20,
+                                    created=saved.append, progress=stop_after_first_chunk)
+        self.assertEqual(len(saved), 1)
+        self.assertTrue(saved[0].startswith(self.proxy.url + "/v1/tus/"), saved[0])
+
+        offsets: list[int] = []
+        again = Client(server.url, api_key=self.key)
+        ref = again.resume_upload(saved[0], path, digest=digest(data), chunk_size=1 << 20,
+                                  progress=lambda off, size: offsets.append(off))
+        self.assertEqual(offsets, [1 << 20, 2 << 20, 3 << 20])  # the HEAD's offset, then each chunk
+        with self.admin.redeem(ref) as p:
+            self.assertEqual(p.content_type, "text/csv")
+            self.assertEqual(p.read(), data)
+        # Complete: resuming again (by id too) answers the ref, sending nothing.
+        upload_id = saved[0].rsplit("/", 1)[1]
+        for upload in (saved[0], upload_id):
+            with open(path, "rb") as f:
+                self.assertEqual(again.resume_upload(upload, f), ref)
+        self.assertEqual(self.head_status(saved[0]), 200)
+
+    def test_abort_leaves_nothing(self) -> None:
+        data = data_of(2 << 20, seed=6)
+        path = self.file_of(data)
+        before = self.usage("raw")
+        saved: list[str] = []
+
+        def stop(offset: int, size: int) -> None:
+            self.assertEqual(self.usage("raw")["reserved_bytes"], before["reserved_bytes"] + len(data))
+            raise Stop()
+
+        with self.assertRaises(Stop):
+            self.c.upload_resumable("raw", path, chunk_size=1 << 20, created=saved.append, progress=stop)
+        self.c.abort_upload(saved[0])
+        self.c.abort_upload(saved[0])  # finished already: no error
+        self.assertEqual(self.usage("raw"), before)
+        self.assertIn(self.head_status(saved[0]), (404, 410))
+        with self.assertRaises((claimcheck.Gone, claimcheck.NotFound)):
+            self.c.resume_upload(saved[0], path)
+
+    def test_a_url_that_cannot_be_kept_drops_the_upload(self) -> None:
+        data = data_of(1 << 20, seed=7)
+        before = self.usage("raw")
+        saved: list[str] = []
+
+        def cannot_keep(url: str) -> None:
+            saved.append(url)
+            raise OSError("disk full")
+
+        with self.assertRaisesRegex(OSError, "disk full"):
+            self.c.upload_resumable("raw", self.file_of(data), created=cannot_keep)
+        self.assertNotIn("PATCH", self.proxy.methods)
+        self.assertEqual(self.proxy.methods[-1], "DELETE")
+        self.assertIn(self.head_status(saved[0]), (404, 410))
+        self.assertEqual(self.usage("raw"), before)
+
+    def test_a_wrong_digest_is_refused_and_nothing_committed(self) -> None:
+        data = data_of(1 << 20, seed=8)
+        before = self.usage("raw")
+        saved: list[str] = []
+        with self.assertRaises(claimcheck.ChecksumMismatch) as cm:
+            self.c.upload_resumable("raw", self.file_of(data), digest=digest(b"other bytes"),
+                                    chunk_size=256 << 10, created=saved.append)
+        self.assertEqual(cm.exception.status, 460)
+        # A refused upload is final: no retry, no HEAD.
+        self.assertEqual(self.proxy.methods, ["POST"] + ["PATCH"] * 4)
+        self.assertEqual(self.usage("raw"), before)
+        self.assertIn(self.head_status(saved[0]), (404, 410))
+
+    def test_errors(self) -> None:
+        data = data_of(2000, seed=9)
+        path = self.file_of(data)
+        with self.assertRaises(claimcheck.TooLarge) as cm:
+            self.c.upload_resumable("tiny", path)  # max_size 1 KiB
+        self.assertEqual(cm.exception.status, 413)
+        self.assertIn("Upload-Length", cm.exception.message)
+        for kwargs in ({"digest": "md5:abc"}, {"chunk_size": 0}, {"retries": -1}):
+            with self.subTest(**kwargs), self.assertRaises(claimcheck.InvalidArgument):
+                self.c.upload_resumable("raw", path, **kwargs)
+        with self.assertRaises(claimcheck.InvalidArgument):
+            self.c.upload_resumable("Not A Namespace", path)
+        with self.assertRaises(claimcheck.InvalidArgument):
+            self.c.resume_upload("ftp://example/x", path)
+        with open(path) as text, self.assertRaises(claimcheck.InvalidArgument):
+            self.c.upload_resumable("raw", text)  # type: ignore[arg-type]
+        # Another payload than the upload's.
+        saved: list[str] = []
+
+        def stop(offset: int, size: int) -> None:
+            raise Stop()
+
+        with self.assertRaises(Stop):
+            self.c.upload_resumable("raw", path, chunk_size=1000, created=saved.append, progress=stop)
+        with self.assertRaises(claimcheck.InvalidArgument):
+            self.c.resume_upload(saved[0], io.BytesIO(data + b"more"))
+        # A chunk that is not the bytes the upload had: the server refuses it.
+        with self.assertRaises(claimcheck.ChecksumMismatch):
+            self.c.resume_upload(saved[0], io.BytesIO(data_of(2000, seed=10)))
+        self.c.abort_upload(saved[0])
+        with self.assertRaises((claimcheck.Gone, claimcheck.NotFound)):
+            self.c.resume_upload(saved[0], path)
+        with self.assertRaises(claimcheck.NotFound):
+            self.c.resume_upload("cc_AAAAAAAAAAAAAAAAAAAAAA", path)
+
+    def test_an_empty_file(self) -> None:
+        saved: list[str] = []
+        ref = self.c.upload_resumable("raw", io.BytesIO(b""), created=saved.append)
+        self.assertEqual((ref.size, ref.digest), (0, digest(b"")))
+        self.assertEqual(len(saved), 1)
+        self.assertEqual(self.admin.get_bytes(ref), b"")
+
+
+if __name__ == "__main__":
+    unittest.main()

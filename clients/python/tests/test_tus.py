@@ -13,24 +13,15 @@ import tempfile
 import threading
 import unittest
 import urllib.parse
-from typing import Any, Optional
+from typing import Any
 
 import claimcheck
 from claimcheck import Client, Ref
 
-from .harness import Server
-from .test_client import data_of, digest
-
-server: Server
-
-
-def setUpModule() -> None:
-    global server
-    server = Server()
-
-
-def tearDownModule() -> None:
-    server.stop()
+from . import test_client
+# The module fixtures start and stop a server of this module's own, kept
+# in test_client.server.
+from .test_client import data_of, digest, setUpModule, tearDownModule  # noqa: F401
 
 
 class CutProxy:
@@ -108,11 +99,11 @@ class Stop(Exception):
 
 class ResumableUploadTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.proxy = CutProxy(server.url)
+        self.proxy = CutProxy(test_client.server.url)
         self.addCleanup(self.proxy.close)
-        self.key = server.keys["producer"]
+        self.key = test_client.server.keys["producer"]
         self.c = Client(self.proxy.url, api_key=self.key)
-        self.admin = Client(server.url, api_key=server.keys["admin"])
+        self.admin = Client(test_client.server.url, api_key=test_client.server.keys["admin"])
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
 
@@ -198,7 +189,7 @@ class ResumableUploadTest(unittest.TestCase):
         self.assertTrue(saved[0].startswith(self.proxy.url + "/v1/tus/"), saved[0])
 
         offsets: list[int] = []
-        again = Client(server.url, api_key=self.key)
+        again = Client(test_client.server.url, api_key=self.key)
         ref = again.resume_upload(saved[0], path, digest=digest(data), chunk_size=1 << 20,
                                   progress=lambda off, size: offsets.append(off))
         self.assertEqual(offsets, [1 << 20, 2 << 20, 3 << 20])  # the HEAD's offset, then each chunk

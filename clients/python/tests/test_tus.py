@@ -28,13 +28,15 @@ class CutProxy:
     """A TCP proxy on 127.0.0.1 to the server that, while ``cut_after`` is
     set, closes the connection of the next PATCH after that many bytes of
     the request (its head and part of its body): the client's request fails
-    without an answer, the server sees a short body. ``methods`` are the
-    requests' methods, in order."""
+    without an answer, the server sees a short body. While ``lose_answer``
+    is set, the next PATCH reaches the server whole but its answer is not
+    passed on. ``methods`` are the requests' methods, in order."""
 
     def __init__(self, target: str) -> None:
         u = urllib.parse.urlsplit(target)
         self._target = (u.hostname or "", u.port or 80)
         self.cut_after = 0
+        self.lose_answer = False
         self.methods: list[str] = []
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -61,7 +63,11 @@ class CutProxy:
             cut = self.cut_after if method == "PATCH" else 0
             if cut:
                 self.cut_after = 0
-        threading.Thread(target=self._pump, args=(upstream, client, 0), daemon=True).start()
+            lose = self.lose_answer and method == "PATCH"
+            if lose:
+                self.lose_answer = False
+        answer = self._lose if lose else self._pump
+        threading.Thread(target=answer, args=(upstream, client, 0), daemon=True).start()
         upstream.sendall(first[:cut] if cut else first)
         if cut and len(first) >= cut:
             self._close(client, upstream)
@@ -84,13 +90,24 @@ class CutProxy:
             pass
         self._close(src, dst)
 
+    def _lose(self, upstream: socket.socket, client: socket.socket, _: int) -> None:
+        """Waits for the answer to begin (the server handled the request),
+        then closes both connections without passing it on."""
+        try:
+            upstream.recv(1)
+        except OSError:
+            pass
+        self._close(upstream, client)
+
     @staticmethod
     def _close(*socks: socket.socket) -> None:
         for s in socks:
+            # shutdown, not close alone, wakes a thread blocked reading it.
             try:
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
 
 class Stop(Exception):
@@ -163,12 +180,25 @@ class ResumableUploadTest(unittest.TestCase):
         self.assertEqual(offsets[-1], len(data))
         self.redeem_equal(ref, data)
 
+    def test_a_lost_answer_goes_on_after_the_stored_chunk(self) -> None:
+        data = data_of(2 << 20, seed=11)
+        self.proxy.lose_answer = True
+        offsets: list[int] = []
+        ref = self.c.upload_resumable("raw", self.file_of(data), chunk_size=1 << 20,
+                                      progress=lambda off, size: offsets.append(off))
+        # The first chunk was stored: the HEAD says so, and only the second is sent.
+        self.assertEqual(self.proxy.methods, ["POST", "PATCH", "HEAD", "PATCH"])
+        self.assertEqual(offsets, [1 << 20, 2 << 20])
+        self.redeem_equal(ref, data)
+
     def test_no_retries_gives_the_cut_up(self) -> None:
         data = data_of(2 << 20, seed=4)
         self.proxy.cut_after = 100 << 10
         urls: list[str] = []
-        with self.assertRaises(claimcheck.Unavailable):
+        with self.assertRaises(claimcheck.Unavailable) as cm:
             self.c.upload_resumable("raw", self.file_of(data), chunk_size=1 << 20, retries=0, created=urls.append)
+        self.assertIn("gave up after 1 attempts", str(cm.exception))
+        self.assertEqual(self.proxy.methods, ["POST", "PATCH"])
         # The upload is still there, to be resumed.
         ref = self.c.resume_upload(urls[0], self.file_of(data), chunk_size=1 << 20)
         self.redeem_equal(ref, data)

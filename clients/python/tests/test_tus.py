@@ -6,7 +6,9 @@ clients/python: python3 -m unittest -v
 from __future__ import annotations
 
 import http.client
+import http.server
 import io
+import json
 import os
 import socket
 import tempfile
@@ -14,6 +16,7 @@ import threading
 import unittest
 import urllib.parse
 from typing import Any
+from unittest import mock
 
 import claimcheck
 from claimcheck import Client, Ref
@@ -21,7 +24,7 @@ from claimcheck import Client, Ref
 from . import test_client
 # The module fixtures start and stop a server of this module's own, kept
 # in test_client.server.
-from .test_client import data_of, digest, setUpModule, tearDownModule  # noqa: F401
+from .test_client import FakeServer, data_of, digest, setUpModule, tearDownModule  # noqa: F401
 
 
 class CutProxy:
@@ -108,6 +111,102 @@ class CutProxy:
             except OSError:
                 pass
             s.close()
+
+
+class FakeTusServer(FakeServer):
+    """A tus server on 127.0.0.1 of one upload, kept in memory, whose
+    PATCHes are answered with ``refusals`` first (status, content type and
+    body each; nothing stored), then as the real one answers. ``methods``
+    are the requests' methods, in order."""
+
+    def __init__(self, refusals: list[tuple[int, str, bytes]]) -> None:
+        received = bytearray()
+        size = [0]
+        self.methods: list[str] = []
+        methods = self.methods
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self, status: int, headers: dict[str, str], body: bytes = b"") -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def state(self) -> dict[str, str]:
+                h = {"Tus-Resumable": "1.0.0", "Upload-Offset": str(len(received)), "Upload-Length": str(size[0])}
+                if len(received) == size[0]:
+                    b = bytes(received)
+                    ref = Ref(id="cc_AAAAAAAAAAAAAAAAAAAAAA", ns="raw", size=len(b), stored_size=len(b),
+                              compression="none", digest=digest(b), created_at=1, expires_at=0)
+                    h["Claimcheck-Ref"] = ref.to_json()
+                return h
+
+            def do_POST(self) -> None:
+                methods.append("POST")
+                size[0] = int(self.headers["Upload-Length"])
+                self.answer(201, {"Location": "/v1/tus/up1"})
+
+            def do_HEAD(self) -> None:
+                methods.append("HEAD")
+                self.answer(200, self.state())
+
+            def do_PATCH(self) -> None:
+                methods.append("PATCH")
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if refusals:
+                    status, ctype, text = refusals.pop(0)
+                    self.answer(status, {"Content-Type": ctype}, text)
+                    return
+                received.extend(body)
+                self.answer(204, self.state())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(Handler)
+
+
+def json_error(code: str, message: str) -> bytes:
+    return json.dumps({"code": code, "message": message}).encode()
+
+
+class FakeTusTest(unittest.TestCase):
+    """Answers the real server gives only in a race, and ones that only
+    something in between gives."""
+
+    def setUp(self) -> None:
+        # No server here needs time to let go of an upload.
+        patch = mock.patch.object(claimcheck.client, "_TUS_BACKOFF", 0.01)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def test_an_offset_mismatch_is_asked_about_and_retried(self) -> None:
+        data = data_of(5000, seed=12)
+        fake = FakeTusServer([(409, "application/json", json_error("invalid_argument", "mismatched offset"))])
+        with fake as url:
+            ref = Client(url).upload_resumable("raw", io.BytesIO(data), chunk_size=2000)
+        self.assertEqual((ref.size, ref.digest), (len(data), digest(data)))
+        self.assertEqual(fake.methods, ["POST", "PATCH", "HEAD", "PATCH", "PATCH", "PATCH"])
+
+    def test_a_locked_upload_is_retried_as_often_as_allowed(self) -> None:
+        refusals = [(423, "application/json", json_error("invalid_argument", "locked"))] * 3
+        fake = FakeTusServer(refusals)
+        with fake as url, self.assertRaises(claimcheck.InvalidArgument) as cm:
+            Client(url).upload_resumable("raw", io.BytesIO(b"x" * 10), retries=1)
+        self.assertEqual(cm.exception.status, 423)
+        self.assertIn("gave up after 2 attempts", str(cm.exception))
+        self.assertEqual(fake.methods, ["POST", "PATCH", "HEAD", "PATCH"])
+
+    def test_a_460_without_json_is_a_checksum_mismatch(self) -> None:
+        fake = FakeTusServer([(460, "text/plain", b"checksum mismatch")])
+        with fake as url, self.assertRaises(claimcheck.ChecksumMismatch) as cm:
+            Client(url).upload_resumable("raw", io.BytesIO(b"x" * 10))
+        self.assertEqual(cm.exception.status, 460)
+        self.assertEqual(fake.methods, ["POST", "PATCH"])
 
 
 class Stop(Exception):

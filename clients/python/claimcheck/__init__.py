@@ -10,7 +10,8 @@ Standard library only::
         payload.copy_to(out)
 """
 
-from .client import BLOCK, Body, ClaimPage, Client, Part, Payload, RefLike
+from .client import (BLOCK, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Body, ClaimPage, Client, Part, Payload,
+                     RefLike)
 from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Internal,
                      InvalidArgument, MethodNotAllowed, NoRoute, NotFound, PermissionDenied,
                      QuotaExceeded, RangeNotSatisfiable, RateLimited, TooLarge, Unauthenticated,
@@ -18,7 +19,8 @@ from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Int
 from .ref import Ref, is_ref
 
 __all__ = [
-    "BLOCK", "Body", "ClaimPage", "Client", "Part", "Payload", "Ref", "RefLike", "is_ref",
+    "BLOCK", "DEFAULT_CHUNK_SIZE", "DEFAULT_RETRIES", "Body", "ClaimPage", "Client", "Part", "Payload",
+    "Ref", "RefLike", "is_ref",
     "ClaimcheckError", "ChecksumMismatch", "Expired", "Gone", "Held", "Internal",
     "InvalidArgument", "MethodNotAllowed", "NoRoute", "NotFound", "PermissionDenied",
     "QuotaExceeded", "RangeNotSatisfiable", "RateLimited", "TooLarge", "Unauthenticated", "Unavailable",

@@ -8,6 +8,7 @@ over short or altered data.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import io
@@ -19,13 +20,14 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, RangeNotSatisfiable,
                      Unavailable, error_from_body)
-from .ref import Ref, is_ref, valid_claim_id
+from .ref import Ref, is_ref, valid_claim_id, valid_digest, valid_namespace
 
-__all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body"]
+__all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body", "DEFAULT_CHUNK_SIZE",
+           "DEFAULT_RETRIES"]
 
 # What names a claim: a Ref, its dict or JSON form, or a bare claim id.
 RefLike = Union[Ref, Mapping[str, Any], str]
@@ -57,6 +59,14 @@ _USER_AGENT = "claimcheck-python/0.1"
 # How long a namespace's "Claimcheck-Digest-First: off" is remembered.
 _DIGEST_FIRST_TTL = 30.0
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+# Resumable uploads (tus 1.0.0): the bytes sent per PATCH, and the
+# attempts in a row without progress, as the Go client's defaults.
+DEFAULT_CHUNK_SIZE = 16 << 20
+DEFAULT_RETRIES = 5
+_TUS_VERSION = "1.0.0"
+# The wait before the first retry, doubled per failure up to the most.
+_TUS_BACKOFF = 0.5
+_TUS_BACKOFF_MAX = 10.0
 
 
 class Client:
@@ -359,6 +369,130 @@ class Client:
         _, _, data = self._call("POST", f"/v1/uploads/{up['id']}/confirm", ok=(200,))
         return Ref.parse(data)
 
+    # -- resumable upload (tus) --------------------------------------------
+
+    def upload_resumable(self, ns: str, file: Union[str, os.PathLike, BinaryIO], *,
+                         content_type: Optional[str] = None, digest: Optional[str] = None,
+                         chunk_size: int = DEFAULT_CHUNK_SIZE, retries: int = DEFAULT_RETRIES,
+                         created: Optional[Callable[[str], Any]] = None,
+                         progress: Optional[Callable[[int, int], Any]] = None) -> Ref:
+        """Stores a file in a new claim of namespace ``ns`` over tus 1.0.0
+        (docs/HTTP.md, "Resumable uploads (tus)") and returns its ref.
+
+        ``file`` is a path or a seekable binary file, sent from its position
+        to its end; it is read more than once (hashed, each chunk hashed
+        before it is sent, a chunk again after a cut), so it must not change
+        meanwhile. Without ``digest`` (``sha256:<hex>``) it is hashed first,
+        in blocks. The upload is created with the size and the sha256, which
+        the server checks the whole payload against before the claim exists;
+        then the bytes go in PATCHes of ``chunk_size`` bytes, each with its
+        own ``Upload-Checksum: sha256``. When a request fails in a way that
+        may pass (no connection or a cut one, 409, 423, 429, 5xx), the client
+        waits (0.5 s, doubled per failure, at most 10 s, or the server's
+        ``Retry-After``), asks the server for its offset (HEAD) and goes on
+        from there: at most ``retries`` attempts in a row that move the
+        server's offset no further. Other errors (a chunk or payload
+        checksum mismatch, a gone upload, permission, quota) are final.
+
+        ``created(url)`` is called as soon as the server created the upload,
+        before any byte is sent: keep the URL to go on with
+        :meth:`resume_upload` after this process ends. When it raises, the
+        upload is dropped on the server and its exception propagates.
+        ``progress(offset, size)`` is called with the server's offset after
+        every chunk it accepted and every offset it reported.
+
+        The ref is the one the server answers with the last chunk, checked
+        against the size and the digest. The creation itself is not retried:
+        one whose answer was lost may have created an upload that nobody
+        knows (it expires on the server).
+        """
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as f:
+                return self.upload_resumable(ns, f, content_type=content_type, digest=digest,
+                                             chunk_size=chunk_size, retries=retries, created=created,
+                                             progress=progress)
+        op = f"resumable upload to {ns}"
+        if not valid_namespace(ns):
+            raise InvalidArgument(f"{op}: {ns!r} is not a namespace (1-24 characters of a-z 0-9 - _)")
+        _check_tus_options(op, chunk_size, retries)
+        start, size = _tus_section(op, file)
+        if digest is None:
+            digest, _ = _hash_ahead(file)
+        elif not valid_digest(digest):
+            raise InvalidArgument(f"{op}: digest {digest!r} is not sha256:<64 lowercase hex digits>")
+        meta = [_tus_meta("sha256", digest.removeprefix("sha256:"))]
+        if content_type:
+            meta.append(_tus_meta("content_type", content_type))
+        path = f"/v1/namespaces/{_quote(ns)}/tus"
+        headers = {"Tus-Resumable": _TUS_VERSION, "Upload-Length": str(size), "Upload-Metadata": ",".join(meta)}
+        _, rheaders, _ = self._call("POST", path, headers=headers, ok=(201,))
+        location = rheaders.get("Location") or ""
+        url = urllib.parse.urljoin(self.base_url + path, location)
+        if not location or urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            raise ClaimcheckError(f"{op}: the server's Location {location!r} is not an upload URL",
+                                  code="bad_answer", status=201)
+        if created is not None:
+            try:
+                created(url)
+            except BaseException:
+                # The URL could not be kept: nobody could resume the upload.
+                try:
+                    self.abort_upload(url)
+                except ClaimcheckError:
+                    pass  # it expires on the server
+                raise
+        t = _TusTransfer(self, url, file, start, size, chunk_size, retries, progress)
+        # A new upload is at offset 0 (an empty one complete): no need to ask.
+        return t.run(digest, _TusState(offset=0, size=size, ref=t.answered_ref(rheaders, 201)))
+
+    def resume_upload(self, upload: str, file: Union[str, os.PathLike, BinaryIO], *,
+                      digest: Optional[str] = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                      retries: int = DEFAULT_RETRIES,
+                      progress: Optional[Callable[[int, int], Any]] = None) -> Ref:
+        """Sends the rest of the resumable upload ``upload`` (the URL given
+        to ``created``, or the upload's id) from ``file``, the whole payload
+        as at creation (a path, or a seekable binary file from its position),
+        and returns the claim's ref, as :meth:`upload_resumable` does.
+
+        The server is asked for its offset first, so this continues an upload
+        that another process started; an upload that is already complete
+        only answers its ref. The content type is the one given at creation.
+        ``digest``, when given, is checked against the ref the server answers
+        (the server checks the payload against the digest of the creation
+        anyway). An upload the server no longer has raises :class:`Gone` or
+        :class:`NotFound`: start a new one."""
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as f:
+                return self.resume_upload(upload, f, digest=digest, chunk_size=chunk_size,
+                                          retries=retries, progress=progress)
+        url = self._upload_url("resume upload", upload)
+        op = f"resumable upload {url}"
+        _check_tus_options(op, chunk_size, retries)
+        if digest is not None and not valid_digest(digest):
+            raise InvalidArgument(f"{op}: digest {digest!r} is not sha256:<64 lowercase hex digits>")
+        start, size = _tus_section(op, file)
+        return _TusTransfer(self, url, file, start, size, chunk_size, retries, progress).run(digest, None)
+
+    def abort_upload(self, upload: str) -> None:
+        """Drops the resumable upload ``upload`` (its URL or id; tus
+        termination): the server deletes what it received and gives the
+        reserved quota back. An upload that is finished already (aborted,
+        refused, expired) is no error; a completed one is
+        :class:`InvalidArgument` (delete its claim instead)."""
+        url = self._upload_url("abort upload", upload)
+        self._call("DELETE", url, absolute=True, headers={"Tus-Resumable": _TUS_VERSION}, ok=(204,))
+
+    def _upload_url(self, op: str, upload: str) -> str:
+        """The URL of a resumable upload given by its id (on this client's
+        server) or its URL (a relative one relative to the server)."""
+        if valid_claim_id(upload):
+            return f"{self.base_url}/v1/tus/{upload}"
+        url = urllib.parse.urljoin(self.base_url + "/", upload)
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise InvalidArgument(f"{op}: {upload!r} is neither an upload id nor an http(s) URL")
+        return url
+
     # -- offload and resolve -----------------------------------------------
 
     def offload(self, ns: str, value: Any, *, threshold: Optional[int] = None, **put_options: Any) -> Any:
@@ -393,7 +527,7 @@ class Client:
         conn, resp = self._open(method, path, **kw)
         try:
             if resp.status not in ok:
-                raise self._error(resp)
+                raise self._error(resp, head=method == "HEAD")
             return resp.status, resp.headers, _read_small(resp)
         finally:
             resp.close()
@@ -495,8 +629,8 @@ class Client:
         return http.client.HTTPConnection(host, port, timeout=self.timeout, blocksize=BLOCK)
 
     @staticmethod
-    def _error(resp: http.client.HTTPResponse) -> ClaimcheckError:
-        return error_from_body(resp.status, _read_small(resp), resp.headers)
+    def _error(resp: http.client.HTTPResponse, head: bool = False) -> ClaimcheckError:
+        return error_from_body(resp.status, _read_small(resp), resp.headers, head=head)
 
 
 class _Reader(io.RawIOBase):
@@ -856,6 +990,219 @@ class _ReplayRaw(io.RawIOBase):
             self._head = self._head[n:]
             return n
         return self._sock.recv_into(b)
+
+
+@dataclass
+class _TusState:
+    """Where a resumable upload stands: the server's offset, the upload's
+    size and, once complete, its claim's ref."""
+
+    offset: int
+    size: int
+    ref: Optional[Ref] = None
+
+
+class _TusTransfer:
+    """One run of :meth:`Client.upload_resumable` or
+    :meth:`Client.resume_upload`: PATCH chunks from the server's offset;
+    after a failure that may pass, wait and ask (HEAD) again. The server's
+    offset is the only truth about what it has: a chunk whose answer was
+    lost may have been stored whole, in part or not at all."""
+
+    def __init__(self, client: Client, url: str, file: BinaryIO, start: int, size: int, chunk_size: int,
+                 retries: int, progress: Optional[Callable[[int, int], Any]]) -> None:
+        self._c = client
+        self.url = url
+        self._file = file
+        self._start = start  # the payload's first byte in the file
+        self.size = size
+        self._chunk = chunk_size
+        self._retries = retries
+        self._progress = progress
+        self.op = f"resumable upload {url}"
+
+    def run(self, digest: Optional[str], known: Optional[_TusState]) -> Ref:
+        """The upload's ref, from its known state or from a HEAD when
+        ``known`` is None; checked against the size and ``digest``."""
+        failures, furthest = 0, -1
+        st, err = known, None
+        if st is None:
+            st, err = self._try(self._headed)
+        while True:
+            if st is not None:
+                if st.offset > furthest:
+                    # The server's offset moved: the count starts over.
+                    furthest, failures = st.offset, 0
+                if st.ref is not None:
+                    return self._checked(st.ref, digest)
+                if st.size != self.size:
+                    raise InvalidArgument(f"{self.op}: the upload has {st.size} bytes, the file {self.size}: "
+                                          f"it is another payload's upload")
+                offset = st.offset
+                st, err = self._try(lambda: self._send_chunk(offset))
+                if st is not None:
+                    continue
+            assert err is not None
+            if not _tus_retryable(err):
+                raise err
+            failures += 1
+            if failures > self._retries:
+                err.message = f"{err.message} (gave up after {failures} attempts in a row without progress)"
+                err.args = (err.message,)
+                raise err
+            retry_after = getattr(err, "retry_after", None)
+            time.sleep(retry_after if retry_after else min(_TUS_BACKOFF * 2 ** (failures - 1), _TUS_BACKOFF_MAX))
+            st, err = self._try(self._headed)
+
+    @staticmethod
+    def _try(step: Callable[[], _TusState]) -> tuple[Optional[_TusState], Optional[ClaimcheckError]]:
+        try:
+            return step(), None
+        except ClaimcheckError as e:
+            return None, e
+
+    def _checked(self, ref: Ref, digest: Optional[str]) -> Ref:
+        if ref.size != self.size or (digest and ref.digest != digest):
+            raise ChecksumMismatch(f"{self.op}: the server stored {ref.size} bytes with digest {ref.digest}, "
+                                   f"not the {self.size} bytes with {digest} sent")
+        return ref
+
+    def _headed(self) -> _TusState:
+        """The upload's state (HEAD), reported to ``progress`` while pending."""
+        _, headers, _ = self._c._call("HEAD", self.url, absolute=True, headers={"Tus-Resumable": _TUS_VERSION},
+                                      ok=(200,))
+        st = _TusState(offset=self._header_int(headers, "Upload-Offset", 200),
+                       size=self._header_int(headers, "Upload-Length", 200),
+                       ref=self.answered_ref(headers, 200))
+        if st.ref is None and self._progress is not None:
+            self._progress(st.offset, self.size)
+        return st
+
+    def _send_chunk(self, offset: int) -> _TusState:
+        """Sends the chunk at ``offset`` with its sha256. Chunks end at
+        multiples of the chunk size, also after the server kept a part of a
+        chunk that was cut."""
+        n = min(self._chunk - offset % self._chunk, self.size - offset)
+        h = hashlib.sha256()
+        self._file.seek(self._start + offset)
+        left = n
+        while left > 0:
+            block = self._file.read(min(BLOCK, left))
+            if not block:
+                raise self._short(offset + n - left)
+            h.update(block)
+            left -= len(block)
+        body = _Section(self._file, self._start + offset, n)
+        headers = {"Tus-Resumable": _TUS_VERSION, "Content-Type": "application/offset+octet-stream",
+                   "Upload-Offset": str(offset), "Content-Length": str(n),
+                   "Upload-Checksum": "sha256 " + base64.b64encode(h.digest()).decode()}
+        try:
+            _, rheaders, _ = self._c._call("PATCH", self.url, absolute=True, headers=headers,
+                                           body=body if n else b"", ok=(204,))
+        except Unavailable:
+            if body.error is not None:
+                # Not the network: the file could not be read.
+                if isinstance(body.error, EOFError):
+                    raise self._short(offset + n - body.left) from None
+                raise body.error from None
+            raise
+        except ClaimcheckError as e:
+            if e.status == 460 and not isinstance(e, ChecksumMismatch):
+                # 460 from something that did not send claimcheck's JSON.
+                raise ChecksumMismatch(f"{self.op}: {e.message}", status=460) from e
+            raise
+        st = _TusState(offset=self._header_int(rheaders, "Upload-Offset", 204), size=self.size,
+                       ref=self.answered_ref(rheaders, 204))
+        if st.offset != offset + n:
+            raise ClaimcheckError(f"{self.op}: the server is at offset {st.offset} after a chunk of {n} bytes "
+                                  f"from {offset}", code="bad_answer", status=204)
+        if self._progress is not None:
+            self._progress(st.offset, self.size)
+        if st.offset == self.size and st.ref is None:
+            raise ClaimcheckError(f"{self.op}: the answer to the last chunk has no Claimcheck-Ref header",
+                                  code="bad_answer", status=204)
+        return st
+
+    def _short(self, at: int) -> ChecksumMismatch:
+        return ChecksumMismatch(f"{self.op}: the file ended after {at} of its {self.size} bytes: "
+                                f"it changed during the upload")
+
+    def answered_ref(self, headers: http.client.HTTPMessage, status: int) -> Optional[Ref]:
+        """The ``Claimcheck-Ref`` of a complete upload; None when there is none."""
+        v = headers.get("Claimcheck-Ref")
+        if not v:
+            return None
+        try:
+            return Ref.parse(v)
+        except InvalidArgument as e:
+            raise ClaimcheckError(f"{self.op}: header Claimcheck-Ref: {e.message}", code="bad_answer",
+                                  status=status) from None
+
+    def _header_int(self, headers: http.client.HTTPMessage, name: str, status: int) -> int:
+        v = headers.get(name) or ""
+        if not v.isdigit():
+            raise ClaimcheckError(f"{self.op}: the server answered {name} {v[:40]!r}, not a byte count",
+                                  code="bad_answer", status=status)
+        return int(v)
+
+
+class _Section:
+    """``n`` bytes of a file from ``offset``, as a request body. A failed
+    read is kept in ``error`` (an ``EOFError`` when the file ended early)
+    and reported to http.client as an OSError, which closes the connection;
+    the caller then raises the kept error rather than a network one."""
+
+    def __init__(self, file: BinaryIO, offset: int, n: int) -> None:
+        self._file, self._offset, self.left = file, offset, n
+        self._sought = False
+        self.error: Optional[BaseException] = None
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left == 0:
+            return b""
+        try:
+            if not self._sought:
+                self._file.seek(self._offset)
+                self._sought = True
+            block = self._file.read(self.left if size < 0 else min(size, self.left))
+            if not block:
+                raise EOFError()
+        except (OSError, ValueError, EOFError) as e:
+            self.error = e
+            raise OSError("reading the payload failed") from e
+        self.left -= len(block)
+        return block
+
+
+def _check_tus_options(op: str, chunk_size: int, retries: int) -> None:
+    for name, v, least in (("chunk_size", chunk_size, 1), ("retries", retries, 0)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < least:
+            raise InvalidArgument(f"{op}: {name} {v!r}: want an integer of at least {least}")
+
+
+def _tus_section(op: str, file: Any) -> tuple[int, int]:
+    """The position of a seekable binary file and the bytes left after it."""
+    if isinstance(file, io.TextIOBase):
+        raise InvalidArgument(f"{op}: the file is open in text mode; open it in binary mode ('rb')")
+    size = _remaining(file) if hasattr(file, "read") else None
+    if size is None:
+        raise InvalidArgument(f"{op}: want a path or a seekable binary file (it is read more than once)")
+    return file.tell(), size
+
+
+def _tus_meta(key: str, value: str) -> str:
+    """One pair of tus's Upload-Metadata: the key and its base64 value."""
+    return f"{key} {base64.b64encode(value.encode()).decode()}"
+
+
+def _tus_retryable(err: ClaimcheckError) -> bool:
+    """Whether a failed tus request may pass by itself: the server was not
+    reached or the connection broke (Unavailable, which 502, 503 and 504
+    are), the upload is locked by a request the server has not yet seen end
+    (423), the server's offset is not the one sent (409: the next HEAD
+    tells), the server failed (500), or a rate limit (429). Everything else
+    (no such upload, a checksum mismatch, permission, quota) is final."""
+    return isinstance(err, Unavailable) or err.status in (409, 423, 429, 500)
 
 
 def _hash_ahead(f: Any) -> tuple[str, int]:

@@ -135,8 +135,23 @@ _BY_CODE: dict[str, type[ClaimcheckError]] = {
 }
 
 
-def error_from_body(status: int, body: bytes, headers: Any = None) -> ClaimcheckError:
-    """The exception for an error answer (its status, body and headers)."""
+# What an answer without a body says by its status alone: an answer to
+# HEAD (a resumable upload's status) has none.
+_BY_STATUS: dict[int, type[ClaimcheckError]] = {
+    404: NotFound, 410: Gone, 401: Unauthenticated, 403: PermissionDenied, 429: RateLimited,
+    502: Unavailable, 503: Unavailable, 504: Unavailable,
+}
+
+
+def error_from_body(status: int, body: bytes, headers: Any = None, *, head: bool = False) -> ClaimcheckError:
+    """The exception for an error answer (its status, body and headers).
+    ``head``: the answer is to a HEAD request, whose status is all it says."""
+    if head and not body and status in _BY_STATUS:
+        cls = _BY_STATUS[status]
+        kw: dict[str, Any] = {"status": status}
+        if cls is RateLimited:
+            kw["retry_after"] = _retry_after(headers)
+        return cls(f"HTTP {status} answered to HEAD", **kw)
     try:
         doc = json.loads(body)
         code = doc["code"]
@@ -151,15 +166,20 @@ def error_from_body(status: int, body: bytes, headers: Any = None) -> Claimcheck
             return Unavailable(f"HTTP {status} from a gateway: {text}", status=status)
         return ClaimcheckError(f"HTTP {status}: {text}", code=f"http_{status}", status=status)
     cls = _BY_CODE.get(code, ClaimcheckError)
-    kw: dict[str, Any] = {"status": status, "reason": doc.get("reason") or "", "at": doc.get("at") or ""}
+    kw = {"status": status, "reason": doc.get("reason") or "", "at": doc.get("at") or ""}
     if cls is ClaimcheckError:
         kw["code"] = code  # a code from a newer server: kept as it is
     if cls is RateLimited:
-        retry = headers.get("Retry-After") if headers is not None else None
-        kw["retry_after"] = int(retry) if retry and retry.isdigit() else None
+        kw["retry_after"] = _retry_after(headers)
     if cls is RangeNotSatisfiable:
         # Content-Range: bytes */SIZE gives the payload's size.
         cr = headers.get("Content-Range") if headers is not None else None
         size = cr[len("bytes */"):] if cr and cr.startswith("bytes */") else ""
         kw["size"] = int(size) if size.isdigit() else None
     return cls(message, **kw)
+
+
+def _retry_after(headers: Any) -> Optional[int]:
+    """Retry-After in seconds (the form the server sends); None otherwise."""
+    retry = headers.get("Retry-After") if headers is not None else None
+    return int(retry) if retry and retry.isdigit() else None

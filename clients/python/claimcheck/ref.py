@@ -119,3 +119,7 @@ def valid_claim_id(s: str) -> bool:
 
 def valid_namespace(s: str) -> bool:
     return len(s) <= 24 and bool(_NAMESPACE.match(s))
+
+
+def valid_digest(s: str) -> bool:
+    return bool(_DIGEST.match(s))

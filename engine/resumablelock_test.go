@@ -84,6 +84,17 @@ func (l *lockAttempt) held(t *testing.T, what string) func() error {
 	return l.unlock
 }
 
+// handOver unlocks, then checks that next gets the lock, and unlocks it.
+func handOver(t *testing.T, unlock func() error, next *lockAttempt, what string) {
+	t.Helper()
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.held(t, what)(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestResumableLockHandOver: a second request waits while the first
 // holds the lock, asks it to let go, and gets the lock once it did.
 func TestResumableLockHandOver(t *testing.T) {
@@ -139,12 +150,7 @@ func TestResumableLockGivesUp(t *testing.T) {
 			t.Fatalf("a third request got the lock while the first held it (%v)", third.err)
 		default:
 		}
-		if err := unlockFirst(); err != nil {
-			t.Fatal(err)
-		}
-		if err := third.held(t, "the third request")(); err != nil {
-			t.Fatal(err)
-		}
+		handOver(t, unlockFirst, third, "the third request")
 	})
 }
 
@@ -181,12 +187,7 @@ func TestResumableLockExpires(t *testing.T) {
 		}
 		next := tryLock(ctx, a, "cc_expires")
 		wait(t, waiter.released, "the holder is asked to let go: it still holds the lock")
-		if err := unlock(); err != nil {
-			t.Fatal(err)
-		}
-		if err := next.held(t, "the next request")(); err != nil {
-			t.Fatal(err)
-		}
+		handOver(t, unlock, next, "the next request")
 	})
 }
 

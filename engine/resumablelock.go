@@ -50,9 +50,9 @@ func (s *Store) LockResumable(ctx context.Context, id string, release func()) (f
 			err = s.meta.RequestLeaseRelease(ctx, name, holder)
 		}
 		if ctx.Err() != nil {
-			if ok {
-				s.releaseUploadLock(ctx, name, holder)
-			}
+			// The lease may have been taken as ctx ended: give it up
+			// (a release by a non-holder changes nothing).
+			_ = s.releaseUploadLock(ctx, name, holder)
 			return nil, fmt.Errorf("lock upload %s: %w", id, ctx.Err())
 		}
 		if err != nil {
@@ -123,7 +123,9 @@ func (s *Store) holdUploadLock(ctx context.Context, name, holder string, release
 				return
 			}
 			if err != nil || !ok {
-				s.log.Warn("a resumable upload's lock could not be renewed; its request is asked to end", "lease", name, "held", ok, "error", err)
+				if !released {
+					s.log.Warn("a resumable upload's lock could not be renewed; its request is asked to end", "lease", name, "held", ok, "error", err)
+				}
 				letGo()
 			} else {
 				lastRenewal = time.Now()

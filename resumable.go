@@ -53,6 +53,23 @@ type ResumableUploads interface {
 	AbortResumable(ctx context.Context, id string) error
 }
 
+// ResumableLocks orders the requests of one resumable upload across
+// every process that shares the store (replicas over one database): one
+// request at a time appends to, reads or ends an upload, whichever
+// replica it reached. *engine.Store implements it with a lease in the
+// metadata store (ADR 0185).
+type ResumableLocks interface {
+	// LockResumable waits until the caller holds upload id's lock, or
+	// ctx ends (ctx's error, nothing held). While it waits it asks the
+	// holder, wherever it runs, to let go. While the lock is held,
+	// release is called, once, when another request waits for it or
+	// when the lock can no longer be kept (the metadata store cannot
+	// renew it): the holder should end its request and unlock soon. The
+	// lock stays held until unlock, which gives it up if it is still the
+	// caller's; a holder that dies loses it when it expires.
+	LockResumable(ctx context.Context, id string, release func()) (unlock func() error, err error)
+}
+
 // ResumableRequest is what a client declares when it starts a resumable
 // upload.
 type ResumableRequest struct {

@@ -397,6 +397,20 @@ type Store interface {
 	// ReleaseLease gives the lease up if holder has it.
 	ReleaseLease(ctx context.Context, name, holder string) error
 
+	// RequestLeaseRelease asks the named lease's holder, when it is not
+	// holder, to give the lease up soon: the request stays on the lease
+	// until it changes hands (a lease TryLease gives to a new holder
+	// starts without one), and CheckLease reports it to the holder. A
+	// free lease, or one holder has itself, is left as it is. Waiters for
+	// a resumable upload's lock use it to make the request that holds
+	// the lock, on whichever replica, end (ADR 0185).
+	RequestLeaseRelease(ctx context.Context, name, holder string) error
+
+	// CheckLease reports whether holder has the named lease at now, and
+	// whether another asked it to give the lease up since holder took
+	// it. A read: it renews nothing.
+	CheckLease(ctx context.Context, name, holder string, now time.Time) (held, releaseRequested bool, err error)
+
 	// CommitExisting is the digest-first put: in one transaction, if a
 	// committed or orphaned dedup candidate of (namespace, digest) with the
 	// claim's size exists (created at or after DedupNotBefore), it inserts

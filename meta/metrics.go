@@ -88,6 +88,7 @@ type ops struct {
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
 	ListClaims, ExtendClaim, ClaimWithBlob                             opMetrics
 	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
+	RequestLeaseRelease, CheckLease                                    opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -394,6 +395,14 @@ func (m *metered) Release(ctx context.Context, id string, consumer string, now t
 
 func (m *metered) ReleaseLease(ctx context.Context, name string, holder string) error {
 	return m.ops.ReleaseLease.start().end(m.next.ReleaseLease(ctx, name, holder))
+}
+
+func (m *metered) RequestLeaseRelease(ctx context.Context, name string, holder string) error {
+	return m.ops.RequestLeaseRelease.start().end(m.next.RequestLeaseRelease(ctx, name, holder))
+}
+
+func (m *metered) CheckLease(ctx context.Context, name string, holder string, now time.Time) (bool, bool, error) {
+	return timer2[bool, bool](m.ops.CheckLease.start()).end(m.next.CheckLease(ctx, name, holder, now))
 }
 
 func (m *metered) RetryDeadLetters(ctx context.Context, ids []string, all bool, now time.Time) ([]Blob, error) {

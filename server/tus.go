@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tus/tusd/v2/pkg/handler"
-	"github.com/tus/tusd/v2/pkg/memorylocker"
 	expslog "golang.org/x/exp/slog"
 
 	"github.com/claimcheck/claimcheck"
@@ -30,8 +29,8 @@ import (
 // auth, limits and strict checks apply as to every route) and gives it
 // a data store over the store's claimcheck.ResumableUploads, in which
 // every upload is a pending claim. tusd keeps no state of its own: no
-// .info files, no storage of its own, nothing but an in-process lock
-// per upload.
+// .info files, no storage of its own; its lock on an upload is the
+// store's (tuslock.go).
 //
 // What tusd does not do is added around it: the checksum extension
 // (Upload-Checksum, checked by the store as a chunk streams), the
@@ -52,10 +51,9 @@ func (s *Server) resumable() (claimcheck.ResumableUploads, bool) {
 	return ru, ok
 }
 
-// newTus builds tusd's handler over the store. The lock is tusd's
-// in-process one: with several replicas, requests for one upload must
-// reach one replica (the store's compare-and-swap on the offset still
-// refuses a second append from the same offset elsewhere; ADR 0115).
+// newTus builds tusd's handler over the store. Its lock on an upload is
+// tusLocker: tusd's in-process one plus the store's shared lock, so the
+// requests of one upload may reach any replica (ADR 0185).
 func (s *Server) newTus() *handler.UnroutedHandler {
 	ru, ok := s.resumable()
 	if !ok {
@@ -65,7 +63,7 @@ func (s *Server) newTus() *handler.UnroutedHandler {
 	store := tusStore{ru: ru, log: s.log}
 	composer.UseCore(store)
 	composer.UseTerminater(store)
-	memorylocker.New().UseIn(composer)
+	composer.UseLocker(newTusLocker(s.claims))
 	read := time.Duration(s.limits.ReadTimeout)
 	if read <= 0 {
 		read = time.Duration(DefaultReadTimeout)

@@ -61,13 +61,38 @@ func tusBackends(t *testing.T, fn func(t *testing.T, b *tusBundle)) {
 
 func setupTus(t *testing.T, s3 bool) *tusBundle {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
+	tb := tusBackend{
+		dsn:   "sqlite:" + filepath.Join(dir, "claimcheck.db"),
+		clock: clock.NewFake(time.Now().UTC().Truncate(time.Second)),
+	}
+	if s3 {
+		tb.dsn, _ = testsvc.Postgres(t)
+		tb.storage, tb.s3, tb.bucket = testsvc.S3(t)
+	}
+	return tb.open(t, dir, nil)
+}
+
+// tusBackend is what the servers of a tus test share: the metadata
+// store's DSN, the object storage (none: files in the data directory),
+// the clock.
+type tusBackend struct {
+	dsn     string
+	storage string
+	s3      *s3.Client
+	bucket  string
+	clock   *clock.Fake
+}
+
+// open starts a store over the backend with its data directory in dir,
+// and a loopback server in front of it, its handler wrapped by wrap if
+// set.
+func (tb tusBackend) open(t *testing.T, dir string, wrap func(http.Handler) http.Handler) *tusBundle {
+	t.Helper()
+	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
-	dsn := "sqlite:" + filepath.Join(dir, "claimcheck.db")
-	fc := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	cfg := engine.Config{
-		Data: dir, Logger: logger, Clock: fc, Sweeper: sweep.Config{Disabled: true},
+		Data: dir, Logger: logger, Clock: tb.clock, Sweeper: sweep.Config{Disabled: true}, Storage: tb.storage,
 		Namespaces: map[string]claimcheck.Policy{
 			"raw":   {Compression: claimcheck.CompressionNone},
 			"zstd":  {},
@@ -75,12 +100,8 @@ func setupTus(t *testing.T, s3 bool) *tusBundle {
 			"quota": {Compression: claimcheck.CompressionNone, Quota: claimcheck.Quota{Bytes: 1 << 20}},
 		},
 	}
-	b := &tusBundle{clock: fc, dir: dir}
-	if s3 {
-		dsn, _ = testsvc.Postgres(t)
-		cfg.Storage, b.s3, b.bucket = testsvc.S3(t)
-	}
-	m, err := sqlmeta.Open(ctx, dsn)
+	b := &tusBundle{clock: tb.clock, dir: dir, s3: tb.s3, bucket: tb.bucket}
+	m, err := sqlmeta.Open(ctx, tb.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +112,11 @@ func setupTus(t *testing.T, s3 bool) *tusBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.store.Close() })
-	b.http = httptest.NewServer(checkContract(t, false, server.New(server.Config{Claims: b.store, Logger: logger})))
+	var h http.Handler = checkContract(t, false, server.New(server.Config{Claims: b.store, Logger: logger}))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	b.http = httptest.NewServer(h)
 	t.Cleanup(b.http.Close)
 	return b
 }

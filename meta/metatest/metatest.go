@@ -70,6 +70,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"OldestDue", testOldestDue},
 		{"Lease", testLease},
 		{"LeaseConcurrent", testLeaseConcurrent},
+		{"LeaseRelease", testLeaseRelease},
+		{"LeaseReleaseContended", testLeaseReleaseContended},
 		{"NotFound", testNotFound},
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},

@@ -21,7 +21,8 @@ type HistoryStore interface {
 	// then up to limit deleted blobs whose collection finished before
 	// before and that no claim row references any more (a claim finished
 	// later than its blob was collected keeps the blob's row until the
-	// claim goes). Each is one bounded transaction.
+	// claim goes), and the leases that expired before before (left by a
+	// holder that died). Each is one bounded transaction.
 	PruneHistory(ctx context.Context, before time.Time, limit int) (PruneResult, error)
 }
 

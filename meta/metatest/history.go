@@ -35,6 +35,41 @@ func (h *harness) wantClaimGone(id string) {
 	}
 }
 
+// testPruneHistoryLeases: a lease that expired before the cut (its
+// holder died) goes with the history; one that is live, or that expired
+// after the cut, stays.
+func testPruneHistoryLeases(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	take := func(name, holder string, ttl time.Duration) {
+		t.Helper()
+		if ok, err := h.s.TryLease(ctx, name, holder, h.now(), ttl); err != nil || !ok {
+			t.Fatalf("TryLease(%s, %s) = %v, %v; want the lease", name, holder, ok, err)
+		}
+	}
+	start := h.now()
+	take("upload:dead", "crashed", time.Minute)
+	take("upload:late", "crashed", 3*time.Hour)
+	take("sweeper", "runner", 10*time.Hour)
+	h.clock.Advance(4 * time.Hour)
+	take("upload:live", "running", time.Minute)
+	cut := h.now().Add(-2 * time.Hour)
+	h.pruneHistory(cut, 10)
+
+	// Read as of its start, a pruned lease's row would still show its
+	// holder; gone, it shows none. The kept ones still show theirs.
+	if held, _, err := h.s.CheckLease(ctx, "upload:dead", "crashed", start); err != nil || held {
+		t.Errorf("a lease that expired before the cut must be pruned: CheckLease as of its start = %v, %v", held, err)
+	}
+	if held, _, err := h.s.CheckLease(ctx, "upload:late", "crashed", cut); err != nil || !held {
+		t.Errorf("a lease that expired after the cut must be kept: CheckLease at the cut = %v, %v", held, err)
+	}
+	for _, l := range []struct{ name, holder string }{{"upload:live", "running"}, {"sweeper", "runner"}} {
+		if held, _, err := h.s.CheckLease(ctx, l.name, l.holder, h.now()); err != nil || !held {
+			t.Errorf("CheckLease(%s, %s) after pruning = %v, %v; want held", l.name, l.holder, held, err)
+		}
+	}
+}
+
 // testPruneHistory: finished claims older than the cut go with their
 // releases and upload rows, oldest first and at most limit per call;
 // collected blobs go once no claim row points at them; live rows, newer

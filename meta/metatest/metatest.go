@@ -111,6 +111,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Restage", testRestage},
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
+		{"PruneHistoryLeases", testPruneHistoryLeases},
 	}
 	tests = append(tests, holdTests...)
 	tests = append(tests, lifetimeTests...)

@@ -10,8 +10,8 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// PruneHistory deletes finished claims and collected blobs older than
-// before; see meta.HistoryStore. Claims go first, so that the blobs they
+// PruneHistory deletes finished claims, collected blobs and expired
+// leases older than before; see meta.HistoryStore. Claims go first, so that the blobs they
 // pointed at lose their last reference in the same call.
 func (s *Store) PruneHistory(ctx context.Context, before time.Time, limit int) (meta.PruneResult, error) {
 	var res meta.PruneResult
@@ -58,6 +58,14 @@ func (s *Store) PruneHistory(ctx context.Context, before time.Time, limit int) (
 				AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.blob_id = blobs.id)
 			ORDER BY state_at LIMIT ?) AND state = 'deleted'`, cut, limit)
 		res.Blobs = int(n)
+		if err != nil {
+			return err
+		}
+		// A lease is released by deleting its row; one that expired
+		// before the cut was left by a holder that died (a resumable
+		// upload's lock on a replica that crashed, ADR 0185) and is free
+		// anyway. Leases are few: the live locks and such leftovers.
+		_, err = q.exec(`DELETE FROM leases WHERE expires_at < ?`, cut)
 		return err
 	})
 	if err != nil {

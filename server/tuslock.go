@@ -50,22 +50,32 @@ type tusLock struct {
 }
 
 // Lock takes the in-process lock, then the shared one, within ctx (the
-// time tusd waits for a lock). A wait that ends with ctx is tusd's
-// ErrLockTimeout, which it answers itself.
+// time tusd waits for a lock). A wait that runs out is answered 423
+// Locked (tusd's ErrFileLocked), which tus clients retry after asking
+// for the offset, rather than tusd's ErrLockTimeout, a 500: the upload is
+// busy, nothing failed.
 func (l *tusLock) Lock(ctx context.Context, requestRelease func()) error {
 	if err := l.local.Lock(ctx, requestRelease); err != nil {
-		return err
+		return lockWaitRanOut(err)
 	}
 	unlock, err := l.shared.LockResumable(ctx, l.id, requestRelease)
 	if err != nil {
 		_ = l.local.Unlock()
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return handler.ErrLockTimeout
+			return handler.ErrFileLocked
 		}
 		return err
 	}
 	l.unlock = unlock
 	return nil
+}
+
+// lockWaitRanOut is the in-process lock's error as Lock answers it.
+func lockWaitRanOut(err error) error {
+	if errors.Is(err, handler.ErrLockTimeout) {
+		return handler.ErrFileLocked
+	}
+	return err
 }
 
 // Unlock gives the shared lock up first, so that the next request of

@@ -148,6 +148,7 @@ class Proxy:
         self.methods: list[str] = []
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._clients: set[socket.socket] = set()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.url = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -155,6 +156,11 @@ class Proxy:
     def close(self) -> None:
         self._listener.close()
         self.close_all()
+
+    def open_connections(self) -> int:
+        """The client connections open now."""
+        with self._lock:
+            return len(self._clients & self._open)
 
     def close_all(self) -> None:
         with self._lock:
@@ -174,6 +180,7 @@ class Proxy:
         with self._lock:
             self.connections += 1
             self._open.update((client, upstream))
+            self._clients.add(client)
         lose = threading.Event()
         threading.Thread(target=self._answers, args=(upstream, client, lose), daemon=True).start()
         rfile = client.makefile("rb")
@@ -267,6 +274,7 @@ class Proxy:
     def _close(self, *socks: socket.socket) -> None:
         with self._lock:
             self._open.difference_update(socks)
+            self._clients.difference_update(socks)
         for s in socks:
             # shutdown, not close alone, wakes a thread blocked reading it.
             try:

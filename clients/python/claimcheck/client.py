@@ -801,13 +801,16 @@ class _Response(http.client.HTTPResponse):
 
 
 class _HTTPConnection(http.client.HTTPConnection):
+    """A connection of a client: its answers are :class:`_Response`, its
+    ``pool_key`` its server's."""
+
     response_class = _Response
-    pool_key: _PoolKey = ("", "", 0)
+    pool_key: _PoolKey
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
     response_class = _Response
-    pool_key: _PoolKey = ("", "", 0)
+    pool_key: _PoolKey
 
 
 def _rewind(body: Any) -> bool:

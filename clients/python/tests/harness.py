@@ -234,8 +234,8 @@ class Proxy:
         """The request's body as it is read: Content-Length bytes, or the
         chunks of a chunked body with their framing."""
         fields = {}
-        for line in head.decode("latin-1").split("\r\n")[1:]:
-            name, _, value = line.partition(":")
+        for field in head.decode("latin-1").split("\r\n")[1:]:
+            name, _, value = field.partition(":")
             fields[name.strip().lower()] = value.strip().lower()
         if "chunked" in fields.get("transfer-encoding", ""):
             while True:

@@ -203,6 +203,8 @@ class IdleTimeoutTest(unittest.TestCase):
     """A server whose keep-alive connections time out after a second
     (http.idle_timeout; `claimcheck serve`'s default is 2 minutes)."""
 
+    server: Server
+
     @classmethod
     def setUpClass(cls) -> None:
         cls.server = Server(CONFIG + "http:\n  idle_timeout: 1s\n")

@@ -703,18 +703,29 @@ def _pool_key(url: urllib.parse.SplitResult) -> _PoolKey:
 class _Pool:
     """A client's idle keep-alive connections, at most ``size`` per server,
     the most recently used taken first. A connection is in the pool or in
-    the hands of one request, never both."""
+    the hands of one request, never both; a process forked from the one
+    that opened them leaves them to it."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._lock = threading.Lock()
         self._idle: dict[_PoolKey, list[tuple[http.client.HTTPConnection, float]]] = {}
         self._closed = False
+        self._pid = os.getpid()
 
     def take(self, key: _PoolKey) -> Optional[http.client.HTTPConnection]:
         """An idle connection to the server that is still open, or None."""
         while True:
             with self._lock:
+                if self._pid != os.getpid():
+                    # Forked: the parent's connections are its own. Closing
+                    # this process's copies (no shutdown) leaves them open
+                    # there.
+                    self._pid = os.getpid()
+                    for conns in self._idle.values():
+                        for conn, _ in conns:
+                            conn.close()
+                    self._idle = {}
                 idle = self._idle.get(key)
                 if not idle:
                     return None

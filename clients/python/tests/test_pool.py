@@ -8,6 +8,7 @@ python3 -m unittest -v
 from __future__ import annotations
 
 import io
+import os
 import threading
 import time
 import unittest
@@ -187,6 +188,25 @@ class PoolTest(unittest.TestCase):
         self.assertEqual(self.proxy.methods, ["PUT", "GET", "GET"])
         self.assertEqual(len(sent), 2)  # read once, never again
         self.round_trip(self.c, seed=7001)
+
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork here")
+    def test_a_forked_process_opens_its_own_connections(self) -> None:
+        self.round_trip(self.c, seed=8100)
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                self.round_trip(self.c, seed=8101)
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        # The child opened its own connection, never used the parent's,
+        # which is still good.
+        self.assertEqual(self.proxy.connections, 2)
+        self.round_trip(self.c, seed=8102)
+        self.assertEqual(self.proxy.connections, 2)
 
     def test_close_closes_the_idle_connections(self) -> None:
         with Client(self.proxy.url, api_key=test_client.server.keys["admin"]) as c:

@@ -4,6 +4,14 @@ peak memory (max RSS) of each client process.
 
     cd clients/python && python3 bench/bench.py [--mb 100] [--rounds 3]
 
+With --small, the Python client's small calls instead, with its connections
+kept and reused (the default) against one connection per request
+(pool_size=0), interleaved round by round in one process: a put of 1 KiB of
+fresh bytes, a stat and a redeem (get_bytes) of a 1 KiB claim; the median
+milliseconds per call and their ratio.
+
+    cd clients/python && python3 bench/bench.py --small [--rounds 2000]
+
 Starts its own `claimcheck serve` (tests/harness.py: a temporary data
 directory on 127.0.0.1, auth on; CLAIMCHECK_TEST_BIN or a fresh go build) and
 uses the namespace `raw` (compression none), so that both clients are
@@ -27,6 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from claimcheck import Client  # noqa: E402
 from tests.harness import Server  # noqa: E402
 
 PY_PUT = """
@@ -60,11 +69,49 @@ def run(args: list[str], env: dict[str, str]) -> tuple[float, int, bytes]:
     return elapsed, usage.ru_maxrss, out
 
 
+def small(rounds: int) -> None:
+    """Small puts, stats and redeems, pooled against unpooled."""
+    srv = Server()
+    # A key per client: the server's rate limit counts per key.
+    clients = {"kept": Client(srv.url, api_key=srv.keys["admin"]),
+               "per request": Client(srv.url, api_key=srv.create_key("admin"), pool_size=0)}
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        ref = clients["kept"].put("orders", os.urandom(1024))
+        order = list(clients)
+        for i in range(rounds):
+            order.reverse()  # each goes first every other round
+            for name in order:
+                c = clients[name]
+                body = i.to_bytes(8, "big") + os.urandom(1016)
+                for op, call in (("put 1 KiB", lambda: c.put("orders", body)),
+                                 ("stat", lambda: c.stat(ref)),
+                                 ("redeem 1 KiB", lambda: c.get_bytes(ref))):
+                    start = time.perf_counter()
+                    call()
+                    times.setdefault((op, name), []).append(time.perf_counter() - start)
+    finally:
+        for c in clients.values():
+            c.close()
+        srv.stop()
+    print(f"{rounds} rounds, median ms per call; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("| call | kept connections | a connection per request | ratio |")
+    print("|---|---|---|---|")
+    for op in ("put 1 KiB", "stat", "redeem 1 KiB"):
+        kept, fresh = (statistics.median(times[(op, n)]) * 1000 for n in ("kept", "per request"))
+        print(f"| {op} | {kept:.3f} | {fresh:.3f} | {fresh / kept:.2f}x |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--small", action="store_true", help="small calls, connections kept against not")
     opts = ap.parse_args()
+    if opts.small:
+        small(opts.rounds or 2000)
+        return
+    opts.rounds = opts.rounds or 3
     size = opts.mb * 1000 * 1000
 
     srv = Server()

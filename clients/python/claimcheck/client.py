@@ -15,9 +15,12 @@ import io
 import json
 import os
 import re
+import select
 import ssl
+import threading
 import time
 import urllib.parse
+import weakref
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -67,6 +70,12 @@ _TUS_VERSION = "1.0.0"
 # The wait before the first retry, doubled per failure up to the most.
 _TUS_BACKOFF = 0.5
 _TUS_BACKOFF_MAX = 10.0
+# Idle connections kept per server by default (Client's pool_size), and
+# how long one may sit idle before it is closed rather than reused: well
+# under the server's keep-alive timeout (2 minutes for claimcheck serve,
+# server/serve.go) and the minute of many load balancers.
+_POOL_SIZE = 8
+_POOL_IDLE_MAX = 30.0
 
 
 class Client:
@@ -79,11 +88,17 @@ class Client:
     ``continue_timeout`` is how long a put that sends its digest first waits
     for the server's ``100 Continue`` before it sends the body anyway (a
     proxy may not pass the ``Expect`` on).
+
+    Connections are kept alive and reused: at most ``pool_size`` idle ones
+    per server (scheme, host and port), more are closed; 0 gives every
+    request a connection of its own, closed after it. A client may be
+    shared by threads (each request has a connection to itself). Use it as
+    a context manager, or call :meth:`close`, to close the idle ones.
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", *, api_key: Optional[str] = None,
                  timeout: float = 60.0, ssl_context: Optional[ssl.SSLContext] = None,
-                 continue_timeout: float = 1.0) -> None:
+                 continue_timeout: float = 1.0, pool_size: int = _POOL_SIZE) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"server URL {base_url!r}: want http://HOST[:PORT] or https://...")
@@ -92,10 +107,28 @@ class Client:
         self.timeout = timeout
         self.ssl_context = ssl_context
         self.continue_timeout = continue_timeout
+        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 0:
+            raise ValueError(f"pool_size {pool_size!r}: want an integer of at least 0")
+        self._pool = _Pool(pool_size)
+        # A client dropped without close() closes its idle connections.
+        weakref.finalize(self, self._pool.close)
         # Namespaces whose last put was answered Claimcheck-Digest-First:
         # off, and when (time.monotonic()): their puts skip the pass that
         # hashes the body first, which could not save its sending there.
         self._no_digest_first: dict[str, float] = {}
+
+    def close(self) -> None:
+        """Closes the idle connections, and from now on every connection a
+        request is done with (a redeem stream still open keeps its own until
+        it ends). The client still works: a request after this one opens a
+        connection of its own."""
+        self._pool.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- claims ------------------------------------------------------------
 
@@ -184,9 +217,9 @@ class Client:
             if resp.status != 200:
                 raise self._error(resp)
             got = _answered_ref(cid, want, resp.getheader("Claimcheck-Ref"), resp.status)
-            return Payload(conn, resp, got)
+            return Payload(conn, resp, got, pool=self._pool)
         except BaseException:
-            conn.close()
+            self._pool.done(conn, resp)
             raise
 
     def redeem_range(self, ref: RefLike, offset: int = 0, length: Optional[int] = None, *,
@@ -224,7 +257,7 @@ class Client:
             if resp.status == 200:
                 # The server ignored the Range: cut the part out of the
                 # whole payload, which is verified whole before the part ends.
-                return Part(Payload(conn, resp, got), start, n, skip=start)
+                return Part(Payload(conn, resp, got, pool=self._pool), start, n, skip=start)
             header = resp.getheader("Content-Range", "")
             answered = _parse_content_range(header)
             if answered is None:
@@ -235,9 +268,9 @@ class Client:
                 raise ChecksumMismatch(
                     f"redeem {cid}: the server sent bytes {a_start}-{a_start + a_n - 1} of {a_size}, "
                     f"asked for {start}-{start + n - 1} of {got.size}")
-            return Part(_Stream(conn, resp, got), start, n, skip=0)
+            return Part(_Stream(conn, resp, got, pool=self._pool), start, n, skip=0)
         except BaseException:
-            conn.close()
+            self._pool.done(conn, resp)
             raise
 
     def get_bytes(self, ref: RefLike, *, ns: Optional[str] = None) -> bytes:
@@ -530,8 +563,7 @@ class Client:
                 raise self._error(resp, head=method == "HEAD")
             return resp.status, resp.headers, _read_small(resp)
         finally:
-            resp.close()
-            conn.close()
+            self._pool.done(conn, resp)
 
     def _open(self, method: str, path: str, *, query: Optional[Query] = None,
               headers: Optional[Mapping[str, str]] = None, body: Any = None,
@@ -545,19 +577,34 @@ class Client:
         q = urllib.parse.urlencode([(k, v) for k, v in pairs if v])
         if url.query or q:
             target += "?" + "&".join(x for x in (url.query, q) if x)
-        conn = self._connect(url)
         h = {"User-Agent": _USER_AGENT}
         if auth and self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
         h.update(headers or {})
-        try:
-            if expect_continue:
-                return conn, self._request_body_on_continue(conn, method, target, h, body)
-            conn.request(method, target, body=body, headers=h)
-            return conn, conn.getresponse()
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            raise Unavailable(f"{method} {url.scheme}://{url.netloc}{url.path}: {e}") from e
+        conn = self._pool.take(_pool_key(url))
+        reused = conn is not None
+        while True:
+            if conn is None:
+                conn = self._connect(url)
+            try:
+                if expect_continue:
+                    return conn, self._request_body_on_continue(conn, method, target, h, body)
+                try:
+                    conn.request(method, target, body=body, headers=h)
+                except ConnectionError as e:
+                    raise _NoAnswer(e) from e
+                return conn, conn.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                # A kept connection the server closed while it sat idle:
+                # once more on a new one, if the request can be sent again.
+                if reused and isinstance(e, _NoAnswer) and _rewind(body):
+                    conn, reused = None, False
+                    continue
+                raise Unavailable(f"{method} {url.scheme}://{url.netloc}{url.path}: {e}") from e
+            except BaseException:
+                conn.close()
+                raise
 
     def _request_body_on_continue(self, conn: http.client.HTTPConnection, method: str, target: str,
                                   headers: Mapping[str, str], body: Any) -> http.client.HTTPResponse:
@@ -571,12 +618,16 @@ class Client:
         are read here from the socket itself (with its own timeout, which
         leaves the socket usable, unlike a timed-out file over it), and an
         answer that is not a ``100`` is handed to the parser with those bytes
-        in front (:class:`_Replay`)."""
+        in front (:class:`_Replay`); its connection is not reused, since the
+        body it never read could still follow."""
         conn.putrequest(method, target)
         for name, value in headers.items():
             conn.putheader(name, value)
         conn.putheader("Expect", "100-continue")
-        conn.endheaders()
+        try:
+            conn.endheaders()
+        except ConnectionError as e:
+            raise _NoAnswer(e) from e
         sock = conn.sock
         if sock is None:  # endheaders connects
             raise http.client.NotConnected()
@@ -594,11 +645,16 @@ class Client:
         except TimeoutError:
             if head:
                 raise
+        except ConnectionError as e:
+            if head:
+                raise
+            raise _NoAnswer(e) from e
         finally:
             sock.settimeout(self.timeout)
         if closed or (head and head[9:12] != b"100"):
             # The final answer, before the body.
-            resp = conn.response_class(_Replay(head, sock), method=method)  # type: ignore[arg-type]
+            resp = _Response(_Replay(head, sock), method=method)  # type: ignore[arg-type]
+            resp.reusable = False
             resp.begin()
             return resp
         if head:
@@ -624,13 +680,158 @@ class Client:
     def _connect(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
         host, port = url.hostname or "", url.port
         if url.scheme == "https":
-            return http.client.HTTPSConnection(host, port, timeout=self.timeout,
-                                               context=self.ssl_context, blocksize=BLOCK)
-        return http.client.HTTPConnection(host, port, timeout=self.timeout, blocksize=BLOCK)
+            tls = _HTTPSConnection(host, port, timeout=self.timeout, context=self.ssl_context, blocksize=BLOCK)
+            tls.pool_key = _pool_key(url)
+            return tls
+        plain = _HTTPConnection(host, port, timeout=self.timeout, blocksize=BLOCK)
+        plain.pool_key = _pool_key(url)
+        return plain
 
     @staticmethod
     def _error(resp: http.client.HTTPResponse, head: bool = False) -> ClaimcheckError:
         return error_from_body(resp.status, _read_small(resp), resp.headers, head=head)
+
+
+# A pool's servers: scheme, host and port.
+_PoolKey = tuple[str, str, int]
+
+
+def _pool_key(url: urllib.parse.SplitResult) -> _PoolKey:
+    return url.scheme, (url.hostname or "").lower(), url.port or (443 if url.scheme == "https" else 80)
+
+
+class _Pool:
+    """A client's idle keep-alive connections, at most ``size`` per server,
+    the most recently used taken first. A connection is in the pool or in
+    the hands of one request, never both; a process forked from the one
+    that opened them leaves them to it."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._idle: dict[_PoolKey, list[tuple[http.client.HTTPConnection, float]]] = {}
+        self._closed = False
+        self._pid = os.getpid()
+
+    def take(self, key: _PoolKey) -> Optional[http.client.HTTPConnection]:
+        """An idle connection to the server that is still open, or None."""
+        while True:
+            with self._lock:
+                if self._pid != os.getpid():
+                    # Forked: the parent's connections are its own. Closing
+                    # this process's copies (no shutdown) leaves them open
+                    # there.
+                    self._pid = os.getpid()
+                    for conns in self._idle.values():
+                        for conn, _ in conns:
+                            conn.close()
+                    self._idle = {}
+                idle = self._idle.get(key)
+                if not idle:
+                    return None
+                conn, since = idle.pop()
+            if time.monotonic() - since < _POOL_IDLE_MAX and _still_open(conn):
+                return conn
+            conn.close()
+
+    def done(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        """A request is done with ``conn``: kept for the next one when the
+        answer ``resp`` was read to its end and the connection is fit for
+        another request, closed otherwise."""
+        key: Optional[_PoolKey] = getattr(conn, "pool_key", None)
+        if key is None or not _reusable(conn, resp):
+            resp.close()
+            conn.close()
+            return
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if not self._closed and len(idle) < self._size:
+                idle.append((conn, time.monotonic()))
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn, _ in conns:
+                conn.close()
+
+
+def _reusable(conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> bool:
+    """Whether a connection can carry another request after ``resp``: the
+    answer was read to its end (http.client closes an answer at its end),
+    the server did not say ``Connection: close``, and the request was sent
+    whole (not an answer that came before the body, :class:`_Response`)."""
+    return resp.isclosed() and not resp.will_close and conn.sock is not None and \
+        getattr(resp, "reusable", False)
+
+
+def _still_open(conn: http.client.HTTPConnection) -> bool:
+    """Whether an idle connection is still open: nothing is to be read on
+    it, not even the end the server sends when it closes it."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            p = select.poll()
+            p.register(sock, select.POLLIN)
+            return not p.poll(0)
+        return not select.select([sock], [], [], 0)[0]
+    except (OSError, ValueError):
+        return False
+
+
+class _NoAnswer(ConnectionError):
+    """The connection failed before a byte of the answer arrived: the
+    request could not be sent, or the connection ended (closed or reset)
+    before any answer. On a reused connection that is the server having
+    closed it while it sat idle, and the request may be sent again."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+
+
+class _Response(http.client.HTTPResponse):
+    """An answer that tells a connection that ended before it began
+    (:class:`_NoAnswer`) from one that broke part-way. ``reusable`` is
+    False for an answer that came before the request's body was sent."""
+
+    reusable = True
+
+    def begin(self) -> None:
+        try:
+            first = self.fp.peek(1)
+        except (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:
+            raise _NoAnswer(e) from e
+        if not first:
+            raise _NoAnswer(http.client.RemoteDisconnected("the server closed the connection without an answer"))
+        super().begin()
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    """A connection of a client: its answers are :class:`_Response`, its
+    ``pool_key`` its server's."""
+
+    response_class = _Response
+    pool_key: _PoolKey
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    response_class = _Response
+    pool_key: _PoolKey
+
+
+def _rewind(body: Any) -> bool:
+    """Makes a request's body ready to be sent again from its start, when
+    it can be: none, bytes, or a body that rewinds (:class:`_HashingReader`
+    of bytes or a seekable file). A body read as it goes cannot."""
+    if body is None or isinstance(body, (bytes, bytearray, memoryview)):
+        return True
+    rewind = getattr(body, "rewind", None)
+    return bool(rewind is not None and rewind())
 
 
 class _Reader(io.RawIOBase):
@@ -668,13 +869,18 @@ class _Stream(_Reader):
     parsed here, with its trailer, since http.client decodes chunked bodies
     but throws their trailer away. A ``Claimcheck-Error`` trailer, a broken
     connection or a failed check of a subclass (:meth:`_got`,
-    :meth:`_at_end`) raises, and keeps raising on later reads."""
+    :meth:`_at_end`) raises, and keeps raising on later reads. The
+    connection goes back to ``pool`` once the answer ended cleanly, trailer
+    and checks included; a stream closed before its end, or that failed,
+    closes it."""
 
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref) -> None:
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref, *,
+                 pool: Optional[_Pool] = None) -> None:
         super().__init__()
         self.ref = ref
         self.content_type = resp.getheader("Content-Type", "application/octet-stream")
-        self._conn, self._resp = conn, resp
+        self._conn: Optional[http.client.HTTPConnection] = conn
+        self._resp, self._pool = resp, pool
         self._chunked = bool(resp.chunked)
         self._fp = resp.fp
         self._chunk_left: Optional[int] = None
@@ -709,9 +915,14 @@ class _Stream(_Reader):
         return n
 
     def close(self) -> None:
-        if not self.closed:
-            self._conn.close()
+        self._drop()
         super().close()
+
+    def _drop(self) -> None:
+        """Closes the connection, unless it was handed back already."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def _got(self, block: memoryview) -> None:
         """Checks a block as it arrives (self._n already counts it)."""
@@ -724,7 +935,7 @@ class _Stream(_Reader):
 
     def _fail(self, err: ClaimcheckError) -> ClaimcheckError:
         self._err = err
-        self._conn.close()
+        self._drop()
         return err
 
     def _raw_readinto(self, mv: memoryview) -> int:
@@ -767,7 +978,6 @@ class _Stream(_Reader):
 
     def _finish(self) -> None:
         self._done = True
-        self._conn.close()
         trailer = self.trailers.get("claimcheck-error", "")
         if trailer:
             raise self._fail(error_from_body(200, trailer.encode("latin-1")))
@@ -775,6 +985,13 @@ class _Stream(_Reader):
             self._at_end()
         except ClaimcheckError as e:
             raise self._fail(e) from None
+        # The answer was read to its end, the chunked one's trailer here.
+        self._resp.close()
+        conn, self._conn = self._conn, None
+        if conn is not None and self._pool is not None:
+            self._pool.done(conn, self._resp)
+        elif conn is not None:
+            conn.close()
 
 
 class Payload(_Stream):
@@ -787,8 +1004,9 @@ class Payload(_Stream):
     raising on later reads. Read to the end before trusting what you read.
     """
 
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref) -> None:
-        super().__init__(conn, resp, ref)
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, ref: Ref, *,
+                 pool: Optional[_Pool] = None) -> None:
+        super().__init__(conn, resp, ref, pool=pool)
         self._hash = hashlib.sha256()
 
     def _got(self, block: memoryview) -> None:
@@ -908,7 +1126,18 @@ class _HashingReader:
         self.eof = False
         # A length known up front means a seekable source (_remaining).
         self.seekable = length is not None
+        self._start = source.tell() if self.seekable else 0
         self.hashing = True
+
+    def rewind(self) -> bool:
+        """Back to the start, to be sent again; False when the source is
+        read as it goes."""
+        if not self.seekable:
+            return False
+        self._src.seek(self._start)
+        self._h = hashlib.sha256()
+        self.n, self.eof = 0, False
+        return True
 
     def hash_ahead(self) -> tuple[str, int]:
         """The digest and size of what is left, read ahead and seeked back."""

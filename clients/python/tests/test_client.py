@@ -487,10 +487,13 @@ class CountingFile(io.BytesIO):
 
 class FakeServer:
     """An HTTP server on 127.0.0.1 in a thread of its own, serving Handler;
-    a context manager whose value is the server's URL."""
+    a context manager whose value is the server's URL. Each connection has
+    a thread of its own, which a connection the client keeps open does not
+    hold up when the server stops."""
 
     def __init__(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
-        self.httpd = socketserver.TCPServer(("127.0.0.1", 0), handler)
+        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> str:

@@ -1,6 +1,6 @@
 """Resumable uploads (tus) against a real `claimcheck serve` (see
-harness.py), some through a proxy that cuts a PATCH part-way. Run from
-clients/python: python3 -m unittest -v
+harness.py), some through a proxy that cuts a PATCH part-way
+(harness.Proxy). Run from clients/python: python3 -m unittest -v
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import http.server
 import io
 import json
 import os
-import socket
 import tempfile
-import threading
 import unittest
 import urllib.parse
 from typing import Any
@@ -22,95 +20,10 @@ import claimcheck
 from claimcheck import Client, Ref
 
 from . import test_client
+from .harness import Proxy
 # The module fixtures start and stop a server of this module's own, kept
 # in test_client.server.
 from .test_client import FakeServer, data_of, digest, setUpModule, tearDownModule  # noqa: F401
-
-
-class CutProxy:
-    """A TCP proxy on 127.0.0.1 to the server that, while ``cut_after`` is
-    set, closes the connection of the next PATCH after that many bytes of
-    the request (its head and part of its body): the client's request fails
-    without an answer, the server sees a short body. While ``lose_answer``
-    is set, the next PATCH reaches the server whole but its answer is not
-    passed on. ``methods`` are the requests' methods, in order."""
-
-    def __init__(self, target: str) -> None:
-        u = urllib.parse.urlsplit(target)
-        self._target = (u.hostname or "", u.port or 80)
-        self.cut_after = 0
-        self.lose_answer = False
-        self.methods: list[str] = []
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self) -> None:
-        self._listener.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
-        upstream = socket.create_connection(self._target)
-        first = client.recv(65536)
-        method = first.split(b" ", 1)[0].decode("latin-1")
-        with self._lock:
-            self.methods.append(method)
-            cut = self.cut_after if method == "PATCH" else 0
-            if cut:
-                self.cut_after = 0
-            lose = self.lose_answer and method == "PATCH"
-            if lose:
-                self.lose_answer = False
-        answer = self._lose if lose else self._pump
-        threading.Thread(target=answer, args=(upstream, client, 0), daemon=True).start()
-        upstream.sendall(first[:cut] if cut else first)
-        if cut and len(first) >= cut:
-            self._close(client, upstream)
-            return
-        self._pump(client, upstream, cut - len(first) if cut else 0)
-
-    def _pump(self, src: socket.socket, dst: socket.socket, limit: int) -> None:
-        """Copies src to dst; after ``limit`` bytes (when set) both close."""
-        try:
-            while True:
-                block = src.recv(65536 if not limit else min(65536, limit))
-                if not block:
-                    break
-                dst.sendall(block)
-                if limit:
-                    limit -= len(block)
-                    if limit == 0:
-                        break
-        except OSError:
-            pass
-        self._close(src, dst)
-
-    def _lose(self, upstream: socket.socket, client: socket.socket, _: int) -> None:
-        """Waits for the answer to begin (the server handled the request),
-        then closes both connections without passing it on."""
-        try:
-            upstream.recv(1)
-        except OSError:
-            pass
-        self._close(upstream, client)
-
-    @staticmethod
-    def _close(*socks: socket.socket) -> None:
-        for s in socks:
-            # shutdown, not close alone, wakes a thread blocked reading it.
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
 
 
 class FakeTusServer(FakeServer):
@@ -215,7 +128,7 @@ class Stop(Exception):
 
 class ResumableUploadTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.proxy = CutProxy(test_client.server.url)
+        self.proxy = Proxy(test_client.server.url)
         self.addCleanup(self.proxy.close)
         self.key = test_client.server.keys["producer"]
         self.c = Client(self.proxy.url, api_key=self.key)

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optiona
 
 from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, RangeNotSatisfiable,
                      Unavailable, error_from_body)
-from .ref import Ref, is_ref, valid_claim_id, valid_digest, valid_namespace
+from .ref import Ref, check_digest, is_ref, valid_claim_id, valid_namespace
 
 __all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body", "DEFAULT_CHUNK_SIZE",
            "DEFAULT_RETRIES"]
@@ -451,8 +451,8 @@ class Client:
         start, size = _tus_section(op, file)
         if digest is None:
             digest, _ = _hash_ahead(file)
-        elif not valid_digest(digest):
-            raise InvalidArgument(f"{op}: digest {digest!r} is not sha256:<64 lowercase hex digits>")
+        else:
+            check_digest(op, digest)
         meta = [_tus_meta("sha256", digest.removeprefix("sha256:"))]
         if content_type:
             meta.append(_tus_meta("content_type", content_type))
@@ -501,8 +501,8 @@ class Client:
         url = self._upload_url("resume upload", upload)
         op = f"resumable upload {url}"
         _check_tus_options(op, chunk_size, retries)
-        if digest is not None and not valid_digest(digest):
-            raise InvalidArgument(f"{op}: digest {digest!r} is not sha256:<64 lowercase hex digits>")
+        if digest is not None:
+            check_digest(op, digest)
         start, size = _tus_section(op, file)
         return _TusTransfer(self, url, file, start, size, chunk_size, retries, progress).run(digest, None)
 

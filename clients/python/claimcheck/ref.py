@@ -89,8 +89,8 @@ class Ref:
             raise InvalidArgument(f"ref: id {ref.id!r} is not a claim id")
         if len(ref.ns) > 24 or not _NAMESPACE.match(ref.ns):
             raise InvalidArgument(f"ref: namespace {ref.ns!r} is malformed")
-        if ref.digest and not _DIGEST.match(ref.digest):
-            raise InvalidArgument(f"ref: digest {ref.digest!r} is not sha256:<64 lowercase hex digits>")
+        if ref.digest:
+            check_digest("ref", ref.digest)
         if ref.compression not in ("", "zstd", "gzip", "none"):
             raise InvalidArgument(f"ref: unknown compression {ref.compression!r}")
         return ref
@@ -121,5 +121,7 @@ def valid_namespace(s: str) -> bool:
     return len(s) <= 24 and bool(_NAMESPACE.match(s))
 
 
-def valid_digest(s: str) -> bool:
-    return bool(_DIGEST.match(s))
+def check_digest(where: str, digest: str) -> None:
+    """Raises InvalidArgument, naming where, unless digest is sha256:<hex>."""
+    if not _DIGEST.match(digest):
+        raise InvalidArgument(f"{where}: digest {digest!r} is not sha256:<64 lowercase hex digits>")

@@ -5,7 +5,8 @@
 # with apt-get when missing and we are root, as scripts/postgres.sh does
 # for PostgreSQL). With TEST_S3_URL set (scripts/minio.sh) the browser
 # suite also runs against MinIO. Before the suites, tsc checks the
-# sources' JSDoc types and that types/ is what it generates. Without Node
+# sources' JSDoc types, that types/ is what it generates, and that a
+# TypeScript user's code compiles against it (test/types.ts). Without Node
 # the suites are skipped, and without a Chromium the browser suite is,
 # each saying why.
 #   ./scripts/js-test.sh
@@ -55,6 +56,8 @@ if ! diff -ru types "$bin/types" >&2; then
   log "FAIL: clients/js/types differs from what tsc writes from src (run npm run typecheck in clients/js and commit types/)"
   exit 1
 fi
+# And the package as a TypeScript user imports it (test/types.ts).
+npx --no-install tsc -p test
 
 (cd ../.. && go build -o "$bin/claimcheck" ./cmd/claimcheck)
 CLAIMCHECK_TEST_BIN="$bin/claimcheck" node --test --test-concurrency=1 test/*.test.js

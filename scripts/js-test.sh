@@ -4,8 +4,11 @@
 # tree, and end to end in a headless Chromium (the system's; installed
 # with apt-get when missing and we are root, as scripts/postgres.sh does
 # for PostgreSQL). With TEST_S3_URL set (scripts/minio.sh) the browser
-# suite also runs against MinIO. Without Node the suites are skipped,
-# and without a Chromium the browser suite is, each saying why.
+# suite also runs against MinIO. Before the suites, tsc checks the
+# sources' JSDoc types, that types/ is what it generates, and that a
+# TypeScript user's code compiles against it (test/types.ts). Without Node
+# the suites are skipped, and without a Chromium the browser suite is,
+# each saying why.
 #   ./scripts/js-test.sh
 set -euo pipefail
 
@@ -44,5 +47,17 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit -
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
+
+# The types: tsc checks the JSDoc-typed sources against each other and
+# writes their declarations, which must be the ones committed in types/
+# (npm run typecheck writes them there).
+npx --no-install tsc -p . --outDir "$bin/types"
+if ! diff -ru types "$bin/types" >&2; then
+  log "FAIL: clients/js/types differs from what tsc writes from src (run npm run typecheck in clients/js and commit types/)"
+  exit 1
+fi
+# And the package as a TypeScript user imports it (test/types.ts).
+npx --no-install tsc -p test
+
 (cd ../.. && go build -o "$bin/claimcheck" ./cmd/claimcheck)
 CLAIMCHECK_TEST_BIN="$bin/claimcheck" node --test --test-concurrency=1 test/*.test.js

@@ -5,7 +5,7 @@
 //   node op.mjs redeem URL REF OUT     writes the verified payload to OUT
 import { openAsBlob, readFileSync, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { Client } from '../src/index.js';
+import { Client } from '@claimcheck/client';
 
 const [op, url, a, b] = process.argv.slice(2);
 const cc = new Client(url);

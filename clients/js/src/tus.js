@@ -7,12 +7,15 @@
 // Node, the reference read from the Claimcheck-Ref header of the last
 // answer, and the client's error classes.
 //
-// Loaded by Client.uploadResumable on first use, so the rest of the
-// client neither loads nor needs tus-js-client.
+// tus-js-client is loaded on the first resumable upload, so the rest of
+// the client neither loads nor needs it.
 
-import { digestOf, errorFromAnswer, UnavailableError, InvalidArgumentError, ChecksumMismatchError, ClaimcheckError, parseRef } from './index.js';
+import { ClaimcheckError, ChecksumMismatchError, InvalidArgumentError, UnavailableError, errorFromAnswer } from './errors.js';
+import { digestPattern, parseRef } from './ref.js';
+import { digestWith } from './digest.js';
 
-const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+/** @import { Ref, ResumableUploadOptions } from './types.js' */
+/** @import { Runtime } from './runtime.js' */
 
 /** The chunk size when none is given: 16 MiB per PATCH request. */
 export const DEFAULT_CHUNK_SIZE = 16 << 20;
@@ -24,30 +27,27 @@ export const DEFAULT_CHUNK_SIZE = 16 << 20;
  */
 export const DEFAULT_RETRY_DELAYS = [500, 1000, 2000, 4000, 8000];
 
-async function sha256Base64(body) {
-  if (isNode) {
-    const { createHash } = await import('node:crypto');
-    return createHash('sha256').update(body).digest('base64');
-  }
-  const bytes = body instanceof Blob ? await body.arrayBuffer() : body;
-  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-  let s = '';
-  for (const b of d) s += String.fromCharCode(b);
-  return btoa(s);
-}
-
-// checksummed wraps an HTTP stack so that each PATCH carries the sha256
-// of its chunk: tus-js-client builds the request before it has the body,
-// so the header is set when the body is handed to send.
-function checksummed(stack) {
+/**
+ * Wraps an HTTP stack so that each PATCH carries the sha256 of its chunk:
+ * tus-js-client builds the request before it has the body, so the header
+ * is set when the body is handed to send.
+ * @param {any} stack a tus-js-client HttpStack
+ * @param {Runtime} runtime
+ */
+function checksummed(stack, runtime) {
   return {
     getName: () => 'claimcheck+' + stack.getName(),
+    /**
+     * @param {string} method
+     * @param {string} url
+     */
     createRequest(method, url) {
       const req = stack.createRequest(method, url);
       if (method !== 'PATCH') return req;
       const send = req.send.bind(req);
+      /** @param {any} body */
       req.send = async (body) => {
-        if (body != null) req.setHeader('Upload-Checksum', 'sha256 ' + (await sha256Base64(body)));
+        if (body != null) req.setHeader('Upload-Checksum', 'sha256 ' + (await runtime.sha256Base64(body)));
         return send(body);
       };
       return req;
@@ -55,37 +55,26 @@ function checksummed(stack) {
   };
 }
 
-// retryable tells the answers that may pass by themselves, as the Go
-// client does: no answer at all (0), the server failing (5xx), an offset
-// that is not ours (409: the HEAD before the retry tells), an upload
-// still locked by a request the server has not seen end (423), a rate
-// limit (429). tus-js-client's own rule leaves out 429.
+/**
+ * The answers that may pass by themselves, as the Go client's: no answer
+ * at all (0), the server failing (5xx), an offset that is not ours (409:
+ * the HEAD before the retry tells), an upload still locked by a request
+ * the server has not seen end (423), a rate limit (429). tus-js-client's
+ * own rule leaves out 429.
+ * @param {number} status
+ */
 function retryable(status) {
   return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
 }
 
-// blobReader is a tus-js-client file reader for Blobs in Node (whose own
-// reads Buffers and streams only): fs.openAsBlob gives a file-backed
-// Blob that is read one chunk at a time.
-const blobReader = {
-  async openFile(input) {
-    if (!(input instanceof Blob)) throw new Error('want a Blob');
-    return {
-      size: input.size,
-      async slice(start, end) {
-        const value = Buffer.from(await input.slice(start, end).arrayBuffer());
-        value.size = value.length;
-        return { value, done: end >= input.size };
-      },
-      close() {},
-    };
-  },
-};
-
-// errorOf turns tus-js-client's error into the client's: the server's
-// JSON answer when there is one, else UnavailableError (the server was
-// not reached, or the connection kept failing).
-function errorOf(err, op) {
+/**
+ * The client's error for tus-js-client's: the server's JSON answer when
+ * there is one, else UnavailableError (the server was not reached, or the
+ * connection kept failing).
+ * @param {any} err
+ * @param {string} op
+ */
+function tusError(err, op) {
   const res = err?.originalResponse;
   if (res) {
     const retry = Number(res.getHeader('Retry-After'));
@@ -98,27 +87,39 @@ function errorOf(err, op) {
 /**
  * The body of Client.uploadResumable. endpoint is the namespace's tus
  * creation URL, headers the client's (Authorization).
+ * @param {{ endpoint: string, headers: Record<string, string>, ns: string, runtime: Runtime }} target
+ * @param {Blob} blob
+ * @param {ResumableUploadOptions} [opts]
+ * @returns {Promise<Ref>}
  */
-export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}) {
+export async function uploadResumable({ endpoint, headers, ns, runtime }, blob, opts = {}) {
   if (typeof Blob === 'undefined' || !(blob instanceof Blob)) throw new InvalidArgumentError('uploadResumable: want a Blob or File (in Node: fs.openAsBlob(path))');
   const { onProgress, signal } = opts;
   const op = `resumable upload to ${ns}`;
+  /** @type {any} */
   const tus = opts.tus ?? (await import('tus-js-client'));
-  const digest = opts.digest ?? (await digestOf(blob, { onProgress, signal }));
-  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new InvalidArgumentError(`${op}: digest ${JSON.stringify(digest)} is not sha256:<64 lowercase hex digits>`);
+  const digest = opts.digest ?? (await digestWith(await runtime.newHash(), blob, { onProgress, signal }));
+  if (!digestPattern.test(digest)) throw new InvalidArgumentError(`${op}: digest ${JSON.stringify(digest)} is not sha256:<64 lowercase hex digits>`);
   signal?.throwIfAborted();
+  /** @type {Record<string, string>} */
   const metadata = { sha256: digest.slice('sha256:'.length) };
   const contentType = opts.contentType ?? blob.type;
   if (contentType) metadata.content_type = contentType;
-  if (typeof blob.name === 'string' && blob.name) metadata.filename = blob.name;
+  const name = /** @type {Blob & { name?: unknown }} */ (blob).name;
+  if (typeof name === 'string' && name) metadata.filename = name;
 
   return new Promise((resolveOuter, rejectOuter) => {
     const onAbort = () => {
       // Stop without terminating: the upload stays on the server until
       // it expires, to be resumed (uploadUrl, or the stored fingerprint).
       upload.abort(false);
-      rejectOuter(signal.reason);
+      rejectOuter(signal?.reason);
     };
+    /**
+     * @template T
+     * @param {(v: T) => void} fn
+     * @returns {(v: T) => void}
+     */
     const settled = (fn) => (v) => {
       signal?.removeEventListener('abort', onAbort);
       fn(v);
@@ -133,9 +134,10 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
       uploadSize: blob.size,
       chunkSize: opts.chunkSize ?? DEFAULT_CHUNK_SIZE,
       retryDelays: opts.retryDelays ?? DEFAULT_RETRY_DELAYS,
+      /** @param {any} err */
       onShouldRetry: (err) => retryable(err?.originalResponse?.getStatus() ?? 0),
-      httpStack: checksummed(opts.httpStack ?? new tus.DefaultHttpStack({})),
-      ...(isNode ? { fileReader: blobReader } : {}),
+      httpStack: checksummed(opts.httpStack ?? new tus.DefaultHttpStack({}), runtime),
+      ...(runtime.tusFileReader ? { fileReader: runtime.tusFileReader } : {}),
       // The same payload to the same namespace of the same server: a
       // changed file has another digest and never continues an old
       // upload. Stored in localStorage in browsers; in Node only with a
@@ -145,8 +147,14 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
       removeFingerprintOnSuccess: true,
       ...(opts.urlStorage ? { urlStorage: opts.urlStorage } : {}),
       onUploadUrlAvailable: () => opts.onUploadUrl?.(upload.url),
+      /**
+       * @param {number} loaded
+       * @param {number} total
+       */
       onProgress: (loaded, total) => onProgress?.({ phase: 'uploading', loaded, total }),
-      onError: (err) => reject(signal?.aborted ? signal.reason : errorOf(err, op)),
+      /** @param {any} err */
+      onError: (err) => reject(signal?.aborted ? signal.reason : tusError(err, op)),
+      /** @param {{ lastResponse: any }} answer */
       onSuccess: ({ lastResponse }) => {
         const header = lastResponse?.getHeader('Claimcheck-Ref');
         if (!header) {
@@ -172,9 +180,13 @@ export async function uploadResumable({ endpoint, headers, ns }, blob, opts = {}
       return;
     }
     // Continue the newest stored upload of this payload, if any.
-    upload.findPreviousUploads().then((prev) => {
-      if (prev.length > 0) upload.resumeFromPreviousUpload(prev.sort((a, b) => String(b.creationTime).localeCompare(String(a.creationTime)))[0]);
-      start();
-    }, start);
+    upload.findPreviousUploads().then(
+      /** @param {any[]} prev */
+      (prev) => {
+        if (prev.length > 0) upload.resumeFromPreviousUpload(prev.sort((a, b) => String(b.creationTime).localeCompare(String(a.creationTime)))[0]);
+        start();
+      },
+      start,
+    );
   });
 }

@@ -11,7 +11,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { Client } from '../src/index.js';
+import { Client } from '@claimcheck/client';
 import { startServer, startStatic, importMap, findChromium } from './server.js';
 
 

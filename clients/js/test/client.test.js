@@ -16,7 +16,7 @@ import {
   UnavailableError,
   digestOf,
   isRef,
-} from '../src/index.js';
+} from '@claimcheck/client';
 import { startServer } from './server.js';
 
 let server;

@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync, openAsBlob } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { Client, ChecksumMismatchError, InvalidArgumentError } from '../src/index.js';
+import { Client, ChecksumMismatchError, InvalidArgumentError } from '@claimcheck/client';
 import { startServer, startStatic, jsRoot, findChromium } from './server.js';
 
 const MB50 = 50 << 20;
@@ -93,7 +93,7 @@ async function startDropProxy(target) {
 const bundleEntry = `
 import Uppy from '@uppy/core';
 import Tus from '@uppy/tus';
-import { Client } from './src/index.js';
+import { Client } from '@claimcheck/client';
 
 function file(mb) {
   const data = new Uint8Array(mb << 20);

@@ -10,19 +10,22 @@ Standard library only::
         payload.copy_to(out)
 """
 
+from ._version import __version__
 from .client import (BLOCK, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Body, ClaimPage, Client, Part, Payload,
                      RefLike)
 from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Internal,
                      InvalidArgument, MethodNotAllowed, NoRoute, NotFound, PermissionDenied,
                      QuotaExceeded, RangeNotSatisfiable, RateLimited, TooLarge, Unauthenticated,
                      Unavailable)
+from .info import ClaimInfo, Hold, NamespaceInfo, Policy, Quota, TenantInfo, Usage
 from .ref import Ref, is_ref
 
 __all__ = [
     "BLOCK", "DEFAULT_CHUNK_SIZE", "DEFAULT_RETRIES", "Body", "ClaimPage", "Client", "Part", "Payload",
     "Ref", "RefLike", "is_ref",
+    "ClaimInfo", "Hold", "NamespaceInfo", "Policy", "Quota", "TenantInfo", "Usage",
     "ClaimcheckError", "ChecksumMismatch", "Expired", "Gone", "Held", "Internal",
     "InvalidArgument", "MethodNotAllowed", "NoRoute", "NotFound", "PermissionDenied",
     "QuotaExceeded", "RangeNotSatisfiable", "RateLimited", "TooLarge", "Unauthenticated", "Unavailable",
+    "__version__",
 ]
-__version__ = "0.1.0"

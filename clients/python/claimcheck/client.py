@@ -27,6 +27,8 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optiona
 
 from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, RangeNotSatisfiable,
                      Unavailable, error_from_body)
+from ._version import __version__
+from .info import ClaimInfo, NamespaceInfo
 from .ref import Ref, check_digest, is_ref, valid_claim_id, valid_namespace
 
 __all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body", "DEFAULT_CHUNK_SIZE",
@@ -45,10 +47,10 @@ Query = Union[Mapping[str, Optional[str]], Sequence[tuple[str, str]]]
 @dataclass(frozen=True)
 class ClaimPage:
     """One page of a listing (:meth:`Client.list`): ``claims`` are
-    ``ClaimInfo`` dicts, ``next`` the cursor of the following page (None on
+    :class:`ClaimInfo`, ``next`` the cursor of the following page (None on
     the last page)."""
 
-    claims: list[dict[str, Any]]
+    claims: list[ClaimInfo]
     next: Optional[str]
 
 # The block size of request and response bodies: large enough that a
@@ -58,7 +60,7 @@ BLOCK = 1 << 20
 # Error answers and JSON bodies are small; more is not read.
 _MAX_SMALL_BODY = 4 << 20
 _MAX_LINE = 65536
-_USER_AGENT = "claimcheck-python/0.1"
+_USER_AGENT = f"claimcheck-python/{__version__}"
 # How long a namespace's "Claimcheck-Digest-First: off" is remembered.
 _DIGEST_FIRST_TTL = 30.0
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
@@ -278,9 +280,10 @@ class Client:
         with self.redeem(ref, ns=ns) as p:
             return p.read()
 
-    def stat(self, ref: RefLike, *, ns: Optional[str] = None) -> dict[str, Any]:
-        """State, deadlines and counters (``ClaimInfo``); not a read."""
-        return self._json("GET", f"/v1/claims/{_claim_id(ref)}/meta", query={"ns": ns or _ns_of(ref)})
+    def stat(self, ref: RefLike, *, ns: Optional[str] = None) -> ClaimInfo:
+        """State, deadlines and counters (:class:`ClaimInfo`); not a read."""
+        return ClaimInfo.from_dict(self._json("GET", f"/v1/claims/{_claim_id(ref)}/meta",
+                                              query={"ns": ns or _ns_of(ref)}))
 
     def release(self, ref: RefLike, consumer: Optional[str] = None, *, ns: Optional[str] = None) -> None:
         """A consumer is done with the claim (idempotent per consumer name)."""
@@ -293,9 +296,9 @@ class Client:
         """Finishes the claim now (reason ``deleted``); fine on a finished one."""
         self._call("DELETE", f"/v1/claims/{_claim_id(ref)}", query={"ns": ns or _ns_of(ref)}, ok=(204,))
 
-    def namespace(self, ns: str) -> dict[str, Any]:
-        """The namespace's effective policy, limits and usage."""
-        return self._json("GET", f"/v1/namespaces/{_quote(ns)}")
+    def namespace(self, ns: str) -> NamespaceInfo:
+        """The namespace's effective policy, limits and usage (:class:`NamespaceInfo`)."""
+        return NamespaceInfo.from_dict(self._json("GET", f"/v1/namespaces/{_quote(ns)}"))
 
     # -- listing and extending ---------------------------------------------
 
@@ -303,7 +306,7 @@ class Client:
              expires_after: Optional[When] = None, expires_before: Optional[When] = None,
              order: Optional[str] = None, cursor: Optional[str] = None,
              limit: Optional[int] = None) -> "ClaimPage":
-        """One page of the namespace's claims (``ClaimInfo`` dicts, without
+        """One page of the namespace's claims (:class:`ClaimInfo`, without
         holds), newest first, or soonest expiry first with ``order="expiring"``
         (live claims only). Every filter given must match: each label of
         ``labels``, ``state`` (``pending``, ``active``, ``deleted``), an
@@ -324,9 +327,10 @@ class Client:
                 raise InvalidArgument(f"list {ns}: limit {limit!r}: want an integer from 1 to 1000")
             query.append(("limit", str(limit)))
         doc = self._json("GET", f"/v1/namespaces/{_quote(ns)}/claims", query=query)
-        return ClaimPage(claims=doc.get("claims") or [], next=doc.get("next") or None)
+        return ClaimPage(claims=[ClaimInfo.from_dict(c) for c in doc.get("claims") or []],
+                         next=doc.get("next") or None)
 
-    def list_all(self, ns: str, **filters: Any) -> Iterator[dict[str, Any]]:
+    def list_all(self, ns: str, **filters: Any) -> Iterator[ClaimInfo]:
         """Every claim of the listing, page after page (the filters of
         :meth:`list`; ``limit`` is then the page size). Pages are fetched as
         the iteration reaches them."""
@@ -339,8 +343,8 @@ class Client:
             cursor = page.next
 
     def extend(self, ref: RefLike, *, expires_at: Optional[When] = None,
-               by: Optional[Union[timedelta, int, float]] = None, ns: Optional[str] = None) -> dict[str, Any]:
-        """Moves the claim's expiry later and answers its ``ClaimInfo`` (the
+               by: Optional[Union[timedelta, int, float]] = None, ns: Optional[str] = None) -> ClaimInfo:
+        """Moves the claim's expiry later and answers its :class:`ClaimInfo` (the
         ``ref``'s ``expires_at`` is the new expiry). Give exactly one of
         ``expires_at`` (the new expiry: a datetime with a time zone or Unix
         seconds; repeating it changes nothing) and ``by`` (a timedelta or
@@ -359,8 +363,9 @@ class Client:
             body["expires_at"] = _rfc3339("expires_at", expires_at)
         else:
             body["by"] = _go_duration(by)
-        return self._json("POST", f"/v1/claims/{cid}/extend", query={"ns": ns or _ns_of(ref)},
-                          headers={"Content-Type": "application/json"}, body=json.dumps(body).encode())
+        return ClaimInfo.from_dict(self._json("POST", f"/v1/claims/{cid}/extend", query={"ns": ns or _ns_of(ref)},
+                                              headers={"Content-Type": "application/json"},
+                                              body=json.dumps(body).encode()))
 
     # -- direct upload -----------------------------------------------------
 
@@ -536,7 +541,7 @@ class Client:
         not given); ``put_options`` are :meth:`put`'s."""
         data = json.dumps(value, separators=(",", ":")).encode()
         if threshold is None:
-            threshold = int(self.namespace(ns)["policy"]["threshold"])
+            threshold = self.namespace(ns).policy.threshold
         if len(data) < threshold:
             return value
         put_options.setdefault("content_type", "application/json")

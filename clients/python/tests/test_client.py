@@ -86,18 +86,32 @@ class ClaimsTest(unittest.TestCase):
         ref = self.c.put("orders", b"fan-out", consumer_names=["audit", "mail,eu"],
                          labels={"team": "billing", "note": "a b=c"})
         info = self.c.stat(ref)
-        self.assertEqual(info["state"], "active")
-        self.assertEqual(info["consumers"], 2)
-        self.assertEqual(info["labels"], {"team": "billing", "note": "a b=c"})
+        self.assertEqual(info.state, "active")
+        self.assertEqual(info.consumers, 2)
+        self.assertEqual(info.labels, {"team": "billing", "note": "a b=c"})
         self.c.release(ref, "audit")
         self.c.release(ref, "audit")  # idempotent per name
-        self.assertEqual(self.c.stat(ref)["released_by"], ["audit"])
+        self.assertEqual(self.c.stat(ref).released_by, ["audit"])
         self.c.delete(ref)
         self.c.delete(ref)  # fine on a finished claim
         with self.assertRaises(claimcheck.Gone) as cm:
             self.c.redeem(ref)
         self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.reason), ("gone", 410, "deleted"))
-        self.assertEqual(self.c.stat(ref)["delete_reason"], "deleted")
+        self.assertEqual(self.c.stat(ref).delete_reason, "deleted")
+
+    def test_answers_are_typed_and_read_by_key(self) -> None:
+        ref = self.c.put("orders", b"typed", labels={"team": "billing"})
+        info = self.c.stat(ref)
+        self.assertIsInstance(info, claimcheck.ClaimInfo)
+        self.assertEqual(info.ref, ref)
+        self.assertEqual((info["state"], info["labels"], info.get("holds")), (info.state, {"team": "billing"}, None))
+        self.assertEqual(info["ref"], ref.to_dict())
+        ns = self.c.namespace("orders")
+        self.assertIsInstance(ns, claimcheck.NamespaceInfo)
+        self.assertEqual(ns.name, "orders")
+        self.assertEqual(ns.policy.threshold, ns["policy"]["threshold"])
+        self.assertEqual(ns.usage.active_claims, ns["usage"]["active_claims"])
+        self.assertGreaterEqual(ns.usage.active_claims, 1)
 
     def test_errors_are_typed_by_code(self) -> None:
         unknown = "cc_AAAAAAAAAAAAAAAAAAAAAA"
@@ -260,9 +274,9 @@ class RangeTest(unittest.TestCase):
         data = data_of(5000, seed=302)
         ref = self.c.put("orders", data)
         self.assertEqual(self.c.redeem_range(ref, 0, 100).read(), data[:100])
-        self.assertEqual(self.c.stat(ref)["reads"], 0)
+        self.assertEqual(self.c.stat(ref).reads, 0)
         self.assertEqual(self.c.redeem_range(ref, 4000).read(), data[4000:])
-        self.assertEqual(self.c.stat(ref)["reads"], 1)
+        self.assertEqual(self.c.stat(ref).reads, 1)
 
 
 class ListExtendTest(unittest.TestCase):
@@ -277,44 +291,44 @@ class ListExtendTest(unittest.TestCase):
         pages, cursor = [], None
         while True:
             page = self.c.list("orders", labels={"run": run}, limit=2, cursor=cursor)
-            pages.append([info["ref"]["id"] for info in page.claims])
+            pages.append([info.ref.id for info in page.claims])
             if page.next is None:
                 break
             cursor = page.next
         self.assertEqual(pages, [newest_first[:2], newest_first[2:4], newest_first[4:]])
-        self.assertEqual([i["ref"]["id"] for i in self.c.list_all("orders", labels={"run": run}, limit=2)],
+        self.assertEqual([i.ref.id for i in self.c.list_all("orders", labels={"run": run}, limit=2)],
                          newest_first)
         # Every filter must match.
-        self.assertEqual([i["labels"]["i"] for i in self.c.list_all("orders", labels={"run": run, "i": "3"})],
+        self.assertEqual([i.labels["i"] for i in self.c.list_all("orders", labels={"run": run, "i": "3"})],
                          ["3"])
         self.c.delete(refs[0])
         active = self.c.list("orders", labels={"run": run}, state="active").claims
-        self.assertEqual([i["ref"]["id"] for i in active], newest_first[:4])
+        self.assertEqual([i.ref.id for i in active], newest_first[:4])
         deleted = self.c.list("orders", labels={"run": run}, state="deleted").claims
-        self.assertEqual([(i["ref"]["id"], i["state"]) for i in deleted], [(refs[0].id, "deleted")])
+        self.assertEqual([(i.ref.id, i.state) for i in deleted], [(refs[0].id, "deleted")])
 
     def test_extend_and_list_by_expiry(self) -> None:
         run = self.id()
         a = self.c.put("keep", data_of(10, seed=410), labels={"run": run})
         b = self.c.put("keep", data_of(10, seed=411), labels={"run": run})
         info = self.c.extend(a, by=3600)
-        self.assertEqual(info["ref"]["expires_at"], a.expires_at + 3600)
+        self.assertEqual(info.ref.expires_at, a.expires_at + 3600)
         info = self.c.extend(a, by=timedelta(minutes=30))  # by adds again
-        self.assertEqual(info["ref"]["expires_at"], a.expires_at + 5400)
+        self.assertEqual(info.ref.expires_at, a.expires_at + 5400)
         at = datetime.fromtimestamp(a.expires_at + 7200, timezone.utc)
         for _ in range(2):  # expires_at is idempotent
-            self.assertEqual(self.c.extend(a.id, expires_at=at)["ref"]["expires_at"], a.expires_at + 7200)
+            self.assertEqual(self.c.extend(a.id, expires_at=at).ref.expires_at, a.expires_at + 7200)
         # Never shorter: an earlier expiry answers the claim as it is.
-        self.assertEqual(self.c.extend(a, expires_at=b.expires_at)["ref"]["expires_at"], a.expires_at + 7200)
-        self.assertEqual(self.c.extend(b, expires_at=b.expires_at + 60)["ref"]["expires_at"], b.expires_at + 60)
+        self.assertEqual(self.c.extend(a, expires_at=b.expires_at).ref.expires_at, a.expires_at + 7200)
+        self.assertEqual(self.c.extend(b, expires_at=b.expires_at + 60).ref.expires_at, b.expires_at + 60)
         # Soonest expiry first; the window is [after, before).
         expiring = self.c.list("keep", labels={"run": run}, order="expiring").claims
-        self.assertEqual([i["ref"]["id"] for i in expiring], [b.id, a.id])
+        self.assertEqual([i.ref.id for i in expiring], [b.id, a.id])
         later = self.c.list("keep", labels={"run": run}, expires_after=b.expires_at + 61).claims
-        self.assertEqual([i["ref"]["id"] for i in later], [a.id])
+        self.assertEqual([i.ref.id for i in later], [a.id])
         sooner = self.c.list("keep", labels={"run": run},
                              expires_before=datetime.fromtimestamp(a.expires_at + 7200, timezone.utc)).claims
-        self.assertEqual([i["ref"]["id"] for i in sooner], [b.id])
+        self.assertEqual([i.ref.id for i in sooner], [b.id])
 
     def test_bad_listings(self) -> None:
         # The server's answers name the parameter.
@@ -578,7 +592,7 @@ class GoInteropTest(unittest.TestCase):
             server.cli("get", ref.to_json(), "-o", out, key=self.key)
             self.assertEqual(Path(out).read_bytes(), data)
         server.cli("release", "--consumer", "go", ref.to_json(), key=self.key)
-        self.assertEqual(self.c.stat(ref)["releases"], 1)
+        self.assertEqual(self.c.stat(ref).releases, 1)
 
     def test_python_reads_a_part_go_resumes_from_it(self) -> None:
         """Python's first part is the partial file `claimcheck get

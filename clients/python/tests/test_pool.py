@@ -37,7 +37,7 @@ class PoolTest(unittest.TestCase):
         data = data_of(n, seed=seed)
         ref = c.put("orders", data)
         self.assertEqual((ref.size, ref.digest), (n, digest(data)))
-        self.assertEqual(c.stat(ref)["state"], "active")
+        self.assertEqual(c.stat(ref).state, "active")
         self.assertEqual(c.get_bytes(ref), data)
 
     def test_sequential_calls_share_one_connection(self) -> None:

@@ -1,0 +1,237 @@
+/**
+ * A claim's reference, as the server answers it.
+ */
+export type Ref = {
+    type: "claim_check_ref";
+    v: 1;
+    id: string;
+    ns: string;
+    size: number;
+    stored_size: number;
+    compression: "zstd" | "gzip" | "none";
+    /**
+     * "sha256:" + 64 lowercase hex digits of the original bytes.
+     */
+    digest: string;
+    created_at: number;
+    expires_at: number;
+};
+/**
+ * A reference, its JSON, or a bare claim id ("cc_…").
+ */
+export type RefLike = Ref | string;
+export type ClaimState = "pending" | "active" | "deleted";
+/**
+ * Why a claim was finished.
+ */
+export type GoneReason = "expired" | "released" | "read_retention_over" | "deleted" | "never_confirmed" | "aborted" | "key_destroyed";
+export type Hold = {
+    scope: "claim" | "namespace";
+    reason?: string | undefined;
+    since: string;
+};
+/**
+ * A claim's state, deadlines and counters.
+ */
+export type ClaimInfo = {
+    ref: Ref;
+    state: ClaimState;
+    content_type?: string | undefined;
+    labels?: Record<string, string> | undefined;
+    reads: number;
+    first_read_at?: string | undefined;
+    releases: number;
+    consumers: number;
+    released_by?: string[] | undefined;
+    delete_at?: string | undefined;
+    deleted_at?: string | undefined;
+    delete_reason?: GoneReason | undefined;
+    holds?: Hold[] | undefined;
+};
+export type NamespaceUsage = {
+    used_bytes: number;
+    reserved_bytes: number;
+    active_claims: number;
+    pending_claims: number;
+};
+export type Limits = {
+    bytes: number;
+    claims: number;
+};
+/**
+ * The effective policy: sizes in bytes, durations in Go syntax.
+ */
+export type NamespacePolicy = {
+    threshold: number;
+    max_size: number;
+    [key: string]: unknown;
+};
+/**
+ * A namespace's effective policy, limits and usage.
+ */
+export type NamespaceInfo = {
+    name: string;
+    policy: NamespacePolicy;
+    limits: Limits;
+    usage: NamespaceUsage;
+    tenant?: {
+        name: string;
+        limits: Limits;
+        usage: NamespaceUsage;
+        namespaces: number;
+    } | undefined;
+    retired?: boolean | undefined;
+};
+export type ClientOptions = {
+    /**
+     * An API key (cck_…), sent as Authorization: Bearer on API calls, never to upload URLs.
+     */
+    apiKey?: string | undefined;
+    /**
+     * The fetch to use (default globalThis.fetch).
+     */
+    fetch?: typeof fetch | undefined;
+};
+export type PutOptions = {
+    /**
+     * Stored with the claim and answered on redeem.
+     */
+    contentType?: string | undefined;
+    /**
+     * "sha256:<hex>" of the payload, if known: the server refuses other bytes.
+     */
+    digest?: string | undefined;
+    /**
+     * Releases that finish the claim (fan-out).
+     */
+    consumers?: number | undefined;
+    /**
+     * The consumers whose releases count.
+     */
+    consumerNames?: string[] | undefined;
+    labels?: Record<string, string> | undefined;
+    signal?: AbortSignal | undefined;
+};
+/**
+ * What put sends. A ReadableStream only in Node: browsers stream request
+ * bodies only over HTTP/2.
+ */
+export type PutBody = string | Uint8Array | ArrayBuffer | ArrayBufferView | Blob | ReadableStream<Uint8Array>;
+export type ProgressEvent = {
+    /**
+     * "hashing" while the sha256 of the file is computed, then "uploading".
+     */
+    phase: "hashing" | "uploading";
+    loaded: number;
+    total: number;
+};
+export type OnProgress = (e: ProgressEvent) => void;
+/**
+ * A place to keep upload URLs by fingerprint (tus-js-client's UrlStorage).
+ */
+export type ResumableUrlStorage = {
+    findAllUploads: () => Promise<object[]>;
+    findUploadsByFingerprint: (fingerprint: string) => Promise<object[]>;
+    removeUpload: (urlStorageKey: string) => Promise<void>;
+    addUpload: (fingerprint: string, upload: object) => Promise<string>;
+};
+export type ResumableUploadOptions = {
+    onProgress?: OnProgress | undefined;
+    /**
+     * Stops the upload without dropping it: it can be resumed until it expires.
+     */
+    signal?: AbortSignal | undefined;
+    /**
+     * Stored with the claim; default: the Blob's type.
+     */
+    contentType?: string | undefined;
+    /**
+     * "sha256:<hex>" of the file, when known: skips the hashing.
+     */
+    digest?: string | undefined;
+    /**
+     * Bytes per PATCH request; default 16 MiB.
+     */
+    chunkSize?: number | undefined;
+    /**
+     * Waits (ms) between attempts in a row without progress; default [500, 1000, 2000, 4000, 8000].
+     */
+    retryDelays?: number[] | undefined;
+    /**
+     * Resume this upload (an URL given to onUploadUrl earlier) instead of creating one.
+     */
+    uploadUrl?: string | undefined;
+    /**
+     * Called with the upload's URL once the server created it.
+     */
+    onUploadUrl?: ((url: string) => void) | undefined;
+    /**
+     * Where upload URLs are kept by fingerprint (server, namespace, size, sha256) so that the same file continues its upload after a reload: default localStorage in browsers, nowhere in Node; null: never.
+     */
+    urlStorage?: ResumableUrlStorage | null | undefined;
+    /**
+     * The tus-js-client module, when it is not importable as 'tus-js-client' (a UMD global, say).
+     */
+    tus?: unknown;
+    /**
+     * A tus-js-client HTTP stack to send the requests with (default its DefaultHttpStack); each PATCH still gets its Upload-Checksum.
+     */
+    httpStack?: unknown;
+};
+export type UploadOptions = {
+    onProgress?: OnProgress | undefined;
+    /**
+     * Default: the Blob's type.
+     */
+    contentType?: string | undefined;
+    labels?: Record<string, string> | undefined;
+    consumers?: number | undefined;
+    consumerNames?: string[] | undefined;
+    /**
+     * Repeating an upload with the same key, size and sha256 continues it.
+     */
+    idempotencyKey?: string | undefined;
+    /**
+     * "sha256:<hex>" when known: the file is then not hashed first.
+     */
+    digest?: string | undefined;
+    signal?: AbortSignal | undefined;
+};
+/**
+ * threshold: bytes; default the namespace's policy threshold.
+ */
+export type OffloadOptions = Omit<PutOptions, "contentType" | "digest"> & {
+    threshold?: number;
+};
+export type ListOptions = {
+    /**
+     * All must match.
+     */
+    labels?: Record<string, string> | undefined;
+    state?: ClaimState | undefined;
+    /**
+     * Expiry in [expiresAfter, expiresBefore).
+     */
+    expiresAfter?: string | Date | undefined;
+    expiresBefore?: string | Date | undefined;
+    /**
+     * newest (default) or expiring: live claims, soonest expiry first.
+     */
+    order?: "newest" | "expiring" | undefined;
+    cursor?: string | undefined;
+    /**
+     * 1 to 1000 (default 100).
+     */
+    limit?: number | undefined;
+    signal?: AbortSignal | undefined;
+};
+export type ClaimPage = {
+    claims: ClaimInfo[];
+    /**
+     * The cursor of the next page; absent on the last one.
+     */
+    next?: string | undefined;
+};
+export type SignalOptions = {
+    signal?: AbortSignal;
+};

@@ -39,23 +39,32 @@
 // A group's statement has one fixed text whatever the group's size: the
 // calls' rows travel as arrays (unnest), not as one row of placeholders
 // per call, so PostgreSQL parses and plans it once per connection, not
-// once per group size (planning was about 40% of PostgreSQL's statement
-// time when each size had its own text).
+// once per group size (with a text per size, planning took a large share
+// of PostgreSQL's time in statements).
 //
 // The quota is checked on the group's sum, in the WHERE of the counter
 // change, as for one call, so a namespace never goes over its limit
-// because its puts came together. A guard in the statement (a division
-// by zero unless every row was written and every counter changed) fails
-// it as a whole, and one statement outside a transaction block commits
-// all of its rows or none, so nothing is reserved that no claim carries.
+// because its puts came together. A guard in a writing group's statement
+// (a division by zero unless every row was written and every counter
+// changed) fails it as a whole, and one statement outside a transaction
+// block commits all of its rows or none, so nothing is reserved that no
+// claim carries.
 //
 // A group only saves work; it decides nothing. When the group's
 // statement does not do every call's work — the sum does not fit the
 // quota, a put has a blob to share (dedup), a swap was lost, an event
 // number was taken, a claim was not found, or any error — each call runs
-// its own statement, as it would have alone, and gets its own answer;
-// those single statements (onestatement_commit.go, ADR 0145) in turn
-// leave what they cannot decide to the transaction.
+// its own statement, as it would have alone, and gets its own answer
+// (for Commit, the single statement below, which leaves what it cannot
+// decide to the transaction).
+//
+// Two calls have a single statement on PostgreSQL, in sqlmeta: Commit
+// (onestatement_commit.go, ADR 0145) and RecordReads, a batch of the
+// engine's read receipts (onestatement_recordreads.go, ADR 0160), each
+// run as one statement outside a transaction block, guarded the same
+// way, and fall back to the transaction when the guard fails; the read
+// receipts travel as arrays, so their text too is the same for every
+// batch size.
 //
 // # Prepared statements (SQLite)
 //

@@ -14,7 +14,7 @@
 //     skippable frame listing each frame's compressed and payload size
 //     (compress/frames.go, ADRs 0112 and 0150). A zstd decoder reads the
 //     frames in turn and skips the table;
-//   - encrypted: the bytes above sealed by a streaming AEAD under the
+//   - encrypted: the payload sealed by a streaming AEAD under the
 //     namespace's data key (AES-GCM-HKDF, ADR 0066): a header (its
 //     length, a salt, a nonce prefix), then segments of SegmentSize
 //     bytes of ciphertext, the first shortened by the header, each with a
@@ -22,9 +22,13 @@
 //     and the object's key, so an object moved under another key does not
 //     decrypt; a segment's nonce holds its number and whether it is the
 //     last, so a segment moved, swapped, cut or altered fails;
-//   - compressed, then encrypted: the zstd stream is what is sealed.
+//   - compressed, then encrypted: the compressed stream is what is
+//     sealed.
 //
 // A Key encrypts and decrypts whole objects (Key.Encrypt, Key.Decrypt).
+// Where a Key comes from is the engine's business (engine/crypt.go): one
+// data key per encrypted namespace, stored wrapped by the master key and
+// named by the object key of every object it seals.
 // A range [off, off+n) of the payload is read back by:
 //
 //   - DecryptRange for an encrypted uncompressed object: it reads the
@@ -42,7 +46,7 @@
 //     bytes.
 //
 // Objects are read through Objects, the one method of blob.Store this
-// package needs. Which form an object has, and what it must hold, comes
-// from its blob row (meta.Blob): compression, stored size, payload size,
-// and the data key named in its object key.
+// package needs. Which form an object has, and what it must hold, the
+// caller knows from the object's blob row (compression, stored size,
+// payload size) and gives as an Object and a Key.
 package storedform

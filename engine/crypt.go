@@ -18,19 +18,13 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/tink-crypto/tink-go/v2/streamingaead/subtle"
-
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
 const (
-	// segmentSize is the ciphertext segment of the streaming AEAD: the
-	// unit authenticated before any of its bytes are released, and the
-	// memory a stream holds per direction.
-	segmentSize = 64 << 10
 	// dataKeyIDPrefix starts every data key id (base64url, never '.').
 	dataKeyIDPrefix = "dk_"
-	objectAADPrefix = "claimcheck/object/v1\x00"
 	wrapAADPrefix   = "claimcheck/data-key/v1\x00"
 )
 
@@ -164,38 +158,12 @@ func (k *keyring) unwrap(dk meta.DataKey) ([]byte, error) {
 	return key, nil
 }
 
-// sealKey is an unwrapped data key ready to encrypt or decrypt objects.
-type sealKey struct {
-	id        string
-	createdAt time.Time
-	aead      *subtle.AESGCMHKDF
-	// raw is the data key itself: a ranged read derives the object's
-	// segment key from it to decrypt segments at an offset, which the
-	// streaming reader cannot (crypt_range.go).
-	raw []byte
-}
+// sealKey is a namespace's data key, unwrapped: what encrypts and
+// decrypts its objects (internal/storedform).
+type sealKey = storedform.Key
 
 func newSealKey(dk meta.DataKey, key []byte) (*sealKey, error) {
-	aead, err := subtle.NewAESGCMHKDF(key, "SHA256", 32, segmentSize, 0)
-	if err != nil {
-		return nil, fmt.Errorf("data key %s: %w", dk.ID, err)
-	}
-	return &sealKey{id: dk.ID, createdAt: dk.CreatedAt, aead: aead, raw: key}, nil
-}
-
-func objectAAD(objectKey string) []byte { return []byte(objectAADPrefix + objectKey) }
-
-// encrypt returns a writer that encrypts into w; Close writes the last
-// segment (it does not close w).
-func (k *sealKey) encrypt(w io.Writer, objectKey string) (io.WriteCloser, error) {
-	return k.aead.NewEncryptingWriter(w, objectAAD(objectKey))
-}
-
-// decrypt returns a reader of the plaintext of r. A segment that fails
-// authentication (altered, reordered, truncated) is an error, and none of
-// its bytes are returned.
-func (k *sealKey) decrypt(r io.Reader, objectKey string) (io.Reader, error) {
-	return k.aead.NewDecryptingReader(r, objectAAD(objectKey))
+	return storedform.NewKey(dk.ID, dk.CreatedAt, key)
 }
 
 // encryptedObjectKey is where an encrypted blob's bytes live.
@@ -333,8 +301,8 @@ func (c Config) validateEncryption() error {
 // plain objects from before encryption was switched on, and objects of a
 // destroyed key, out of new claims.
 func keyFloor(floor time.Time, sk *sealKey) time.Time {
-	if sk != nil && sk.createdAt.After(floor) {
-		return sk.createdAt
+	if sk != nil && sk.CreatedAt().After(floor) {
+		return sk.CreatedAt()
 	}
 	return floor
 }

@@ -109,7 +109,7 @@ func (s *Store) verifyObject(ctx context.Context, b meta.Blob, sk *sealKey) (swe
 	}
 	var stored io.Reader = count
 	if sk != nil {
-		if stored, err = sk.decrypt(count, b.Key); err != nil {
+		if stored, err = sk.Decrypt(count, b.Key); err != nil {
 			return corrupt("decryption fails", err)
 		}
 	}

@@ -91,7 +91,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		CreatedAt: now, StateAt: now, CollectAt: uploadDeadline,
 	}
 	if sk != nil {
-		staging.Key = encryptedObjectKey(ns, blobID, sk.id)
+		staging.Key = encryptedObjectKey(ns, blobID, sk.ID())
 	}
 	// The object's writer opens while the rows are written (ADR 0155):
 	// the file backend creates its temp file, about as long as the
@@ -357,7 +357,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 		enc  io.WriteCloser
 	)
 	if sk != nil {
-		if enc, err = sk.encrypt(objCount, key); err != nil {
+		if enc, err = sk.Encrypt(objCount, key); err != nil {
 			return written{}, fmt.Errorf("%w: encrypt: %v", claimcheck.ErrUnavailable, err)
 		}
 		sink = sealWriter{enc}

@@ -15,7 +15,7 @@ import (
 	"github.com/claimcheck/claimcheck/engine"
 )
 
-// Ranged redeems (ranges.go, crypt_range.go, ADR 0110) on the real store:
+// Ranged redeems (ranges.go, internal/storedform, ADR 0110) on the real store:
 // every storage form, against slices of the original bytes.
 
 func ranged(c *engine.Config) {
@@ -234,10 +234,10 @@ func TestRedeemRangeTruncatedEncrypted(t *testing.T) {
 	}
 }
 
-// zstd objects are written in 1 MiB frames with a seek table (ADR 0112):
-// a range decodes only the frames it touches. Ranges across frame
-// boundaries match the original; a damaged frame fails the ranges that
-// touch it, and only those.
+// zstd objects are written in frames with a seek table (ADR 0112; 64 KiB
+// of payload each since ADR 0150): a range decodes only the frames it
+// touches. Ranges across frame boundaries match the original; a damaged
+// frame fails the ranges that touch it, and only those.
 func TestRedeemRangeFramedZstd(t *testing.T) {
 	const mib = 1 << 20
 	size := int64(3*mib + 12345)

@@ -213,7 +213,7 @@ func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *s
 	src = &sourceReader{r: obj}
 	stored = src
 	if sk != nil {
-		if stored, err = sk.decrypt(src, b.Key); err != nil {
+		if stored, err = sk.Decrypt(src, b.Key); err != nil {
 			obj.Close()
 			if src.err != nil {
 				return nil, nil, nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)

@@ -517,7 +517,7 @@ func (s *Store) rewriteResumable(ctx context.Context, op string, r meta.Resumabl
 		blobID = newBlobID(now)
 		key = objectKey(r.Namespace, blobID)
 		if sk != nil {
-			key = encryptedObjectKey(r.Namespace, blobID, sk.id)
+			key = encryptedObjectKey(r.Namespace, blobID, sk.ID())
 		}
 		err := s.meta.Restage(ctx, meta.RestageParams{
 			ClaimID: c.ID, From: r.BlobID,

@@ -227,7 +227,7 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 			return errRetry
 		})
 	}
-	// Concurrent puts of the namespace share one statement (pendinggroup.go).
+	// Concurrent puts of the namespace share one statement (grouped_createpending.go).
 	return s.createPendingGrouped(&pendingReq{ctx: ctx, p: p, blobValues: blobValues,
 		blobArgs: blobArgs, claimArgs: claimArgs, single: single})
 }
@@ -554,7 +554,7 @@ func (s *Store) Claim(ctx context.Context, id string) (meta.Claim, error) {
 // statement; see meta.Store.
 func (s *Store) ClaimWithBlob(ctx context.Context, id string) (meta.Claim, meta.Blob, bool, error) {
 	if !s.d.snapshotReads {
-		// Concurrent redeems share a statement (readgroup.go).
+		// Concurrent redeems share a statement (grouped_claimwithblob.go).
 		return s.claimWithBlobGrouped(ctx, id)
 	}
 	return s.claimWithBlob(ctx, id)

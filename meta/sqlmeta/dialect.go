@@ -67,7 +67,7 @@ type dialect struct {
 	uninterruptedWrites bool
 
 	// cacheStatements keeps statements prepared across transactions
-	// (stmtcache.go); pgx does that by itself on PostgreSQL.
+	// (internal/statement); pgx does that by itself on PostgreSQL.
 	cacheStatements bool
 
 	// open returns the pool for write transactions and the pool for read

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta/internal/statement"
 )
 
 var _ meta.Store = (*Store)(nil)
@@ -54,15 +55,15 @@ type Store struct {
 	w *sql.DB // write transactions
 	r *sql.DB // read transactions (the same pool on PostgreSQL)
 
-	// Statement caches of the two pools (stmtcache.go); nil where the
-	// driver caches by itself.
-	wc, rc *stmtCache
+	// Statement caches of the two pools (internal/statement); nil where
+	// the driver caches by itself.
+	wc, rc *statement.Cache
 
 	// Concurrent CreatePending, Commit and ClaimWithBlob calls share
-	// statements (PostgreSQL, group.go).
-	pendingGroups statementGroups[*pendingReq]
-	commitGroups  statementGroups[*commitReq]
-	readGroups    statementGroups[*readReq]
+	// statements (PostgreSQL, internal/statement, grouped_*.go).
+	pendingGroups statement.Groups[*pendingReq]
+	commitGroups  statement.Groups[*commitReq]
+	readGroups    statement.Groups[*readReq]
 }
 
 // Open connects to the database named by dsn and applies pending
@@ -83,10 +84,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s := &Store{d: d, w: w, r: r}
 	if d.cacheStatements {
-		s.wc = newStmtCache(w)
+		s.wc = statement.NewCache(w)
 		s.rc = s.wc // ":memory:" has one pool for both
 		if r != w {
-			s.rc = newStmtCache(r)
+			s.rc = statement.NewCache(r)
 		}
 	}
 	if err := s.migrate(ctx); err != nil {
@@ -111,9 +112,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the connection pools.
 func (s *Store) Close() error {
-	for _, c := range []*stmtCache{s.wc, s.rc} {
+	for _, c := range []*statement.Cache{s.wc, s.rc} {
 		if c != nil {
-			c.close()
+			c.Close()
 		}
 	}
 	err := s.w.Close()
@@ -187,7 +188,7 @@ type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-func (s *Store) runTx(ctx context.Context, db beginner, stmts *stmtCache, opts *sql.TxOptions, fn func(q *txq) error) error {
+func (s *Store) runTx(ctx context.Context, db beginner, stmts *statement.Cache, opts *sql.TxOptions, fn func(q *txq) error) error {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
@@ -236,7 +237,7 @@ type txq struct {
 	db     querier
 	tx     *sql.Tx // db as a transaction; nil for a read without one
 	d      *dialect
-	stmts  *stmtCache // nil: every statement is compiled where it runs
+	stmts  *statement.Cache // nil: every statement is compiled where it runs
 }
 
 // callerCtx is the caller's context, with its cancellation (see txq).
@@ -261,7 +262,7 @@ func (q *txq) prepared(query string) (*sql.Stmt, string) {
 	if q.stmts == nil || q.tx == nil {
 		return nil, text
 	}
-	if st := q.stmts.lookup(text); st != nil {
+	if st := q.stmts.Lookup(text); st != nil {
 		return q.tx.StmtContext(q.ctx, st), text
 	}
 	return nil, text

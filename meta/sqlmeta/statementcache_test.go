@@ -6,18 +6,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claimcheck/claimcheck/meta/sqlmeta/internal/statement"
 )
 
 // waitPrepared polls until the cache has text prepared; the preparer
 // works in the background, and a test must not depend on how soon.
-func waitPrepared(t *testing.T, c *stmtCache, text string) {
+func waitPrepared(t *testing.T, c *statement.Cache, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c.mu.Lock()
-		st := c.stmts[text]
-		c.mu.Unlock()
-		if st != nil {
+		if c.Prepared(text) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -71,10 +70,7 @@ func TestStatementCacheOnTheWriter(t *testing.T) {
 		}
 	}
 	// A write statement never lands in the reader's cache.
-	s.rc.mu.Lock()
-	_, leaked := s.rc.stmts[s.d.rebind(upsert)]
-	s.rc.mu.Unlock()
-	if leaked {
+	if s.rc.Prepared(s.d.rebind(upsert)) {
 		t.Fatal("the reader pool prepared a write statement")
 	}
 }
@@ -125,13 +121,13 @@ func TestStatementCacheConcurrentUse(t *testing.T) {
 	// Queue statements nobody will run again, then close at once.
 	for i := range 3 {
 		for range 2 {
-			s.wc.lookup("SELECT " + string(rune('1'+i)))
+			s.wc.Lookup("SELECT " + string(rune('1'+i)))
 		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.wc.lookup(`SELECT value FROM secrets WHERE name = ?`); got != nil {
+	if got := s.wc.Lookup(`SELECT value FROM secrets WHERE name = ?`); got != nil {
 		t.Fatal("a closed cache still hands out statements")
 	}
 }

@@ -1,29 +1,17 @@
-package sqlmeta
+package statement
 
 import (
 	"slices"
 	"sync"
 )
 
-// Statement groups (ADR 0160): calls that would run one statement each
-// on the same hot row run one statement together when they come while
-// another of theirs runs.
-//
-// A call whose key has no statement running runs its own at once. A call
-// that comes while one runs waits in the key's queue; when the running
-// statement ends, the first waiter takes the queue (groupMax calls at
-// most), runs them as one statement, and hands over to the next first
-// waiter in turn. So a call waits for at most the statement running when
-// it came and its own group's. When the group statement does not do all
-// of its calls' work, each call runs its own statement, as it would have
-// alone: a group only saves work, it decides nothing.
+// GroupMax bounds the calls written by one statement.
+const GroupMax = 64
 
-// groupMax bounds the calls written by one statement.
-const groupMax = 64
-
-// statementGroups queues calls by key (comparable) behind the statement
-// running for that key.
-type statementGroups[T any] struct {
+// Groups queues calls by key (comparable) behind the statement running
+// for that key, and runs those that queued as one group (doc.go). The
+// zero value is ready for use.
+type Groups[T any] struct {
 	mu      sync.Mutex
 	running map[any][]*groupEntry[T] // key present: a statement runs; the slice is who waits
 }
@@ -42,12 +30,12 @@ const (
 	groupAlone                     // the leader failed before answering: run alone
 )
 
-// do runs v: alone(v) when nothing of key runs, else in a group with
+// Do runs v: alone(v) when nothing of key runs, else in a group with
 // together(group), which reports whether it did every call's work; if
 // not, alone runs for each. alone and together record their answers in
 // the calls (T is a pointer). The wait for a group does not end with a
 // context: the running statement may be writing v's rows already.
-func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) bool) {
+func (g *Groups[T]) Do(key any, v T, alone func(T), together func([]T) bool) {
 	g.mu.Lock()
 	if g.running == nil {
 		g.running = map[any][]*groupEntry[T]{}
@@ -72,7 +60,7 @@ func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) 
 	}
 	g.mu.Lock()
 	queue = g.running[key] // e is its first
-	n := min(len(queue), groupMax)
+	n := min(len(queue), GroupMax)
 	batch := slices.Clone(queue[:n])
 	g.running[key] = queue[n:]
 	g.mu.Unlock()
@@ -107,7 +95,7 @@ func (g *statementGroups[T]) do(key any, v T, alone func(T), together func([]T) 
 
 // handOver ends a statement of key: the first waiter, if any, leads the
 // next group; else the key is free.
-func (g *statementGroups[T]) handOver(key any) {
+func (g *Groups[T]) handOver(key any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	queue := g.running[key]
@@ -116,4 +104,12 @@ func (g *statementGroups[T]) handOver(key any) {
 		return
 	}
 	queue[0].wake <- groupLead
+}
+
+// Waiting is the number of calls queued behind the statement running for
+// key (0 when none runs).
+func (g *Groups[T]) Waiting(key any) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.running[key])
 }

@@ -1,4 +1,4 @@
-package engine
+package storedform
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // Random access into an encrypted object. tink's streaming AEAD only
 // decrypts from the start (its reader has no offset and no io.ReaderAt),
 // but its wire format is fixed and segment-wise: a header (length byte,
-// salt, nonce prefix), then segments of segmentSize bytes of ciphertext
+// salt, nonce prefix), then segments of SegmentSize bytes of ciphertext
 // (the first one shortened by the header), each sealed with AES-GCM under
 // a key derived by HKDF from the data key, the salt and the object's AAD,
 // with nonce = prefix || segment number (32 bits, big endian) || a byte
@@ -22,9 +22,21 @@ import (
 // offset and can be opened alone: this file reads the header and just
 // the segments a range touches. Each one is authenticated with its
 // number and its last-flag, so a segment moved, swapped, cut or altered
-// fails; crypt_range_test.go checks the layout against tink's own writer.
+// fails; segments_test.go checks the layout against tink's own writer.
 
-const gcmTag = 16 // AES-GCM tag of every segment
+// Objects reads byte ranges of stored objects (blob.Store is one).
+type Objects interface {
+	// NewRangeReader opens length bytes of the object at key from
+	// offset.
+	NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+}
+
+// Object is a stored object as its blob row records it.
+type Object struct {
+	Key    string // where the object is stored
+	Stored int64  // the object's size in the store
+	Size   int64  // the payload's size
+}
 
 // segmentLayout is the geometry of one encrypted object of stored bytes.
 type segmentLayout struct {
@@ -39,8 +51,8 @@ func newSegmentLayout(header, stored int64) (segmentLayout, error) {
 		return l, fmt.Errorf("encrypted object of %d bytes is shorter than its header and one segment", stored)
 	}
 	l.count = 1
-	if stored > segmentSize {
-		l.count += (stored - segmentSize + segmentSize - 1) / segmentSize
+	if stored > SegmentSize {
+		l.count += (stored - SegmentSize + SegmentSize - 1) / SegmentSize
 	}
 	if last := stored - l.ctStart(l.count-1); last < gcmTag {
 		return l, fmt.Errorf("encrypted object of %d bytes ends in a segment of %d bytes, shorter than its tag", stored, last)
@@ -53,19 +65,19 @@ func (l segmentLayout) ctStart(i int64) int64 {
 	if i == 0 {
 		return l.header
 	}
-	return i * segmentSize
+	return i * SegmentSize
 }
 
 // ctEnd is where segment i's ciphertext ends.
-func (l segmentLayout) ctEnd(i int64) int64 { return min((i+1)*segmentSize, l.stored) }
+func (l segmentLayout) ctEnd(i int64) int64 { return min((i+1)*SegmentSize, l.stored) }
 
 // ptStart is the plaintext offset of segment i's first byte.
 func (l segmentLayout) ptStart(i int64) int64 {
-	first := segmentSize - l.header - gcmTag
+	first := SegmentSize - l.header - gcmTag
 	if i == 0 {
 		return 0
 	}
-	return first + (i-1)*(segmentSize-gcmTag)
+	return first + (i-1)*(SegmentSize-gcmTag)
 }
 
 // plaintext is the object's plaintext length.
@@ -75,21 +87,22 @@ func (l segmentLayout) plaintext() int64 {
 
 // segmentOf is the segment holding plaintext offset off.
 func (l segmentLayout) segmentOf(off int64) int64 {
-	first := segmentSize - l.header - gcmTag
+	first := SegmentSize - l.header - gcmTag
 	if off < first {
 		return 0
 	}
-	return 1 + (off-first)/(segmentSize-gcmTag)
+	return 1 + (off-first)/(SegmentSize-gcmTag)
 }
 
-// errSegment marks an authentication failure of a segment, as opposed to
-// a failed read of the object.
-var errSegment = errors.New("decryption failed (altered, reordered or truncated segment)")
+// ErrSegment marks an authentication failure of a segment of an
+// encrypted object, as opposed to a failed read of the object: the
+// stored bytes are not what was written.
+var ErrSegment = errors.New("decryption failed (altered, reordered or truncated segment)")
 
 // segmented is an encrypted object opened for reads at an offset: its
 // header is read and its segment key derived.
 type segmented struct {
-	s    *Store
+	objs Objects
 	ctx  context.Context
 	key  string
 	l    segmentLayout
@@ -99,15 +112,15 @@ type segmented struct {
 }
 
 // openSegments reads the header of the encrypted object at key, of
-// stored bytes. Errors wrapping errSegment mean the stored bytes are not
+// stored bytes. Errors wrapping ErrSegment mean the stored bytes are not
 // what was written.
-func (s *Store) openSegments(ctx context.Context, k *sealKey, key string, stored int64) (*segmented, error) {
+func openSegments(ctx context.Context, objs Objects, k *Key, key string, stored int64) (*segmented, error) {
 	hlen := int64(k.aead.HeaderLength())
 	l, err := newSegmentLayout(hlen, stored)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errSegment, err)
+		return nil, fmt.Errorf("%w: %v", ErrSegment, err)
 	}
-	hr, err := s.blobs.NewRangeReader(ctx, key, 0, hlen)
+	hr, err := objs.NewRangeReader(ctx, key, 0, hlen)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +128,13 @@ func (s *Store) openSegments(ctx context.Context, k *sealKey, key string, stored
 	_, err = io.ReadFull(hr, header)
 	hr.Close()
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: the object is shorter than its header", errSegment)
+		return nil, fmt.Errorf("%w: the object is shorter than its header", ErrSegment)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if header[0] != byte(hlen) {
-		return nil, fmt.Errorf("%w: invalid header length", errSegment)
+		return nil, fmt.Errorf("%w: invalid header length", ErrSegment)
 	}
 	salt, prefix := header[1:1+len(k.raw)], header[1+len(k.raw):]
 	dkey, err := tinksubtle.ComputeHKDF("SHA256", k.raw, salt, objectAAD(key), uint32(len(k.raw)))
@@ -132,7 +145,7 @@ func (s *Store) openSegments(ctx context.Context, k *sealKey, key string, stored
 	if err != nil {
 		return nil, err
 	}
-	return &segmented{s: s, ctx: ctx, key: key, l: l, aead: aead, prefix: prefix}, nil
+	return &segmented{objs: objs, ctx: ctx, key: key, l: l, aead: aead, prefix: prefix}, nil
 }
 
 // plaintext is the object's plaintext length.
@@ -143,30 +156,32 @@ func (o *segmented) plaintext() int64 { return o.l.plaintext() }
 func (o *segmented) rangeReader(off, n int64) (io.ReadCloser, error) {
 	first, last := o.l.segmentOf(off), o.l.segmentOf(off+n-1)
 	if last >= 1<<32-1 {
-		return nil, fmt.Errorf("%w: segment number %d out of range", errSegment, last)
+		return nil, fmt.Errorf("%w: segment number %d out of range", ErrSegment, last)
 	}
-	body, err := o.s.blobs.NewRangeReader(o.ctx, o.key, o.l.ctStart(first), o.l.ctEnd(last)-o.l.ctStart(first))
+	body, err := o.objs.NewRangeReader(o.ctx, o.key, o.l.ctStart(first), o.l.ctEnd(last)-o.l.ctStart(first))
 	if err != nil {
 		return nil, err
 	}
 	return &segmentReader{
 		r: body, aead: o.aead, prefix: o.prefix, l: o.l, seg: first, lastSeg: last,
 		skip: off - o.l.ptStart(first), left: n,
-		ct: make([]byte, segmentSize),
+		ct: make([]byte, SegmentSize),
 	}, nil
 }
 
-// decryptRange returns the plaintext bytes [off, off+n) of the encrypted
-// object at key, whose size is stored and whose plaintext must be
-// plainSize bytes. It reads the header and the segments the range
-// touches, nothing else.
-func (s *Store) decryptRange(ctx context.Context, k *sealKey, key string, stored, plainSize, off, n int64) (io.ReadCloser, error) {
-	o, err := s.openSegments(ctx, k, key, stored)
+// DecryptRange returns the plaintext bytes [off, off+n) of obj, an
+// uncompressed object encrypted under k, whose plaintext must be
+// obj.Size bytes. It reads the header and the segments the range
+// touches, nothing else. Errors wrapping ErrSegment, from DecryptRange or
+// from the reader, mean the stored bytes are not what was written; other
+// errors are the object store's.
+func DecryptRange(ctx context.Context, objs Objects, k *Key, obj Object, off, n int64) (io.ReadCloser, error) {
+	o, err := openSegments(ctx, objs, k, obj.Key, obj.Stored)
 	if err != nil {
 		return nil, err
 	}
-	if got := o.plaintext(); got != plainSize {
-		return nil, fmt.Errorf("%w: an encrypted object of %d bytes holds %d bytes, %d were recorded", errSegment, stored, got, plainSize)
+	if got := o.plaintext(); got != obj.Size {
+		return nil, fmt.Errorf("%w: an encrypted object of %d bytes holds %d bytes, %d were recorded", ErrSegment, obj.Stored, got, obj.Size)
 	}
 	return o.rangeReader(off, n)
 }
@@ -212,7 +227,7 @@ func (r *segmentReader) next() error {
 	ct := r.ct[:size]
 	if _, err := io.ReadFull(r.r, ct); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-			return fmt.Errorf("%w: segment %d is cut short", errSegment, i)
+			return fmt.Errorf("%w: segment %d is cut short", ErrSegment, i)
 		}
 		return err
 	}
@@ -224,7 +239,7 @@ func (r *segmentReader) next() error {
 	}
 	pt, err := r.aead.Open(ct[:0], nonce, ct, nil)
 	if err != nil {
-		return fmt.Errorf("%w: segment %d: %v", errSegment, i, err)
+		return fmt.Errorf("%w: segment %d: %v", ErrSegment, i, err)
 	}
 	pt = pt[r.skip:]
 	r.skip = 0

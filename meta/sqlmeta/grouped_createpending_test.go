@@ -45,17 +45,20 @@ func TestPendingGroupNewNamespaceQuota(t *testing.T) {
 		}
 	}
 
-	// Hold the namespace's key as if a statement were running, so that
-	// every call queues and the first of them leads all of them as one
-	// group once the key is handed over.
+	// Hold the namespace's key with a statement that runs until
+	// released, so that every call queues and the first of them leads
+	// all of them as one group once the key is handed over.
 	key := pendingKey{namespace: ns, quotaBytes: quota}
 	g := &s.pendingGroups
-	g.mu.Lock()
-	if g.running == nil {
-		g.running = map[any][]*groupEntry[*pendingReq]{}
-	}
-	g.running[key] = nil
-	g.mu.Unlock()
+	holding, release, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(held)
+		g.Do(key, &pendingReq{}, func(*pendingReq) {
+			close(holding)
+			<-release
+		}, func([]*pendingReq) bool { return false })
+	}()
+	<-holding
 
 	var (
 		wg                  sync.WaitGroup
@@ -79,13 +82,11 @@ func TestPendingGroupNewNamespaceQuota(t *testing.T) {
 			}
 		})
 	}
-	for queued := 0; queued < calls; {
+	for g.Waiting(key) < calls {
 		time.Sleep(time.Millisecond)
-		g.mu.Lock()
-		queued = len(g.running[key])
-		g.mu.Unlock()
 	}
-	g.handOver(key)
+	close(release)
+	<-held
 	wg.Wait()
 
 	if made != wantMade || refused != calls-wantMade {

@@ -7,7 +7,7 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// Group commit of CreatePending (PostgreSQL, ADR 0160, group.go).
+// Group commit of CreatePending (PostgreSQL, ADR 0160, internal/statement).
 //
 // Every put of a namespace changes the namespace's counter row in its
 // CreatePending statement, so concurrent puts of one namespace run those
@@ -45,7 +45,7 @@ type pendingKey struct {
 // createPendingGrouped runs r, alone or in a group.
 func (s *Store) createPendingGrouped(r *pendingReq) error {
 	key := pendingKey{r.p.Claim.Namespace, r.p.Tenant.Tenant, r.p.QuotaBytes, r.p.QuotaClaims}
-	s.pendingGroups.do(key, r,
+	s.pendingGroups.Do(key, r,
 		func(r *pendingReq) { r.err = r.single(r.ctx) },
 		func(rs []*pendingReq) bool { return s.pendingGroupOnce(rs) == nil })
 	return r.err

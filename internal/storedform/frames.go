@@ -1,4 +1,4 @@
-package engine
+package storedform
 
 import (
 	"context"
@@ -7,26 +7,57 @@ import (
 	"io"
 
 	"github.com/claimcheck/claimcheck/compress"
-	"github.com/claimcheck/claimcheck/meta"
 )
 
 // seekTableRead is how much of the end of a zstd stream a ranged read
 // fetches at once, in the hope that it holds the whole seek table.
 var seekTableRead int64 = 64 << 10 // a var so that a test can make it smaller than a table
 
-// framedRange opens payload bytes [off, off+n) of a zstd object written
-// in frames with a seek table (compress/frames.go, ADR 0112), decoding
-// only the frames the range touches: from the object directly, or
-// through the segments of an encrypted one. ok is false when the object
-// has no usable table (written before framing, or a table that does not
-// add up): the caller then reads it from the start.
-func (s *Store) framedRange(ctx context.Context, b meta.Blob, sk *sealKey, off, n int64) (body io.ReadCloser, ok bool, err error) {
-	at := func(o, m int64) (io.ReadCloser, error) { return s.blobs.NewRangeReader(ctx, b.Key, o, m) }
-	total := b.StoredSize
-	if sk != nil {
-		seg, err := s.openSegments(ctx, sk, b.Key, b.StoredSize)
+// SetSeekTableRead sets how much of the end of a zstd stream a ranged
+// read fetches first, so that a test can exercise a seek table longer
+// than that without gigabytes of payload. It returns the old value. Only
+// tests call it.
+func SetSeekTableRead(n int64) int64 {
+	old := seekTableRead
+	seekTableRead = n
+	return old
+}
+
+// ErrNoSeekTable means a zstd object has no seek table a ranged read can
+// use: it was written before framing, or its table does not add up. The
+// caller reads the object from the start instead.
+var ErrNoSeekTable = errors.New("no usable seek table")
+
+// SeekTableError is a seek table that is there but does not add up. It
+// matches ErrNoSeekTable: the payload may still be fine, and the whole
+// read checks it.
+type SeekTableError struct{ Err error }
+
+func (e *SeekTableError) Error() string {
+	return "the seek table of a zstd object does not add up: " + e.Err.Error()
+}
+
+func (e *SeekTableError) Unwrap() error { return e.Err }
+
+// Is makes a SeekTableError match ErrNoSeekTable.
+func (e *SeekTableError) Is(target error) bool { return target == ErrNoSeekTable }
+
+// FramedRange opens payload bytes [off, off+n) of obj, a zstd object
+// written in frames with a seek table (compress/frames.go, ADR 0112),
+// decoding only the frames the range touches: from the object directly
+// when k is nil, else through the segments of the object encrypted under
+// k. An error matching ErrNoSeekTable means the object has no usable
+// table (written before framing, or a table that does not add up, then a
+// *SeekTableError): the caller then reads it from the start. Errors
+// wrapping compress.ErrCorrupt or ErrSegment, from FramedRange or from
+// the reader, mean the stored bytes are not what was written.
+func FramedRange(ctx context.Context, objs Objects, obj Object, k *Key, off, n int64) (io.ReadCloser, error) {
+	at := func(o, m int64) (io.ReadCloser, error) { return objs.NewRangeReader(ctx, obj.Key, o, m) }
+	total := obj.Stored
+	if k != nil {
+		seg, err := openSegments(ctx, objs, k, obj.Key, obj.Stored)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		at, total = seg.rangeReader, seg.plaintext()
 	}
@@ -46,48 +77,53 @@ func (s *Store) framedRange(ctx context.Context, b meta.Blob, sk *sealKey, off, 
 		return buf, nil
 	}
 	if total < compress.SeekTableTail {
-		return nil, false, nil
+		return nil, ErrNoSeekTable
 	}
 	// One read of the end of the stream holds the footer and, for up to
-	// about 8,000 frames (8 GiB), the whole table: one request less on
-	// object stores where each costs a round trip.
+	// about 8,000 frames (512 MiB of payload in frames of 64 KiB), the
+	// whole table: one request less on object stores where each costs a
+	// round trip.
 	endLen := min(total, seekTableRead)
 	end, err := read(total-endLen, endLen)
-	if err != nil || end == nil {
-		return nil, false, err
+	if err != nil {
+		return nil, err
+	}
+	if end == nil {
+		return nil, ErrNoSeekTable
 	}
 	tableLen, ok := compress.ParseSeekFooter(end[endLen-compress.SeekTableTail:])
 	if !ok || tableLen > total {
-		return nil, false, nil
+		return nil, ErrNoSeekTable
 	}
 	table := end[max(0, endLen-tableLen):]
 	if tableLen > endLen {
-		if table, err = read(total-tableLen, tableLen); err != nil || table == nil {
-			return nil, false, err
+		if table, err = read(total-tableLen, tableLen); err != nil {
+			return nil, err
+		}
+		if table == nil {
+			return nil, ErrNoSeekTable
 		}
 	}
-	frames, perr := compress.ParseSeekTable(table, total, b.Size)
+	frames, perr := compress.ParseSeekTable(table, total, obj.Size)
 	if perr != nil {
-		// The payload may still be fine: the whole read checks it.
-		s.log.Warn("ranged redeem: the seek table of a zstd object does not add up; reading it from the start", "blob", b.ID, "err", perr)
-		return nil, false, nil
+		return nil, &SeekTableError{perr}
 	}
 	first, last := compress.FramesOf(frames, off, n)
 	from, to := frames[first].Offset, frames[last].Offset+frames[last].Size
-	obj, err := at(from, to-from)
+	body, err := at(from, to-from)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	dec, err := compress.NewReader(compress.Zstd, obj)
+	dec, err := compress.NewReader(compress.Zstd, body)
 	if err != nil {
-		obj.Close()
-		return nil, false, err
+		body.Close()
+		return nil, err
 	}
 	return &framePart{
-		dec: dec, obj: obj,
+		dec: dec, obj: body,
 		skip: off - frames[first].Start, left: n,
 		tail: frames[last].Start + frames[last].Len - (off + n),
-	}, true, nil
+	}, nil
 }
 
 // framePart decodes whole frames and passes on the range's bytes. Before

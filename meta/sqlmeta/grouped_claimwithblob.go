@@ -8,7 +8,7 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// Redeems read in groups (PostgreSQL, ADR 0160, group.go).
+// Redeems read in groups (PostgreSQL, ADR 0160, internal/statement).
 //
 // Every redeem reads its claim and blob in one statement
 // (ClaimWithBlob); under concurrent redeems that is one statement, with
@@ -42,7 +42,7 @@ func (s *Store) claimWithBlobGrouped(ctx context.Context, id string) (meta.Claim
 	if id != "" {
 		key.shard = int(id[len(id)-1]) % readShards
 	}
-	s.readGroups.do(key, r,
+	s.readGroups.Do(key, r,
 		func(r *readReq) { r.c, r.b, r.ok, r.err = s.claimWithBlob(r.ctx, r.id) },
 		func(rs []*readReq) bool { return s.readGroupOnce(rs) == nil })
 	return r.c, r.b, r.ok, r.err
@@ -98,7 +98,7 @@ func (s *Store) readGroupOnce(batch []*readReq) error {
 		}
 	}
 	if missing > 0 {
-		// group.go runs every call alone then; the found ones are read
+		// statement.Groups runs every call alone then; the found ones are read
 		// again, which only costs the rare group with an unknown id.
 		return fmt.Errorf("sqlmeta: %d of %d claims not found with a blob", missing, len(batch))
 	}

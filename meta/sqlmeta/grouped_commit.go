@@ -9,7 +9,7 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// Group commit of Commit (PostgreSQL, ADR 0160, group.go).
+// Group commit of Commit (PostgreSQL, ADR 0160, internal/statement).
 //
 // commitOnce changes the namespace's counter row too, so concurrent
 // commits of a namespace queue on it like CreatePending. Commits that
@@ -45,7 +45,7 @@ func (s *Store) commitGrouped(ctx context.Context, p meta.CommitParams) (meta.Co
 		return meta.CommitResult{}, false, nil // the tenant's usage is summed under its lock
 	}
 	r := &commitReq{ctx: ctx, p: p}
-	s.commitGroups.do(commitKey{p.Tenant.Tenant, p.QuotaBytes}, r,
+	s.commitGroups.Do(commitKey{p.Tenant.Tenant, p.QuotaBytes}, r,
 		func(r *commitReq) { r.res, r.done, r.err = s.commitOnce(r.ctx, r.p) },
 		func(rs []*commitReq) bool { return s.commitGroupOnce(rs) == nil })
 	return r.res, r.done, r.err

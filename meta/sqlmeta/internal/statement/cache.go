@@ -1,28 +1,10 @@
-package sqlmeta
+package statement
 
 import (
 	"context"
 	"database/sql"
 	"sync"
 )
-
-// Prepared statements on SQLite.
-//
-// The pure-Go SQLite driver compiles every statement it is handed; a put's
-// commit runs a dozen statements, and compiling them was about a fifth of
-// the engine's CPU time on a 1 MiB put + redeem (docs/PERFORMANCE.md).
-// database/sql keeps a statement prepared per connection when it is
-// prepared on the *sql.DB, and a transaction reuses it with Tx.StmtContext.
-// But DB.PrepareContext needs a free connection, and the SQLite writer has
-// exactly one: preparing from inside a write transaction would wait for
-// the transaction itself, for ever.
-//
-// So the cache never prepares on the caller's path. A statement seen for
-// the second time is queued, and one goroutine prepares it on the *sql.DB
-// when a connection is free; from then on transactions run it prepared.
-// Texts seen once (an IN list of an unusual length) are not prepared, and
-// the number of statements is bounded. PostgreSQL needs none of this: pgx
-// caches prepared statements per connection by itself.
 
 // maxStatements bounds the statements a cache prepares (per pool; each is
 // prepared once on every connection that runs it).
@@ -32,8 +14,9 @@ const maxStatements = 256
 // when it is full.
 const maxSeen = 4096
 
-// stmtCache prepares the statements a pool runs repeatedly.
-type stmtCache struct {
+// Cache prepares the statements a pool runs repeatedly, never on the
+// caller's path (doc.go). Create it with NewCache.
+type Cache struct {
 	db *sql.DB
 
 	mu     sync.Mutex
@@ -46,8 +29,10 @@ type stmtCache struct {
 	done chan struct{}
 }
 
-func newStmtCache(db *sql.DB) *stmtCache {
-	c := &stmtCache{
+// NewCache starts the cache of pool db and its preparer goroutine; Close
+// stops it.
+func NewCache(db *sql.DB) *Cache {
+	c := &Cache{
 		db:     db,
 		stmts:  make(map[string]*sql.Stmt),
 		seen:   make(map[string]bool),
@@ -59,9 +44,10 @@ func newStmtCache(db *sql.DB) *stmtCache {
 	return c
 }
 
-// lookup returns the prepared statement of text, or nil when it is not
-// prepared (yet). It never blocks on the database.
-func (c *stmtCache) lookup(text string) *sql.Stmt {
+// Lookup returns the prepared statement of text, or nil when it is not
+// prepared (yet). It never blocks on the database. A transaction runs the
+// statement it returns through Tx.StmtContext.
+func (c *Cache) Lookup(text string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.stmts[text]; st != nil {
@@ -87,7 +73,7 @@ func (c *stmtCache) lookup(text string) *sql.Stmt {
 }
 
 // prepare is the preparer goroutine.
-func (c *stmtCache) prepare() {
+func (c *Cache) prepare() {
 	defer close(c.done)
 	for text := range c.todo {
 		// Waits for a free connection; never called inside a transaction.
@@ -104,9 +90,9 @@ func (c *stmtCache) prepare() {
 	}
 }
 
-// close stops the preparer and closes the statements; call it before
-// closing the pool.
-func (c *stmtCache) close() {
+// Close stops the preparer and closes the statements; call it before
+// closing the pool. It is idempotent.
+func (c *Cache) Close() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -122,4 +108,12 @@ func (c *stmtCache) close() {
 		st.Close()
 		delete(c.stmts, text)
 	}
+}
+
+// Prepared reports whether text is prepared, without counting a
+// sighting as Lookup does.
+func (c *Cache) Prepared(text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[text] != nil
 }

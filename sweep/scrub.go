@@ -277,6 +277,9 @@ func (s *Sweeper) TickScrub(ctx context.Context) (ScrubReport, error) {
 	ok, err := s.meta.TryLease(ctx, ScrubLease, s.holder, now, 3*s.cfg.Interval+s.cfg.MaxRuntimePerRun)
 	if err != nil || !ok {
 		s.scrubBudget = 0 // another replica scrubs: no budget piles up here
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("sweep: taking the scrub lease failed; retrying next tick", "err", err)
+		}
 		return ScrubReport{}, err
 	}
 	rep, err := s.scrub.Step(ctx, s.scrubBudget)

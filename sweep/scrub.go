@@ -46,7 +46,8 @@ const ScrubCursor = "scrub"
 
 // DefaultScrubRate is the byte budget of `claimcheck fsck --verify` and of
 // the background scrub when enabled without a rate: low enough that
-// redeems do not notice it (docs/PERFORMANCE.md, "Scrub").
+// redeems do not notice it (docs/PERFORMANCE-HISTORY.md, "Integrity:
+// scrub and the digest-first existence check").
 const DefaultScrubRate = 8 << 20
 
 // holdsContent reports whether b should have a good object: committed, or

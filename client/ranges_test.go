@@ -57,7 +57,8 @@ func TestRedeemRange(t *testing.T) {
 	}
 }
 
-// A corrupted zstd object (1 MiB frames, ADR 0112): a part that touches
+// A corrupted zstd object (frames with a seek table, ADR 0112; 64 KiB
+// frames since ADR 0150): a part that touches
 // the damaged frame fails; one of intact frames is served.
 func TestRedeemRangeCorruptCompressed(t *testing.T) {
 	b := setup(t)

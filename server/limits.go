@@ -241,7 +241,7 @@ func (s *streams) acquire(client string) (release func(), ok bool) {
 	}, true
 }
 
-// streamOps are the operations that move a payload.
+// streamOp reports whether op moves a payload.
 func streamOp(op auth.Op) bool { return op == auth.OpPut || op == auth.OpRedeem }
 
 // rateLimited is a refused request with the time after which a retry may

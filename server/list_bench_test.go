@@ -24,7 +24,7 @@ import (
 
 // BenchmarkListOverHTTP measures a listing's latency through the Go
 // client and a server on loopback, over a namespace of LIST_CLAIMS claims
-// (default 100,000; docs/PERFORMANCE.md has 1,000,000) on SQLite: a label
+// (default 100,000; docs/PERFORMANCE-HISTORY.md has 1,000,000) on SQLite: a label
 // that matches 10 of them, the newest page of 100, a page of 100 deep
 // into the namespace (by cursor), and the soonest-expiring page of 100.
 // The claims are inserted with SQL before the timer (two labels each), so

@@ -430,7 +430,13 @@ func (s *Sweeper) tickBackstop(ctx context.Context) {
 		return
 	}
 	due, err := s.backstop.Due(ctx, now)
-	if err != nil || !due {
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sweep: reading the backstop's cursor failed; retrying next tick", "err", err)
+		}
+		return
+	}
+	if !due {
 		return
 	}
 	pages := max(1, s.cfg.MaxOpsPerRun/max(1, s.cfg.PageSize))

@@ -86,7 +86,13 @@ func (s *Sweeper) tickRetention(ctx context.Context) {
 	}
 	s.lastPrune.Store(now.UnixNano())
 	ok, err := s.meta.TryLease(ctx, EventsLease, s.holder, now, pruneEvery)
-	if err != nil || !ok {
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sweep: taking the pruning lease failed; retrying later", "err", err)
+		}
+		return
+	}
+	if !ok {
 		return
 	}
 	if _, err := s.PruneEvents(ctx, prunePages); err != nil && ctx.Err() == nil {

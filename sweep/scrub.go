@@ -46,7 +46,8 @@ const ScrubCursor = "scrub"
 
 // DefaultScrubRate is the byte budget of `claimcheck fsck --verify` and of
 // the background scrub when enabled without a rate: low enough that
-// redeems do not notice it (docs/PERFORMANCE.md, "Scrub").
+// redeems do not notice it (docs/PERFORMANCE-HISTORY.md, "Integrity:
+// scrub and the digest-first existence check").
 const DefaultScrubRate = 8 << 20
 
 // holdsContent reports whether b should have a good object: committed, or
@@ -277,6 +278,9 @@ func (s *Sweeper) TickScrub(ctx context.Context) (ScrubReport, error) {
 	ok, err := s.meta.TryLease(ctx, ScrubLease, s.holder, now, 3*s.cfg.Interval+s.cfg.MaxRuntimePerRun)
 	if err != nil || !ok {
 		s.scrubBudget = 0 // another replica scrubs: no budget piles up here
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("sweep: taking the scrub lease failed; retrying next tick", "err", err)
+		}
 		return ScrubReport{}, err
 	}
 	rep, err := s.scrub.Step(ctx, s.scrubBudget)

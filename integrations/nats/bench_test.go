@@ -21,7 +21,8 @@ import (
 // goroutine consumes them through a pull consumer, resolving and acking
 // (DoubleAck) each. They report messages per second. Both variants of a
 // benchmark run in the same process, side by side, so compare their
-// ratio rather than the absolute numbers. See docs/PERFORMANCE.md.
+// ratio rather than the absolute numbers. See docs/PERFORMANCE-HISTORY.md,
+// "Messaging: NATS JetStream envelope".
 //
 //	go test -run '^$' -bench . -benchtime 3s ./integrations/nats
 
@@ -304,7 +305,7 @@ func (e *benchEnv) envelopeLane(b *testing.B, subject string, data func(i int) [
 }
 
 // BenchmarkInterleaved is the side-by-side comparison quoted in
-// docs/PERFORMANCE.md: one message at a time (publish, receive, settle),
+// docs/PERFORMANCE-HISTORY.md: one message at a time (publish, receive, settle),
 // alternating between the two ways, on one server and one store.
 func BenchmarkInterleaved(b *testing.B) {
 	b.Run("1MiB/envelope-vs-objectstore", func(b *testing.B) {

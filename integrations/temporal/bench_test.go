@@ -143,7 +143,8 @@ func BenchmarkDriverS3StoreRetrieve1MiB(b *testing.B) {
 
 // TestHistoryBytesWithAndWithoutDriver runs the photo workflow (the
 // seed's test 11) with and without the driver and reports the history
-// size of each (docs/PERFORMANCE.md).
+// size of each (docs/PERFORMANCE-HISTORY.md, "Temporal: External
+// Storage driver").
 func TestHistoryBytesWithAndWithoutDriver(t *testing.T) {
 	ts := temporalServer(t)
 	store := openStore(t)

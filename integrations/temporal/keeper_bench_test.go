@@ -46,7 +46,7 @@ func (c *countingTemporal) DescribeNamespace(context.Context, *workflowservice.D
 }
 
 // BenchmarkKeeperCost counts the keeper's calls per interval for
-// KEEPER_RUNS open runs (default 1,000; docs/PERFORMANCE.md has 10,000),
+// KEEPER_RUNS open runs (default 1,000; docs/PERFORMANCE-HISTORY.md has 10,000),
 // each owning one claim, in steady state: the claims are put, then 12
 // intervals of 5 minutes pass (engine time), with a pass each; the
 // averages over the last 8 are reported. The Temporal service is a

@@ -1,6 +1,6 @@
 // Package benchdata generates the payloads that benchmarks compare codecs
 // and stores on, so that a codec's numbers and the end-to-end numbers
-// (docs/PERFORMANCE.md, ADR 0135) are measured on the same bytes.
+// (docs/PERFORMANCE-HISTORY.md, ADR 0135) are measured on the same bytes.
 // Everything here is deterministic: the same size gives the same bytes.
 package benchdata
 

@@ -307,7 +307,7 @@ func TestWriteRetries(t *testing.T) {
 // 0019) in every statement that asks it. Through the full index on
 // claims (blob_id) the question walked every finished claim the blob ever
 // had, and a finish on a blob kept alive by dedup grew slower with its
-// history (docs/PERFORMANCE.md, BenchmarkFinishLongLivedBlob). A change to
+// history (docs/PERFORMANCE-HISTORY.md, BenchmarkFinishLongLivedBlob). A change to
 // the condition's wording that SQLite no longer matches to the index's
 // WHERE clause fails here.
 func TestLiveClaimIndexUsed(t *testing.T) {

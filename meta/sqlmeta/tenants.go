@@ -25,9 +25,9 @@ func needsSum(t meta.TenantQuota, addBytes, addClaims int64) bool {
 
 // checkTenant checks that adding addBytes and addClaims keeps the
 // tenant t.Tenant within its quota, in the caller's transaction, which
-// has recorded t.Tenant as the namespace's tenant (nsChange,
-// recordTenant). The caller holds the namespace row (lock order: claim,
-// blobs, namespace, tenant). The tenant row is locked before the
+// has recorded t.Tenant as the namespace's tenant (nsChange). The
+// caller holds the namespace row (lock order: claim, blobs, namespace,
+// tenant). The tenant row is locked before the
 // usage is summed, so admissions of one tenant are serialised and the
 // sum, read by a later statement, includes every admission before it;
 // finishes only lower usage and need no lock. applied is what the caller

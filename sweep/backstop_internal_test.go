@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/blob"
+	_ "github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"net/url"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -58,21 +57,6 @@ func (s *Store) dedupNotBefore(ns string, expires time.Time) time.Time {
 		return time.Time{}
 	}
 	return expires.Add(bucketsetup.LifecycleMargin - time.Duration(days)*24*time.Hour)
-}
-
-// RedactURL drops the password and query of a URL shown in errors and
-// logs: a postgres:// DSN may carry a password, a storage URL endpoint
-// parameters.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	u.RawQuery = ""
-	return u.String()
 }
 
 // latestExpiry is the latest a claim created at created with expiry

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -232,4 +233,19 @@ func metaErr(op string, err error) error {
 	default:
 		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
 	}
+}
+
+// RedactURL drops the password and query of a URL shown in errors and
+// logs: a postgres:// DSN may carry a password, a storage URL endpoint
+// parameters.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery = ""
+	return u.String()
 }

@@ -1,145 +1,54 @@
 package blob
 
-// A wrapper of a Store (metrics, counting, fault injection in tests) must
-// keep the optional abilities of the store it wraps: the engine finds
-// them by type assertion, so a wrapper that lacks a method its store has
-// silently turns the ability off (direct uploads fall back to the
-// server, the sweeper deletes one object per request, the lifecycle
-// safety net is skipped, resumable uploads are refused), and one that has a method its store lacks
-// claims an ability nobody can serve. Go has no dynamic proxies, so the
-// wrapper's value must have the right method set from the start: the
-// helpers here pick, among the combinations of abilities, the one the
-// wrapped store has.
-
-// abilities are the optional interfaces a store implements, nil where it
-// does not.
-type abilities struct {
-	bd BatchDeleter
-	ps Presigner
-	lc Lifecycler
-	ap Appender
+// Abilities are the optional abilities of a store, the ones only some
+// backends have: each field is what serves the ability (the store, or a
+// wrapper's stand-in that measures it), nil where the store lacks it.
+// The engine and the sweeper ask AbilitiesOf(store) and use what is not
+// nil: with no Presigner direct uploads go through the server, with no
+// BatchDeleter the sweeper deletes one object per request, with no
+// Lifecycler the lifecycle safety net is skipped, with no Appender
+// resumable uploads are refused, with no CORSConfigurer the bucket's
+// CORS rules are not checked.
+//
+// The interfaces have disjoint method sets, so one value can fill
+// several fields (an S3 bucket fills them all).
+type Abilities struct {
+	BatchDeleter   BatchDeleter
+	Presigner      Presigner
+	Lifecycler     Lifecycler
+	Appender       Appender
+	CORSConfigurer CORSConfigurer
 }
 
-func abilitiesOf(s Store) abilities {
-	var a abilities
-	a.bd, _ = s.(BatchDeleter)
-	a.ps, _ = s.(Presigner)
-	a.lc, _ = s.(Lifecycler)
-	a.ap, _ = s.(Appender)
+// abilityCarrier is implemented by stores that wrap another store: their
+// Abilities method says which abilities they carry. Go has no dynamic
+// proxies, so a wrapper cannot have the methods of exactly the
+// abilities its store has; it carries the store's Abilities value
+// instead, each field passed on as it is or replaced by a stand-in that
+// calls it (WithMetrics measures them, NewCounting counts batch
+// deletes).
+type abilityCarrier interface {
+	Abilities() Abilities
+}
+
+// AbilitiesOf returns the optional abilities of s. A backend has an
+// ability by having its methods (an *s3store.Bucket is a Presigner, ...),
+// found by type assertion. A wrapper (WithMetrics, NewCounting) has an
+// Abilities method instead, whose answer is then the whole answer: the
+// abilities of the store it wraps, as it carries them. A type that
+// embeds a Store (a test fake overriding one method) has neither, and so
+// none of the abilities of the store it embeds unless it defines their
+// methods itself: a method it overrides cannot be bypassed through an
+// ability it does not know about.
+func AbilitiesOf(s Store) Abilities {
+	if c, ok := s.(abilityCarrier); ok {
+		return c.Abilities()
+	}
+	var a Abilities
+	a.BatchDeleter, _ = s.(BatchDeleter)
+	a.Presigner, _ = s.(Presigner)
+	a.Lifecycler, _ = s.(Lifecycler)
+	a.Appender, _ = s.(Appender)
+	a.CORSConfigurer, _ = s.(CORSConfigurer)
 	return a
-}
-
-// mask has bit i set when the i-th ability (in the order of abilities'
-// fields) is there.
-func (a abilities) mask() int {
-	m := 0
-	for i, ok := range []bool{a.bd != nil, a.ps != nil, a.lc != nil, a.ap != nil} {
-		if ok {
-			m |= 1 << i
-		}
-	}
-	return m
-}
-
-// expose returns base extended with exactly the abilities of a that are
-// not nil: one struct type per combination, each embedding the
-// interfaces it has. The interfaces have disjoint method sets, so
-// embedding them side by side is never ambiguous.
-func expose(base Store, a abilities) Store {
-	switch a.mask() {
-	case 0b0001:
-		return struct {
-			Store
-			BatchDeleter
-		}{base, a.bd}
-	case 0b0010:
-		return struct {
-			Store
-			Presigner
-		}{base, a.ps}
-	case 0b0011:
-		return struct {
-			Store
-			BatchDeleter
-			Presigner
-		}{base, a.bd, a.ps}
-	case 0b0100:
-		return struct {
-			Store
-			Lifecycler
-		}{base, a.lc}
-	case 0b0101:
-		return struct {
-			Store
-			BatchDeleter
-			Lifecycler
-		}{base, a.bd, a.lc}
-	case 0b0110:
-		return struct {
-			Store
-			Presigner
-			Lifecycler
-		}{base, a.ps, a.lc}
-	case 0b0111:
-		return struct {
-			Store
-			BatchDeleter
-			Presigner
-			Lifecycler
-		}{base, a.bd, a.ps, a.lc}
-	case 0b1000:
-		return struct {
-			Store
-			Appender
-		}{base, a.ap}
-	case 0b1001:
-		return struct {
-			Store
-			BatchDeleter
-			Appender
-		}{base, a.bd, a.ap}
-	case 0b1010:
-		return struct {
-			Store
-			Presigner
-			Appender
-		}{base, a.ps, a.ap}
-	case 0b1011:
-		return struct {
-			Store
-			BatchDeleter
-			Presigner
-			Appender
-		}{base, a.bd, a.ps, a.ap}
-	case 0b1100:
-		return struct {
-			Store
-			Lifecycler
-			Appender
-		}{base, a.lc, a.ap}
-	case 0b1101:
-		return struct {
-			Store
-			BatchDeleter
-			Lifecycler
-			Appender
-		}{base, a.bd, a.lc, a.ap}
-	case 0b1110:
-		return struct {
-			Store
-			Presigner
-			Lifecycler
-			Appender
-		}{base, a.ps, a.lc, a.ap}
-	case 0b1111:
-		return struct {
-			Store
-			BatchDeleter
-			Presigner
-			Lifecycler
-			Appender
-		}{base, a.bd, a.ps, a.lc, a.ap}
-	default:
-		return base
-	}
 }

@@ -1,19 +1,29 @@
-// Package blob is claimcheck's object storage: a thin layer over
-// gocloud.dev/blob that gives the engine one small interface for every
-// backend (file, mem, S3 and S3-compatible stores, GCS, Azure).
+// Package blob is claimcheck's object storage: one small interface,
+// Store, that the engine uses for every backend, with the optional
+// abilities only some backends have, the wrappers that add to any store,
+// and the registry that finds a backend by the scheme of its URL.
 //
-// The layer does the shared work once so that the engine never sees a
-// backend's native errors: a missing object is ErrNotFound, deleting a
-// missing object succeeds, and a write whose context is cancelled before
-// Close leaves nothing visible. Abilities only some backends have
-// (presigned URLs, batch deletes, lifecycle rules) are separate interfaces
-// found by type assertion. blob/blobtest is the conformance suite every
-// implementation runs.
+// Each backend is a package of its own that registers its scheme in an
+// init function: blob/filestore (file://), blob/memstore (mem://) and
+// blob/s3store (s3://, S3 and S3-compatible services); blob/allstores
+// imports them all, and Open finds the one a URL names. The backends
+// built on gocloud.dev/blob share blob/gocloudbucket, which translates
+// gocloud's errors once. A new backend is one more package and one more
+// import in blob/allstores.
+//
+// Every backend does the shared work so that the engine never sees its
+// native errors: a missing object is ErrNotFound, deleting a missing
+// object succeeds, and a write whose context is cancelled before Close
+// leaves nothing visible. Abilities only some backends have (presigned
+// URLs, batch deletes, lifecycle rules, appends, bucket CORS rules) are
+// separate interfaces, gathered in one Abilities value that AbilitiesOf
+// returns. blob/blobtest is the conformance suite every implementation
+// runs.
 //
 // Wrappers add to a store without changing what it does: WithMetrics
 // counts and times every operation for Prometheus, NewCounting counts
-// requests for tests and benchmarks. Each has exactly the optional
-// abilities of the store it wraps, so type assertions see through it.
+// requests for tests and benchmarks. Each carries exactly the optional
+// abilities of the store it wraps, in its Abilities value.
 package blob
 
 import (

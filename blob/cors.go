@@ -26,8 +26,9 @@ var ErrCORSUnsupported = errors.New("the storage service does not support bucket
 
 // CORSConfigurer is implemented by stores whose presigned URLs browsers
 // use directly (S3): the bucket's CORS rules decide whether a page may
-// PUT a direct upload. The engine checks them at start (and writes its
-// own rule when asked), like the lifecycle rules.
+// PUT a direct upload. The start-up bucket set-up
+// (internal/bucketsetup) checks them (and writes its own rule when
+// asked), like the lifecycle rules.
 type CORSConfigurer interface {
 	// CORSRules returns the bucket's rules (none: an empty slice).
 	CORSRules(ctx context.Context) ([]CORSRule, error)

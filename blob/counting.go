@@ -22,7 +22,8 @@ type Counts struct {
 // use it to prove request budgets ("at most one delete per blob, zero
 // listings") without touching the backend.
 type Counting struct {
-	next Store
+	next      Store
+	abilities Abilities
 
 	writes, reads, attrs, deletes, batches, batchKeys, lists atomic.Int64
 }
@@ -38,18 +39,23 @@ var (
 	_ BatchDeleter = countingBatch{}
 )
 
-// NewCounting wraps next and returns the store to use, which has exactly
-// the optional abilities of next (so the engine's type assertions see
-// through the wrapper), and the counter to read. Batch deletes are
-// counted; presigning, lifecycle and append calls pass through uncounted.
+// NewCounting wraps next and returns the store to use, which carries
+// exactly the optional abilities of next (AbilitiesOf sees through the
+// wrapper), and the counter to read; both are the same *Counting. Batch
+// deletes are counted; presigning, lifecycle, append and CORS calls pass
+// through uncounted.
 func NewCounting(next Store) (Store, *Counting) {
 	c := &Counting{next: next}
-	a := abilitiesOf(next)
-	if a.bd != nil {
-		a.bd = countingBatch{c, a.bd}
+	c.abilities = AbilitiesOf(next)
+	if bd := c.abilities.BatchDeleter; bd != nil {
+		c.abilities.BatchDeleter = countingBatch{c, bd}
 	}
-	return expose(c, a), c
+	return c, c
 }
+
+// Abilities returns the optional abilities of the wrapped store, batch
+// deletes counted.
+func (c *Counting) Abilities() Abilities { return c.abilities }
 
 // Counts returns a snapshot. The counters are read one by one, so a
 // snapshot taken while requests are in flight need not be consistent

@@ -26,7 +26,7 @@ func TestCountingCounts(t *testing.T) {
 	ctx := t.Context()
 	c, counts := blob.NewCounting(openURL(t, "mem://"))
 	defer c.Close()
-	if _, ok := c.(blob.BatchDeleter); ok {
+	if blob.AbilitiesOf(c).BatchDeleter != nil {
 		t.Error("Counting over a store without batch deletes claims to have them")
 	}
 
@@ -52,8 +52,8 @@ func TestCountingBatch(t *testing.T) {
 	ctx := t.Context()
 	c, counts := blob.NewCounting(batchStore{openURL(t, "mem://")})
 	defer c.Close()
-	bd, ok := c.(blob.BatchDeleter)
-	if !ok {
+	bd := blob.AbilitiesOf(c).BatchDeleter
+	if bd == nil {
 		t.Fatal("Counting over a BatchDeleter hides DeleteMany")
 	}
 	if bd.MaxBatch() != 10 {

@@ -30,8 +30,10 @@ func (r LifecycleRule) Covers(prefix string) bool {
 }
 
 // Lifecycler is implemented by stores whose bucket deletes objects by age
-// on its own (S3 lifecycle rules). The engine uses it for the safety
-// net: a rule per namespace prefix, well past every deadline, so an object the protocol failed to delete does not stay forever.
+// on its own (S3 lifecycle rules). The start-up bucket set-up
+// (internal/bucketsetup) uses it for the safety net: a rule per
+// namespace prefix, well past every deadline, so an object the protocol
+// failed to delete does not stay forever.
 type Lifecycler interface {
 	// LifecycleRules returns the bucket's enabled rules (none: an empty
 	// slice, not an error).

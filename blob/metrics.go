@@ -98,10 +98,11 @@ func (o *opMetrics) observe(start time.Time, err error) {
 // the caller takes to consume or produce the bytes. DeleteMany fails if
 // any of its keys failed. Close is not measured.
 //
-// The result has exactly the optional abilities of s (BatchDeleter,
-// Presigner, Lifecycler, Appender), each measured too, so a type assertion sees
-// through the wrapper. The metrics are registered on reg (nil: not
-// registered), which panics if it has them already, like MustRegister.
+// The result carries exactly the optional abilities of s (AbilitiesOf
+// sees through it): BatchDeleter, Presigner, Lifecycler and Appender
+// measured too, CORSConfigurer passed on as it is (it is used once, at
+// start). The metrics are registered on reg (nil: not registered),
+// which panics if it has them already, like MustRegister.
 func WithMetrics(s Store, reg prometheus.Registerer) Store {
 	total := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "claimcheck_blob_operations_total",
@@ -123,28 +124,34 @@ func WithMetrics(s Store, reg prometheus.Registerer) Store {
 			m.ops[op].results[res] = total.WithLabelValues(name, rname)
 		}
 	}
-	a := abilitiesOf(s)
-	if a.bd != nil {
-		a.bd = meteredBatch{m, a.bd}
+	a := AbilitiesOf(s)
+	if a.BatchDeleter != nil {
+		a.BatchDeleter = meteredBatch{m, a.BatchDeleter}
 	}
-	if a.ps != nil {
-		a.ps = meteredPresign{m, a.ps}
+	if a.Presigner != nil {
+		a.Presigner = meteredPresign{m, a.Presigner}
 	}
-	if a.lc != nil {
-		a.lc = meteredLifecycle{m, a.lc}
+	if a.Lifecycler != nil {
+		a.Lifecycler = meteredLifecycle{m, a.Lifecycler}
 	}
-	if a.ap != nil {
-		a.ap = meteredAppend{m, a.ap}
+	if a.Appender != nil {
+		a.Appender = meteredAppend{m, a.Appender}
 	}
-	return expose(m, a)
+	m.abilities = a
+	return m
 }
 
-// meteredStore is the Store part of WithMetrics; the abilities are
-// separate types that expose combines with it.
+// meteredStore is the store WithMetrics returns; the measured abilities
+// are separate types, carried in abilities.
 type meteredStore struct {
-	next Store
-	ops  [numOps]opMetrics
+	next      Store
+	abilities Abilities
+	ops       [numOps]opMetrics
 }
+
+// Abilities returns the optional abilities of the wrapped store,
+// measured.
+func (m *meteredStore) Abilities() Abilities { return m.abilities }
 
 // NewWriter implements Store. The put is counted when the writer is
 // closed.

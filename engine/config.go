@@ -63,12 +63,12 @@ type Config struct {
 	// Lifecycle is what the store does with the bucket's lifecycle rules
 	// at start on storage that has them (S3): "manage" (default) creates
 	// and repairs them, "check" only reports drift, "off" ignores them.
-	// See safetynet.go and ADR 0020.
+	// See internal/bucketsetup and ADR 0020.
 	Lifecycle string `yaml:"lifecycle"`
 	// BucketCORS is what the store does at start with the CORS rules of a
 	// bucket browsers PUT direct uploads to (S3): "check" (default) says
 	// which of BrowserOrigins no rule covers, "manage" writes claimcheck's
-	// rule for them, "off" ignores them. See bucketcors.go and ADR 0086.
+	// rule for them, "off" ignores them. See internal/bucketsetup and ADR 0086.
 	BucketCORS string `yaml:"bucket_cors"`
 	// BrowserOrigins are the web origins whose pages use the server
 	// (serve sets them from http.cors.allowed_origins): the ones the

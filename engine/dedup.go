@@ -137,7 +137,7 @@ func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimchec
 
 // digestFirstNotBefore is the oldest creation time of a blob the claim
 // may share: the same bound as the upload path's commit (the lifecycle
-// safety net, safetynet.go), so a digest-first hit never shares an object
+// safety net, lifecyclebound.go), so a digest-first hit never shares an object
 // the bucket could expire before this claim's deadline.
 func (s *Store) digestFirstNotBefore(ns string, expires time.Time) time.Time {
 	return s.dedupNotBefore(ns, expires)

@@ -13,6 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/bucketsetup/lifecyclesim"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -149,7 +150,7 @@ func TestExtendUnderHold(t *testing.T) {
 // deletes the object of a claim extended to its limit.
 func TestLifecycleRuleFollowsMaxLifetime(t *testing.T) {
 	fc := clock.NewFake(t0)
-	sim := newSimBucket(t, fc)
+	sim := lifecyclesim.New(t, fc)
 	ttl := claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(48 * time.Hour), MaxLifetime: claimcheck.Duration(240 * time.Hour),
 		GracePeriod: claimcheck.Duration(time.Hour)}
 	s, err := engine.Open(context.Background(), engine.Config{
@@ -180,7 +181,7 @@ func TestLifecycleRuleFollowsMaxLifetime(t *testing.T) {
 	// Within max_age of the first object, but a claim made now may be
 	// extended to day 11.5, past the first object's day 11: not shared.
 	second := put()
-	if n := len(sim.written); n != 2 {
+	if n := sim.Written(); n != 2 {
 		t.Fatalf("%d objects written, want 2: dedup must not share an object the rule expires before the new claim's max_lifetime", n)
 	}
 	for _, ref := range []claimcheck.Ref{first, second} {
@@ -191,7 +192,7 @@ func TestLifecycleRuleFollowsMaxLifetime(t *testing.T) {
 	// Run the strictest lifecycle pass just before each deadline.
 	for _, ref := range []claimcheck.Ref{first, second} {
 		fc.Set(ref.CreatedAt.Add(240*time.Hour - time.Minute))
-		sim.expire(t)
+		sim.Expire(t)
 		p, err := s.Redeem(ctx, ref)
 		if err != nil {
 			t.Fatalf("extended claim %s a minute before its deadline: %v", ref.ID, err)

@@ -43,7 +43,7 @@ type metrics struct {
 	uploadsConfirmed *prometheus.CounterVec
 
 	// lifecycleDrift is what the start-up check of the lifecycle safety
-	// net found (safetynet.go).
+	// net found (internal/bucketsetup).
 	lifecycleDrift prometheus.Gauge
 }
 

@@ -168,7 +168,7 @@ func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimch
 		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
 		Tenant: s.tenantQuota(pol),
 		// Lifecycle safety net: never share an object the bucket may
-		// expire before this claim's deadline (safetynet.go).
+		// expire before this claim's deadline (lifecyclebound.go).
 		// Encrypted namespaces share only objects written under the
 		// current data key (keyFloor, crypt.go).
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, latestExpiry(pol, claim.CreatedAt, expires)), sk),

@@ -34,8 +34,8 @@ var _ claimcheck.ResumableUploads = (*Store)(nil)
 
 // appender returns the storage's append ability.
 func (s *Store) appender(op string) (blob.Appender, error) {
-	ap, ok := s.blobs.(blob.Appender)
-	if !ok {
+	ap := blob.AbilitiesOf(s.blobs).Appender
+	if ap == nil {
 		return nil, fmt.Errorf("%s: %w: this store's object storage cannot append (resumable uploads need file or S3 storage)", op, claimcheck.ErrUnavailable)
 	}
 	return ap, nil
@@ -596,8 +596,8 @@ func (s *Store) finishResumable(ctx context.Context, r meta.ResumableUpload) (bo
 // dropAppended aborts what the storage holds of an appended object. A
 // failure is left to the sweeper, which aborts it again with the row.
 func (s *Store) dropAppended(ctx context.Context, key, handle string) {
-	ap, ok := s.blobs.(blob.Appender)
-	if !ok {
+	ap := blob.AbilitiesOf(s.blobs).Appender
+	if ap == nil {
 		return
 	}
 	cctx, cancel := cleanupContext(ctx)

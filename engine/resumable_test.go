@@ -19,6 +19,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/filestore"
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
@@ -457,7 +458,7 @@ func TestResumableLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := b.s.blobs.(blob.Appender).AbortAppend(t.Context(), r.Key, r.Handle); err != nil {
+			if err := blob.AbilitiesOf(b.s.blobs).Appender.AbortAppend(t.Context(), r.Key, r.Handle); err != nil {
 				t.Fatal(err)
 			}
 			rest := data[5<<20 : 5<<20+10]
@@ -483,14 +484,14 @@ func TestResumableLost(t *testing.T) {
 // multipart upload id would be) and whose aborts fail while on, like a
 // bucket whose policy forbids AbortMultipartUpload.
 type failingAppends struct {
-	*blob.FileBucket
+	*filestore.Bucket
 	on bool
 }
 
 const fakeHandle = "upload-1"
 
 func (f *failingAppends) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
-	if _, err := f.FileBucket.BeginAppend(ctx, key, size); err != nil {
+	if _, err := f.Bucket.BeginAppend(ctx, key, size); err != nil {
 		return "", err
 	}
 	return fakeHandle, nil
@@ -503,7 +504,7 @@ func (f *failingAppends) AbortAppend(ctx context.Context, key, handle string) er
 	if f.on {
 		return errors.New("injected: access denied")
 	}
-	return f.FileBucket.AbortAppend(ctx, key, "")
+	return f.Bucket.AbortAppend(ctx, key, "")
 }
 
 // TestResumableReapDeadLetter: an abandoned upload whose abort keeps
@@ -517,7 +518,7 @@ func TestResumableReapDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.Close()
-	fa := &failingAppends{FileBucket: files.(*blob.FileBucket), on: true}
+	fa := &failingAppends{Bucket: files.(*filestore.Bucket), on: true}
 	fc := clock.NewFake(upT0)
 	s, err := Open(ctx, Config{
 		Data: t.TempDir(), Clock: fc, BlobStore: fa, Logger: slog.New(slog.DiscardHandler),
@@ -579,15 +580,15 @@ func TestResumableReapDeadLetter(t *testing.T) {
 // they stored, as a store that records the end of its last whole part
 // before the rest: the running hash then saw more than was recorded.
 type shortRecords struct {
-	*blob.FileBucket
+	*filestore.Bucket
 	short bool
 }
 
 func (s *shortRecords) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
 	if !s.short {
-		return s.FileBucket.Append(ctx, key, handle, size, off, r, durable)
+		return s.Bucket.Append(ctx, key, handle, size, off, r, durable)
 	}
-	return s.FileBucket.Append(ctx, key, handle, size, off, r, func(o int64) error { return durable(o - 1) })
+	return s.Bucket.Append(ctx, key, handle, size, off, r, func(o int64) error { return durable(o - 1) })
 }
 
 // TestResumableHashFallsBack: when the saved hash does not cover the
@@ -600,7 +601,7 @@ func TestResumableHashFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.Close()
-	sr := &shortRecords{FileBucket: files.(*blob.FileBucket)}
+	sr := &shortRecords{Bucket: files.(*filestore.Bucket)}
 	s, err := Open(ctx, Config{
 		Data: t.TempDir(), Clock: clock.NewFake(upT0), BlobStore: sr, Logger: slog.New(slog.DiscardHandler),
 		Namespaces: map[string]claimcheck.Policy{"plain": {Compression: claimcheck.CompressionNone}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck/blob"
+	_ "github.com/claimcheck/claimcheck/blob/allstores" // the storage backends Config.Storage may name
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/internal/bucketsetup"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -51,7 +54,8 @@ type Store struct {
 	// tenants holds the quota of each declared tenant (tenantquota.go).
 	tenants map[string]claimcheck.TenantPolicy
 	// rules are the bucket's lifecycle rules in force after the start-up
-	// check of the safety net (safetynet.go).
+	// check of the safety net (internal/bucketsetup), for dedup's bound
+	// (lifecyclebound.go).
 	rules   []blob.LifecycleRule
 	closers []io.Closer
 	// uploads: direct uploads' URL key (upload.go).
@@ -105,8 +109,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Metrics register once both stores are open, so an Open that fails
 	// there leaves the registry as it was. The stores given in Config are
 	// wrapped too: the engine measures whatever it runs on. The wrappers
-	// keep the optional abilities (presigning, batch deletes, lifecycle
-	// rules) that the engine and the sweeper find by type assertion.
+	// carry the optional abilities (presigning, batch deletes, lifecycle
+	// and CORS rules, appends) that the engine, the sweeper and the
+	// bucket set-up find with blob.AbilitiesOf.
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -116,13 +121,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
-	if err := s.setupLifecycle(ctx, cfg.Lifecycle); err != nil {
+	set, err := bucketsetup.Run(ctx, s.blobs, bucketsetup.Config{
+		Lifecycle: cfg.Lifecycle, Policies: s.policies, Defaults: s.defaults, ObjectKey: objectKey,
+		BucketCORS: cfg.BucketCORS, BrowserOrigins: cfg.BrowserOrigins, Logger: s.log,
+	})
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
-	// The bucket itself, not the metered wrapper: CORS is checked once,
-	// at start, and the wrapper keeps only the abilities it measures.
-	setupBucketCORS(ctx, s.log, blobStore, cfg.BucketCORS, cfg.BrowserOrigins)
+	s.rules = set.Rules
+	s.metrics.lifecycleDrift.Set(float64(set.Drift))
 	if err := s.syncTenants(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -225,4 +233,19 @@ func metaErr(op string, err error) error {
 	default:
 		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
 	}
+}
+
+// RedactURL drops the password and query of a URL shown in errors and
+// logs: a postgres:// DSN may carry a password, a storage URL endpoint
+// parameters.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery = ""
+	return u.String()
 }

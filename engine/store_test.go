@@ -14,6 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/gocloudbucket"
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
@@ -144,4 +145,4 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // The blob layer is used through its interface only; make sure the
 // store's default storage honours it.
-var _ blob.Store = (*blob.Bucket)(nil)
+var _ blob.Store = (*gocloudbucket.Bucket)(nil)

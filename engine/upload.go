@@ -172,7 +172,7 @@ func (s *Store) issue(ctx context.Context, up meta.Upload, st meta.ClaimState, c
 	if ttl <= 0 {
 		return u, nil // due now: the sweeper or the next load finishes it
 	}
-	if p, ok := s.blobs.(blob.Presigner); ok {
+	if p := blob.AbilitiesOf(s.blobs).Presigner; p != nil {
 		// S3: the URL is signed over the length and the checksum, so the
 		// service itself refuses other bytes. Whole seconds: SigV4
 		// expiries are.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/blob"
+	_ "github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"

@@ -449,7 +449,8 @@ func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int
 func (s *Sweeper) deleteObjects(ctx context.Context, blobs []meta.Blob) map[string]error {
 	failed := map[string]error{}
 	keys := make([]string, 0, len(blobs))
-	ap, appends := s.blobs.(blob.Appender)
+	ab := blob.AbilitiesOf(s.blobs)
+	ap, appends := ab.Appender, ab.Appender != nil
 	for _, b := range blobs {
 		if b.AppendHandle == "" || !appends {
 			keys = append(keys, b.Key)
@@ -459,7 +460,7 @@ func (s *Sweeper) deleteObjects(ctx context.Context, blobs []meta.Blob) map[stri
 			failed[b.Key] = err
 		}
 	}
-	if bd, ok := s.blobs.(blob.BatchDeleter); ok && bd.MaxBatch() > 1 {
+	if bd := ab.BatchDeleter; bd != nil && bd.MaxBatch() > 1 {
 		for len(keys) > 0 {
 			n := min(len(keys), bd.MaxBatch())
 			batch := keys[:n]

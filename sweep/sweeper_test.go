@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/claimcheck/claimcheck/blob"
+	_ "github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"

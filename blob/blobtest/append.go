@@ -37,8 +37,8 @@ func (c *cutReader) Read(p []byte) (int, error) {
 // did not match) leaves the recorded offset where it was, and the
 // completed object is exactly the bytes appended. Abort leaves nothing.
 func testAppend(t *testing.T, h *harness) {
-	ap, ok := h.store.(blob.Appender)
-	if !ok {
+	ap := blob.AbilitiesOf(h.store).Appender
+	if ap == nil {
 		t.Skipf("%T is not an Appender", h.store)
 	}
 	ctx := t.Context()

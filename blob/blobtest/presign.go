@@ -16,8 +16,8 @@ import (
 // a body of another length or with other bytes is refused by the service
 // and leaves no object.
 func testPresignPut(t *testing.T, h *harness) {
-	p, ok := h.store.(blob.Presigner)
-	if !ok {
+	p := blob.AbilitiesOf(h.store).Presigner
+	if p == nil {
 		t.Skipf("%T is not a Presigner", h.store)
 	}
 	data := payload(256<<10+7, 11)

@@ -118,7 +118,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	cfg := fc.Config
 	cfg.Logger = logger
 	// The bucket's CORS rules must cover the pages the server lets in
-	// (engine/bucketcors.go); load has validated them.
+	// (internal/bucketsetup/cors.go); load has validated them.
 	cfg.BrowserOrigins, _ = limits.CORS.NormalOrigins()
 	cfg.Registerer = reg
 	store, err := engine.Open(ctx, cfg)

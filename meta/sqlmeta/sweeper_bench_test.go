@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/blob"
+	_ "github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )

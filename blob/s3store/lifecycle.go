@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"context"
@@ -9,24 +9,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
-var _ Lifecycler = (*S3Bucket)(nil)
+var _ blob.Lifecycler = (*Bucket)(nil)
 
-// LifecycleRules implements Lifecycler. Disabled rules are left out: they
+// LifecycleRules implements blob.Lifecycler. Disabled rules are left out: they
 // delete nothing.
-func (b *S3Bucket) LifecycleRules(ctx context.Context) ([]LifecycleRule, error) {
+func (b *Bucket) LifecycleRules(ctx context.Context) ([]blob.LifecycleRule, error) {
 	out, err := b.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{
 		Bucket: aws.String(b.name),
 	})
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "NoSuchLifecycleConfiguration" {
-		return []LifecycleRule{}, nil
+		return []blob.LifecycleRule{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("blob: get lifecycle configuration of bucket %s: %w", b.name, err)
 	}
-	rules := make([]LifecycleRule, 0, len(out.Rules))
+	rules := make([]blob.LifecycleRule, 0, len(out.Rules))
 	for _, r := range out.Rules {
 		if r.Status != types.ExpirationStatusEnabled {
 			continue
@@ -34,7 +36,7 @@ func (b *S3Bucket) LifecycleRules(ctx context.Context) ([]LifecycleRule, error) 
 		// Rules written by older tools carry the prefix in the deprecated
 		// top-level field; they still expire objects, so they count.
 		//lint:ignore SA1019 reading legacy rules is the point
-		lr := LifecycleRule{ID: aws.ToString(r.ID), Prefix: aws.ToString(r.Prefix)}
+		lr := blob.LifecycleRule{ID: aws.ToString(r.ID), Prefix: aws.ToString(r.Prefix)}
 		if f := r.Filter; f != nil {
 			switch {
 			case f.And != nil:
@@ -62,9 +64,9 @@ func (b *S3Bucket) LifecycleRules(ctx context.Context) ([]LifecycleRule, error) 
 	return rules, nil
 }
 
-// PutLifecycleRules implements Lifecycler. No rules deletes the bucket's
+// PutLifecycleRules implements blob.Lifecycler. No rules deletes the bucket's
 // lifecycle configuration (S3 refuses an empty one).
-func (b *S3Bucket) PutLifecycleRules(ctx context.Context, rules []LifecycleRule) error {
+func (b *Bucket) PutLifecycleRules(ctx context.Context, rules []blob.LifecycleRule) error {
 	if len(rules) == 0 {
 		_, err := b.client.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(b.name)})
 		if err != nil {

@@ -1,4 +1,4 @@
-package blob
+package filestore
 
 import (
 	"context"
@@ -9,19 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-)
 
-// FileBucket is the Store for file:// URLs: the portable Bucket over
-// gocloud's file driver, plus appending (resumable uploads), which
-// needs the object's path on disk.
-type FileBucket struct {
-	*Bucket
-	dir string // absolute: the bucket's root, as the file driver resolved it
-}
-
-var (
-	_ Store    = (*FileBucket)(nil)
-	_ Appender = (*FileBucket)(nil)
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/gocloudbucket"
 )
 
 // appendCopyBuffer is the buffer of one Append's copy to its file.
@@ -33,7 +23,7 @@ const appendCopyBuffer = 256 << 10
 // keys, which are refused here rather than guessed at), so once the last
 // byte is appended the object is there, readable by NewReader, with no
 // copy or rename; and deleting key removes the staging file too.
-func (b *FileBucket) stagingPath(key string) (string, error) {
+func (b *Bucket) stagingPath(key string) (string, error) {
 	for _, seg := range strings.Split(key, "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.HasSuffix(seg, ".attrs") {
 			return "", fmt.Errorf("blob: append %s: key must be slash-separated names, none empty, \".\" or \"..\"", key)
@@ -47,9 +37,9 @@ func (b *FileBucket) stagingPath(key string) (string, error) {
 	return filepath.Join(b.dir, filepath.FromSlash(key)), nil
 }
 
-// BeginAppend implements Appender: an empty staging file at the object's
+// BeginAppend implements blob.Appender: an empty staging file at the object's
 // path. The handle is empty: the path says everything.
-func (b *FileBucket) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
+func (b *Bucket) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
 	p, err := b.stagingPath(key)
 	if err != nil {
 		return "", err
@@ -64,19 +54,19 @@ func (b *FileBucket) BeginAppend(ctx context.Context, key string, size int64) (s
 	return "", f.Close()
 }
 
-// Append implements Appender. The file is cut back to off first (bytes
+// Append implements blob.Appender. The file is cut back to off first (bytes
 // past it were never recorded), the body is written at off, and the
 // file is synced before durable is told, so a recorded offset survives
 // a crash of the machine. A refused chunk's bytes stay past the
 // recorded offset until the next Append cuts them.
-func (b *FileBucket) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
+func (b *Bucket) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
 	p, err := b.stagingPath(key)
 	if err != nil {
 		return off, err
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return off, fmt.Errorf("blob: append %s: %w", key, ErrNotFound)
+		return off, fmt.Errorf("blob: append %s: %w", key, blob.ErrNotFound)
 	}
 	if err != nil {
 		return off, fmt.Errorf("blob: append %s: %w", key, err)
@@ -136,16 +126,16 @@ func copyAppend(ctx context.Context, w io.Writer, r io.Reader, limit int64) (int
 	}
 }
 
-// CompleteAppend implements Appender: the staging file is the object
+// CompleteAppend implements blob.Appender: the staging file is the object
 // already; it is cut to size in case a refused chunk left bytes past it.
-func (b *FileBucket) CompleteAppend(ctx context.Context, key, handle string, size int64) error {
+func (b *Bucket) CompleteAppend(ctx context.Context, key, handle string, size int64) error {
 	p, err := b.stagingPath(key)
 	if err != nil {
 		return err
 	}
 	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("blob: complete append %s: %w", key, ErrNotFound)
+		return fmt.Errorf("blob: complete append %s: %w", key, blob.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("blob: complete append %s: %w", key, err)
@@ -161,15 +151,15 @@ func (b *FileBucket) CompleteAppend(ctx context.Context, key, handle string, siz
 	return nil
 }
 
-// AbortAppend implements Appender: the staging file is removed.
-func (b *FileBucket) AbortAppend(ctx context.Context, key, handle string) error {
+// AbortAppend implements blob.Appender: the staging file is removed.
+func (b *Bucket) AbortAppend(ctx context.Context, key, handle string) error {
 	if _, err := b.stagingPath(key); err != nil {
 		return err
 	}
 	return b.Delete(ctx, key)
 }
 
-// Attributes implements Store with one stat of the object's file where
+// Attributes implements blob.Store with one stat of the object's file where
 // the key maps to a path as is (see stagingPath; a segment ending in "."
 // is left to the driver too, which escapes the slash after ".."). The
 // file driver's own Attributes stats the same file and then tries to
@@ -179,17 +169,17 @@ func (b *FileBucket) AbortAppend(ctx context.Context, key, handle string) error 
 // so the failed open and the span were paid with the database's one
 // writer lock held. Size and ModTime are the stat's, as the driver's
 // are; a directory is no object, as for the driver.
-func (b *FileBucket) Attributes(ctx context.Context, key string) (Attributes, error) {
+func (b *Bucket) Attributes(ctx context.Context, key string) (blob.Attributes, error) {
 	p, err := b.stagingPath(key)
 	if err != nil || strings.HasSuffix(key, ".") || strings.Contains(key, "./") {
 		return b.Bucket.Attributes(ctx, key)
 	}
 	info, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && info.IsDir() {
-		err = ErrNotFound
+		err = blob.ErrNotFound
 	}
 	if err != nil {
-		return Attributes{}, wrap("attributes", key, err)
+		return blob.Attributes{}, gocloudbucket.Wrap("attributes", key, err)
 	}
-	return Attributes{Size: info.Size(), ModTime: info.ModTime()}, nil
+	return blob.Attributes{Size: info.Size(), ModTime: info.ModTime()}, nil
 }

@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"context"
@@ -12,31 +12,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
-var _ Presigner = (*S3Bucket)(nil)
+var _ blob.Presigner = (*Bucket)(nil)
 
 // maxPresignTTL is the longest lifetime SigV4 allows a presigned URL.
 const maxPresignTTL = 7 * 24 * time.Hour
 
-// PresignPut implements Presigner. The URL is signed over the
+// PresignPut implements blob.Presigner. The URL is signed over the
 // Content-Length and the x-amz-checksum-sha256 header, so the service
 // refuses a body of another length (the signature no longer matches) or
 // other bytes (the checksum does not), and the object never appears.
 // sha256Hex is the object's digest as 64 lowercase hex digits.
-func (b *S3Bucket) PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (PresignedPut, error) {
+func (b *Bucket) PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (blob.PresignedPut, error) {
 	sum, err := hex.DecodeString(sha256Hex)
 	if err != nil || len(sum) != 32 || strings.ToLower(sha256Hex) != sha256Hex {
-		return PresignedPut{}, fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
 	}
 	if size < 0 {
-		return PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: must not be negative", key, size)
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: must not be negative", key, size)
 	}
 	if ttl <= 0 || ttl > maxPresignTTL {
-		return PresignedPut{}, fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxPresignTTL)
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxPresignTTL)
 	}
 	if escapedByGocloud(key) {
-		return PresignedPut{}, fmt.Errorf("blob: presign %s: key has characters only the portable API can store", key)
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: key has characters only the portable API can store", key)
 	}
 	p := s3.NewPresignClient(b.client, s3.WithPresignExpires(ttl))
 	req, err := p.PresignPutObject(ctx, &s3.PutObjectInput{
@@ -48,7 +50,7 @@ func (b *S3Bucket) PresignPut(ctx context.Context, key string, size int64, sha25
 		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum)),
 	})
 	if err != nil {
-		return PresignedPut{}, fmt.Errorf("blob: presign %s: %w", key, err)
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: %w", key, err)
 	}
 	headers := make(map[string]string, len(req.SignedHeader))
 	for k, v := range req.SignedHeader {
@@ -59,5 +61,5 @@ func (b *S3Bucket) PresignPut(ctx context.Context, key string, size int64, sha25
 		}
 		headers[http.CanonicalHeaderKey(k)] = v[0]
 	}
-	return PresignedPut{URL: req.URL, Method: req.Method, Headers: headers, Expires: time.Now().Add(ttl)}, nil
+	return blob.PresignedPut{URL: req.URL, Method: req.Method, Headers: headers, Expires: time.Now().Add(ttl)}, nil
 }

@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	gcblob "gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/gocloudbucket"
 )
 
 // s3IdleConnsPerHost is how many idle connections to the S3 endpoint the
@@ -31,21 +34,21 @@ const s3IdleConnsPerHost = 256
 // mean fewer system calls per megabyte.
 const s3SocketBuffer = 64 << 10
 
-// openS3 opens an s3:// URL. gocloud parses and validates the URL and
+// open opens an s3:// URL. gocloud parses and validates the URL and
 // builds the SDK client from it (endpoint, region, profile, checksum
 // settings, ...); that client is then tuned (s3Client) and the bucket is
 // opened again over the tuned client, so that gocloud's calls and ours
 // share one connection pool.
-func openS3(ctx context.Context, u *url.URL) (Store, error) {
+func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 	probe, err := gcblob.OpenBucket(ctx, u.String())
 	if err != nil {
-		return nil, fmt.Errorf("blob: open %s: %w", redact(u), err)
+		return nil, fmt.Errorf("blob: open %s: %w", gocloudbucket.Redact(u), err)
 	}
 	var base *s3.Client
 	ok := probe.As(&base)
 	_ = probe.Close()
 	if !ok {
-		return nil, fmt.Errorf("blob: open %s: no S3 client behind the bucket", redact(u))
+		return nil, fmt.Errorf("blob: open %s: no S3 client behind the bucket", gocloudbucket.Redact(u))
 	}
 	q := u.Query()
 	client := s3Client(base, checksumsChosen(q))
@@ -56,9 +59,9 @@ func openS3(ctx context.Context, u *url.URL) (Store, error) {
 		RequestChecksumCalculation: client.Options().RequestChecksumCalculation,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("blob: open %s: %w", redact(u), err)
+		return nil, fmt.Errorf("blob: open %s: %w", gocloudbucket.Redact(u), err)
 	}
-	return &S3Bucket{Bucket: &Bucket{b: b, startAfter: true}, client: client, name: u.Host, sse: sse}, nil
+	return &Bucket{Bucket: gocloudbucket.New(b, gocloudbucket.Options{StartAfter: startAfter}), client: client, name: u.Host, sse: sse}, nil
 }
 
 // s3Client returns a copy of base tuned for claimcheck:

@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"bytes"
@@ -11,9 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
-var _ Appender = (*S3Bucket)(nil)
+var _ blob.Appender = (*Bucket)(nil)
 
 // S3 multipart limits: every part but the last has at least 5 MiB, an
 // upload has at most 10,000 parts, an object at most 5 TiB.
@@ -36,7 +38,7 @@ func AppendPartSize(size int64) int64 {
 	return p
 }
 
-// BeginAppend implements Appender: a multipart upload of key, whose id
+// BeginAppend implements blob.Appender: a multipart upload of key, whose id
 // is the handle.
 //
 // How the bytes are kept between requests: the whole parts received so
@@ -46,7 +48,7 @@ func AppendPartSize(size int64) int64 {
 // aborting the upload leaves nothing. The caller's recorded offset o
 // decides what counts: parts 1…⌊o/p⌋, and the first o mod p bytes of the
 // object at key. Append keeps that true at every instant (see Append).
-func (b *S3Bucket) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
+func (b *Bucket) BeginAppend(ctx context.Context, key string, size int64) (string, error) {
 	if size < 0 || size > maxObjectSize {
 		return "", fmt.Errorf("blob: begin append %s: size %d: want 0 to %d bytes", key, size, int64(maxObjectSize))
 	}
@@ -62,7 +64,7 @@ func (b *S3Bucket) BeginAppend(ctx context.Context, key string, size int64) (str
 	return aws.ToString(out.UploadId), nil
 }
 
-// Append implements Appender. It holds at most one part in memory: the
+// Append implements blob.Appender. It holds at most one part in memory: the
 // tail kept at key (bytes since the last whole part) followed by the
 // new bytes; each time that fills a part, the part is uploaded. After
 // the body ends: if whole parts were added, durable(last part's end) is
@@ -72,7 +74,7 @@ func (b *S3Bucket) BeginAppend(ctx context.Context, key string, size int64) (str
 // first bytes are right: an upload of part n before its offset is
 // recorded is simply uploaded again by the next Append, and the tail at
 // key is never replaced while the recorded offset still needs it.
-func (b *S3Bucket) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
+func (b *Bucket) Append(ctx context.Context, key, handle string, size, off int64, r io.Reader, durable func(int64) error) (int64, error) {
 	p := AppendPartSize(size)
 	done := off / p // whole parts recorded
 	buf := make([]byte, p)
@@ -150,13 +152,13 @@ func (b *S3Bucket) Append(ctx context.Context, key, handle string, size, off int
 }
 
 // uploadPart uploads part n of the multipart upload.
-func (b *S3Bucket) uploadPart(ctx context.Context, key, handle string, n int64, data []byte) error {
+func (b *Bucket) uploadPart(ctx context.Context, key, handle string, n int64, data []byte) error {
 	_, err := b.client.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: aws.String(b.name), Key: aws.String(key), UploadId: aws.String(handle),
 		PartNumber: aws.Int32(int32(n)), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
 	})
 	if noSuchUpload(err) {
-		err = ErrNotFound
+		err = blob.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("blob: append %s: upload part %d: %w", key, n, err)
@@ -164,14 +166,14 @@ func (b *S3Bucket) uploadPart(ctx context.Context, key, handle string, n int64, 
 	return nil
 }
 
-// uploadExists fails with ErrNotFound if the multipart upload was
+// uploadExists fails with blob.ErrNotFound if the multipart upload was
 // completed or aborted.
-func (b *S3Bucket) uploadExists(ctx context.Context, key, handle string) error {
+func (b *Bucket) uploadExists(ctx context.Context, key, handle string) error {
 	_, err := b.client.ListParts(ctx, &s3.ListPartsInput{
 		Bucket: aws.String(b.name), Key: aws.String(key), UploadId: aws.String(handle), MaxParts: aws.Int32(1),
 	})
 	if noSuchUpload(err) {
-		err = ErrNotFound
+		err = blob.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("blob: append %s: %w", key, err)
@@ -181,7 +183,7 @@ func (b *S3Bucket) uploadExists(ctx context.Context, key, handle string) error {
 
 // putTail writes the bytes after the last whole part as the object at
 // key, with one PUT.
-func (b *S3Bucket) putTail(ctx context.Context, key string, data []byte) error {
+func (b *Bucket) putTail(ctx context.Context, key string, data []byte) error {
 	_, err := b.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(b.name), Key: aws.String(key), Body: bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))), ContentType: aws.String("application/octet-stream"),
@@ -192,13 +194,13 @@ func (b *S3Bucket) putTail(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// CompleteAppend implements Appender: the tail kept at key becomes the
+// CompleteAppend implements blob.Appender: the tail kept at key becomes the
 // last part, and the multipart upload is completed over parts 1…n,
 // replacing the tail object with the whole one. An empty object has no
 // parts: the upload is aborted and an empty object written. A retry
 // after a completion whose answer was lost finds no upload and an
 // object of the right size, and succeeds.
-func (b *S3Bucket) CompleteAppend(ctx context.Context, key, handle string, size int64) error {
+func (b *Bucket) CompleteAppend(ctx context.Context, key, handle string, size int64) error {
 	if size == 0 {
 		if err := b.abortUpload(ctx, key, handle); err != nil {
 			return err
@@ -215,7 +217,7 @@ func (b *S3Bucket) CompleteAppend(ctx context.Context, key, handle string, size 
 		}
 		n++
 		if err := b.uploadPart(ctx, key, handle, n, data); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, blob.ErrNotFound) {
 				return b.completedAlready(ctx, key, size, err)
 			}
 			return err
@@ -260,7 +262,7 @@ func (b *S3Bucket) CompleteAppend(ctx context.Context, key, handle string, size 
 }
 
 // readTail reads the n bytes kept at key after the last whole part.
-func (b *S3Bucket) readTail(ctx context.Context, key string, n int64) ([]byte, error) {
+func (b *Bucket) readTail(ctx context.Context, key string, n int64) ([]byte, error) {
 	rd, err := b.NewRangeReader(ctx, key, 0, n)
 	if err != nil {
 		return nil, fmt.Errorf("blob: complete append %s: %w", key, err)
@@ -276,23 +278,23 @@ func (b *S3Bucket) readTail(ctx context.Context, key string, n int64) ([]byte, e
 // completedAlready answers a completion that finds the multipart upload
 // gone: done if the object has the size (an earlier completion whose
 // answer was lost), else the upload was aborted.
-func (b *S3Bucket) completedAlready(ctx context.Context, key string, size int64, cause error) error {
+func (b *Bucket) completedAlready(ctx context.Context, key string, size int64, cause error) error {
 	if a, err := b.Attributes(ctx, key); err == nil && a.Size == size {
 		return nil
 	}
-	return fmt.Errorf("blob: complete append %s: the upload is gone: %w (%v)", key, ErrNotFound, cause)
+	return fmt.Errorf("blob: complete append %s: the upload is gone: %w (%v)", key, blob.ErrNotFound, cause)
 }
 
-// AbortAppend implements Appender: the multipart upload is aborted and
+// AbortAppend implements blob.Appender: the multipart upload is aborted and
 // the object at key (the tail, or the completed object) deleted.
-func (b *S3Bucket) AbortAppend(ctx context.Context, key, handle string) error {
+func (b *Bucket) AbortAppend(ctx context.Context, key, handle string) error {
 	if err := b.abortUpload(ctx, key, handle); err != nil {
 		return err
 	}
 	return b.Delete(ctx, key)
 }
 
-func (b *S3Bucket) abortUpload(ctx context.Context, key, handle string) error {
+func (b *Bucket) abortUpload(ctx context.Context, key, handle string) error {
 	if handle == "" {
 		return nil
 	}

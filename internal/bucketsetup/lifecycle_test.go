@@ -1,13 +1,10 @@
-package engine_test
+package bucketsetup_test
 
 import (
 	"bytes"
 	"context"
-	"io"
 	"math/rand/v2"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,95 +15,11 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/bucketsetup/lifecyclesim"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
-// simBucket is an in-memory bucket with lifecycle rules, whose objects'
-// ages come from the engine's fake clock, so a test can run the bucket's
-// expiration pass at any simulated time.
-type simBucket struct {
-	blob.Store
-	clock *clock.Fake
-
-	mu      sync.Mutex
-	rules   []blob.LifecycleRule
-	written map[string]time.Time // key → write time (fake clock)
-	puts    int                  // PutLifecycleRules calls
-}
-
-var _ blob.Lifecycler = (*simBucket)(nil)
-
-func newSimBucket(t *testing.T, fc *clock.Fake, rules ...blob.LifecycleRule) *simBucket {
-	t.Helper()
-	mem, err := blob.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
-	return &simBucket{Store: mem, clock: fc, rules: rules, written: map[string]time.Time{}}
-}
-
-func (b *simBucket) LifecycleRules(context.Context) ([]blob.LifecycleRule, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.rules), nil
-}
-
-func (b *simBucket) PutLifecycleRules(_ context.Context, rules []blob.LifecycleRule) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.rules = slices.Clone(rules)
-	b.puts++
-	return nil
-}
-
-func (b *simBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
-	w, err := b.Store.NewWriter(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return &simWriter{WriteCloser: w, b: b, key: key}, nil
-}
-
-type simWriter struct {
-	io.WriteCloser
-	b   *simBucket
-	key string
-}
-
-func (w *simWriter) Close() error {
-	if err := w.WriteCloser.Close(); err != nil {
-		return err
-	}
-	w.b.mu.Lock()
-	defer w.b.mu.Unlock()
-	w.b.written[w.key] = w.b.clock.Now()
-	return nil
-}
-
-// expire is the bucket's lifecycle pass, at its strictest: every object
-// at least as old as the shortest rule covering it is deleted (S3 waits
-// for the next midnight after that). It returns the keys deleted.
-func (b *simBucket) expire(t *testing.T) []string {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	var gone []string
-	for key, at := range b.written {
-		for _, r := range b.rules {
-			if r.ExpireDays > 0 && strings.HasPrefix(key, r.Prefix) && !now.Before(at.Add(time.Duration(r.ExpireDays)*24*time.Hour)) {
-				if err := b.Store.Delete(context.Background(), key); err != nil {
-					t.Fatal(err)
-				}
-				delete(b.written, key)
-				gone = append(gone, key)
-				break
-			}
-		}
-	}
-	return gone
-}
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // TestLifecycleNeverExpiresLiveClaims runs puts of a few recurring
 // payloads (so dedup shares old blobs) while time moves on in uneven
@@ -116,7 +29,7 @@ func (b *simBucket) expire(t *testing.T) []string {
 // object.
 func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
 	fc := clock.NewFake(t0)
-	sim := newSimBucket(t, fc)
+	sim := lifecyclesim.New(t, fc)
 	no := false
 	ttl := claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(48 * time.Hour), DeleteAfterRead: &no,
 		GracePeriod: claimcheck.Duration(time.Hour), RetentionAfterRead: claimcheck.Duration(time.Minute)}
@@ -158,7 +71,7 @@ func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
 		fc.Advance(time.Duration(r.IntN(20*60)) * time.Minute)
 		// The bucket's pass first, so it races the sweeper for objects
 		// that are due for collection.
-		expired += len(sim.expire(t))
+		expired += len(sim.Expire(t))
 		if _, err := s.SweepOnce(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
@@ -199,11 +112,11 @@ func TestLifecycleDrift(t *testing.T) {
 		{ID: "claimcheck:ns:lc", Prefix: "lc/", ExpireDays: 9},
 		foreign, unrelated,
 	}
-	open := func(t *testing.T, mode string, sim *simBucket) (*engine.Store, *prometheus.Registry) {
+	open := func(t *testing.T, mode string, sim *lifecyclesim.Bucket) (*engine.Store, *prometheus.Registry) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
 		s, err := engine.Open(context.Background(), engine.Config{
-			Data: t.TempDir(), Clock: sim.clock, BlobStore: sim, Registerer: reg, Lifecycle: mode,
+			Data: t.TempDir(), Clock: sim.Clock, BlobStore: sim, Registerer: reg, Lifecycle: mode,
 			Defaults:   engine.Defaults{Disabled: true},
 			Namespaces: map[string]claimcheck.Policy{"lc": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
 			Sweeper:    sweep.Config{Disabled: true},
@@ -230,10 +143,10 @@ func TestLifecycleDrift(t *testing.T) {
 	}
 
 	t.Run("Check", func(t *testing.T) {
-		sim := newSimBucket(t, clock.NewFake(t0), start...)
+		sim := lifecyclesim.New(t, clock.NewFake(t0), start...)
 		_, reg := open(t, engine.LifecycleCheck, sim)
-		if sim.puts != 0 {
-			t.Errorf("check mode wrote the rules %d times", sim.puts)
+		if puts := sim.Puts(); puts != 0 {
+			t.Errorf("check mode wrote the rules %d times", puts)
 		}
 		// stale old, drifted lc, missing abort, foreign too short.
 		if got := drift(t, reg); got != 4 {
@@ -241,7 +154,7 @@ func TestLifecycleDrift(t *testing.T) {
 		}
 	})
 	t.Run("Manage", func(t *testing.T) {
-		sim := newSimBucket(t, clock.NewFake(t0), start...)
+		sim := lifecyclesim.New(t, clock.NewFake(t0), start...)
 		s, reg := open(t, engine.LifecycleManage, sim)
 		rules, _ := sim.LifecycleRules(context.Background())
 		ids := map[string]blob.LifecycleRule{}
@@ -268,14 +181,12 @@ func TestLifecycleDrift(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sim.clock.Advance(2 * time.Hour)
+		sim.Clock.Advance(2 * time.Hour)
 		if _, err := s.Put(context.Background(), "lc", bytes.NewReader(data), claimcheck.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		_ = r1
-		sim.mu.Lock()
-		n := len(sim.written)
-		sim.mu.Unlock()
+		n := sim.Written()
 		if n != 2 {
 			t.Errorf("%d objects written, want 2 (no dedup onto an object a 1-day rule may expire first)", n)
 		}

@@ -1,9 +1,9 @@
-package engine
+package bucketsetup
 
 import (
 	"context"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -24,9 +24,10 @@ import (
 // The invariant the rules impose on the engine: S3 counts an object's age
 // from its write, not from our references, so a blob shared by dedup must
 // have been written recently enough that its rule cannot expire it before
-// the new claim's deadline. dedupNotBefore computes that bound for Commit.
+// the new claim's deadline. The engine computes that bound for Commit
+// from the rules in force that Run returns (engine's dedupNotBefore).
 
-// Lifecycle modes (Config.Lifecycle).
+// Lifecycle modes (Config.Lifecycle, engine.Config.Lifecycle).
 const (
 	// LifecycleManage creates missing rules and repairs drifted ones at
 	// start (the default).
@@ -40,14 +41,15 @@ const (
 )
 
 const (
-	// lifecycleMargin is added to max_age + grace_period before rounding up
+	// LifecycleMargin is added to max_age + grace_period before rounding up
 	// to whole days: it covers clock skew between us and the bucket, and
 	// the time between a blob row's creation and its object's write.
-	lifecycleMargin = time.Hour
+	LifecycleMargin = time.Hour
 	// abortMultipartDays aborts uploads nobody completed or aborted (a
 	// process killed mid-put).
 	abortMultipartDays = 1
-	// ruleIDPrefix marks the rules this store owns; others are kept.
+	// ruleIDPrefix marks the rules (and the CORS rule) this store owns;
+	// others are kept.
 	ruleIDPrefix    = "claimcheck:"
 	ruleIDDefault   = ruleIDPrefix + "default"
 	ruleIDAbort     = ruleIDPrefix + "abort-multipart"
@@ -61,12 +63,12 @@ const (
 // lifetime from its creation, so the rule never expires the object of a
 // live claim, extended or not.
 func lifecycleDays(p claimcheck.Policy) int {
-	d := p.TTL.Lifetime() + p.TTL.GracePeriod.D() + lifecycleMargin
+	d := p.TTL.Lifetime() + p.TTL.GracePeriod.D() + LifecycleMargin
 	return int((d + 24*time.Hour - 1) / (24 * time.Hour))
 }
 
 // desiredRules are the rules the policies call for, sorted by ID.
-func desiredRules(policies map[string]claimcheck.Policy, defaults *claimcheck.Policy) []blob.LifecycleRule {
+func desiredRules(policies map[string]claimcheck.Policy, defaults *claimcheck.Policy, objectKey func(ns, blobID string) string) []blob.LifecycleRule {
 	rules := []blob.LifecycleRule{{ID: ruleIDAbort, AbortMultipartDays: abortMultipartDays}}
 	longest := 0
 	for ns, p := range policies {
@@ -128,26 +130,25 @@ func checkDrift(actual, want []blob.LifecycleRule) []driftItem {
 	return items
 }
 
-// setupLifecycle runs the start-up check in the configured mode and
-// remembers the rules in force for dedupNotBefore.
-func (s *Store) setupLifecycle(ctx context.Context, mode string) error {
-	lc, ok := s.blobs.(blob.Lifecycler)
-	if !ok || mode == LifecycleOff {
-		return nil
+// setupLifecycle runs the start-up check in the configured mode. It
+// returns the rules in force, for the engine's dedup bound, and the
+// number of drifted rules left as they are, for its gauge.
+func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, cfg Config) ([]blob.LifecycleRule, int, error) {
+	mode := cfg.Lifecycle
+	if lc == nil || mode == LifecycleOff {
+		return nil, 0, nil
 	}
 	actual, err := lc.LifecycleRules(ctx)
 	if err != nil {
-		return fmt.Errorf("lifecycle: %w (set \"lifecycle: off\" if these credentials may not read the bucket's lifecycle configuration)", err)
+		return nil, 0, fmt.Errorf("lifecycle: %w (set \"lifecycle: off\" if these credentials may not read the bucket's lifecycle configuration)", err)
 	}
-	want := desiredRules(s.policies, s.defaults)
+	want := desiredRules(cfg.Policies, cfg.Defaults, cfg.ObjectKey)
 	items := checkDrift(actual, want)
-	s.rules = actual
 	if mode == LifecycleCheck || len(items) == 0 {
-		s.metrics.lifecycleDrift.Set(float64(len(items)))
 		for _, it := range items {
-			s.log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what, "mode", mode)
+			log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what, "mode", mode)
 		}
-		return nil
+		return actual, len(items), nil
 	}
 	// Manage: our rules as wanted, everybody else's as they are.
 	next := append([]blob.LifecycleRule(nil), want...)
@@ -167,9 +168,9 @@ func (s *Store) setupLifecycle(ctx context.Context, mode string) error {
 			}
 		}
 		if err2 := lc.PutLifecycleRules(ctx, without); err2 != nil {
-			return fmt.Errorf("lifecycle: write rules: %w (set \"lifecycle: check\" or \"off\" if these credentials may not change the bucket's configuration)", err)
+			return nil, 0, fmt.Errorf("lifecycle: write rules: %w (set \"lifecycle: check\" or \"off\" if these credentials may not change the bucket's configuration)", err)
 		}
-		s.log.Info("lifecycle: the bucket refuses abort-incomplete-multipart rules; relying on the service's own clean-up of stale uploads", "err", err)
+		log.Info("lifecycle: the bucket refuses abort-incomplete-multipart rules; relying on the service's own clean-up of stale uploads", "err", err)
 		next = without
 	}
 	unrepaired := 0
@@ -178,17 +179,15 @@ func (s *Store) setupLifecycle(ctx context.Context, mode string) error {
 		case it.id == ruleIDAbort && !hasRule(next, ruleIDAbort):
 			// Not drift: the service cannot have this rule.
 		case it.repairable && it.what == "missing":
-			s.log.Info("lifecycle rule created", "rule", it.id)
+			log.Info("lifecycle rule created", "rule", it.id)
 		case it.repairable:
-			s.log.Warn("lifecycle rule drift repaired", "rule", it.id, "drift", it.what)
+			log.Warn("lifecycle rule drift repaired", "rule", it.id, "drift", it.what)
 		default:
 			unrepaired++
-			s.log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what)
+			log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what)
 		}
 	}
-	s.metrics.lifecycleDrift.Set(float64(unrepaired))
-	s.rules = next
-	return nil
+	return next, unrepaired, nil
 }
 
 func hasRule(rules []blob.LifecycleRule, id string) bool {
@@ -198,52 +197,4 @@ func hasRule(rules []blob.LifecycleRule, id string) bool {
 		}
 	}
 	return false
-}
-
-// dedupNotBefore is the oldest creation time of a blob that dedup may
-// share with a claim expiring at expires in namespace ns: the bucket's
-// rules in force must keep the blob's object until then plus the margin.
-// An object is written after its blob row is created, and S3 counts whole
-// days from the write, so a blob created at or after the bound outlives
-// the claim. The zero time (no bound) when no rule covers the namespace.
-func (s *Store) dedupNotBefore(ns string, expires time.Time) time.Time {
-	prefix := objectKey(ns, "")
-	days := 0
-	for _, r := range s.rules {
-		if r.ExpireDays > 0 && r.Covers(prefix) && (days == 0 || r.ExpireDays < days) {
-			days = r.ExpireDays
-		}
-	}
-	if days == 0 {
-		return time.Time{}
-	}
-	return expires.Add(lifecycleMargin - time.Duration(days)*24*time.Hour)
-}
-
-// RedactURL drops the password and query of a URL shown in errors and
-// logs: a postgres:// DSN may carry a password, a storage URL endpoint
-// parameters.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	u.RawQuery = ""
-	return u.String()
-}
-
-// latestExpiry is the latest a claim created at created with expiry
-// expires may ever expire under policy p: created + ttl.max_lifetime when
-// extensions may move it there (ADR 0101), else expires. Dedup bounds the
-// blobs it shares by this, not by the expiry of the day, so that the
-// choice already holds for every expiry the claim may be given later
-// (Extend checks again, for blobs chosen under an older policy).
-func latestExpiry(p claimcheck.Policy, created, expires time.Time) time.Time {
-	if l := created.Add(p.TTL.Lifetime()); l.After(expires) {
-		return l
-	}
-	return expires
 }

@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
-var _ CORSConfigurer = (*S3Bucket)(nil)
+var _ blob.CORSConfigurer = (*Bucket)(nil)
 
 // corsUnsupported tells a service without bucket CORS configuration
 // (MinIO: NotImplemented) from a failure.
@@ -20,22 +22,22 @@ func corsUnsupported(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode() == "NotImplemented"
 }
 
-// CORSRules implements CORSConfigurer.
-func (b *S3Bucket) CORSRules(ctx context.Context) ([]CORSRule, error) {
+// CORSRules implements blob.CORSConfigurer.
+func (b *Bucket) CORSRules(ctx context.Context) ([]blob.CORSRule, error) {
 	out, err := b.client.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: aws.String(b.name)})
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "NoSuchCORSConfiguration" {
-		return []CORSRule{}, nil
+		return []blob.CORSRule{}, nil
 	}
 	if corsUnsupported(err) {
-		return nil, fmt.Errorf("blob: get CORS configuration of bucket %s: %w (%v)", b.name, ErrCORSUnsupported, err)
+		return nil, fmt.Errorf("blob: get CORS configuration of bucket %s: %w (%v)", b.name, blob.ErrCORSUnsupported, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("blob: get CORS configuration of bucket %s: %w", b.name, err)
 	}
-	rules := make([]CORSRule, 0, len(out.CORSRules))
+	rules := make([]blob.CORSRule, 0, len(out.CORSRules))
 	for _, r := range out.CORSRules {
-		rules = append(rules, CORSRule{
+		rules = append(rules, blob.CORSRule{
 			ID:             aws.ToString(r.ID),
 			AllowedOrigins: r.AllowedOrigins,
 			AllowedMethods: r.AllowedMethods,
@@ -47,13 +49,13 @@ func (b *S3Bucket) CORSRules(ctx context.Context) ([]CORSRule, error) {
 	return rules, nil
 }
 
-// PutCORSRules implements CORSConfigurer. No rules deletes the bucket's
+// PutCORSRules implements blob.CORSConfigurer. No rules deletes the bucket's
 // CORS configuration (S3 refuses an empty one).
-func (b *S3Bucket) PutCORSRules(ctx context.Context, rules []CORSRule) error {
+func (b *Bucket) PutCORSRules(ctx context.Context, rules []blob.CORSRule) error {
 	if len(rules) == 0 {
 		_, err := b.client.DeleteBucketCors(ctx, &s3.DeleteBucketCorsInput{Bucket: aws.String(b.name)})
 		if corsUnsupported(err) {
-			return fmt.Errorf("blob: delete CORS configuration of bucket %s: %w (%v)", b.name, ErrCORSUnsupported, err)
+			return fmt.Errorf("blob: delete CORS configuration of bucket %s: %w (%v)", b.name, blob.ErrCORSUnsupported, err)
 		}
 		if err != nil {
 			return fmt.Errorf("blob: delete CORS configuration of bucket %s: %w", b.name, err)
@@ -81,7 +83,7 @@ func (b *S3Bucket) PutCORSRules(ctx context.Context, rules []CORSRule) error {
 		CORSConfiguration: &types.CORSConfiguration{CORSRules: out},
 	})
 	if corsUnsupported(err) {
-		return fmt.Errorf("blob: put CORS configuration of bucket %s: %w (%v)", b.name, ErrCORSUnsupported, err)
+		return fmt.Errorf("blob: put CORS configuration of bucket %s: %w (%v)", b.name, blob.ErrCORSUnsupported, err)
 	}
 	if err != nil {
 		return fmt.Errorf("blob: put CORS configuration of bucket %s (%d rules): %w", b.name, len(out), err)

@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -51,7 +53,7 @@ func TestS3CancelledMultipart(t *testing.T) {
 }
 
 // TestS3KnownPayloadSum checks on a real S3 server that a single-request
-// write is signed with the sum its caller gives (PayloadHasher): the
+// write is signed with the sum its caller gives (blob.PayloadHasher): the
 // right one stores the object, a wrong one is refused and stores nothing.
 func TestS3KnownPayloadSum(t *testing.T) {
 	u := testsvc.S3URL(t)
@@ -78,7 +80,7 @@ func TestS3KnownPayloadSum(t *testing.T) {
 			if _, err := w.Write(body); err != nil {
 				t.Fatal(err)
 			}
-			w.(PayloadHasher).SetPayloadSHA256(tc.sum)
+			w.(blob.PayloadHasher).SetPayloadSHA256(tc.sum)
 			if err := w.Close(); (err == nil) != tc.stored {
 				t.Fatalf("Close = %v, want stored %v", err, tc.stored)
 			}
@@ -86,7 +88,7 @@ func TestS3KnownPayloadSum(t *testing.T) {
 			if tc.stored && err != nil {
 				t.Errorf("Attributes after a write with the right sum: %v", err)
 			}
-			if !tc.stored && !errors.Is(err, ErrNotFound) {
+			if !tc.stored && !errors.Is(err, blob.ErrNotFound) {
 				t.Errorf("Attributes after a write with a wrong sum = %v, want ErrNotFound", err)
 			}
 		})
@@ -94,7 +96,7 @@ func TestS3KnownPayloadSum(t *testing.T) {
 }
 
 // TestS3KnownPayloadStream checks on a real S3 server that a write
-// announced with its length and sha256 (KnownPayloadWriter) is streamed
+// announced with its length and sha256 (blob.KnownPayloadWriter) is streamed
 // and still all or nothing: stored with the bytes announced and only at
 // Close, and nothing stored for a wrong sum, too few or too many bytes,
 // or a context cancelled before Close, even after every byte was written.
@@ -127,7 +129,7 @@ func TestS3KnownPayloadStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !w.(KnownPayloadWriter).SetKnownPayload(int64(len(body)), tc.sum) {
+			if !w.(blob.KnownPayloadWriter).SetKnownPayload(int64(len(body)), tc.sum) {
 				t.Fatal("a writer of 1 MiB declined to stream")
 			}
 			var werr error
@@ -139,7 +141,7 @@ func TestS3KnownPayloadStream(t *testing.T) {
 			if werr != nil && tc.stored {
 				t.Fatalf("Write: %v", werr)
 			}
-			if _, err := s.Attributes(t.Context(), key); !errors.Is(err, ErrNotFound) {
+			if _, err := s.Attributes(t.Context(), key); !errors.Is(err, blob.ErrNotFound) {
 				t.Fatalf("Attributes before Close = %v, want ErrNotFound", err)
 			}
 			if tc.cancel {
@@ -149,7 +151,7 @@ func TestS3KnownPayloadStream(t *testing.T) {
 				t.Fatalf("Close = %v, want stored %v", err, tc.stored)
 			}
 			if !tc.stored {
-				if _, err := s.Attributes(t.Context(), key); !errors.Is(err, ErrNotFound) {
+				if _, err := s.Attributes(t.Context(), key); !errors.Is(err, blob.ErrNotFound) {
 					t.Fatalf("Attributes after a refused write = %v, want ErrNotFound", err)
 				}
 				return
@@ -176,7 +178,7 @@ func TestS3Lifecycle(t *testing.T) {
 	if rules, err := b.LifecycleRules(ctx); err != nil || len(rules) != 0 {
 		t.Fatalf("LifecycleRules of a new bucket = %v, %v; want none", rules, err)
 	}
-	want := []LifecycleRule{
+	want := []blob.LifecycleRule{
 		{ID: "claimcheck:ns:a", Prefix: "a/", ExpireDays: 3},
 		// {ID: "claimcheck:abort-multipart", Prefix: "", AbortMultipartDays: 1},
 	}
@@ -187,7 +189,7 @@ func TestS3Lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(got, func(x, y LifecycleRule) int { return strings.Compare(y.ID, x.ID) })
+	slices.SortFunc(got, func(x, y blob.LifecycleRule) int { return strings.Compare(y.ID, x.ID) })
 	if !slices.Equal(got, want) {
 		t.Errorf("LifecycleRules = %+v, want %+v", got, want)
 	}
@@ -201,7 +203,7 @@ func TestS3Lifecycle(t *testing.T) {
 
 // newTestBucket creates a fresh bucket next to the one u names and opens
 // it; the bucket is removed when the test ends.
-func newTestBucket(t *testing.T, u string) *S3Bucket {
+func newTestBucket(t *testing.T, u string) *Bucket {
 	t.Helper()
 	base := openTestS3(t, u)
 	name := "claimcheck-" + strings.ToLower(rand.Text())[:12]
@@ -213,11 +215,11 @@ func newTestBucket(t *testing.T, u string) *S3Bucket {
 		t.Fatal(err)
 	}
 	pu.Host = name
-	s2, err := Open(t.Context(), pu.String())
+	s2, err := blob.Open(t.Context(), pu.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := s2.(*S3Bucket)
+	b := s2.(*Bucket)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		for token := ""; ; {
@@ -242,14 +244,14 @@ func newTestBucket(t *testing.T, u string) *S3Bucket {
 }
 
 // openTestS3 opens the S3 store at u for the test, closed when it ends.
-func openTestS3(t *testing.T, u string) *S3Bucket {
+func openTestS3(t *testing.T, u string) *Bucket {
 	t.Helper()
-	s, err := Open(t.Context(), u)
+	s, err := blob.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s.(*S3Bucket)
+	return s.(*Bucket)
 }
 
 // TestS3SmallKnownPayloadBuffered checks on a real S3 server that an
@@ -271,14 +273,14 @@ func TestS3SmallKnownPayloadBuffered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := w.(KnownPayloadWriter).SetKnownPayload(int64(tc.size), sum[:]); got != tc.streams {
+		if got := w.(blob.KnownPayloadWriter).SetKnownPayload(int64(tc.size), sum[:]); got != tc.streams {
 			t.Errorf("SetKnownPayload(%d): %v, want %v", tc.size, got, tc.streams)
 		}
 		if _, err := w.Write(body); err != nil {
 			t.Fatal(err)
 		}
 		if !tc.streams {
-			w.(PayloadHasher).SetPayloadSHA256(sum[:])
+			w.(blob.PayloadHasher).SetPayloadSHA256(sum[:])
 		}
 		if err := w.Close(); err != nil {
 			t.Fatalf("%d bytes: Close: %v", tc.size, err)

@@ -1,4 +1,4 @@
-package blob
+package blob_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
 const (
@@ -81,7 +83,7 @@ func ops(t *testing.T, g prometheus.Gatherer) map[string]map[string]float64 {
 	return out
 }
 
-func write(t *testing.T, s Store, key, data string) {
+func write(t *testing.T, s blob.Store, key, data string) {
 	t.Helper()
 	w, err := s.NewWriter(t.Context(), key)
 	if err != nil {
@@ -97,17 +99,17 @@ func write(t *testing.T, s Store, key, data string) {
 
 func TestMetricsCount(t *testing.T) {
 	ctx := t.Context()
-	mem, err := Open(ctx, "mem://")
+	mem, err := blob.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	s := WithMetrics(mem, reg)
+	s := blob.WithMetrics(mem, reg)
 	defer s.Close()
 
 	// Every series exists from the start, at zero.
-	for _, op := range opNames {
-		for _, res := range resultNames {
+	for _, op := range blob.OpNames {
+		for _, res := range blob.ResultNames {
 			if v := sample(t, reg, totalName, "operation", op, "result", res); v != 0 {
 				t.Errorf("%s{%s,%s} = %v before any call, want 0", totalName, op, res, v)
 			}
@@ -129,13 +131,13 @@ func TestMetricsCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.Close() // a second Close counts nothing
-	if _, err := s.NewReader(ctx, "ns/missing"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.NewReader(ctx, "ns/missing"); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("NewReader of a missing object = %v, want ErrNotFound through the wrapper", err)
 	}
 	if _, err := s.Attributes(ctx, "ns/a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Attributes(ctx, "ns/missing"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Attributes(ctx, "ns/missing"); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("Attributes of a missing object = %v, want ErrNotFound", err)
 	}
 	if _, _, err := s.List(ctx, "ns/", "", 10); err != nil {
@@ -198,7 +200,7 @@ func equal(a, b map[string]map[string]float64) bool {
 
 // faulty fails the way a broken backend does: errors that are neither
 // ErrNotFound nor a cancellation.
-type faulty struct{ Store }
+type faulty struct{ blob.Store }
 
 func (faulty) Delete(context.Context, string) error { return errBoom }
 
@@ -217,7 +219,7 @@ func (iotestErrReader) Read([]byte) (int, error) { return 0, errBoom }
 func TestMetricsErrors(t *testing.T) {
 	ctx := t.Context()
 	reg := prometheus.NewRegistry()
-	s := WithMetrics(faulty{}, reg)
+	s := blob.WithMetrics(faulty{}, reg)
 	if err := s.Delete(ctx, "k"); err != errBoom {
 		t.Errorf("Delete = %v, want the wrapped store's error unchanged", err)
 	}
@@ -246,19 +248,19 @@ func TestMetricsErrors(t *testing.T) {
 
 // nopStore answers without doing anything, so that allocations measured
 // around it are the wrapper's own.
-type nopStore struct{ Store }
+type nopStore struct{ blob.Store }
 
-func (nopStore) Attributes(context.Context, string) (Attributes, error) {
-	return Attributes{}, nil
+func (nopStore) Attributes(context.Context, string) (blob.Attributes, error) {
+	return blob.Attributes{}, nil
 }
 
-func (nopStore) Delete(context.Context, string) error { return ErrNotFound }
+func (nopStore) Delete(context.Context, string) error { return blob.ErrNotFound }
 
 // TestMetricsNoAllocs checks that counting a call allocates nothing: the
 // label values are bound once, at construction.
 func TestMetricsNoAllocs(t *testing.T) {
 	ctx := context.Background()
-	s := WithMetrics(nopStore{}, prometheus.NewRegistry())
+	s := blob.WithMetrics(nopStore{}, prometheus.NewRegistry())
 	if n := testing.AllocsPerRun(100, func() { _, _ = s.Attributes(ctx, "k") }); n != 0 {
 		t.Errorf("Attributes through the wrapper allocates %v times per call, want 0", n)
 	}

@@ -1,4 +1,4 @@
-package engine
+package bucketsetup_test
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/memstore"
+	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/bucketsetup"
 )
 
 // corsBucket is an in-memory bucket with CORS rules, or, with
@@ -36,7 +39,7 @@ func (b *corsBucket) PutCORSRules(_ context.Context, rules []blob.CORSRule) erro
 func openCORS(t *testing.T, b *corsBucket, mode string, origins ...string) string {
 	t.Helper()
 	var log bytes.Buffer
-	s, err := Open(t.Context(), Config{Data: t.TempDir(), BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
+	s, err := engine.Open(t.Context(), engine.Config{Data: t.TempDir(), BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +49,7 @@ func openCORS(t *testing.T, b *corsBucket, mode string, origins ...string) strin
 }
 
 func TestBucketCORS(t *testing.T) {
-	mem, err := blob.Open(t.Context(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := memstore.New()
 	t.Cleanup(func() { mem.Close() })
 	foreign := blob.CORSRule{ID: "web-team", AllowedOrigins: []string{"https://www.example.com"}, AllowedMethods: []string{"GET"}}
 	origins := []string{"https://app.example.com", "https://*.example.org"}
@@ -62,38 +62,38 @@ func TestBucketCORS(t *testing.T) {
 	}
 
 	// Manage: writes our rule, keeps the foreign one; then nothing to do.
-	log = openCORS(t, b, BucketCORSManage, origins...)
+	log = openCORS(t, b, engine.BucketCORSManage, origins...)
 	if b.puts != 1 || len(b.rules) != 2 || !slices.ContainsFunc(b.rules, func(r blob.CORSRule) bool { return r.ID == "web-team" }) {
 		t.Fatalf("manage mode: %d puts, rules %+v, log:\n%s", b.puts, b.rules, log)
 	}
-	if uncovered := uncoveredOrigins(b.rules, origins); len(uncovered) != 0 {
+	if uncovered := bucketsetup.UncoveredOrigins(b.rules, origins); len(uncovered) != 0 {
 		t.Fatalf("after manage, %v still uncovered", uncovered)
 	}
-	if log = openCORS(t, b, BucketCORSManage, origins...); b.puts != 1 || strings.Contains(log, "bucket CORS") {
+	if log = openCORS(t, b, engine.BucketCORSManage, origins...); b.puts != 1 || strings.Contains(log, "bucket CORS") {
 		t.Fatalf("manage mode on covered origins: %d puts, log:\n%s", b.puts, log)
 	}
 	// A new origin: our rule is rewritten, not added to.
-	openCORS(t, b, BucketCORSManage, append(origins, "http://127.0.0.1:3000")...)
+	openCORS(t, b, engine.BucketCORSManage, append(origins, "http://127.0.0.1:3000")...)
 	if b.puts != 2 || len(b.rules) != 2 {
 		t.Fatalf("manage with a new origin: %d puts, rules %+v", b.puts, b.rules)
 	}
 
 	// Off, or no origins: not even read.
 	b2 := &corsBucket{Store: mem}
-	if log := openCORS(t, b2, BucketCORSOff, origins...); strings.Contains(log, "bucket CORS") {
+	if log := openCORS(t, b2, engine.BucketCORSOff, origins...); strings.Contains(log, "bucket CORS") {
 		t.Fatalf("off: %s", log)
 	}
-	if log := openCORS(t, b2, BucketCORSManage); strings.Contains(log, "bucket CORS") || b2.puts != 0 {
+	if log := openCORS(t, b2, engine.BucketCORSManage); strings.Contains(log, "bucket CORS") || b2.puts != 0 {
 		t.Fatalf("no origins: %s", log)
 	}
 
 	// A service that cannot write rules: said plainly, naming MinIO's own setting; the store opens.
 	b3 := &corsBucket{Store: mem, unsupported: true}
-	if log := openCORS(t, b3, BucketCORSManage, origins...); !strings.Contains(log, "MINIO_API_CORS_ALLOW_ORIGIN") {
+	if log := openCORS(t, b3, engine.BucketCORSManage, origins...); !strings.Contains(log, "MINIO_API_CORS_ALLOW_ORIGIN") {
 		t.Fatalf("unsupported: %s", log)
 	}
 
-	if err := (Config{BucketCORS: "yes"}).WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "bucket_cors") {
+	if err := (engine.Config{BucketCORS: "yes"}).WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "bucket_cors") {
 		t.Fatalf("bad mode: %v", err)
 	}
 }

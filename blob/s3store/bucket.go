@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"bytes"
@@ -21,19 +21,22 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/claimcheck/claimcheck/internal/hashcopy"
+
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/gocloudbucket"
 )
 
 // maxS3Batch is the most keys one DeleteObjects request takes.
 const maxS3Batch = 1000
 
-// MaxBatch implements BatchDeleter.
-func (b *S3Bucket) MaxBatch() int { return maxS3Batch }
+// MaxBatch implements blob.BatchDeleter.
+func (b *Bucket) MaxBatch() int { return maxS3Batch }
 
-// DeleteMany implements BatchDeleter with one DeleteObjects request. Like
+// DeleteMany implements blob.BatchDeleter with one DeleteObjects request. Like
 // Delete, a missing key is not a failure (S3 reports it as deleted anyway).
 // A request-level failure (network, auth, ctx) is the returned error and
 // the map is nil: nothing is known to be deleted.
-func (b *S3Bucket) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
+func (b *Bucket) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -95,27 +98,27 @@ const abortTimeout = 30 * time.Second
 
 // singlePutMax is the largest object NewWriter sends with one PutObject;
 // a longer stream becomes a multipart upload of parts this size.
-const singlePutMax = writeBufferSize
+const singlePutMax = gocloudbucket.WriteBufferSize
 
 // putBuffers recycles the buffers of single-request writes: a busy
 // server writes many small objects at once, and a buffer that grew to a
 // megabyte once need not be grown again.
 var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// NewWriter implements Store. The bytes are buffered, up to
+// NewWriter implements blob.Store. The bytes are buffered, up to
 // singlePutMax: an object that ends within that goes out as one
 // PutObject of known length when the writer closes, without the transfer
 // manager's pipe, goroutine and growing first-part read that gocloud's
 // writer puts in front of every upload (docs/PERFORMANCE.md). A longer
 // stream turns into gocloud's multipart writer, buffered bytes first, so
 // memory stays bounded whatever the size. A write announced with its
-// length and sha256 (KnownPayloadWriter), larger than streamMin, is not
+// length and sha256 (blob.KnownPayloadWriter), larger than streamMin, is not
 // buffered: its PutObject carries the bytes as they come (ADR 0165).
 // Either way nothing is visible before Close returns nil, and a
 // cancelled ctx makes Close fail without creating the object: the single
 // request is never sent, or is aborted before S3 commits it; the
 // multipart upload is never completed.
-func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+func (b *Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	if escapedByGocloud(key) {
 		// Only gocloud knows the escaped name it stores the object under.
 		return b.multipartWriter(ctx, key)
@@ -128,7 +131,7 @@ func (b *S3Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, e
 // s3Writer buffers an object for one PutObject until it outgrows
 // singlePutMax; then mp carries the rest of the stream.
 type s3Writer struct {
-	b   *S3Bucket
+	b   *Bucket
 	ctx context.Context
 	key string
 	buf *bytes.Buffer // nil once mp took over or the writer closed
@@ -193,7 +196,7 @@ func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
 // byte arrived: streaming it hides nothing and costs a goroutine, a pipe
 // between it and the handler, and a second write of the request for the
 // byte held back for Close. The buffered PutObject sends it from Close,
-// signed with the same sha256 (PayloadHasher), and only after the
+// signed with the same sha256 (blob.PayloadHasher), and only after the
 // engine checked the body against it (ADR 0180).
 const streamMin = hashcopy.ChunkSize + 1
 
@@ -352,7 +355,7 @@ func (w *s3Writer) release(buf *bytes.Buffer) {
 // parts (up to 16 MiB and more) would otherwise stay billed and invisible
 // until the bucket's abort-incomplete lifecycle rule removes them a day
 // later.
-func (b *S3Bucket) multipartWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+func (b *Bucket) multipartWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	w, err := b.Bucket.NewWriter(ctx, key)
 	if err != nil {
 		return nil, err
@@ -362,7 +365,7 @@ func (b *S3Bucket) multipartWriter(ctx context.Context, key string) (io.WriteClo
 
 type abortingWriter struct {
 	io.WriteCloser
-	b   *S3Bucket
+	b   *Bucket
 	ctx context.Context
 	key string
 }
@@ -387,11 +390,11 @@ func (w *abortingWriter) Close() error {
 	return errors.Join(err, fmt.Errorf("blob: write %s: abort multipart upload %s: %w", w.key, mp.UploadID(), aerr))
 }
 
-// NewReader implements Store with one GetObject, without gocloud's reader
+// NewReader implements blob.Store with one GetObject, without gocloud's reader
 // in between: on the redeem path its per-call bookkeeping cost about as
 // much as the transfer itself (docs/PERFORMANCE.md). Keys gocloud would
 // have escaped still go through it, so both agree on the object's name.
-func (b *S3Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
+func (b *Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
 	if escapedByGocloud(key) {
 		return b.Bucket.NewReader(ctx, key)
 	}
@@ -400,7 +403,7 @@ func (b *S3Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, er
 		var nsk *types.NoSuchKey
 		var api smithy.APIError
 		if errors.As(err, &nsk) || errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
-			err = ErrNotFound
+			err = blob.ErrNotFound
 		}
 		return nil, fmt.Errorf("blob: read %s: %w", key, err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package bucketsetup
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // bucket's own CORS rules must let the pages of the server's allowed
 // origins (http.cors.allowed_origins, handed over as
 // Config.BrowserOrigins) send it. Like the lifecycle rules
-// (safetynet.go), the store checks them at start and, in manage mode,
+// (lifecycle.go), the store checks them at start and, in manage mode,
 // writes its one rule, keeping everybody else's. Nothing here decides
 // who may upload: the presigned URL does. A missing rule only makes
 // browsers fail, so every problem is reported, never fatal.
@@ -37,7 +37,7 @@ const (
 const corsRuleID = ruleIDPrefix + "direct-uploads"
 
 // corsRequestHeaders are the headers a browser sends with a presigned
-// PUT (blob.S3Bucket.PresignPut signs them): the bucket must allow each.
+// PUT (s3store's PresignPut signs them): the bucket must allow each.
 var corsRequestHeaders = []string{"Content-Type", "X-Amz-Checksum-Sha256"}
 
 // desiredCORSRule is the rule manage mode writes for origins.
@@ -68,12 +68,11 @@ func uncoveredOrigins(rules []blob.CORSRule, origins []string) []string {
 const corsUnsupportedHint = "this service has no bucket CORS configuration to write (MinIO answers CORS by its server-wide MINIO_API_CORS_ALLOW_ORIGIN, which allows every origin unless set); " +
 	"make sure it lets these origins PUT, or set \"bucket_cors: off\" to silence this"
 
-// setupBucketCORS runs the start-up check of the bucket's CORS rules in
-// the configured mode. It never fails the start: it logs what browsers
-// would run into, and how to fix it.
-func setupBucketCORS(ctx context.Context, log *slog.Logger, bucket blob.Store, mode string, origins []string) {
-	cc, ok := bucket.(blob.CORSConfigurer)
-	if !ok || mode == BucketCORSOff || len(origins) == 0 {
+// setupCORS runs the start-up check of the bucket's CORS rules in the
+// configured mode. It never fails the start: it logs what browsers would
+// run into, and how to fix it.
+func setupCORS(ctx context.Context, log *slog.Logger, cc blob.CORSConfigurer, mode string, origins []string) {
+	if cc == nil || mode == BucketCORSOff || len(origins) == 0 {
 		return
 	}
 	rules, err := cc.CORSRules(ctx)

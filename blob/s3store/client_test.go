@@ -1,4 +1,4 @@
-package blob
+package s3store
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
 // TestS3ClientPutHeaders checks what a single-request write sends: over
@@ -33,7 +35,7 @@ func TestS3ClientPutHeaders(t *testing.T) {
 		wantHash  string
 		wantCRC32 bool
 		// known is given to the writer as the payload's sha256
-		// (PayloadHasher). The server here checks nothing, so a sum that
+		// (blob.PayloadHasher). The server here checks nothing, so a sum that
 		// is not the body's shows whether the SDK used it or hashed.
 		known []byte
 	}{
@@ -70,7 +72,7 @@ func TestS3ClientPutHeaders(t *testing.T) {
 				RequestChecksumCalculation: tc.checksum,
 			})
 			chosen := checksumChoice{request: tc.checksum != aws.RequestChecksumCalculationUnset}
-			b := &S3Bucket{client: s3Client(base, chosen), name: "bucket",
+			b := &Bucket{client: s3Client(base, chosen), name: "bucket",
 				sse: s3SSE{typ: types.ServerSideEncryptionAes256}}
 			w, err := b.NewWriter(t.Context(), "ns/key")
 			if err != nil {
@@ -80,7 +82,7 @@ func TestS3ClientPutHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.known != nil {
-				w.(PayloadHasher).SetPayloadSHA256(tc.known)
+				w.(blob.PayloadHasher).SetPayloadSHA256(tc.known)
 			}
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
@@ -121,11 +123,11 @@ func TestS3ClientSettings(t *testing.T) {
 		{"&request_checksum_calculation=when_supported&response_checksum_validation=when_supported",
 			aws.RequestChecksumCalculationWhenSupported, aws.ResponseChecksumValidationWhenSupported},
 	} {
-		s, err := Open(context.Background(), "s3://bucket?endpoint=http://127.0.0.1:1&region=us-east-1&use_path_style=true"+tc.query)
+		s, err := blob.Open(context.Background(), "s3://bucket?endpoint=http://127.0.0.1:1&region=us-east-1&use_path_style=true"+tc.query)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := s.(*S3Bucket).client.Options()
+		o := s.(*Bucket).client.Options()
 		if o.RequestChecksumCalculation != tc.request || o.ResponseChecksumValidation != tc.response {
 			t.Errorf("query %q: checksums = %v/%v, want %v/%v", tc.query,
 				o.RequestChecksumCalculation, o.ResponseChecksumValidation, tc.request, tc.response)

@@ -32,7 +32,7 @@ func encrypted(c *engine.Config) {
 	c.Sweeper.Disabled = true
 }
 
-// objectFile returns the path of the one object of ns.
+// objectFiles returns the path of the one object of ns.
 func (b *bundle) objectFiles(t *testing.T, ns string) []string {
 	t.Helper()
 	var out []string

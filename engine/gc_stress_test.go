@@ -26,7 +26,8 @@ import (
 
 // gcStressOps is the number of operations of TestGCStress: 10,000 by
 // default (1,500 under the race detector), more with CLAIMCHECK_GC_STRESS_OPS (the long
-// run in docs/PERFORMANCE.md uses 1,000,000).
+// run in docs/PERFORMANCE-HISTORY.md, "Dedup and garbage collection", uses
+// 1,000,000).
 func gcStressOps(t *testing.T) int {
 	if v := os.Getenv("CLAIMCHECK_GC_STRESS_OPS"); v != "" {
 		n, err := strconv.Atoi(v)

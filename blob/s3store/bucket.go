@@ -109,7 +109,7 @@ var putBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // singlePutMax: an object that ends within that goes out as one
 // PutObject of known length when the writer closes, without the transfer
 // manager's pipe, goroutine and growing first-part read that gocloud's
-// writer puts in front of every upload (docs/PERFORMANCE.md). A longer
+// writer puts in front of every upload (ADR 0180). A longer
 // stream turns into gocloud's multipart writer, buffered bytes first, so
 // memory stays bounded whatever the size. A write announced with its
 // length and sha256 (blob.KnownPayloadWriter), larger than streamMin, is not
@@ -392,7 +392,8 @@ func (w *abortingWriter) Close() error {
 
 // NewReader implements blob.Store with one GetObject, without gocloud's reader
 // in between: on the redeem path its per-call bookkeeping cost about as
-// much as the transfer itself (docs/PERFORMANCE.md). Keys gocloud would
+// much as the transfer itself (docs/PERFORMANCE-HISTORY.md, "Production
+// backends: PostgreSQL + MinIO"). Keys gocloud would
 // have escaped still go through it, so both agree on the object's name.
 func (b *Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
 	if escapedByGocloud(key) {

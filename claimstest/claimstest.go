@@ -275,7 +275,7 @@ func (e *env) stat(t *testing.T, ref claimcheck.Ref) claimcheck.ClaimInfo {
 func (e *env) wantNothingStored(t *testing.T, ns string) {
 	t.Helper()
 	e.idle()
-	if nr, ok := e.c().(claimcheck.NamespaceReader); ok {
+	if nr, ok := e.c().(claimcheck.Admin); ok {
 		info, err := nr.Namespace(t.Context(), ns)
 		if err != nil {
 			t.Fatalf("namespace %s: %v", ns, err)

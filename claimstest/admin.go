@@ -9,8 +9,8 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// The operators' capabilities: namespace usage (NamespaceReader), the
-// audit trail (Auditor) and the dead letter queue (DeadLetterQueue).
+// The operators' interface (claimcheck.Admin): namespace usage, the
+// audit trail and the dead letter queue.
 
 // testNamespaces: a namespace reports its policy, its quota and exact
 // usage, which a finished claim gives back.

@@ -78,7 +78,7 @@ type Server struct {
 	trusted        []netip.Prefix           // reverse proxies (Limits.TrustedProxies)
 	public         *url.URL                 // Limits.PublicURL; nil: from the request (proxy.go)
 	browser        *browserGate             // CORS and cross-origin protection (cors.go)
-	tus            *handler.UnroutedHandler // resumable uploads (tus.go); nil: the store has none
+	tus            *handler.UnroutedHandler // resumable uploads (tus.go)
 	nsCache        claimNamespaces
 }
 

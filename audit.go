@@ -1,9 +1,6 @@
 package claimcheck
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Event is one entry of the audit trail: a lifecycle change of a claim
 // (created, redeemed, released, expired, deleted, reaped), a legal hold
@@ -40,22 +37,6 @@ type EventQuery struct {
 
 // MaxEventPage bounds one page of events.
 const MaxEventPage = 1000
-
-// Auditor reads the audit trail. *engine.Store and *client.Client implement it.
-type Auditor interface {
-	// ClaimEvents returns a page of the events of the claim of ref. A ref
-	// with a namespace must match the claim's (ErrNotFound otherwise, as
-	// for every claim lookup). Events of finished claims remain until
-	// retention prunes them.
-	ClaimEvents(ctx context.Context, ref Ref, q EventQuery) ([]Event, error)
-	// NamespaceEvents returns a page of the events of namespace ns.
-	NamespaceEvents(ctx context.Context, ns string, q EventQuery) ([]Event, error)
-	// TenantEvents returns a page of the administrative events of tenant:
-	// API keys created and revoked (namespace-scoped or not), and failed
-	// authentications with one of its keys. Claim and hold events are
-	// read per namespace.
-	TenantEvents(ctx context.Context, tenant string, q EventQuery) ([]Event, error)
-}
 
 // Check validates the query and returns its page size: MaxEventPage
 // when Limit is zero or larger.

@@ -9,17 +9,19 @@
 // unreferenced blobs are collected after a grace period.
 //
 // This package is the public contract and nothing else: the Ref and its
-// parsing, the Claims interface and the optional capability interfaces
-// (Uploads, Holder, DeadLetterQueue, Auditor, NamespaceReader, ...), the
-// Policy types, the sentinel errors and the offload helpers. It imports
-// no storage, SQL, cloud or crypto library, so a service that only talks
-// to a claimcheck server links little more than net/http.
+// parsing, three interfaces named for who uses them (Claims for
+// producers, consumers and the owners of claims; Uploads for clients that
+// send a payload from elsewhere; Admin for operators), the Policy types,
+// the sentinel errors and the offload helpers. It imports no project
+// package and no storage, SQL, cloud or crypto library, so a service that
+// only talks to a claimcheck server links little more than net/http.
 //
-// Two implementations satisfy Claims: the embedded *engine.Store returned
-// by engine.Open (package engine: SQLite and local files by default,
-// PostgreSQL and S3 in production), and client.Client, which talks to a
-// `claimcheck serve` process over HTTP. Integrations (Temporal, NATS,
-// Kafka) take a Claims and do not care which one they get.
+// Two implementations satisfy all three: the embedded *engine.Store
+// returned by engine.Open (package engine: SQLite and local files by
+// default, PostgreSQL and S3 in production), and client.Client, which
+// talks to a `claimcheck serve` process over HTTP. Integrations
+// (Temporal, NATS, Kafka) take a Claims and do not care which one they
+// get.
 package claimcheck
 
 import (
@@ -32,12 +34,12 @@ import (
 	"hash"
 	"io"
 	"time"
-
-	"github.com/claimcheck/claimcheck/internal/hashcopy"
 )
 
-// Claims is what producers and consumers use. Both *engine.Store (embedded) and
-// client.Client (remote) implement it.
+// Claims is what producers, consumers and the owners of claims use (an
+// owner lists and extends the claims of what it keeps alive, such as a
+// Temporal workflow run). Both *engine.Store (embedded) and client.Client
+// (remote) implement it.
 type Claims interface {
 	// Put stores the payload read from body in namespace ns and returns
 	// its reference. The body is streamed: it is never held in memory
@@ -72,6 +74,40 @@ type Claims interface {
 	// name. It fails with ErrNotFound when defaults are switched off and
 	// ns is not configured.
 	Policy(ctx context.Context, ns string) (Policy, error)
+
+	// RedeemRange opens bytes [offset, offset+length) of the claim's
+	// payload. length < 0 reads to the end; length past the end is cut
+	// at the end. offset < 0 asks for the last -offset bytes (all of
+	// them when the payload is shorter), and length is then ignored. A
+	// range that selects no byte fails with a *RangeError. length 0 is an
+	// ErrInvalidArgument.
+	//
+	// A part cannot be checked against the payload's sha256, which
+	// covers the whole; what a part is verified against depends on how
+	// the object is stored (see docs/HTTP.md, "Ranged redeem"). Only a
+	// part that reaches the last byte counts as a read of the claim.
+	RedeemRange(ctx context.Context, ref Ref, offset, length int64) (*Part, error)
+
+	// List returns one page of the claims of ns that match opts, in
+	// opts.Order (newest first by default), and the cursor of the next
+	// page ("" on the last page). Every filter is answered from an index,
+	// never by reading every claim of the store. On the HTTP API
+	// producer and admin keys of the namespace may list (a key never
+	// sees another tenant's claims). ADR 0100.
+	List(ctx context.Context, ns string, opts ListOptions) (ClaimPage, error)
+
+	// Extend moves the claim's expiry later and answers the claim as it
+	// is afterwards. An extension never shortens: asking for an expiry at
+	// or before the current one changes nothing (so repeating an
+	// extension is harmless). The new expiry must not pass the
+	// namespace's ttl.max_lifetime counted from the claim's creation
+	// (ErrInvalidArgument naming the limit). A finished claim answers a
+	// *GoneError, an unknown or pending one ErrNotFound. The claim's
+	// other deadlines stay: a delete_after_read window or a release that
+	// already set an earlier deadline still finishes it then. Every
+	// extension is an "extended" audit event. On the HTTP API producer
+	// and admin keys of the claim's namespace may extend. ADR 0101.
+	Extend(ctx context.Context, ref Ref, opts ExtendOptions) (ClaimInfo, error)
 }
 
 // PutOptions are the optional parts of a put.
@@ -200,7 +236,7 @@ func (p *Payload) Read(b []byte) (int, error) {
 // most the recorded number of bytes. io.Copy uses it.
 //
 // The sha256 runs in a second goroutine beside the reads and w's writes
-// (internal/hashcopy, ADR 0155), so reading and verifying cost about the
+// (HashCopy, ADR 0155), so reading and verifying cost about the
 // longer of the two rather than their sum. That goroutine has ended when
 // WriteTo returns.
 func (p *Payload) WriteTo(w io.Writer) (int64, error) {
@@ -211,10 +247,10 @@ func (p *Payload) WriteTo(w io.Writer) (int64, error) {
 		return 0, p.err
 	}
 	src := &payloadSource{r: io.LimitReader(p.body, p.Ref.Size-p.n)}
-	n, err := hashcopy.Copy(w, src, p.h)
+	n, err := HashCopy(w, src, p.h)
 	p.n += n
 	switch {
-	case err != nil && src.err != nil: // Copy stops at the first error
+	case err != nil && src.err != nil: // HashCopy stops at the first error
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("claim %s: stream cut after %d of %d bytes: %w", p.Ref.ID, p.n, p.Ref.Size, err)
 		}

@@ -1,9 +1,5 @@
 package claimcheck
 
-import (
-	"context"
-)
-
 // Encryption at rest (ADR 0066).
 //
 // Envelope encryption: each encrypted namespace has a random 256-bit data
@@ -36,9 +32,3 @@ const (
 	EncryptionNone      = "none"
 	EncryptionAES256GCM = "aes-256-gcm"
 )
-
-// KeyDestroyer is the crypto-shredding admin operation; *engine.Store and
-// client.Client implement it.
-type KeyDestroyer interface {
-	DestroyNamespaceKey(ctx context.Context, ns string) error
-}

@@ -1,9 +1,6 @@
 package claimcheck
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // DeadLetter is a blob whose object delete failed sweeper.max_attempts
 // times and that the sweeper parked (ADR 0055). It keeps its row and its
@@ -49,25 +46,6 @@ const MaxDeadLetterPage = 500
 type DeadLetterPage struct {
 	DeadLetters []DeadLetter `json:"dead_letters"`
 	Next        string       `json:"next,omitempty"`
-}
-
-// DeadLetterQueue lists and retries dead letters. *engine.Store and
-// client.Client implement it; it is an operator's tool (on the HTTP API,
-// admin keys only, each tenant's admins seeing their own namespaces').
-type DeadLetterQueue interface {
-	// DeadLetters returns a page of dead letters in blob id order.
-	DeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error)
-	// DeadLetter returns one. ErrNotFound if the blob is unknown or not
-	// parked (retried or collected since).
-	DeadLetter(ctx context.Context, id string) (DeadLetter, error)
-	// RetryDeadLetter puts a dead letter back in the sweeper's queue, due
-	// now, with a fresh retry schedule, and returns it as it was parked.
-	// ErrNotFound as for DeadLetter: a second retry finds nothing.
-	RetryDeadLetter(ctx context.Context, id string) (DeadLetter, error)
-	// RetryDeadLetters retries the dead letters of the page q selects and
-	// returns those it took back, with the page's Next: to retry them
-	// all, call it again with After = Next until Next is empty.
-	RetryDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error)
 }
 
 // Check validates the query and returns its page size.

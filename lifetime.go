@@ -1,42 +1,14 @@
 package claimcheck
 
 import (
-	"context"
 	"strings"
 	"time"
 )
 
-// Listing and extending claims (ADR 0100, ADR 0101): the two capabilities
-// an owner needs to keep claims exactly as long as what they belong to
-// lives, such as a Temporal workflow run (integrations/temporal's keeper).
-
-// Lister lists the claims of a namespace. *engine.Store and client.Client
-// implement it; on the HTTP API producer and admin keys of the namespace
-// may list (a key never sees another tenant's claims).
-type Lister interface {
-	// List returns one page of the claims of ns that match opts, in
-	// opts.Order (newest first by default), and the cursor of the next
-	// page ("" on the last page). Every filter is answered from an index,
-	// never by reading every claim of the store.
-	List(ctx context.Context, ns string, opts ListOptions) (ClaimPage, error)
-}
-
-// Extender moves the expiry of active claims. *engine.Store and
-// client.Client implement it; on the HTTP API producer and admin keys of
-// the claim's namespace may extend.
-type Extender interface {
-	// Extend moves the claim's expiry later and answers the claim as it
-	// is afterwards. An extension never shortens: asking for an expiry at
-	// or before the current one changes nothing (so repeating an
-	// extension is harmless). The new expiry must not pass the
-	// namespace's ttl.max_lifetime counted from the claim's creation
-	// (ErrInvalidArgument naming the limit). A finished claim answers a
-	// *GoneError, an unknown or pending one ErrNotFound. The claim's
-	// other deadlines stay: a delete_after_read window or a release that
-	// already set an earlier deadline still finishes it then. Every
-	// extension is an "extended" audit event.
-	Extend(ctx context.Context, ref Ref, opts ExtendOptions) (ClaimInfo, error)
-}
+// Listing and extending claims (ADR 0100, ADR 0101): what an owner needs
+// to keep claims exactly as long as what they belong to lives, such as a
+// Temporal workflow run (integrations/temporal's keeper). Claims.List and
+// Claims.Extend take these options.
 
 // ExtendOptions say how far to extend: exactly one of ExpiresAt (the new
 // expiry, idempotent) and By (added to the current expiry).

@@ -1,9 +1,5 @@
 package claimcheck
 
-import (
-	"context"
-)
-
 // NamespaceInfo is what an operator sees of a namespace: its policy, its
 // quota limits and what it uses now. GET /v1/namespaces/{ns} answers it
 // and `claimcheck ns ls|show` prints it.
@@ -35,17 +31,4 @@ type NamespaceUsage struct {
 	ReservedBytes int64 `json:"reserved_bytes"`
 	ActiveClaims  int64 `json:"active_claims"`
 	PendingClaims int64 `json:"pending_claims"`
-}
-
-// NamespaceReader reports namespace limits and usage. Both *engine.Store and
-// client.Client implement it; the server answers GET /v1/namespaces with
-// it when its Claims does.
-type NamespaceReader interface {
-	// Namespace returns one namespace. ErrNotFound when the namespace
-	// is neither configured (nor covered by the defaults) nor holds
-	// claims.
-	Namespace(ctx context.Context, ns string) (NamespaceInfo, error)
-	// Namespaces returns every configured namespace and every namespace
-	// that holds or held claims, ordered by name.
-	Namespaces(ctx context.Context) ([]NamespaceInfo, error)
 }

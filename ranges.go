@@ -1,7 +1,6 @@
 package claimcheck
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,24 +26,6 @@ func (e *RangeError) Error() string {
 }
 
 func (e *RangeError) Is(target error) bool { return target == ErrRangeNotSatisfiable }
-
-// RangeRedeemer is implemented by stores that serve part of a payload
-// (the embedded store and the HTTP client). It is a separate interface so
-// that Claims stays what every store must implement.
-type RangeRedeemer interface {
-	// RedeemRange opens bytes [offset, offset+length) of the claim's
-	// payload. length < 0 reads to the end; length past the end is cut
-	// at the end. offset < 0 asks for the last -offset bytes (all of
-	// them when the payload is shorter), and length is then ignored. A
-	// range that selects no byte fails with a *RangeError. length 0 is an
-	// ErrInvalidArgument.
-	//
-	// A part cannot be checked against the payload's sha256, which
-	// covers the whole; what a part is verified against depends on how
-	// the object is stored (see docs/HTTP.md, "Ranged redeem"). Only a
-	// part that reaches the last byte counts as a read of the claim.
-	RedeemRange(ctx context.Context, ref Ref, offset, length int64) (*Part, error)
-}
 
 // ResolveRange turns a RedeemRange request into the absolute bytes
 // [start, start+n) of a payload of size bytes. It is shared by the

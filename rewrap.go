@@ -1,9 +1,5 @@
 package claimcheck
 
-import (
-	"context"
-)
-
 // RewrapOptions selects what RewrapDataKeys works on.
 type RewrapOptions struct {
 	// Namespace limits the run to one namespace's key; "" is every
@@ -57,10 +53,4 @@ type RewrapFailure struct {
 	KeyID       string `json:"key_id"`
 	MasterKeyID string `json:"master_key_id"`
 	Error       string `json:"error"`
-}
-
-// KeyRewrapper is the master key rotation; *engine.Store and client.Client
-// implement it (the client one namespace at a time).
-type KeyRewrapper interface {
-	RewrapDataKeys(ctx context.Context, opt RewrapOptions) (RewrapReport, error)
 }

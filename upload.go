@@ -2,15 +2,33 @@ package claimcheck
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
-// Uploads is the direct-upload flow (docs/ARCHITECTURE.md, "Direct upload"): a client that has the
-// bytes somewhere else (a browser, a phone) asks for an upload, PUTs the
-// payload straight to the URL it gets, and confirms. Both *engine.Store
-// (embedded) and client.Client (remote) implement it. It is kept apart
-// from Claims because integrations that only put and redeem (Temporal,
-// NATS, Kafka) have no use for it (ADR 0050).
+// Uploads is what a client uses that sends a payload from elsewhere
+// rather than through Put: both *engine.Store (embedded) and
+// client.Client (remote) implement it. It is kept apart from Claims
+// because integrations that only put and redeem (Temporal, NATS, Kafka)
+// have no use for it (ADR 0050).
+//
+// A direct upload (docs/ARCHITECTURE.md, "Direct upload"): a client that
+// has the bytes somewhere else (a browser, a phone) asks for an upload,
+// PUTs the payload straight to the URL it gets, and confirms.
+//
+// A resumable upload is a direct upload whose bytes arrive in pieces over
+// many requests, each continuing where the stored bytes end: a client
+// whose connection breaks asks how far the store got and sends the
+// rest. The HTTP API speaks it as the tus protocol (docs/HTTP.md,
+// "Resumable uploads (tus)"; ADR 0115). The embedded store takes it on
+// storage that can append (file and S3). The upload is a pending claim
+// from the start, like a direct upload: its reservation, its deadline and
+// its reaping are the same. Each append that stores bytes moves the
+// deadline to confirm_within from then; an upload that makes no progress
+// for that long is reaped (reason never_confirmed), everything it stored
+// deleted and its reservation refunded. The append that stores the last
+// byte completes it: size and sha256 are checked and the claim committed
+// like a put, dedup, compression and encryption included.
 type Uploads interface {
 	// InitUpload reserves quota for a payload of req.Size bytes with
 	// digest req.Digest in namespace ns and returns where to PUT it. The
@@ -32,6 +50,36 @@ type Uploads interface {
 	// ErrInvalidArgument. After the deadline: a *GoneError with reason
 	// never_confirmed. Confirming a confirmed upload returns its Ref again.
 	ConfirmUpload(ctx context.Context, id string) (Ref, error)
+
+	// StartResumable reserves quota for a payload of req.Size bytes in
+	// namespace ns and returns the upload, at offset 0. The checks are a
+	// put's: ErrTooLarge past max_size, ErrQuotaExceeded, and
+	// ErrUnavailable when the storage cannot append.
+	StartResumable(ctx context.Context, ns string, req ResumableRequest) (ResumableUpload, error)
+
+	// ResumableUpload returns the upload's state: how many bytes are
+	// stored, until when it waits for more, and its Ref once completed.
+	// A reaped or aborted upload is a *GoneError; an id that names no
+	// resumable upload is ErrNotFound.
+	ResumableUpload(ctx context.Context, id string) (ResumableUpload, error)
+
+	// AppendResumable stores body's bytes from offset, which must be
+	// the upload's Offset (ErrInvalidArgument otherwise, with nothing
+	// stored).
+	// If body breaks off, the bytes that arrived are kept and the new
+	// Offset returned with the error. With chunk set, the bytes are
+	// kept only if they match it (ErrChecksumMismatch otherwise, the
+	// offset unchanged). When the last byte arrives the upload
+	// completes: a payload of another sha256 than declared fails with
+	// ErrChecksumMismatch, and the upload is finished at once (nothing
+	// stored, the reservation refunded).
+	AppendResumable(ctx context.Context, id string, offset int64, body io.Reader, chunk ChunkChecksum) (ResumableUpload, error)
+
+	// AbortResumable finishes a pending upload at once (reason aborted):
+	// everything it stored is deleted and its reservation refunded. A
+	// completed upload is ErrInvalidArgument (delete the claim instead);
+	// an upload already finished, nothing.
+	AbortResumable(ctx context.Context, id string) error
 }
 
 // UploadRequest is what a client declares when it starts an upload.

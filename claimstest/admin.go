@@ -9,16 +9,16 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// The operators' capabilities: namespace usage (NamespaceReader), the
-// audit trail (Auditor) and the dead letter queue (DeadLetterQueue).
+// The operators' interface (claimcheck.Admin): namespace usage, the
+// audit trail and the dead letter queue.
 
 // testNamespaces: a namespace reports its policy, its quota and exact
 // usage, which a finished claim gives back.
 func testNamespaces(t *testing.T, e *env) {
 	e.start(t)
-	nr, ok := e.c().(claimcheck.NamespaceReader)
+	nr, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.NamespaceReader")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	ctx := t.Context()
 	ref := e.put(t, "quota", randomBytes(100), claimcheck.PutOptions{})
@@ -67,9 +67,9 @@ func testNamespaces(t *testing.T, e *env) {
 // paging and the namespace check of every claim lookup.
 func testEvents(t *testing.T, e *env) {
 	e.start(t)
-	au, ok := e.c().(claimcheck.Auditor)
+	au, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.Auditor")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	ctx := t.Context()
 	ref := e.put(t, "plain", []byte("audited"), claimcheck.PutOptions{})
@@ -119,9 +119,9 @@ func testEvents(t *testing.T, e *env) {
 // implementation's own tests can arrange.
 func testDeadLetters(t *testing.T, e *env) {
 	e.start(t)
-	dq, ok := e.c().(claimcheck.DeadLetterQueue)
+	dq, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.DeadLetterQueue")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	ctx := t.Context()
 	e.put(t, "orders", []byte("alive"), claimcheck.PutOptions{})

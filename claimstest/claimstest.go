@@ -1,7 +1,6 @@
-// Package claimstest is the conformance suite of the claimcheck.Claims
-// contract and of its optional capabilities (Uploads, ResumableUploads,
-// Holder, KeyDestroyer, KeyRewrapper, NamespaceReader, Auditor,
-// DeadLetterQueue).
+// Package claimstest is the conformance suite of the claimcheck
+// contract: Claims, and Uploads and Admin when the implementation
+// offers them.
 // Every implementation runs it from its own tests, so that a producer or
 // a consumer can swap the embedded store for the HTTP client (or another
 // implementation) and keep the same behaviour, errors included:
@@ -65,7 +64,7 @@ type Options struct {
 
 // Harness is one subtest's implementation under test, with the hooks the
 // suite needs beyond the contract. Only Claims and Clock are required;
-// capabilities are found on Claims by type assertion.
+// Uploads and Admin are found on Claims by type assertion.
 type Harness struct {
 	// Claims is the implementation under test.
 	Claims claimcheck.Claims
@@ -275,7 +274,7 @@ func (e *env) stat(t *testing.T, ref claimcheck.Ref) claimcheck.ClaimInfo {
 func (e *env) wantNothingStored(t *testing.T, ns string) {
 	t.Helper()
 	e.idle()
-	if nr, ok := e.c().(claimcheck.NamespaceReader); ok {
+	if nr, ok := e.c().(claimcheck.Admin); ok {
 		info, err := nr.Namespace(t.Context(), ns)
 		if err != nil {
 			t.Fatalf("namespace %s: %v", ns, err)

@@ -7,15 +7,15 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// Legal holds (claimcheck.Holder): while a claim or its namespace is on
+// Legal holds (claimcheck.Admin): while a claim or its namespace is on
 // hold, nothing deletes it; lifting the last hold finishes an overdue
 // claim at once.
 
-func (e *env) holder(t *testing.T) claimcheck.Holder {
+func (e *env) holder(t *testing.T) claimcheck.Admin {
 	t.Helper()
-	h, ok := e.c().(claimcheck.Holder)
+	h, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.Holder")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	return h
 }

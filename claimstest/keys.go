@@ -10,17 +10,16 @@ import (
 )
 
 // Encryption at rest, seen from the contract: crypto-shredding
-// (claimcheck.KeyDestroyer) and master key rotation
-// (claimcheck.KeyRewrapper).
+// and master key rotation (both claimcheck.Admin).
 
 // testGoneKeyDestroyed: destroying a namespace's data key makes its
 // claims gone as key_destroyed for good; other namespaces are untouched,
 // a new put gets a new key, and a hold keeps shredding away.
 func testGoneKeyDestroyed(t *testing.T, e *env) {
 	e.startWith(t, encryptedNamespaces())
-	kd, ok := e.c().(claimcheck.KeyDestroyer)
+	kd, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.KeyDestroyer")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	ctx := t.Context()
 	if p, err := e.c().Policy(ctx, "vault"); err != nil || p.Encryption != claimcheck.EncryptionAES256GCM || !p.Encrypted() {
@@ -46,7 +45,7 @@ func testGoneKeyDestroyed(t *testing.T, e *env) {
 	again := e.put(t, "vault", data, claimcheck.PutOptions{})
 	e.wantRedeem(t, again, data)
 
-	h, ok := e.c().(claimcheck.Holder)
+	h, ok := e.c().(claimcheck.Admin)
 	if !ok {
 		return
 	}
@@ -70,9 +69,9 @@ func testGoneKeyDestroyed(t *testing.T, e *env) {
 // changing nothing on a dry run, and leaving every payload readable.
 func testRewrapDataKeys(t *testing.T, e *env) {
 	e.startWith(t, encryptedNamespaces())
-	kr, ok := e.c().(claimcheck.KeyRewrapper)
+	kr, ok := e.c().(claimcheck.Admin)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.KeyRewrapper")
+		t.Skip("the implementation does not offer claimcheck.Admin")
 	}
 	ctx := t.Context()
 	data := map[string][]byte{"vault": JSONDoc(32<<10, 41), "vault2": randomBytes(3000)}
@@ -114,7 +113,7 @@ func testRewrapDataKeys(t *testing.T, e *env) {
 		t.Skip("the harness cannot rotate the master key (no RotateMasterKey)")
 	}
 	e.h = e.h.RotateMasterKey(t)
-	if kr, ok = e.c().(claimcheck.KeyRewrapper); !ok {
+	if kr, ok = e.c().(claimcheck.Admin); !ok {
 		t.Fatal("the restarted implementation is no KeyRewrapper")
 	}
 	// The previous master key still unwraps.
@@ -155,7 +154,7 @@ func testRewrapDataKeys(t *testing.T, e *env) {
 
 	// The audit trail: one event for the key that moved, naming both
 	// master keys.
-	au, ok := e.c().(claimcheck.Auditor)
+	au, ok := e.c().(claimcheck.Admin)
 	if !ok {
 		return
 	}

@@ -9,15 +9,15 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// Resumable uploads (claimcheck.ResumableUploads): start, appends at the
+// Resumable uploads (claimcheck.Uploads): start, appends at the
 // offset, completion on the last byte, abort, reaping.
 
 // resumable returns the implementation's resumable uploads or skips.
-func (e *env) resumable(t *testing.T) claimcheck.ResumableUploads {
+func (e *env) resumable(t *testing.T) claimcheck.Uploads {
 	t.Helper()
-	ru, ok := e.c().(claimcheck.ResumableUploads)
+	ru, ok := e.c().(claimcheck.Uploads)
 	if !ok {
-		t.Skip("the implementation does not offer claimcheck.ResumableUploads")
+		t.Skip("the implementation does not offer claimcheck.Uploads")
 	}
 	return ru
 }

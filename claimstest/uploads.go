@@ -120,7 +120,7 @@ func testUploadErrors(t *testing.T, e *env) {
 	if !strings.Contains(err.Error(), "1000") {
 		t.Errorf("error %q does not name the limit", err)
 	}
-	if nr, ok := e.c().(claimcheck.NamespaceReader); ok {
+	if nr, ok := e.c().(claimcheck.Admin); ok {
 		info, err := nr.Namespace(ctx, "quota")
 		if err != nil || info.Usage.ReservedBytes != 600 || info.Usage.PendingClaims != 1 || info.Usage.UsedBytes != 0 {
 			t.Errorf("usage with one pending upload: %+v, %v", info.Usage, err)

@@ -69,7 +69,11 @@ type cachedPolicy struct {
 	fetched time.Time
 }
 
-var _ claimcheck.Claims = (*Client)(nil)
+var (
+	_ claimcheck.Claims  = (*Client)(nil)
+	_ claimcheck.Uploads = (*Client)(nil)
+	_ claimcheck.Admin   = (*Client)(nil)
+)
 
 // Option configures a Client.
 type Option func(*Client)

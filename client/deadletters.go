@@ -9,10 +9,8 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.DeadLetterQueue = (*Client)(nil)
-
 // DeadLetters returns a page of the dead letters the API key may see (an
-// admin operation); see claimcheck.DeadLetterQueue. With auth on, the
+// admin operation); see claimcheck.Admin. With auth on, the
 // server keeps the key's tenant (and namespace, for a limited key)
 // whatever q.Tenant says; another tenant is not_found.
 func (c *Client) DeadLetters(ctx context.Context, q claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error) {

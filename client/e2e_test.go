@@ -50,7 +50,14 @@ var testNamespaces = map[string]claimcheck.Policy{
 
 // setup starts the server over a fresh store. wrap, if given, wraps the
 // store before the server gets it (fault injection).
-func setup(t *testing.T, wrap ...func(claimcheck.Claims) claimcheck.Claims) *bundle {
+func setup(t *testing.T, wrap ...func(server.Store) server.Store) *bundle {
+	t.Helper()
+	return setupWith(t, nil, wrap...)
+}
+
+// setupWith is setup with the server's handler wrapped by mw, when set:
+// a server that answers otherwise than this one.
+func setupWith(t *testing.T, mw func(http.Handler) http.Handler, wrap ...func(server.Store) server.Store) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -69,13 +76,17 @@ func setup(t *testing.T, wrap ...func(claimcheck.Claims) claimcheck.Claims) *bun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.store.Close() })
-	var claims claimcheck.Claims = b.store
+	var claims server.Store = b.store
 	for _, w := range wrap {
 		claims = w(claims)
 	}
-	b.http = httptest.NewServer(server.New(server.Config{
+	var h http.Handler = server.New(server.Config{
 		Claims: claims, Ready: b.store.Ready, Gatherer: b.reg, Registerer: b.reg, Logger: logger,
-	}))
+	})
+	if mw != nil {
+		h = mw(h)
+	}
+	b.http = httptest.NewServer(h)
 	t.Cleanup(b.http.Close)
 	if b.client, err = client.New(b.http.URL); err != nil {
 		t.Fatal(err)

@@ -14,23 +14,25 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/server"
 )
 
 // faulty is the real store with Stat failing with err, and Redeem's
 // stream breaking after breakAfter bytes with err: fault injection by
-// wrapping the interface.
+// wrapping the interface. The server's redeems in the stored form get
+// the same broken stream, as the payload itself (RedeemEncoded).
 // The fault is set once the test has put its claim; until then the store
 // works.
 type faulty struct {
-	claimcheck.Claims
+	server.Store
 	breakAfter int64
 
 	mu  sync.Mutex
 	err error
 }
 
-func (f *faulty) wrap(c claimcheck.Claims) claimcheck.Claims {
-	f.Claims = c
+func (f *faulty) wrap(c server.Store) server.Store {
+	f.Store = c
 	return f
 }
 
@@ -50,15 +52,25 @@ func (f *faulty) Stat(ctx context.Context, ref claimcheck.Ref) (claimcheck.Claim
 	if err := f.fault(); err != nil {
 		return claimcheck.ClaimInfo{}, err
 	}
-	return f.Claims.Stat(ctx, ref)
+	return f.Store.Stat(ctx, ref)
 }
 
 func (f *faulty) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
-	p, err := f.Claims.Redeem(ctx, ref)
+	p, err := f.Store.Redeem(ctx, ref)
 	if err != nil || f.fault() == nil {
 		return p, err
 	}
 	return claimcheck.NewPayload(p.Ref, p.ContentType, &breakingBody{ReadCloser: p, left: f.breakAfter, err: f.fault()}), nil
+}
+
+// RedeemEncoded answers the payload itself, as Redeem does: an encoding
+// of "" tells the server to send it as it is.
+func (f *faulty) RedeemEncoded(ctx context.Context, ref claimcheck.Ref, _ string) (*claimcheck.Encoded, error) {
+	p, err := f.Redeem(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &claimcheck.Encoded{ReadCloser: p, Ref: p.Ref, ContentType: p.ContentType}, nil
 }
 
 type breakingBody struct {

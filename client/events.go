@@ -9,10 +9,8 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.Auditor = (*Client)(nil)
-
 // ClaimEvents returns a page of the claim's audit trail; see
-// claimcheck.Auditor.
+// claimcheck.Admin.
 func (c *Client) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
 	// Checked here as the store checks it: the wire leaves out a limit
 	// that is not positive, so a negative one would pass as the default.
@@ -48,7 +46,7 @@ func (c *Client) NamespaceEvents(ctx context.Context, ns string, q claimcheck.Ev
 }
 
 // TenantEvents returns a page of a tenant's administrative events (API
-// keys, failed authentications); see claimcheck.Auditor. With an API key,
+// keys, failed authentications); see claimcheck.Admin. With an API key,
 // tenant must be the key's own, or "" for it; without one, "" is the
 // server's default tenant.
 func (c *Client) TenantEvents(ctx context.Context, tenant string, q claimcheck.EventQuery) ([]claimcheck.Event, error) {

@@ -12,8 +12,6 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.Holder = (*Client)(nil)
-
 func holdBody(reason string) (io.Reader, error) {
 	if reason == "" {
 		return nil, nil
@@ -110,8 +108,6 @@ func (c *Client) noContent(req *http.Request, op, id string) error {
 	resp.Body.Close()
 	return nil
 }
-
-var _ claimcheck.KeyDestroyer = (*Client)(nil)
 
 // DestroyNamespaceKey destroys the data key of encrypted namespace ns
 // (crypto-shredding, an admin operation): its encrypted claims become

@@ -13,11 +13,6 @@ import (
 // Listing and extending claims (GET /v1/namespaces/{ns}/claims, POST
 // /v1/claims/{id}/extend).
 
-var (
-	_ claimcheck.Lister   = (*Client)(nil)
-	_ claimcheck.Extender = (*Client)(nil)
-)
-
 // List returns one page of the claims of ns; pass the page's Next as
 // opts.Cursor for the following one.
 func (c *Client) List(ctx context.Context, ns string, opts claimcheck.ListOptions) (claimcheck.ClaimPage, error) {
@@ -43,7 +38,7 @@ func (c *Client) List(ctx context.Context, ns string, opts claimcheck.ListOption
 	return page, nil
 }
 
-// Extend moves the claim's expiry later; see claimcheck.Extender.
+// Extend moves the claim's expiry later; see claimcheck.Claims.
 func (c *Client) Extend(ctx context.Context, ref claimcheck.Ref, opts claimcheck.ExtendOptions) (claimcheck.ClaimInfo, error) {
 	if err := opts.Validate(); err != nil {
 		return claimcheck.ClaimInfo{}, err

@@ -9,8 +9,6 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.NamespaceReader = (*Client)(nil)
-
 // Namespace returns namespace ns's policy, quota limits and usage (GET
 // /v1/namespaces/{ns}).
 func (c *Client) Namespace(ctx context.Context, ns string) (claimcheck.NamespaceInfo, error) {

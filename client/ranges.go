@@ -9,10 +9,8 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.RangeRedeemer = (*Client)(nil)
-
 // RedeemRange opens bytes [offset, offset+length) of the claim's payload
-// (claimcheck.RangeRedeemer; length < 0: to the end; offset < 0: the last
+// (claimcheck.Claims.RedeemRange; length < 0: to the end; offset < 0: the last
 // -offset bytes) with one Range request. The part ends (io.EOF) only
 // after exactly its bytes arrived and the server's trailer reported no
 // failure. What the server checked them against depends on how the

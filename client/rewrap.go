@@ -9,8 +9,6 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.KeyRewrapper = (*Client)(nil)
-
 // RewrapDataKeys rewraps the data key of namespace opt.Namespace with the
 // server's current master key (an admin operation; ADR 0075). Over HTTP
 // it works on one namespace at a time, so opt.Namespace is required; the

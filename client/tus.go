@@ -71,8 +71,6 @@ func (o ResumableOptions) withDefaults() ResumableOptions {
 	return o
 }
 
-var _ claimcheck.ResumableUploads = (*Client)(nil)
-
 // UploadResumable stores the size bytes of r in a new claim of namespace
 // ns over tus: it creates an upload, sends the bytes in chunks of
 // opts.ChunkSize and, when a request fails on the way (a cut connection,
@@ -143,7 +141,7 @@ func (c *Client) resume(ctx context.Context, target *url.URL, r io.ReaderAt, siz
 }
 
 // StartResumable creates a resumable upload (tus creation) of req.Size
-// bytes in namespace ns; see claimcheck.ResumableUploads. req.Digest
+// bytes in namespace ns; see claimcheck.Uploads. req.Digest
 // travels in the upload's metadata and is checked at completion.
 func (c *Client) StartResumable(ctx context.Context, ns string, req claimcheck.ResumableRequest) (claimcheck.ResumableUpload, error) {
 	up, _, err := c.start(ctx, ns, req)
@@ -203,7 +201,7 @@ func (c *Client) start(ctx context.Context, ns string, req claimcheck.ResumableR
 }
 
 // ResumableUpload asks the server where the resumable upload upload (its
-// id, or its URL) stands (HEAD); see claimcheck.ResumableUploads. The
+// id, or its URL) stands (HEAD); see claimcheck.Uploads. The
 // Namespace is known once the upload completed (from its Ref).
 func (c *Client) ResumableUpload(ctx context.Context, upload string) (claimcheck.ResumableUpload, error) {
 	target, err := c.uploadURL(upload)
@@ -216,7 +214,7 @@ func (c *Client) ResumableUpload(ctx context.Context, upload string) (claimcheck
 
 // AppendResumable sends body as the bytes of upload (its id, or its URL)
 // from offset, in one request, checked against chunk when it is set; see
-// claimcheck.ResumableUploads. The body's length is sent when http can
+// claimcheck.Uploads. The body's length is sent when http can
 // tell it (a *bytes.Reader, say), otherwise the body is streamed chunked.
 // The answer of a PATCH does not carry the upload's size, content type
 // or (before completion) digest: those fields are left empty. When the

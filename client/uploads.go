@@ -13,8 +13,6 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-var _ claimcheck.Uploads = (*Client)(nil)
-
 // InitUpload starts a direct upload in namespace ns; see
 // claimcheck.Uploads. req.IdempotencyKey travels in the Idempotency-Key
 // header: retrying an init with it is always safe.

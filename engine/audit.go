@@ -25,8 +25,6 @@ type EventsConfig struct {
 // none.
 const DefaultEventRetention = 30 * 24 * time.Hour
 
-var _ claimcheck.Auditor = (*Store)(nil)
-
 // ClaimEvents returns a page of a claim's events; see Auditor.
 func (s *Store) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimcheck.EventQuery) ([]claimcheck.Event, error) {
 	if !claimcheck.ValidClaimID(ref.ID) {

@@ -21,7 +21,6 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/hashcopy"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -160,7 +159,7 @@ func BenchmarkPutRedeem1MiB(b *testing.B) {
 // sha256 passes a put + redeem cannot skip (the put hashes what it
 // stores, the redeem verifies what it hands out), done one after the
 // other ("sequential") or beside the I/O in a second goroutine
-// ("pipelined", internal/hashcopy, as the engine does), and the
+// ("pipelined", claimcheck.HashCopy, as the engine does), and the
 // pipelined round with the object fsynced before it is closed. The
 // ratios raw-stream ÷ each case are the best engine/raw-stream a store
 // doing that work could reach (docs/PERFORMANCE-HISTORY.md, "Put + redeem
@@ -206,7 +205,7 @@ func BenchmarkStreamFloor1MiB(b *testing.B) {
 			h.Write(payload)
 			_, err = io.Copy(w, bytes.NewReader(payload))
 		default:
-			_, err = hashcopy.Copy(w, bytes.NewReader(payload), h)
+			_, err = claimcheck.HashCopy(w, bytes.NewReader(payload), h)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -230,7 +229,7 @@ func BenchmarkStreamFloor1MiB(b *testing.B) {
 		case sequential:
 			n, err = io.Copy(io.MultiWriter(io.Discard, h), r)
 		default:
-			n, err = hashcopy.Copy(io.Discard, r, h)
+			n, err = claimcheck.HashCopy(io.Discard, r, h)
 		}
 		if err != nil || n != int64(len(payload)) {
 			b.Fatal(n, err)

@@ -265,8 +265,6 @@ func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
 	return nil
 }
 
-var _ claimcheck.KeyDestroyer = (*Store)(nil)
-
 // validateEncryption refuses a config where a namespace needs encryption
 // and no master key is set, naming the setting, and a malformed master
 // key.

@@ -16,8 +16,6 @@ import (
 // (with Next set) rather than a request that reads them all.
 const deadLetterScan = 10
 
-var _ claimcheck.DeadLetterQueue = (*Store)(nil)
-
 // DeadLetters returns a page of dead letters; see DeadLetterQueue. The
 // namespace filter is the database's; the tenant filter is the policies'
 // (the same ones API keys are checked against), applied here.

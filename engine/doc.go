@@ -1,6 +1,6 @@
 // Package engine is claimcheck's embedded store: the implementation of
-// the claimcheck.Claims contract and its capability interfaces over a
-// metadata store (package meta: SQLite by default, PostgreSQL for
+// the claimcheck contract (Claims, Uploads, Admin), and of what the HTTP
+// server needs besides (server.Store), over a metadata store (package meta: SQLite by default, PostgreSQL for
 // replicas) and a blob store (package blob: local files by default, S3 in
 // production).
 //

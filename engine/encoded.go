@@ -11,8 +11,6 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-var _ claimcheck.EncodedRedeemer = (*Store)(nil)
-
 // RedeemEncoded opens the claim's payload as its stored zstd frames when
 // it is stored so and encoding is zstd, else as Redeem does (ADR 0136).
 // The frames are decrypted for an encrypted namespace (every segment is

@@ -14,8 +14,6 @@ import (
 // maxHoldReason bounds a hold's reason (a case number, a ticket link).
 const maxHoldReason = 512
 
-var _ claimcheck.Holder = (*Store)(nil)
-
 // SetHold puts a claim on hold.
 func (s *Store) SetHold(ctx context.Context, ref claimcheck.Ref, reason string) error {
 	if len(reason) > maxHoldReason {

@@ -17,13 +17,8 @@ import (
 
 // Listing and extending claims (ADR 0100, ADR 0101).
 
-var (
-	_ claimcheck.Lister   = (*Store)(nil)
-	_ claimcheck.Extender = (*Store)(nil)
-)
-
 // List returns a page of the claims of namespace ns; see
-// claimcheck.Lister. A claim past its deadline that no sweep has finished
+// claimcheck.Claims.List. A claim past its deadline that no sweep has finished
 // yet is listed as it is (its DeleteAt in the past); Redeem and Stat
 // would finish it.
 func (s *Store) List(ctx context.Context, ns string, opts claimcheck.ListOptions) (claimcheck.ClaimPage, error) {
@@ -96,7 +91,7 @@ func decodeCursor(cursor string, order claimcheck.ListOrder) (time.Time, string,
 	return time.Unix(0, ns).UTC(), parts[2], nil
 }
 
-// Extend moves a claim's expiry later; see claimcheck.Extender.
+// Extend moves a claim's expiry later; see claimcheck.Claims.
 //
 // Invariants: the new expiry is at most created + the namespace's
 // ttl.max_lifetime (checked here and again on the locked row); the claim's

@@ -12,8 +12,6 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-var _ claimcheck.NamespaceReader = (*Store)(nil)
-
 // Namespace returns the policy, limits and usage of namespace ns.
 func (s *Store) Namespace(ctx context.Context, ns string) (claimcheck.NamespaceInfo, error) {
 	if err := claimcheck.ValidateNamespace(ns); err != nil {

@@ -43,7 +43,7 @@ func (w *failingObject) Write(p []byte) (int, error) {
 	return w.WriteCloser.Write(p)
 }
 
-// A put streams through the hashing pipeline (internal/hashcopy, ADR
+// A put streams through the hashing pipeline (claimcheck.HashCopy, ADR
 // 0155). Whatever breaks mid-stream (the body, the object write, the
 // caller's context, a digest that does not match), the put fails with
 // the right error, leaves no object and no live claim, and no goroutine

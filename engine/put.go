@@ -15,7 +15,6 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
-	"github.com/claimcheck/claimcheck/internal/hashcopy"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -25,7 +24,7 @@ const sampleSize = 64 << 10
 // copyBufferSize is the chunk of the engine's other hashing copies
 // (verifying a written object, a direct upload): large enough that a
 // megabyte costs a handful of system calls, small enough that many
-// concurrent ones stay cheap. A put streams through internal/hashcopy.
+// concurrent ones stay cheap. A put streams through claimcheck.HashCopy.
 const copyBufferSize = 256 << 10
 
 // Limits on put options; the HTTP layer enforces header sizes too.
@@ -48,12 +47,33 @@ const (
 // usage. A failure after (1) finishes the claim as aborted, which releases
 // the reservation and orphans the staging blob for the sweeper; a crash
 // leaves the same rows due, so nothing is ever stranded.
-func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (ref claimcheck.Ref, err error) {
+func (s *Store) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {
+	return s.put(ctx, ns, body, opts, nil)
+}
+
+// PutWithPolicy is Put that also answers the effective policy of ns the
+// put was stored under (zero when it failed), so that the HTTP server
+// can tell the client how to put there next (Claimcheck-Digest-First,
+// ADR 0155) without asking the store a second time.
+func (s *Store) PutWithPolicy(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, claimcheck.Policy, error) {
+	var pol claimcheck.Policy
+	ref, err := s.put(ctx, ns, body, opts, &pol)
+	if err != nil {
+		return ref, claimcheck.Policy{}, err
+	}
+	return ref, pol, nil
+}
+
+// put is Put; when polOut is set, it receives the namespace's policy.
+func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions, polOut *claimcheck.Policy) (ref claimcheck.Ref, err error) {
 	start := s.clock.Now()
 	s.touch()
 	pol, err := s.Policy(ctx, ns)
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put: %w", err)
+	}
+	if polOut != nil {
+		*polOut = pol
 	}
 	consumers, err := checkPutOptions(&opts, pol)
 	if err != nil {
@@ -410,7 +430,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	// the object write (ADR 0155): a put costs about the longer of the
 	// two, not their sum. Copy has joined that goroutine when it returns,
 	// and h then covers exactly the size bytes the object was given.
-	size, err := hashcopy.Copy(zw, src, h)
+	size, err := claimcheck.HashCopy(zw, src, h)
 	if err != nil {
 		zw.Close()
 		if ctx.Err() != nil {

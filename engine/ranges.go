@@ -15,8 +15,6 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-var _ claimcheck.RangeRedeemer = (*Store)(nil)
-
 // RedeemRange opens part of the claim's payload (ADR 0110). How a part
 // is read, and what it is checked against, depends on how the object is
 // stored:

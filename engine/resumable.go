@@ -30,8 +30,6 @@ import (
 // it from the row alone, and the received count in the database is the
 // only offset there is.
 
-var _ claimcheck.ResumableUploads = (*Store)(nil)
-
 // appender returns the storage's append ability.
 func (s *Store) appender(op string) (blob.Appender, error) {
 	ap := blob.AbilitiesOf(s.blobs).Appender

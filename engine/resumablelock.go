@@ -15,8 +15,6 @@ import (
 // release requests, which a waiter records on the lease; a holder that
 // dies stops renewing, and its lease expires.
 
-var _ claimcheck.ResumableLocks = (*Store)(nil)
-
 const (
 	// uploadLockTTL is how long a lease lasts unless renewed: how long
 	// an upload stays locked after its holder died. Shorter than the 20
@@ -38,7 +36,7 @@ const (
 // uploadLockName is the lease of upload id.
 func uploadLockName(id string) string { return "upload:" + id }
 
-// LockResumable takes upload id's lock; see claimcheck.ResumableLocks.
+// LockResumable takes upload id's lock; see server.Store.
 func (s *Store) LockResumable(ctx context.Context, id string, release func()) (func() error, error) {
 	name := uploadLockName(id)
 	holder := newID("lock_", s.clock.Now()) // one per request: two requests on one replica are two holders

@@ -35,8 +35,6 @@ const rewrapPage = 100
 // re-reads it.
 const rewrapAttempts = 3
 
-var _ claimcheck.KeyRewrapper = (*Store)(nil)
-
 // RewrapDataKeys rewraps every live data key wrapped by a previous master
 // key with the current one (only opt.Namespace's when set). A key that
 // fails is counted and reported, and the run goes on with the others; an

@@ -65,7 +65,11 @@ type Store struct {
 	keys *keyring
 }
 
-var _ claimcheck.Claims = (*Store)(nil)
+var (
+	_ claimcheck.Claims  = (*Store)(nil)
+	_ claimcheck.Uploads = (*Store)(nil)
+	_ claimcheck.Admin   = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store described by cfg.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

@@ -18,8 +18,6 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-var _ claimcheck.Uploads = (*Store)(nil)
-
 // maxIdempotencyKey bounds idempotency keys.
 const maxIdempotencyKey = 255
 

@@ -112,11 +112,7 @@ func (s *Server) authorize(r *http.Request, rt route, key auth.Key) error {
 			return nil // the handler answers invalid_argument
 		}
 		notFound := fmt.Errorf("dead letter %s: %w: no such blob is parked (unknown, retried or collected since)", id, claimcheck.ErrNotFound)
-		dq, err := s.deadLetterQueue()
-		if err != nil {
-			return err
-		}
-		d, err := dq.DeadLetter(r.Context(), id)
+		d, err := s.claims.DeadLetter(r.Context(), id)
 		if errors.Is(err, claimcheck.ErrNotFound) {
 			return notFound
 		}

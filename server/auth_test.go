@@ -60,7 +60,8 @@ func (a *actorLog) ReceiveUpload(ctx context.Context, id, token string, contentL
 	return a.Store.ReceiveUpload(ctx, id, token, contentLength, body)
 }
 
-func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {
+// PutWithPolicy is the put the server makes.
+func (a *actorLog) PutWithPolicy(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, claimcheck.Policy, error) {
 	a.mu.Lock()
 	a.actors = append(a.actors, claimcheck.ActorFrom(ctx))
 	entered := a.entered
@@ -68,7 +69,7 @@ func (a *actorLog) Put(ctx context.Context, ns string, body io.Reader, opts clai
 	if entered != nil {
 		entered <- struct{}{}
 	}
-	return a.Store.Put(ctx, ns, body, opts)
+	return a.Store.PutWithPolicy(ctx, ns, body, opts)
 }
 
 func setupAuth(t testing.TB, limits server.Limits) *authBundle {

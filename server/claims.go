@@ -52,7 +52,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer release()
 	body := &bodyReader{r: r.Body}
-	ref, err := s.claims.Put(r.Context(), ns, body, opts)
+	ref, pol, err := s.claims.PutWithPolicy(r.Context(), ns, body, opts)
 	if err != nil {
 		if body.err != nil {
 			// The body could not be read: the client sent fewer bytes
@@ -66,7 +66,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", s.claimLocation(ref.ID))
-	if pol, err := s.claims.Policy(r.Context(), ns); err == nil && !pol.DigestFirstEnabled() {
+	if !pol.DigestFirstEnabled() {
 		// The client's next puts here can skip hashing before they send
 		// (ADR 0155).
 		w.Header().Set(api.HeaderDigestFirst, "off")
@@ -152,32 +152,30 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if rr, ok := s.claims.(claimcheck.RangeRedeemer); ok && ranged {
+	if ranged {
 		br, use, err := api.ParseRange(rv)
 		if err != nil {
 			return err
 		}
 		if use {
-			return s.redeemRange(w, r, ref, rr, rv, br)
+			return s.redeemRange(w, r, ref, rv, br)
 		}
 	}
-	if er, ok := s.claims.(claimcheck.EncodedRedeemer); ok {
-		// The answer depends on these two headers (ADR 0136).
-		w.Header().Add("Vary", "Accept-Encoding, TE")
-		if readsTrailers(r) && acceptsEncoding(r, claimcheck.EncodingZstd) {
-			e, err := er.RedeemEncoded(r.Context(), ref, claimcheck.EncodingZstd)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			// Stored frames go out as zstd; a payload stored as is goes
-			// out as is, unhashed here: this client verifies it (ADR 0155).
-			encoding := e.Encoding
-			if encoding == claimcheck.EncodingIdentity {
-				encoding = ""
-			}
-			return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding)
+	// The answer depends on these two headers (ADR 0136).
+	w.Header().Add("Vary", "Accept-Encoding, TE")
+	if readsTrailers(r) && acceptsEncoding(r, claimcheck.EncodingZstd) {
+		e, err := s.claims.RedeemEncoded(r.Context(), ref, claimcheck.EncodingZstd)
+		if err != nil {
+			return err
 		}
+		defer e.Close()
+		// Stored frames go out as zstd; a payload stored as is goes out
+		// as is, unhashed here: this client verifies it (ADR 0155).
+		encoding := e.Encoding
+		if encoding == claimcheck.EncodingIdentity {
+			encoding = ""
+		}
+		return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding)
 	}
 	p, err := s.claims.Redeem(r.Context(), ref)
 	if err != nil {
@@ -212,7 +210,7 @@ func acceptsEncoding(r *http.Request, coding string) bool {
 
 // redeemRange answers one range: 206 with Content-Range, or 416 with
 // Content-Range: bytes */SIZE when it selects no byte.
-func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimcheck.Ref, rr claimcheck.RangeRedeemer, header string, br api.ByteRange) error {
+func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimcheck.Ref, header string, br api.ByteRange) error {
 	off, n := br.Offset, br.Length
 	if br.None {
 		// Selects nothing whatever the size: an offset past any end
@@ -220,7 +218,7 @@ func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimch
 		// the same checks as any redeem (unknown, gone, forbidden).
 		off, n = 1<<62, -1
 	}
-	p, err := rr.RedeemRange(r.Context(), ref, off, n)
+	p, err := s.claims.RedeemRange(r.Context(), ref, off, n)
 	if re, ok := errors.AsType[*claimcheck.RangeError](err); ok {
 		w.Header().Set(api.HeaderContentRange, fmt.Sprintf("bytes */%d", re.Size))
 		return fmt.Errorf("header Range: %q selects no byte of the %d-byte payload of claim %s: %w", clip(header), re.Size, re.ID, claimcheck.ErrRangeNotSatisfiable)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/claimcheck/claimcheck"
@@ -11,18 +10,10 @@ import (
 
 // Dead letters (ADR 0055, ADR 0076): admin routes that list and retry
 // the blobs the sweeper parked after sweeper.max_attempts failed object
-// deletes. They need a store that implements claimcheck.DeadLetterQueue.
+// deletes.
 // With auth on, a key sees and retries only the dead letters of its
 // tenant's namespaces, or of its one namespace (authorize checks what
 // the request names; scopeDeadLetters narrows what it lists).
-
-func (s *Server) deadLetterQueue() (claimcheck.DeadLetterQueue, error) {
-	dq, ok := s.claims.(claimcheck.DeadLetterQueue)
-	if !ok {
-		return nil, fmt.Errorf("%w: this server's store keeps no dead letters", claimcheck.ErrUnavailable)
-	}
-	return dq, nil
-}
 
 // scopeDeadLetters reads the query of a listing and narrows it to what
 // the request's key covers: its tenant, and its namespace when it is
@@ -44,7 +35,7 @@ func (s *Server) scopeDeadLetters(r *http.Request) (claimcheck.DeadLetterQuery, 
 
 // listDeadLetters answers GET /v1/dead-letters: a page.
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
-	return s.deadLetterPage(w, r, claimcheck.DeadLetterQueue.DeadLetters)
+	return s.deadLetterPage(w, r, claimcheck.Admin.DeadLetters)
 }
 
 // retryDeadLetters answers POST /v1/dead-letters/retry: it retries the
@@ -52,32 +43,28 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
 // claimcheck.MaxDeadLetterPage, and answers those it took back with the
 // next page's after.
 func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error {
-	return s.deadLetterPage(w, r, claimcheck.DeadLetterQueue.RetryDeadLetters)
+	return s.deadLetterPage(w, r, claimcheck.Admin.RetryDeadLetters)
 }
 
 // getDeadLetter answers GET /v1/dead-letters/{id}.
 func (s *Server) getDeadLetter(w http.ResponseWriter, r *http.Request) error {
-	return s.oneDeadLetter(w, r, claimcheck.DeadLetterQueue.DeadLetter)
+	return s.oneDeadLetter(w, r, claimcheck.Admin.DeadLetter)
 }
 
 // retryDeadLetter answers POST /v1/dead-letters/{id}/retry with the dead
 // letter as it was parked.
 func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
-	return s.oneDeadLetter(w, r, claimcheck.DeadLetterQueue.RetryDeadLetter)
+	return s.oneDeadLetter(w, r, claimcheck.Admin.RetryDeadLetter)
 }
 
 // deadLetterPage answers a page route with call's page of the request's
 // (scoped) query.
-func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, call func(claimcheck.DeadLetterQueue, context.Context, claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error)) error {
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
-	}
+func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, call func(claimcheck.Admin, context.Context, claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error)) error {
 	q, err := s.scopeDeadLetters(r)
 	if err != nil {
 		return err
 	}
-	page, err := call(dq, r.Context(), q)
+	page, err := call(s.claims, r.Context(), q)
 	if err != nil {
 		return err
 	}
@@ -87,16 +74,12 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, call fun
 
 // oneDeadLetter answers a route about the dead letter {id} with call's
 // answer.
-func (s *Server) oneDeadLetter(w http.ResponseWriter, r *http.Request, call func(claimcheck.DeadLetterQueue, context.Context, string) (claimcheck.DeadLetter, error)) error {
+func (s *Server) oneDeadLetter(w http.ResponseWriter, r *http.Request, call func(claimcheck.Admin, context.Context, string) (claimcheck.DeadLetter, error)) error {
 	id := r.PathValue("id")
 	if !claimcheck.ValidBlobID(id) {
 		return invalidf("dead letter id %q is malformed: want a blob id, b_ followed by 22 URL-safe base64 characters", clip(id))
 	}
-	dq, err := s.deadLetterQueue()
-	if err != nil {
-		return err
-	}
-	d, err := call(dq, r.Context(), id)
+	d, err := call(s.claims, r.Context(), id)
 	if err != nil {
 		return err
 	}

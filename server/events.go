@@ -8,15 +8,6 @@ import (
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
-// auditor is the store's audit trail, when it keeps one.
-func (s *Server) auditor() (claimcheck.Auditor, error) {
-	a, ok := s.claims.(claimcheck.Auditor)
-	if !ok {
-		return nil, fmt.Errorf("events: %w: this server's store keeps no audit trail", claimcheck.ErrUnavailable)
-	}
-	return a, nil
-}
-
 // claimEvents answers GET /v1/claims/{id}/events: a page of the claim's
 // audit trail.
 func (s *Server) claimEvents(w http.ResponseWriter, r *http.Request) error {
@@ -28,11 +19,7 @@ func (s *Server) claimEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.auditor()
-	if err != nil {
-		return err
-	}
-	es, err := a.ClaimEvents(r.Context(), ref, q)
+	es, err := s.claims.ClaimEvents(r.Context(), ref, q)
 	if err != nil {
 		return err
 	}
@@ -50,11 +37,7 @@ func (s *Server) namespaceEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.auditor()
-	if err != nil {
-		return err
-	}
-	es, err := a.NamespaceEvents(r.Context(), ns, q)
+	es, err := s.claims.NamespaceEvents(r.Context(), ns, q)
 	if err != nil {
 		return err
 	}
@@ -81,11 +64,7 @@ func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request) error {
 	} else if tenant == "" {
 		tenant = claimcheck.DefaultTenant
 	}
-	a, err := s.auditor()
-	if err != nil {
-		return err
-	}
-	es, err := a.TenantEvents(r.Context(), tenant, q)
+	es, err := s.claims.TenantEvents(r.Context(), tenant, q)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -11,15 +10,7 @@ import (
 )
 
 // Legal holds (ADR 0065): admin routes that set and lift holds on a claim
-// or a namespace. They need a store that implements claimcheck.Holder.
-
-func (s *Server) holder() (claimcheck.Holder, error) {
-	h, ok := s.claims.(claimcheck.Holder)
-	if !ok {
-		return nil, fmt.Errorf("%w: this server's store does not support legal holds", claimcheck.ErrUnavailable)
-	}
-	return h, nil
-}
+// or a namespace.
 
 // holdReason reads the optional {"reason": "..."} body.
 func holdReason(w http.ResponseWriter, r *http.Request) (string, error) {
@@ -37,10 +28,6 @@ func holdReason(w http.ResponseWriter, r *http.Request) (string, error) {
 }
 
 func (s *Server) setClaimHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.holder()
-	if err != nil {
-		return err
-	}
 	ref, err := claimRef(r)
 	if err != nil {
 		return err
@@ -49,7 +36,7 @@ func (s *Server) setClaimHold(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.SetHold(r.Context(), ref, reason); err != nil {
+	if err := s.claims.SetHold(r.Context(), ref, reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -57,15 +44,11 @@ func (s *Server) setClaimHold(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) clearClaimHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.holder()
-	if err != nil {
-		return err
-	}
 	ref, err := claimRef(r)
 	if err != nil {
 		return err
 	}
-	if err := h.ClearHold(r.Context(), ref); err != nil {
+	if err := s.claims.ClearHold(r.Context(), ref); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -73,10 +56,6 @@ func (s *Server) clearClaimHold(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.holder()
-	if err != nil {
-		return err
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
@@ -85,7 +64,7 @@ func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := h.SetNamespaceHold(r.Context(), ns, reason); err != nil {
+	if err := s.claims.SetNamespaceHold(r.Context(), ns, reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -93,15 +72,11 @@ func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) clearNamespaceHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.holder()
-	if err != nil {
-		return err
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
 	}
-	if err := h.ClearNamespaceHold(r.Context(), ns); err != nil {
+	if err := s.claims.ClearNamespaceHold(r.Context(), ns); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -109,15 +84,11 @@ func (s *Server) clearNamespaceHold(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.holder()
-	if err != nil {
-		return err
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
 	}
-	hold, err := h.NamespaceHold(r.Context(), ns)
+	hold, err := s.claims.NamespaceHold(r.Context(), ns)
 	if err != nil {
 		return err
 	}
@@ -129,10 +100,6 @@ func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 // /v1/namespaces/{ns}/key?confirm={ns}. The namespace must be repeated in
 // confirm, so that a mistyped or replayed URL does not destroy data.
 func (s *Server) destroyNamespaceKey(w http.ResponseWriter, r *http.Request) error {
-	d, ok := s.claims.(claimcheck.KeyDestroyer)
-	if !ok {
-		return fmt.Errorf("%w: this server's store does not support encryption at rest", claimcheck.ErrUnavailable)
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
@@ -140,7 +107,7 @@ func (s *Server) destroyNamespaceKey(w http.ResponseWriter, r *http.Request) err
 	if got := r.URL.Query().Get("confirm"); got != ns {
 		return invalidf("destroying the data key of %s makes its encrypted claims unreadable for good: repeat the namespace in the query, ?confirm=%s", ns, ns)
 	}
-	if err := d.DestroyNamespaceKey(r.Context(), ns); err != nil {
+	if err := s.claims.DestroyNamespaceKey(r.Context(), ns); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

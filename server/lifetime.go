@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 
@@ -16,10 +15,6 @@ import (
 // claim, checked like every claim route.
 
 func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) error {
-	l, ok := s.claims.(claimcheck.Lister)
-	if !ok {
-		return fmt.Errorf("list: %w: this server's store cannot list claims", claimcheck.ErrUnavailable)
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
@@ -28,7 +23,7 @@ func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := l.List(r.Context(), ns, opts)
+	page, err := s.claims.List(r.Context(), ns, opts)
 	if err != nil {
 		return err
 	}
@@ -37,10 +32,6 @@ func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) extendClaim(w http.ResponseWriter, r *http.Request) error {
-	e, ok := s.claims.(claimcheck.Extender)
-	if !ok {
-		return fmt.Errorf("extend: %w: this server's store cannot extend claims", claimcheck.ErrUnavailable)
-	}
 	ref, err := claimRef(r)
 	if err != nil {
 		return err
@@ -53,7 +44,7 @@ func (s *Server) extendClaim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := e.Extend(r.Context(), ref, opts)
+	info, err := s.claims.Extend(r.Context(), ref, opts)
 	if err != nil {
 		return err
 	}

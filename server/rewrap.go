@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/claimcheck/claimcheck"
@@ -16,10 +15,6 @@ import (
 // per namespace so that tenant admins stay inside their tenant; the whole
 // store is rewrapped offline with `claimcheck rewrap-keys`.
 func (s *Server) rewrapNamespaceKey(w http.ResponseWriter, r *http.Request) error {
-	k, ok := s.claims.(claimcheck.KeyRewrapper)
-	if !ok {
-		return fmt.Errorf("%w: this server's store does not support encryption at rest", claimcheck.ErrUnavailable)
-	}
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
 		return err
@@ -28,7 +23,7 @@ func (s *Server) rewrapNamespaceKey(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	rep, err := k.RewrapDataKeys(r.Context(), claimcheck.RewrapOptions{Namespace: ns, DryRun: dryRun})
+	rep, err := s.claims.RewrapDataKeys(r.Context(), claimcheck.RewrapOptions{Namespace: ns, DryRun: dryRun})
 	if err != nil {
 		return err
 	}

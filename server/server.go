@@ -1,6 +1,7 @@
-// Package server is claimcheck's HTTP API: it puts the claimcheck.Claims
-// interface (usually the embedded *engine.Store) on the wire for
-// package client and for any HTTP tool.
+// Package server is claimcheck's HTTP API: it puts a Store (the
+// contract's Claims, Uploads and Admin, and what the server needs of the
+// embedded *engine.Store besides) on the wire for package client and for
+// any HTTP tool.
 //
 // The wire contract (routes, headers, error codes) lives in package
 // server/api, shared with the client, and is described in docs/HTTP.md.
@@ -27,14 +28,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tus/tusd/v2/pkg/handler"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 )
 
 // Config configures a Server. Only Claims is required.
 type Config struct {
-	// Claims is the store the API serves.
-	Claims claimcheck.Claims
+	// Claims is the store the API serves: the embedded *engine.Store,
+	// or anything that implements Store.
+	Claims Store
 	// Ready backs /readyz; nil means always ready. It should be cheap
 	// (a database ping): load balancers call it often.
 	Ready func(ctx context.Context) error
@@ -60,7 +61,7 @@ const readyTimeout = 5 * time.Second
 
 // Server is the HTTP API. It implements http.Handler.
 type Server struct {
-	claims   claimcheck.Claims
+	claims   Store
 	ready    func(ctx context.Context) error
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -77,7 +78,7 @@ type Server struct {
 	trusted        []netip.Prefix           // reverse proxies (Limits.TrustedProxies)
 	public         *url.URL                 // Limits.PublicURL; nil: from the request (proxy.go)
 	browser        *browserGate             // CORS and cross-origin protection (cors.go)
-	tus            *handler.UnroutedHandler // resumable uploads (tus.go); nil: the store has none
+	tus            *handler.UnroutedHandler // resumable uploads (tus.go)
 	nsCache        claimNamespaces
 }
 

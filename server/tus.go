@@ -27,7 +27,8 @@ import (
 // uploads (tus)"; ADR 0115). tusd's handler speaks the protocol; this
 // file mounts its methods on rows of the route table (so the guard,
 // auth, limits and strict checks apply as to every route) and gives it
-// a data store over the store's claimcheck.ResumableUploads, in which
+// a data store over the store's resumable uploads (claimcheck.Uploads),
+// in which
 // every upload is a pending claim. tusd keeps no state of its own: no
 // .info files, no storage of its own; its lock on an upload is the
 // store's (tuslock.go).
@@ -45,22 +46,12 @@ import (
 // "creation-with-upload"; it works, but is not promised.)
 const tusExtensions = "creation,termination,expiration,checksum"
 
-// resumable returns the store's resumable uploads, if it has them.
-func (s *Server) resumable() (claimcheck.ResumableUploads, bool) {
-	ru, ok := s.claims.(claimcheck.ResumableUploads)
-	return ru, ok
-}
-
 // newTus builds tusd's handler over the store. Its lock on an upload is
 // tusLocker: tusd's in-process one plus the store's shared lock, so the
 // requests of one upload may reach any replica (ADR 0185).
 func (s *Server) newTus() *handler.UnroutedHandler {
-	ru, ok := s.resumable()
-	if !ok {
-		return nil
-	}
 	composer := handler.NewStoreComposer()
-	store := tusStore{ru: ru, log: s.log}
+	store := tusStore{ru: s.claims, log: s.log}
 	composer.UseCore(store)
 	composer.UseTerminater(store)
 	composer.UseLocker(newTusLocker(s.claims))
@@ -214,9 +205,6 @@ func (w *tusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // of its middleware that apply (the protocol version) and the exchange
 // the data store fills in.
 func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, serve func(http.ResponseWriter, *http.Request)) error {
-	if s.tus == nil {
-		return fmt.Errorf("%w: this server's store does not take resumable uploads", claimcheck.ErrNotFound)
-	}
 	if r.Method != http.MethodHead {
 		if v := r.Header.Get(api.HeaderTusResumable); v != api.TusVersion {
 			w.Header().Set(api.HeaderTusVersion, api.TusVersion)
@@ -312,9 +300,6 @@ func (s *Server) tusDelete(w http.ResponseWriter, r *http.Request) error {
 // with the namespace's max_size as the largest upload. (A browser's
 // CORS preflight never gets here: cors.go answers it.)
 func (s *Server) tusOptions(w http.ResponseWriter, r *http.Request) error {
-	if s.tus == nil {
-		return fmt.Errorf("%w: this server's store does not take resumable uploads", claimcheck.ErrNotFound)
-	}
 	pol, err := s.claims.Policy(r.Context(), r.PathValue("ns"))
 	if err != nil {
 		return err
@@ -349,10 +334,10 @@ func parseUploadChecksum(values []string) (claimcheck.ChunkChecksum, error) {
 	return claimcheck.ChunkChecksum{Algorithm: alg, Sum: b}, nil
 }
 
-// tusStore is tusd's data store over claimcheck.ResumableUploads: tusd
+// tusStore is tusd's data store over the store's resumable uploads: tusd
 // asks, the store answers, and every state lives in the store's rows.
 type tusStore struct {
-	ru  claimcheck.ResumableUploads
+	ru  claimcheck.Uploads
 	log *slog.Logger
 }
 

@@ -6,12 +6,10 @@ import (
 
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
-
-	"github.com/claimcheck/claimcheck"
 )
 
-// tusLocker is tusd's lock on an upload over the store's
-// claimcheck.ResumableLocks (ADR 0185): first tusd's in-process lock,
+// tusLocker is tusd's lock on an upload over the store's shared lock
+// (Store.LockResumable, ADR 0185): first tusd's in-process lock,
 // which orders the requests of one replica in memory and hands over at
 // once, then the store's shared lock, which excludes the requests of
 // every other replica. Both pass tusd's release callback on, so a new
@@ -19,18 +17,12 @@ import (
 // another.
 type tusLocker struct {
 	local  *memorylocker.MemoryLocker
-	shared claimcheck.ResumableLocks
+	shared Store
 }
 
-// newTusLocker returns the lock for tusd: the in-process one alone when
-// the store has no shared lock.
-func newTusLocker(claims claimcheck.Claims) handler.Locker {
-	local := memorylocker.New()
-	shared, ok := claims.(claimcheck.ResumableLocks)
-	if !ok {
-		return local
-	}
-	return tusLocker{local: local, shared: shared}
+// newTusLocker returns the lock for tusd over store's shared lock.
+func newTusLocker(store Store) handler.Locker {
+	return tusLocker{local: memorylocker.New(), shared: store}
 }
 
 func (l tusLocker) NewLock(id string) (handler.Lock, error) {
@@ -45,7 +37,7 @@ func (l tusLocker) NewLock(id string) (handler.Lock, error) {
 type tusLock struct {
 	id     string
 	local  handler.Lock
-	shared claimcheck.ResumableLocks
+	shared Store
 	unlock func() error // the shared lock's, once held
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,42 +17,16 @@ import (
 // route below with the store's upload token in the URL), then confirms.
 // See docs/HTTP.md, "Direct uploads".
 
-// UploadReceiver is implemented by stores that receive upload payloads
-// themselves (*engine.Store on file or memory storage): their
-// InitUpload answers a claimcheck.Upload with a Token instead of a URL,
-// and the server hands the body of a PUT to the data route to
-// ReceiveUpload. The store checks the token (signature, expiry, that it
-// names upload id; refusals are claimcheck.ErrPermissionDenied) and the
-// body (ErrTooLarge, ErrInvalidArgument when short, ErrChecksumMismatch)
-// and leaves nothing visible when it refuses. The server knows nothing of
-// the token but where it goes in the URL.
-type UploadReceiver interface {
-	ReceiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error
-}
-
 // uploadTokenParam is the query parameter of the data route that holds
 // the token: PUT /v1/uploads/{id}/data?token=TOKEN. The token stays out
 // of the path so that what logs and error messages show of a URL (the
 // path: the client's redacted) names the upload without its credential.
 const uploadTokenParam = "token"
 
-// uploads returns the store's upload flow, if it has one.
-func (s *Server) uploads() (claimcheck.Uploads, error) {
-	u, ok := s.claims.(claimcheck.Uploads)
-	if !ok {
-		return nil, fmt.Errorf("%w: this server's store does not offer direct uploads", claimcheck.ErrUnavailable)
-	}
-	return u, nil
-}
-
 // initUpload answers POST /v1/namespaces/{ns}/uploads.
 func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
 	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
-	up, err := s.uploads()
-	if err != nil {
 		return err
 	}
 	var body api.InitUploadRequest
@@ -87,7 +60,7 @@ func (s *Server) initUpload(w http.ResponseWriter, r *http.Request) error {
 		s.writeLimited(w, r, err)
 		return nil
 	}
-	u, err := up.InitUpload(r.Context(), ns, req)
+	u, err := s.claims.InitUpload(r.Context(), ns, req)
 	if err != nil {
 		release()
 		return err
@@ -121,12 +94,8 @@ func UploadURL(base string, u claimcheck.Upload) claimcheck.Upload {
 
 // confirmUpload answers POST /v1/uploads/{id}/confirm with the ref.
 func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
-	up, err := s.uploads()
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("id")
-	ref, err := up.ConfirmUpload(r.Context(), id)
+	ref, err := s.claims.ConfirmUpload(r.Context(), id)
 	if err == nil || !errors.Is(err, claimcheck.ErrUnavailable) && r.Context().Err() == nil {
 		// Confirmed, or refused for good (gone, not found, mismatch):
 		// either way the store holds no reservation for it any more.
@@ -146,10 +115,6 @@ func (s *Server) confirmUpload(w http.ResponseWriter, r *http.Request) error {
 // this route (targetSigned in auth.go) and applies the rate, stream and
 // slow-client limits per client address instead.
 func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
-	recv, ok := s.claims.(UploadReceiver)
-	if !ok {
-		return fmt.Errorf("%w: this server's store does not receive uploads itself", claimcheck.ErrNotFound)
-	}
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	tokens := q[uploadTokenParam]
@@ -163,7 +128,7 @@ func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
 			id, claimcheck.ErrPermissionDenied)
 	}
 	body := &bodyReader{r: r.Body}
-	err := recv.ReceiveUpload(r.Context(), id, q.Get(uploadTokenParam), r.ContentLength, body)
+	err := s.claims.ReceiveUpload(r.Context(), id, q.Get(uploadTokenParam), r.ContentLength, body)
 	if err != nil && body.err != nil {
 		s.log.Info("upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
 		return fmt.Errorf("upload %s: %w", id, invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))

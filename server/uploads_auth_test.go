@@ -73,8 +73,9 @@ func TestUploadWithAuth(t *testing.T) {
 	}
 }
 
-// The embedded store is what the data route hands bodies to.
-var _ server.UploadReceiver = (*engine.Store)(nil)
+// The embedded store is what the server serves, the data route's bodies
+// included.
+var _ server.Store = (*engine.Store)(nil)
 
 // TestUploadDataToken: the server puts the store's upload token in the
 // query of its data route, and refuses a PUT whose token is missing,

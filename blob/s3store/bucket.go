@@ -20,8 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/claimcheck/claimcheck/internal/hashcopy"
-
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/gocloudbucket"
 )
@@ -191,14 +189,15 @@ func (w *s3Writer) SetKnownPayload(size int64, sum []byte) bool {
 }
 
 // streamMin is the smallest announced object that SetKnownPayload
-// streams. A put reads its body in chunks of hashcopy.ChunkSize, so an
-// object no larger than that is written whole, at once, after its last
-// byte arrived: streaming it hides nothing and costs a goroutine, a pipe
+// streams. A put reads its body in chunks of claimcheck.HashCopyChunk
+// (128 KiB, kept equal to it here so that blob does not depend on the
+// contract), so an object no larger than that is written whole, at once,
+// after its last byte arrived: streaming it hides nothing and costs a goroutine, a pipe
 // between it and the handler, and a second write of the request for the
 // byte held back for Close. The buffered PutObject sends it from Close,
 // signed with the same sha256 (blob.PayloadHasher), and only after the
 // engine checked the body against it (ADR 0180).
-const streamMin = hashcopy.ChunkSize + 1
+const streamMin = 128<<10 + 1
 
 // errStreamEnded is what a Write to a streamed PutObject gets after the
 // request ended without a failure of its own: it already had all its

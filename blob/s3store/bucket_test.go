@@ -255,7 +255,7 @@ func openTestS3(t *testing.T, u string) *Bucket {
 }
 
 // TestS3SmallKnownPayloadBuffered checks on a real S3 server that an
-// announced object of up to hashcopy.ChunkSize bytes, which arrives whole
+// announced object of up to claimcheck.HashCopyChunk bytes, which arrives whole
 // before its first byte is written, is not streamed: SetKnownPayload
 // declines it and the buffered PutObject stores it, signed with the sum
 // as the engine then sets it (ADR 0180); one byte more streams.

@@ -48,13 +48,11 @@ const (
 	LabelRunID      = "temporal.run_id"
 )
 
-// KeeperClaims is what the keeper needs of a claimcheck store: list and
-// extend besides the contract (client.Client and *engine.Store have
-// both).
+// KeeperClaims is what the keeper needs of a claimcheck store: the
+// contract's Claims, whose List and Extend it uses (client.Client and
+// *engine.Store implement it).
 type KeeperClaims interface {
 	claimcheck.Claims
-	claimcheck.Lister
-	claimcheck.Extender
 }
 
 // KeeperOptions configure a Keeper. Zero values take the defaults.

@@ -110,8 +110,8 @@ func (f *storeFlags) describe() string {
 }
 
 // deadLetters is the target's dead-letter queue: both sides implement
-// claimcheck.DeadLetterQueue, so the command is the same code either way.
-func (t operatorTarget) deadLetters() claimcheck.DeadLetterQueue {
+// claimcheck.Admin, so the command is the same code either way.
+func (t operatorTarget) deadLetters() claimcheck.Admin {
 	if t.client != nil {
 		return t.client
 	}

@@ -15,6 +15,9 @@ import (
 	"github.com/claimcheck/claimcheck/server"
 )
 
+// The server serves the embedded store.
+var _ server.Store = (*engine.Store)(nil)
+
 // DefaultListen is where serve listens without --listen or a config.
 const DefaultListen = "127.0.0.1:8080"
 

@@ -21,7 +21,7 @@ const (
 )
 
 // ByteRange is one range of a Range header in the terms of
-// claimcheck.RangeRedeemer: Offset and Length, Offset < 0 for a suffix.
+// claimcheck.Claims.RedeemRange: Offset and Length, Offset < 0 for a suffix.
 // None is set for a range that is well formed but selects nothing
 // whatever the size ("bytes=-0", or a last position before the first):
 // RFC 9110 makes both unsatisfiable.

@@ -1,4 +1,4 @@
-package hashcopy_test
+package claimcheck_test
 
 import (
 	"bytes"
@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/claimcheck/claimcheck/internal/hashcopy"
+	"github.com/claimcheck/claimcheck"
 )
 
-// Every test checks that the hashing goroutine has ended when Copy
+// Every test checks that the hashing goroutine has ended when HashCopy
 // returns, whatever happened to the stream.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -31,7 +31,7 @@ func payload(t *testing.T, n int) []byte {
 // reused: under -race, a chunk read into while the hasher still holds it
 // is reported), from readers that return whole or partial chunks.
 func TestCopyHashesWhatItWrites(t *testing.T) {
-	c := hashcopy.ChunkSize
+	c := claimcheck.HashCopyChunk
 	for _, size := range []int{0, 1, c - 1, c, c + 1, 2 * c, 9*c + 7} {
 		src := payload(t, size)
 		want := sha256.Sum256(src)
@@ -41,7 +41,7 @@ func TestCopyHashesWhatItWrites(t *testing.T) {
 		} {
 			var dst bytes.Buffer
 			h := sha256.New()
-			n, err := hashcopy.Copy(&dst, r(), h)
+			n, err := claimcheck.HashCopy(&dst, r(), h)
 			if err != nil || n != int64(size) {
 				t.Fatalf("size %d %s: Copy = %d, %v", size, name, n, err)
 			}
@@ -59,21 +59,21 @@ func TestCopyHashesWhatItWrites(t *testing.T) {
 // the same result.
 func TestCopyOnOneCore(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	src := payload(t, 5*hashcopy.ChunkSize+3)
+	src := payload(t, 5*claimcheck.HashCopyChunk+3)
 	want := sha256.Sum256(src)
 	var dst bytes.Buffer
 	h := sha256.New()
-	if n, err := hashcopy.Copy(&dst, iotest.HalfReader(bytes.NewReader(src)), h); err != nil || n != int64(len(src)) {
+	if n, err := claimcheck.HashCopy(&dst, iotest.HalfReader(bytes.NewReader(src)), h); err != nil || n != int64(len(src)) {
 		t.Fatalf("Copy = %d, %v", n, err)
 	}
 	if !bytes.Equal(dst.Bytes(), src) || !bytes.Equal(h.Sum(nil), want[:]) {
 		t.Fatal("the bytes written or hashed are not the source's")
 	}
 	boom := errors.New("connection reset")
-	if _, err := hashcopy.Copy(io.Discard, io.MultiReader(bytes.NewReader(src), iotest.ErrReader(boom)), sha256.New()); !errors.Is(err, boom) {
+	if _, err := claimcheck.HashCopy(io.Discard, io.MultiReader(bytes.NewReader(src), iotest.ErrReader(boom)), sha256.New()); !errors.Is(err, boom) {
 		t.Fatalf("Copy of a failing reader: %v", err)
 	}
-	if _, err := hashcopy.Copy(&failAfter{left: 3 * hashcopy.ChunkSize, err: boom}, bytes.NewReader(src), sha256.New()); !errors.Is(err, boom) {
+	if _, err := claimcheck.HashCopy(&failAfter{left: 3 * claimcheck.HashCopyChunk, err: boom}, bytes.NewReader(src), sha256.New()); !errors.Is(err, boom) {
 		t.Fatalf("Copy to a failing writer: %v", err)
 	}
 }
@@ -81,23 +81,23 @@ func TestCopyOnOneCore(t *testing.T) {
 // A failing writer stops the copy at once with its error; the hasher has
 // ended.
 func TestCopyWriteError(t *testing.T) {
-	src := payload(t, 6*hashcopy.ChunkSize)
+	src := payload(t, 6*claimcheck.HashCopyChunk)
 	boom := errors.New("disk full")
-	w := &failAfter{left: 2*hashcopy.ChunkSize + 10, err: boom}
-	n, err := hashcopy.Copy(w, bytes.NewReader(src), sha256.New())
+	w := &failAfter{left: 2*claimcheck.HashCopyChunk + 10, err: boom}
+	n, err := claimcheck.HashCopy(w, bytes.NewReader(src), sha256.New())
 	if !errors.Is(err, boom) {
 		t.Fatalf("Copy error = %v, want the writer's", err)
 	}
-	if n > 3*hashcopy.ChunkSize {
+	if n > 3*claimcheck.HashCopyChunk {
 		t.Fatalf("Copy wrote %d bytes past the failure", n)
 	}
 }
 
 // A short write without an error is an error.
 func TestCopyShortWrite(t *testing.T) {
-	for _, size := range []int{10, 3 * hashcopy.ChunkSize} {
+	for _, size := range []int{10, 3 * claimcheck.HashCopyChunk} {
 		w := &failAfter{left: 5}
-		if _, err := hashcopy.Copy(w, bytes.NewReader(payload(t, size)), sha256.New()); !errors.Is(err, io.ErrShortWrite) {
+		if _, err := claimcheck.HashCopy(w, bytes.NewReader(payload(t, size)), sha256.New()); !errors.Is(err, io.ErrShortWrite) {
 			t.Fatalf("size %d: Copy error = %v, want io.ErrShortWrite", size, err)
 		}
 	}
@@ -107,10 +107,10 @@ func TestCopyShortWrite(t *testing.T) {
 // the copy with its error, before or after the first chunk.
 func TestCopyReadError(t *testing.T) {
 	boom := errors.New("connection reset")
-	for _, after := range []int{0, 100, hashcopy.ChunkSize, 3*hashcopy.ChunkSize + 1, 7 * hashcopy.ChunkSize} {
+	for _, after := range []int{0, 100, claimcheck.HashCopyChunk, 3*claimcheck.HashCopyChunk + 1, 7 * claimcheck.HashCopyChunk} {
 		src := io.MultiReader(bytes.NewReader(payload(t, after)), iotest.ErrReader(boom))
 		var dst bytes.Buffer
-		n, err := hashcopy.Copy(&dst, src, sha256.New())
+		n, err := claimcheck.HashCopy(&dst, src, sha256.New())
 		if !errors.Is(err, boom) {
 			t.Fatalf("after %d: Copy error = %v, want the reader's", after, err)
 		}

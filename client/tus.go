@@ -270,7 +270,7 @@ func (c *Client) uploadURL(upload string) (*url.URL, error) {
 }
 
 // tusTransfer is one run of ResumeUpload, or one request of the
-// ResumableUploads methods.
+// claimcheck.Uploads methods (resumable part).
 type tusTransfer struct {
 	c    *Client
 	url  *url.URL

@@ -16,7 +16,7 @@ import (
 // (with Next set) rather than a request that reads them all.
 const deadLetterScan = 10
 
-// DeadLetters returns a page of dead letters; see DeadLetterQueue. The
+// DeadLetters returns a page of dead letters; see claimcheck.Admin. The
 // namespace filter is the database's; the tenant filter is the policies'
 // (the same ones API keys are checked against), applied here.
 func (s *Store) DeadLetters(ctx context.Context, q claimcheck.DeadLetterQuery) (claimcheck.DeadLetterPage, error) {
@@ -57,7 +57,7 @@ func (s *Store) inTenant(ctx context.Context, tenant, ns string) bool {
 	return err == nil && pol.Tenant == tenant
 }
 
-// DeadLetter returns one dead letter; see DeadLetterQueue.
+// DeadLetter returns one dead letter; see claimcheck.Admin.
 func (s *Store) DeadLetter(ctx context.Context, id string) (claimcheck.DeadLetter, error) {
 	if !claimcheck.ValidBlobID(id) {
 		return claimcheck.DeadLetter{}, fmt.Errorf("dead letter: %w", invalidf("blob id %q is malformed", id))
@@ -72,7 +72,7 @@ func (s *Store) DeadLetter(ctx context.Context, id string) (claimcheck.DeadLette
 	return deadLetterOf(b), nil
 }
 
-// RetryDeadLetter retries one dead letter; see DeadLetterQueue.
+// RetryDeadLetter retries one dead letter; see claimcheck.Admin.
 func (s *Store) RetryDeadLetter(ctx context.Context, id string) (claimcheck.DeadLetter, error) {
 	if !claimcheck.ValidBlobID(id) {
 		return claimcheck.DeadLetter{}, fmt.Errorf("retry dead letter: %w", invalidf("blob id %q is malformed", id))
@@ -87,7 +87,7 @@ func (s *Store) RetryDeadLetter(ctx context.Context, id string) (claimcheck.Dead
 	return back[0], nil
 }
 
-// RetryDeadLetters retries a page of dead letters; see DeadLetterQueue.
+// RetryDeadLetters retries a page of dead letters; see claimcheck.Admin.
 // Listing and retrying are two transactions; the retry is a
 // compare-and-swap on parked rows, so one retried meanwhile by someone
 // else is left out of the answer, not taken back twice.

@@ -39,7 +39,7 @@ func (s *Store) appender(op string) (blob.Appender, error) {
 	return ap, nil
 }
 
-// StartResumable starts a resumable upload; see ResumableUploads.
+// StartResumable starts a resumable upload; see claimcheck.Uploads.
 //
 // Like InitUpload it reuses the put's first step (CreatePending), then
 // asks the storage for an append handle, then records the upload with
@@ -129,7 +129,7 @@ func (s *Store) loadResumable(ctx context.Context, op, id string) (meta.Resumabl
 	return r, c, nil
 }
 
-// ResumableUpload returns an upload's state; see ResumableUploads. A
+// ResumableUpload returns an upload's state; see claimcheck.Uploads. A
 // pending upload whose last byte is stored but whose completion failed
 // (a crash, a storage error) is completed here: the client that asks
 // where to continue gets the claim instead of an upload it cannot
@@ -158,7 +158,7 @@ func (s *Store) stateOf(ctx context.Context, op string, r meta.ResumableUpload, 
 	return resumableOf(r.Upload, r.Size, c.State, c.DueAt, &ref), nil
 }
 
-// AppendResumable stores a chunk; see ResumableUploads.
+// AppendResumable stores a chunk; see claimcheck.Uploads.
 //
 // The body streams through the chunk's hash (when a checksum was sent)
 // and the deadline keeper of streaming puts (progress.go) into the
@@ -605,7 +605,7 @@ func (s *Store) dropAppended(ctx context.Context, key, handle string) {
 	}
 }
 
-// AbortResumable finishes a pending upload now; see ResumableUploads.
+// AbortResumable finishes a pending upload now; see claimcheck.Uploads.
 func (s *Store) AbortResumable(ctx context.Context, id string) error {
 	op := "abort upload " + id
 	if !claimcheck.ValidClaimID(id) {

@@ -16,6 +16,11 @@
 //     (BenchmarkServeUserPaths, BenchmarkVersusMinIO, BenchmarkRedeemTail,
 //     BenchmarkRedeemP99WithScrub).
 //
+// Each test starts its own servers on their own data directory (or
+// PostgreSQL schema and S3 bucket), so the tests run in parallel
+// (t.Parallel), except the few that set the environment their servers
+// inherit (t.Setenv).
+//
 // The tests of one subcommand's flags and output, which run the command
 // line in process through cli.Main, stay beside it in internal/cli.
 //

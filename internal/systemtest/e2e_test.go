@@ -152,6 +152,7 @@ func photosJSON(n int) []byte {
 }
 
 func TestCLIEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	url := startServer(t, bin, dir)
@@ -254,6 +255,7 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesBadConfig(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")

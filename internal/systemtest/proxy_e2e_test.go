@@ -24,6 +24,7 @@ import (
 // server answers must lead there too. A bad public_url stops serve with
 // an error naming the field.
 func TestUploadThroughReverseProxy(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 

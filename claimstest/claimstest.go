@@ -102,7 +102,8 @@ type Harness struct {
 }
 
 // Factory returns a fresh, empty implementation configured with opts. It
-// is called once per subtest; it registers its own cleanup with t.
+// is called once per subtest, by several subtests at once (they run in
+// parallel); it registers its own cleanup with t.
 type Factory func(t *testing.T, opts Options) Harness
 
 // Run runs the conformance suite against the implementations open
@@ -144,6 +145,7 @@ func Run(t *testing.T, open Factory) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, &env{open: open})
 		})
 	}

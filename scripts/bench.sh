@@ -66,7 +66,7 @@ bench() { # bench OUT PKG PATTERN BENCHTIME [env...]
   env "$@" go test -run '^$' -bench "$pattern" -benchtime "$benchtime" -timeout 60m "$pkg" | tee "$out" >&2
 }
 
-bench "$work/serve.txt" ./internal/cli 'ServeUserPaths$' "${rounds}x"
+bench "$work/serve.txt" ./internal/systemtest 'ServeUserPaths$' "${rounds}x"
 row "dedup hit over HTTP, Go client (1 MiB)" "hit / miss" "$(metric "$work/serve.txt" BenchmarkServeUserPaths hit/miss)" 0.3 "<="
 
 # curl against the real server: a miss (fresh bytes) and a hit (the same
@@ -100,7 +100,7 @@ row "floor: raw stream + two sha256 passes beside the I/O" "÷ raw stream" "$(me
 row "engine put + redeem (1 MiB)" "÷ raw stream" "$(metric "$work/putredeem.txt" BenchmarkPutRedeem1MiB engine/raw-stream)" 0.5 ">="
 row "HTTP put + redeem (1 MiB, in-process server)" "÷ raw stream" "$(metric "$work/putredeem.txt" BenchmarkPutRedeem1MiB http/raw-stream)" 0.35 ">="
 
-bench "$work/minio.txt" ./internal/cli 'VersusMinIO$' "$((rounds / 2))x"
+bench "$work/minio.txt" ./internal/systemtest 'VersusMinIO$' "$((rounds / 2))x"
 for c in json-1MiB random-1MiB 64KiB-16w 64KiB-64w; do
   row "serve (embedded) vs MinIO: $c" "× MinIO" "$(metric "$work/minio.txt" "BenchmarkVersusMinIO/embedded/$c" ratio)" 1.2 ">="
 done

@@ -5,7 +5,8 @@
 //
 // The suite writes under a fresh random prefix per subtest and deletes what
 // it wrote, so a shared backend (one S3 bucket for every run) never needs
-// emptying and concurrent runs do not see each other.
+// emptying and concurrent runs, and the subtests of one run, which run in
+// parallel, do not see each other.
 package blobtest
 
 import (
@@ -24,9 +25,10 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 )
 
-// Run runs the suite. open is called once per subtest and must return a
-// usable store; Run closes it when the subtest ends. Stores returned by
-// different calls may share their objects (the same bucket) or not.
+// Run runs the suite, its subtests in parallel. open is called once per
+// subtest, by several subtests at once, and must return a usable store;
+// Run closes it when the subtest ends. Stores returned by different calls
+// may share their objects (the same bucket) or not.
 func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 	t.Helper()
 	tests := []struct {
@@ -48,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, setup(t, open))
 		})
 	}

@@ -14,7 +14,8 @@
 // time, a live claim never points at a blob being deleted).
 //
 // Tests assert behaviour, never timing; the concurrency test runs many
-// goroutines against one store and checks the end state.
+// goroutines against one store and checks the end state. Subtests run in
+// parallel (t.Parallel), each on its own store and its own fake clock.
 package metatest
 
 import (
@@ -23,8 +24,9 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// Run runs the conformance suite. open must return a fresh, empty store
-// for each call; Run closes it when the subtest ends.
+// Run runs the conformance suite, its subtests in parallel. open must
+// return a fresh, empty store for each call, and may be called by several
+// subtests at once; Run closes the store when the subtest ends.
 func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 	tests := []struct {
 		name string
@@ -118,6 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 	tests = append(tests, dataKeyTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, setup(t, open))
 		})
 	}

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bufio"
@@ -87,6 +87,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // again while their blob is orphaned within its grace period bring the
 // blob back to committed, and gc never deletes it.
 func TestGCChaosKillBetweenWriteAndCommit(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(chaosConfig), 0o644); err != nil {

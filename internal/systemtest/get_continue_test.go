@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -57,6 +57,7 @@ func (cp *cuttingProxy) start(t *testing.T, target string) string {
 // whole into place; a partial file that was altered is caught by the
 // whole-file check and removed.
 func TestGetContinue(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 // server answers must lead there too. A bad public_url stops serve with
 // an error naming the field.
 func TestUploadThroughReverseProxy(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 // byte-exactly. Short: a few seconds; CLAIMCHECK_TEST_CHAOS_OPS=N for a longer
 // run (operations per worker).
 func TestIntegrityDamageChaos(t *testing.T) {
+	t.Parallel()
 	ops := 40
 	if v := os.Getenv("CLAIMCHECK_TEST_CHAOS_OPS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 // pause, shows up here as milliseconds. CLAIMCHECK_BENCH_SERVER=URL runs
 // the same loop against a server started by hand instead.
 //
-//	go test -run '^$' -bench ServeUserPaths -benchtime 200x ./internal/cli
+//	go test -run '^$' -bench ServeUserPaths -benchtime 200x ./internal/systemtest
 func BenchmarkServeUserPaths(b *testing.B) {
 	url := os.Getenv("CLAIMCHECK_BENCH_SERVER")
 	if url == "" {

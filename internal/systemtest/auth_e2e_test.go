@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bufio"
@@ -106,6 +106,7 @@ func runEnv(t *testing.T, bin string, env []string, stdin io.Reader, args ...str
 // revoked offline (another process) is refused by the running server at
 // its next request.
 func TestKeysAndAuthEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claimcheck.yaml")
@@ -228,6 +229,7 @@ namespaces:
 // TestServeTLS: with a certificate and key in the config the server
 // speaks HTTPS only, and the Go client round-trips a payload over it.
 func TestServeTLS(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	certPEM, keyPEM, pool := selfSigned(t)

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bufio"
@@ -13,21 +13,52 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
 )
 
-// buildBinary compiles cmd/claimcheck once per test run.
+// binDir holds the binary buildBinary builds; TestMain makes it and
+// removes it after the run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "claimcheck-systemtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildBinary compiles cmd/claimcheck once per test run, the first time a
+// test asks for it, and returns its path; every test runs that binary.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "claimcheck")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		bin := filepath.Join(binDir, "claimcheck")
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		builtBin = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return builtBin
 }
 
 var servingLine = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
@@ -121,6 +152,7 @@ func photosJSON(n int) []byte {
 }
 
 func TestCLIEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	url := startServer(t, bin, dir)
@@ -223,6 +255,7 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesBadConfig(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cli_test
+package systemtest
 
 import "time"
 

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // claims alternate between the two through the Go client; it reports
 // each one's p50 and p99 and the ratio of the p99s (1: no effect).
 //
-//	go test -run '^$' -bench RedeemP99WithScrub -benchtime 2000x ./internal/cli
+//	go test -run '^$' -bench RedeemP99WithScrub -benchtime 2000x ./internal/systemtest
 func BenchmarkRedeemP99WithScrub(b *testing.B) {
 	bin := buildBinary(b)
 	var scrubURL string

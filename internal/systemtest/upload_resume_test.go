@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -115,6 +115,7 @@ func (tp *tusProxy) takeLog() []string {
 // first chunks sent again) and prints the reference. The redeemed bytes
 // are the file's, and the namespace holds one claim of exactly its size.
 func TestUploadResume(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ import (
 // round in the server process (counted in the kernel's 10 ms ticks: run
 // enough rounds), and the -client-cpu-ms ones that of the Go client.
 //
-//	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/cli
+//	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/systemtest
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
 	bin := buildBinary(b)

@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 
 // claimcheck ls and claimcheck extend through the real binary and server.
 func TestCLIListAndExtend(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claimcheck.yaml")

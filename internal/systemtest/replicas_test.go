@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bufio"
@@ -146,6 +146,7 @@ sweeper:
 // and a redeem of a megabyte, the lifecycle rules the server made at
 // start, and a release that ends the claim.
 func TestServePostgresS3(t *testing.T) {
+	t.Parallel()
 	dsn, _ := testsvc.Postgres(t)
 	storage, s3c, bucket := testsvc.S3(t)
 	bin := buildBinary(t)
@@ -195,6 +196,7 @@ func TestServePostgresS3(t *testing.T) {
 // finished twice (every replica's finish counter, the killed one's as of
 // its last scrape, never adds up to more than the finished rows).
 func TestReplicasConcurrent(t *testing.T) {
+	t.Parallel()
 	dsn, db := testsvc.Postgres(t)
 	storage, s3c, bucket := testsvc.S3(t)
 	bin := buildBinary(t)

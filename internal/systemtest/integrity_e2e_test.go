@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"bytes"
@@ -200,6 +200,7 @@ func streamPut(t *testing.T, c *client.Client, ns string, body []byte) claimchec
 }
 
 func TestIntegrityDamagedBlobRepairedByPut(t *testing.T) {
+	t.Parallel()
 	for _, pg := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sqlite+files", true: "postgres+minio"}[pg], func(t *testing.T) {
 			d := startDamageStore(t, pg, integrityConfig)
@@ -271,6 +272,7 @@ func TestIntegrityDamagedBlobRepairedByPut(t *testing.T) {
 // anyone noticing: the existence check sees it, marks the blob and asks
 // for the body, which repairs it.
 func TestIntegrityDigestFirstChecksObject(t *testing.T) {
+	t.Parallel()
 	d := startDamageStore(t, false, integrityConfig)
 	ctx := context.Background()
 	payload := randomPayload(t, 100<<10)
@@ -301,6 +303,7 @@ func TestIntegrityDigestFirstChecksObject(t *testing.T) {
 // fsck compares sizes: a truncated object is found and marked without
 // reading it; --verify finds a flipped byte.
 func TestIntegrityFsckFindsTruncationAndCorruption(t *testing.T) {
+	t.Parallel()
 	d := startDamageStore(t, false, integrityConfig)
 	short := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
 	flipped := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
@@ -329,6 +332,7 @@ func TestIntegrityFsckFindsTruncationAndCorruption(t *testing.T) {
 // download of bytes that failed verification: the connection is aborted.
 // The Go client, which reads the trailer, gets checksum_mismatch as before.
 func TestIntegrityRedeemAbortsForPlainClients(t *testing.T) {
+	t.Parallel()
 	d := startDamageStore(t, false, integrityConfig)
 	payload := randomPayload(t, 300<<10)
 	ref := streamPut(t, d.c, "plain", payload)

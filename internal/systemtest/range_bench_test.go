@@ -1,4 +1,4 @@
-package cli_test
+package systemtest
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func (s *jsonStream) Read(p []byte) (int, error) {
 // The claim is 64 MiB; CLAIMCHECK_BENCH_RANGE_SIZE (bytes) changes it,
 // e.g. 1073741824 for 1 GiB.
 //
-//	go test -run '^$' -bench RedeemTail -benchtime 5x ./internal/cli
+//	go test -run '^$' -bench RedeemTail -benchtime 5x ./internal/systemtest
 func BenchmarkRedeemTail(b *testing.B) {
 	size := int64(64 << 20)
 	if v := os.Getenv("CLAIMCHECK_BENCH_RANGE_SIZE"); v != "" {

@@ -129,7 +129,7 @@ func (e *env) run(t *testing.T, cfg ConsumerConfig, h Handler) *member {
 	ctx, cancel := context.WithCancel(e.ctx)
 	m := &member{c: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-m.done; _ = c.Close() })
+	t.Cleanup(func() { cancel(); <-m.done; c.Close() })
 	return m
 }
 

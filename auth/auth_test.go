@@ -118,10 +118,10 @@ func TestFailureEventsSampled(t *testing.T) {
 	_, secret, _ := auth.ParseToken(token)
 	wrong := tamper(token)
 	for range 1000 {
-		s.Authenticate(ctx, wrong, "127.0.0.1:5555")
+		_, _ = s.Authenticate(ctx, wrong, "127.0.0.1:5555")
 	}
 	clk.Advance(time.Second)
-	s.Authenticate(ctx, "garbage", "")
+	_, _ = s.Authenticate(ctx, "garbage", "")
 	evs, err := m.Events(ctx, 0, 10000)
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +170,8 @@ func TestKeyEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.Authenticate(t.Context(), token, "10.0.0.1:4242") // revoked
-	s.Authenticate(t.Context(), auth.TokenPrefix+strings.Repeat("a", 16)+"_"+strings.Repeat("b", 43), "")
+	_, _ = s.Authenticate(t.Context(), token, "10.0.0.1:4242") // revoked
+	_, _ = s.Authenticate(t.Context(), auth.TokenPrefix+strings.Repeat("a", 16)+"_"+strings.Repeat("b", 43), "")
 
 	es, err := m.TenantEvents(t.Context(), "acme", time.Time{}, 0, 100)
 	if err != nil {

@@ -158,7 +158,7 @@ func testStatReleaseDelete(t *testing.T, e *env) {
 		t.Fatalf("deleting a finished claim must not be an error: %v", err)
 	}
 	_, err := e.redeem(t, ref)
-	gone := wantGone(t, "redeem after delete", err, claimcheck.ReasonDeleted)
+	gone := wantGoneError(t, "redeem after delete", err, claimcheck.ReasonDeleted)
 	if gone.ID != ref.ID || !strings.Contains(err.Error(), ref.ID) {
 		t.Errorf("error %q (id %q) does not name the claim %s", err, gone.ID, ref.ID)
 	}

@@ -335,7 +335,7 @@ func (e *env) send(t *testing.T, u claimcheck.Upload, body []byte) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	msg, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("PUT answered %s: %s", resp.Status, msg)
@@ -352,7 +352,14 @@ func (e *env) mustSend(t *testing.T, u claimcheck.Upload, body []byte) {
 
 // wantGone fails unless err is a *GoneError with reason, matching ErrGone
 // (and ErrExpired exactly when the reason is expired).
-func wantGone(t *testing.T, what string, err error, reason claimcheck.GoneReason) *claimcheck.GoneError {
+func wantGone(t *testing.T, what string, err error, reason claimcheck.GoneReason) {
+	t.Helper()
+	_ = wantGoneError(t, what, err, reason) // the check is the call
+}
+
+// wantGoneError is wantGone for a caller that looks further into the
+// error: it returns the *GoneError it checked.
+func wantGoneError(t *testing.T, what string, err error, reason claimcheck.GoneReason) *claimcheck.GoneError {
 	t.Helper()
 	gone, ok := errors.AsType[*claimcheck.GoneError](err)
 	if !ok || gone.Reason != reason {

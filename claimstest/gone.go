@@ -25,7 +25,7 @@ func testGoneExpired(t *testing.T, e *env) {
 	e.sweep(t)
 	for _, r := range []claimcheck.Ref{ref, swept} {
 		_, err := e.redeem(t, r)
-		gone := wantGone(t, "redeem at max_age", err, claimcheck.ReasonExpired)
+		gone := wantGoneError(t, "redeem at max_age", err, claimcheck.ReasonExpired)
 		wantTime(t, "expired at", gone.At, start.Add(time.Hour))
 		e.wantFinished(t, r, claimcheck.ReasonExpired)
 	}
@@ -60,7 +60,7 @@ func testGoneReleased(t *testing.T, e *env) {
 	e.wantRedeem(t, ref, data)
 	e.advance(time.Second)
 	_, err := e.redeem(t, ref)
-	gone := wantGone(t, "redeem after the retention window", err, claimcheck.ReasonReleased)
+	gone := wantGoneError(t, "redeem after the retention window", err, claimcheck.ReasonReleased)
 	wantTime(t, "released at", gone.At, released.Add(5*time.Minute))
 	info := e.wantFinished(t, ref, claimcheck.ReasonReleased)
 	if info.Releases != 2 {

@@ -276,7 +276,7 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 		err = checkAnsweredRef(ref, got)
 	}
 	if err != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("redeem %s: header %s: %w", ref.ID, api.HeaderRef, err)
 	}
 	var body io.ReadCloser = &trailerChecker{resp: resp, id: ref.ID}
@@ -285,7 +285,7 @@ func (c *Client) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pa
 	case claimcheck.EncodingZstd:
 		body = newZstdBody(body, ref.ID)
 	default:
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("redeem %s: %w: the server answered Content-Encoding %q, which this client did not ask for", ref.ID, claimcheck.ErrUnavailable, enc)
 	}
 	p := claimcheck.NewPayload(got, resp.Header.Get("Content-Type"), body)
@@ -315,8 +315,8 @@ func (c *Client) reportDamage(ctx context.Context, ref claimcheck.Ref) {
 	if err != nil {
 		return
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 }
 
 // Stat returns the claim's state, deadlines and counters.
@@ -357,7 +357,7 @@ func (c *Client) Release(ctx context.Context, ref claimcheck.Ref, consumer strin
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return nil
 }
 
@@ -371,7 +371,7 @@ func (c *Client) Delete(ctx context.Context, ref claimcheck.Ref) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return nil
 }
 

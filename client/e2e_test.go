@@ -116,7 +116,7 @@ func (b *bundle) objects(t *testing.T) []string {
 	t.Helper()
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
@@ -342,7 +342,7 @@ func TestClientVerifies(t *testing.T) {
 					w.Header()[k] = v
 				}
 				w.WriteHeader(resp.StatusCode)
-				w.Write(tt.mangle(body))
+				_, _ = w.Write(tt.mangle(body))
 			}))
 			defer proxy.Close()
 			c, err := client.New(proxy.URL)

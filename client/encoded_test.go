@@ -75,7 +75,9 @@ func TestRedeemZstdFrames(t *testing.T) {
 		f := object(t, ref)
 		stored, _ := os.ReadFile(f)
 		stored[len(stored)/3] ^= 0x40
-		os.WriteFile(f, stored, 0o600)
+		if err := os.WriteFile(f, stored, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := redeem(ref); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 			t.Fatalf("redeem of an altered frame: %v, want ErrChecksumMismatch", err)
 		}

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	store, err := engine.Open(ctx, engine.Config{Data: dir})
 	if err != nil {
 		log.Fatal(err)

@@ -105,7 +105,7 @@ func (c *Client) noContent(req *http.Request, op, id string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return nil
 }
 

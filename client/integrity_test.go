@@ -40,7 +40,7 @@ func TestRedeemRefusesTamperedRef(t *testing.T) {
 					t.Errorf("redeem request without TE: trailers")
 				}
 				w.Header().Set(api.HeaderRef, got.String())
-				w.Write([]byte(payload))
+				_, _ = w.Write([]byte(payload))
 			}))
 			defer srv.Close()
 			c, err := client.New(srv.URL)

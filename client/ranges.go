@@ -37,7 +37,7 @@ func (c *Client) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, le
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		_, _, size, perr := api.ParseContentRange(resp.Header.Get(api.HeaderContentRange))
 		if perr != nil {
 			return nil, fmt.Errorf("%s: %w", op, decodeError(resp, ref.ID))
@@ -49,12 +49,12 @@ func (c *Client) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, le
 		err = checkAnsweredRef(ref, got)
 	}
 	if err != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s: header %s: %w", op, api.HeaderRef, err)
 	}
 	start, n, err := claimcheck.ResolveRange(ref.ID, offset, length, got.Size)
 	if err != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("redeem: %w", err)
 	}
 	body := &trailerChecker{resp: resp, id: ref.ID}
@@ -67,7 +67,7 @@ func (c *Client) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, le
 		err = fmt.Errorf("%w: the server sent bytes %d-%d of %d, asked for %d-%d of %d", claimcheck.ErrChecksumMismatch, gs, gs+gn-1, size, start, start+n-1, got.Size)
 	}
 	if err != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return claimcheck.NewPart(got, ct, start, n, body), nil

@@ -31,7 +31,7 @@ func TestRewrapOverHTTP(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		var e api.Error
-		json.Unmarshal(body, &e)
+		_ = json.Unmarshal(body, &e)
 		if resp.StatusCode != http.StatusBadRequest || e.Code != api.CodeInvalidArgument || !strings.Contains(e.Message, want) {
 			t.Errorf("POST ?%s: %s %s; want 400 invalid_argument naming %s", query, resp.Status, body, want)
 		}

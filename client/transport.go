@@ -107,7 +107,7 @@ func (c *Client) doAny(req *http.Request, op, id string, wants ...int) (*http.Re
 	if slices.Contains(wants, resp.StatusCode) {
 		return resp, nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	return nil, decodeError(resp, id)
 }
 
@@ -174,7 +174,7 @@ func retryAfter(resp *http.Response) time.Duration {
 
 // decodeAnswer reads a successful JSON answer into v and closes the body.
 func decodeAnswer(resp *http.Response, v any) error {
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)
@@ -204,15 +204,15 @@ func decodeRef(resp *http.Response) (claimcheck.Ref, error) {
 	if n := resp.ContentLength; resp.Close && n > 1 && n <= maxAnswer {
 		b = make([]byte, n-1, n)
 		if _, err := io.ReadFull(resp.Body, b); err != nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			return claimcheck.Ref{}, fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)
 		}
 		if ref, err := claimcheck.ParseRef(b); err == nil {
-			go resp.Body.Close()
+			go func() { _ = resp.Body.Close() }()
 			return ref, nil
 		}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	rest, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer-int64(len(b))))
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("%w: reading the answer: %w", claimcheck.ErrUnavailable, err)

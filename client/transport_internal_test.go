@@ -39,7 +39,7 @@ func TestDecodeRef(t *testing.T) {
 					w.Header().Set("Connection", "close")
 				}
 				w.Header().Set("Content-Length", fmt.Sprint(len(tc.body)))
-				w.Write([]byte(tc.body))
+				_, _ = w.Write([]byte(tc.body))
 			}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)

@@ -102,7 +102,7 @@ func (c *Client) UploadResumable(ctx context.Context, ns string, r io.ReaderAt, 
 	}
 	if opts.Created != nil {
 		if err := opts.Created(target.String()); err != nil {
-			c.AbortResumable(context.WithoutCancel(ctx), target.String())
+			_ = c.AbortResumable(context.WithoutCancel(ctx), target.String())
 			return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -180,7 +180,7 @@ func (c *Client) start(ctx context.Context, ns string, req claimcheck.ResumableR
 	if err != nil {
 		return claimcheck.ResumableUpload{}, nil, err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
 	if err != nil || resp.Header.Get("Location") == "" || (loc.Scheme != "http" && loc.Scheme != "https") {
 		return claimcheck.ResumableUpload{}, nil, fmt.Errorf("%s: the server's Location %q is not an upload URL", op, resp.Header.Get("Location"))
@@ -252,7 +252,7 @@ func (c *Client) AbortResumable(ctx context.Context, upload string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return nil
 }
 
@@ -346,7 +346,7 @@ func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, err
 	if err != nil {
 		return claimcheck.ResumableUpload{}, err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	st, err := t.state(resp)
 	if err != nil {
 		return claimcheck.ResumableUpload{}, err
@@ -444,7 +444,7 @@ func (t *tusTransfer) patch(ctx context.Context, offset int64, body io.Reader, n
 	if err != nil {
 		return claimcheck.ResumableUpload{}, err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return t.state(resp)
 }
 

@@ -109,9 +109,9 @@ func (c *Client) SendUpload(ctx context.Context, u claimcheck.Upload, body io.Re
 		}
 		return fmt.Errorf("%s: %w: %w", op, claimcheck.ErrUnavailable, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 == 2 {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 		return nil
 	}
 	return fmt.Errorf("%s to %s: %w", op, redacted(target), decodeError(resp, u.ID))

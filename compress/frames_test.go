@@ -93,7 +93,7 @@ func TestOneMiBFramesStillRead(t *testing.T) {
 
 	buf.Reset()
 	w = compress.NewZstdWriterFrames(mib+1, &buf)
-	w.Write(data)
+	_, _ = w.Write(data)
 	w.Close()
 	stored = buf.Bytes()
 	tableLen, _ := compress.ParseSeekFooter(stored[len(stored)-compress.SeekTableTail:])
@@ -122,7 +122,7 @@ func zstdSingleFrame(t *testing.T, data []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Write(data)
+	_, _ = e.Write(data)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

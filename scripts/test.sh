@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: formatting, vet, and the tests of
-# every module of the workspace (go.work) under the race detector.
+# The whole test suite, as CI runs it: formatting, vet, golangci-lint, and
+# the tests of every module of the workspace (go.work) under the race
+# detector.
 #   ./scripts/test.sh
 # Long stress and fuzz modes: CLAIMCHECK_TEST_LONG=1 ./scripts/test.sh
 set -euo pipefail
@@ -28,6 +29,11 @@ done
 for dir in "${standalone[@]}"; do
   (cd "$dir" && GOWORK=off go vet ./...)
 done
+
+# golangci-lint on every module with the committed .golangci.yml, built
+# once at its pinned version (scripts/lint.sh); any issue fails the run.
+echo "== golangci-lint"
+./scripts/lint.sh
 
 short=-short
 if [ "${CLAIMCHECK_TEST_LONG:-}" = 1 ]; then short=; fi

@@ -21,7 +21,7 @@ func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, _ := os.MkdirTemp("", "cckafka-example")
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 
 	// An embedded store and an in-process Kafka, for the example.
 	store, err := engine.Open(ctx, engine.Config{Data: dir,

@@ -22,7 +22,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "ccnats-example")
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 
 	// An embedded store and an embedded NATS server, for the example.
 	store, err := engine.Open(ctx, engine.Config{Data: dir,
@@ -39,14 +39,20 @@ func Example() {
 	nc, _ := natsgo.Connect(srv.ClientURL())
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		panic(err)
+	}
 
 	pub, err := ccnats.NewPublisher(ctx, store, js, ccnats.PublisherConfig{Namespace: "orders"})
 	if err != nil {
 		panic(err)
 	}
-	pub.Publish(ctx, "orders.created", bytes.Repeat([]byte("x"), 4096)) // at the threshold or above: a ref
-	pub.Publish(ctx, "orders.created", []byte("small"))                 // below: inline
+	if _, err := pub.Publish(ctx, "orders.created", bytes.Repeat([]byte("x"), 4096)); err != nil { // at the threshold or above: a ref
+		panic(err)
+	}
+	if _, err := pub.Publish(ctx, "orders.created", []byte("small")); err != nil { // below: inline
+		panic(err)
+	}
 
 	cons, _ := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{
 		Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy})

@@ -173,7 +173,7 @@ func (e *env) terminated(t *testing.T, consumer string) <-chan struct{} {
 	if err := e.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sub.Unsubscribe() })
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	return ch
 }
 

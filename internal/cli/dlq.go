@@ -83,7 +83,7 @@ which of the two it did.`,
 			if err != nil {
 				return err
 			}
-			defer target.Close()
+			defer func() { _ = target.Close() }()
 			dq := target.deadLetters()
 			all := []claimcheck.DeadLetter{}
 			for {
@@ -142,7 +142,7 @@ key's to see) are reported and skipped. --all works in batches of 500.`,
 			if err != nil {
 				return err
 			}
-			defer target.Close()
+			defer func() { _ = target.Close() }()
 			dq := target.deadLetters()
 			n := 0
 			report := func(d claimcheck.DeadLetter) {

@@ -57,7 +57,7 @@ from the first blob again).`,
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			rep, err := store.Sweeper().Inspect(ctx, true)
 			if err != nil {
 				return err

@@ -36,7 +36,7 @@ With --dry-run nothing changes: it prints what would be reclaimed now
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			if g.dryRun {
 				rep, err := store.Sweeper().Inspect(cmd.Context(), false)
 				if err != nil {

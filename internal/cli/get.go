@@ -64,7 +64,7 @@ func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	src, finish := withProgress(env.Stderr, p, p.Ref.Size, "get")
 	defer finish()
 	switch g.out {

@@ -43,7 +43,7 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	have, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
@@ -70,13 +70,13 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 		}
 	case errors.As(err, &re):
 		// Longer than the payload: not a part of it.
-		f.Close()
-		os.Remove(partial)
+		_ = f.Close()
+		_ = os.Remove(partial)
 		return fmt.Errorf("%s has %d bytes, more than the payload's %d: %w; it was removed, run again to download from the start", partial, have, re.Size, claimcheck.ErrChecksumMismatch)
 	case err != nil:
 		return err
 	default:
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		whole = p.Ref
 		src, finish := withProgress(env.Stderr, p, p.Length, "get")
 		_, err := io.Copy(f, src)
@@ -84,8 +84,8 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 		if errors.Is(err, claimcheck.ErrChecksumMismatch) {
 			// The server found the stored bytes bad: what was appended
 			// cannot be trusted either.
-			f.Close()
-			os.Remove(partial)
+			_ = f.Close()
+			_ = os.Remove(partial)
 			return fmt.Errorf("%w (the partial download %s was removed)", err, partial)
 		}
 		if err != nil {
@@ -93,8 +93,8 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 		}
 	}
 	if err := verifyFile(f, whole); err != nil {
-		f.Close()
-		os.Remove(partial)
+		_ = f.Close()
+		_ = os.Remove(partial)
 		return fmt.Errorf("%s: %w; it was removed, run again to download from the start", partial, err)
 	}
 	if fi != nil {

@@ -91,7 +91,7 @@ func newKeysCreateCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			if !fc.HasTenant(tenant) {
 				return fmt.Errorf("%w: tenant %q is not declared in the config's tenants section", claimcheck.ErrInvalidArgument, tenant)
 			}
@@ -144,7 +144,7 @@ func newKeysLsCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			keys, err := svc.List(cmd.Context(), tenant)
 			if err != nil {
 				return err
@@ -192,7 +192,7 @@ func newKeysRevokeCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			key, err := svc.Revoke(claimcheck.WithActor(cmd.Context(), offlineActor(env)), args[0], "")
 			if err != nil {
 				return err

@@ -45,7 +45,7 @@ func writeOutput(path string, src io.Reader) error {
 			return fmt.Errorf("-o %s: %w", path, err)
 		}
 		if _, err := io.Copy(f, src); err != nil {
-			f.Close()
+			_ = f.Close()
 			return err
 		}
 		return f.Close()
@@ -56,14 +56,14 @@ func writeOutput(path string, src io.Reader) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
+	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op once renamed
 	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if fi != nil {
 		if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-			tmp.Close()
+			_ = tmp.Close()
 			return err
 		}
 	}

@@ -21,7 +21,7 @@ func withProgress(stderr io.Writer, r io.Reader, size int64, what string) (io.Re
 	}
 	bar := progressbar.DefaultBytes(size, what)
 	pr := progressbar.NewReader(r, bar)
-	return &pr, func() { bar.Finish() }
+	return &pr, func() { _ = bar.Finish() } // the bar's own drawing errors
 }
 
 // progressAt is withProgress for a transfer that reports its position
@@ -32,7 +32,7 @@ func progressAt(stderr io.Writer, size int64, what string) (set func(int64), fin
 		return func(int64) {}, func() {}
 	}
 	bar := progressbar.DefaultBytes(size, what)
-	return func(pos int64) { bar.Set64(pos) }, func() { bar.Finish() }
+	return func(pos int64) { _ = bar.Set64(pos) }, func() { _ = bar.Finish() }
 }
 
 func showProgress(stderr io.Writer, size int64) bool {

@@ -53,7 +53,7 @@ func (p *putCmd) run(cmd *cobra.Command, env Env, path string) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		st, err := f.Stat()
 		if err != nil {
 			return err

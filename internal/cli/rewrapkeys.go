@@ -54,7 +54,7 @@ old key can be removed from previous_master_keys (docs/OPERATIONS.md).`,
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			ctx := claimcheck.WithActor(cmd.Context(), offlineActor(env))
 			rep, err := store.RewrapDataKeys(ctx, claimcheck.RewrapOptions{Namespace: c.ns, DryRun: c.dryRun})
 			if err != nil {

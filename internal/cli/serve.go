@@ -128,7 +128,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 
 	ln, err := net.Listen("tcp", fc.Listen)
 	if err != nil {

@@ -36,7 +36,7 @@ Prints what was done as JSON.`,
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer func() { _ = store.Close() }()
 			res, err := store.SweepOnce(cmd.Context(), s.maxOps)
 			if err != nil {
 				return err

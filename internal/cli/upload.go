@@ -81,7 +81,7 @@ func (u *uploadCmd) run(cmd *cobra.Command, env Env, path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return err

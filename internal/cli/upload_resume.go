@@ -95,7 +95,7 @@ func (s resumeState) save(path, url string) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("saving the upload's state: %w", err)
 	}
 	return nil
@@ -131,7 +131,7 @@ func (u *uploadCmd) uploadResumable(ctx context.Context, env Env, c *client.Clie
 			// Expired or dropped by the server (or another API key's):
 			// only a new upload can go on.
 			fmt.Fprintf(env.Stderr, "claimcheck: the saved upload is no longer on the server (%v); starting a new one\n", err)
-			os.Remove(path)
+			_ = os.Remove(path)
 			saved = ""
 		}
 		if saved != "" {
@@ -162,6 +162,6 @@ func resumeDone(env Env, ref claimcheck.Ref, err error, path string) (claimcheck
 	if _, serr := os.Stat(path); serr == nil && !errors.Is(err, claimcheck.ErrChecksumMismatch) && !errors.Is(err, claimcheck.ErrNotFound) && !errors.Is(err, claimcheck.ErrGone) {
 		return ref, fmt.Errorf("%w (the server keeps what it received: run the same command again to continue)", err)
 	}
-	os.Remove(path)
+	_ = os.Remove(path)
 	return ref, err
 }

@@ -93,7 +93,7 @@ namespaces:
 	if _, err := store.Put(ctx, "open", big, claimcheck.PutOptions{}); err != nil {
 		t.Errorf("a 4 KiB put where the quota is explicitly unlimited: %v", err)
 	}
-	big.Seek(0, 0)
+	_, _ = big.Seek(0, 0)
 	if _, err := store.Put(ctx, "inherits", big, claimcheck.PutOptions{}); !errors.Is(err, claimcheck.ErrQuotaExceeded) {
 		t.Errorf("a 4 KiB put under the defaults' 1 KiB quota: %v, want ErrQuotaExceeded", err)
 	}

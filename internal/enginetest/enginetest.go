@@ -97,12 +97,12 @@ func Open(t *testing.T, backend Backend, opts claimstest.Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { _ = m.Close() })
 	bs, err := blob.Open(ctx, storage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { bs.Close() })
+	t.Cleanup(func() { _ = bs.Close() })
 
 	e := &Env{Clock: clock.NewFake(T0), meta: m, blobs: bs}
 	e.idle = sync.NewCond(&e.mu)
@@ -122,7 +122,7 @@ func Open(t *testing.T, backend Backend, opts claimstest.Options) *Env {
 		e.mu.Lock()
 		s := e.Store
 		e.mu.Unlock()
-		s.Close()
+		_ = s.Close()
 	})
 	srv := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(srv.Close)
@@ -200,7 +200,7 @@ func (e *Env) Corrupt(t *testing.T, ref claimcheck.Ref) {
 		t.Fatalf("corrupt: read %s: %v", b.Key, err)
 	}
 	stored, err := io.ReadAll(r)
-	r.Close()
+	_ = r.Close()
 	if err != nil || len(stored) == 0 {
 		t.Fatalf("corrupt: read %s: %d bytes, %v", b.Key, len(stored), err)
 	}
@@ -245,7 +245,7 @@ func (e *Env) RotateMasterKey(t *testing.T) {
 		t.Fatalf("rotate: only %d master keys", len(masterKeys))
 	}
 	e.Idle()
-	e.Store.Close()
+	_ = e.Store.Close()
 	e.rotation++
 	e.cfg.MasterKey = masterKeys[e.rotation]
 	e.cfg.PreviousMasterKeys = append([]string(nil), masterKeys[:e.rotation]...)

@@ -58,14 +58,14 @@ func Postgres(tb testing.TB) (dsn string, db *sql.DB) {
 	}
 	schema := "t_" + strings.ToLower(rand.Text())[:16]
 	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
+		_ = admin.Close()
 		tb.Fatalf("create schema: %v", err)
 	}
 	tb.Cleanup(func() {
 		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			tb.Logf("drop schema %s: %v", schema, err)
 		}
-		admin.Close()
+		_ = admin.Close()
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -78,7 +78,7 @@ func Postgres(tb testing.TB) (dsn string, db *sql.DB) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
+	tb.Cleanup(func() { _ = db.Close() })
 	return u.String(), db
 }
 
@@ -106,7 +106,7 @@ func S3(tb testing.TB) (storageURL string, client *s3.Client, bucket string) {
 				break
 			}
 			for _, o := range page.Contents {
-				client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+				_, _ = client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key})
 			}
 		}
 		if _, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {

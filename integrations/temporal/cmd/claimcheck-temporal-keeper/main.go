@@ -93,7 +93,7 @@ func run(args []string) error {
 				stop()
 			}
 		}()
-		defer srv.Close()
+		defer func() { _ = srv.Close() }()
 	}
 	return k.Run(ctx)
 }

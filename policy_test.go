@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 func TestParseSize(t *testing.T) {
@@ -102,38 +100,6 @@ func TestValidateNamespace(t *testing.T) {
 	for _, bad := range []string{"", "-a", "a-", "A", "a/b", "..", "a.b", strings.Repeat("x", MaxNamespaceLen+1)} {
 		if err := ValidateNamespace(bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%q: got %v, want ErrInvalidArgument", bad, err)
-		}
-	}
-}
-
-// Decoded from YAML, a quota field or ttl.max_lifetime given as 0 is the
-// namespace's own and beats the base; left out, the base's value is taken.
-// The sections stay strict for whoever decodes them with yaml.v3.
-func TestGivenZerosBeatTheBase(t *testing.T) {
-	base := BuiltinPolicy()
-	base.Quota = Quota{Bytes: 1024, Claims: 5}
-	base.TTL.MaxLifetime = Duration(720 * time.Hour)
-	for doc, want := range map[string]struct {
-		quota    Quota
-		lifetime time.Duration
-	}{
-		"quota: {bytes: 0, claims: 0}\nttl: {max_lifetime: 0}\n": {Quota{}, 0},
-		"quota: {claims: 0}\nttl: {max_age: 1h}\n":               {Quota{Bytes: 1024}, 720 * time.Hour},
-		"threshold: 1KiB\n": {Quota{Bytes: 1024, Claims: 5}, 720 * time.Hour},
-	} {
-		var p Policy
-		if err := yaml.Unmarshal([]byte(doc), &p); err != nil {
-			t.Fatalf("%q: %v", doc, err)
-		}
-		got := p.WithDefaults(base)
-		if got.Quota != want.quota || got.TTL.MaxLifetime.D() != want.lifetime {
-			t.Errorf("%q: quota %+v, max_lifetime %v; want %+v, %v", doc, got.Quota, got.TTL.MaxLifetime, want.quota, want.lifetime)
-		}
-	}
-	for _, doc := range []string{"quota: {byte: 1}\n", "ttl: {maxage: 1h}\n"} {
-		var p Policy
-		if err := yaml.Unmarshal([]byte(doc), &p); err == nil {
-			t.Errorf("%q: decoded without an error", doc)
 		}
 	}
 }

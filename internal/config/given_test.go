@@ -1,0 +1,41 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/config"
+)
+
+// Decoded from YAML, a quota field or ttl.max_lifetime given as 0 is the
+// namespace's own and beats the base; left out, the base's value is taken.
+// The sections stay strict.
+func TestGivenZerosBeatTheBase(t *testing.T) {
+	base := claimcheck.BuiltinPolicy()
+	base.Quota = claimcheck.Quota{Bytes: 1024, Claims: 5}
+	base.TTL.MaxLifetime = claimcheck.Duration(720 * time.Hour)
+	for doc, want := range map[string]struct {
+		quota    claimcheck.Quota
+		lifetime time.Duration
+	}{
+		"quota: {bytes: 0, claims: 0}\nttl: {max_lifetime: 0}\n": {claimcheck.Quota{}, 0},
+		"quota: {claims: 0}\nttl: {max_age: 1h}\n":               {claimcheck.Quota{Bytes: 1024}, 720 * time.Hour},
+		"threshold: 1KiB\n": {claimcheck.Quota{Bytes: 1024, Claims: 5}, 720 * time.Hour},
+	} {
+		var p claimcheck.Policy
+		if err := config.Decode([]byte(doc), nil, &p); err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		got := p.WithDefaults(base)
+		if got.Quota != want.quota || got.TTL.MaxLifetime.D() != want.lifetime {
+			t.Errorf("%q: quota %+v, max_lifetime %v; want %+v, %v", doc, got.Quota, got.TTL.MaxLifetime, want.quota, want.lifetime)
+		}
+	}
+	for _, doc := range []string{"quota: {byte: 1}\n", "ttl: {maxage: 1h}\n"} {
+		var p claimcheck.Policy
+		if err := config.Decode([]byte(doc), nil, &p); err == nil {
+			t.Errorf("%q: decoded without an error", doc)
+		}
+	}
+}

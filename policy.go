@@ -369,8 +369,12 @@ func (s Size) String() string {
 // config file gives).
 func (s *Size) UnmarshalText(b []byte) error { return decodeText(b, ParseSize, s) }
 
-// MarshalYAML writes the size with a unit.
-func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+// MarshalText writes the size with a unit (the form a config file
+// gives).
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalJSON writes the plain integer.
+func (s Size) MarshalJSON() ([]byte, error) { return strconv.AppendInt(nil, int64(s), 10), nil }
 
 // UnmarshalJSON accepts a number or a string with a unit.
 func (s *Size) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseSize, s) }
@@ -406,8 +410,8 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // UnmarshalText accepts Go syntax or seconds.
 func (d *Duration) UnmarshalText(b []byte) error { return decodeText(b, ParseDuration, d) }
 
-// MarshalYAML writes Go syntax.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+// MarshalText writes Go syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // MarshalJSON writes Go syntax.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
@@ -456,8 +460,8 @@ func (r Retention) String() string { return time.Duration(r).String() }
 // UnmarshalText accepts Go syntax or seconds, with an optional minus.
 func (r *Retention) UnmarshalText(b []byte) error { return decodeText(b, ParseRetention, r) }
 
-// MarshalYAML writes Go syntax.
-func (r Retention) MarshalYAML() (any, error) { return r.String(), nil }
+// MarshalText writes Go syntax.
+func (r Retention) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // MarshalJSON writes Go syntax.
 func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }

@@ -1,6 +1,7 @@
 package claimcheck
 
 import (
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
@@ -116,4 +117,29 @@ func FuzzValidNameMatchesPattern(f *testing.F) {
 			t.Errorf("validName(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
+}
+
+// In JSON a size is a plain integer; as text (a config file) it carries
+// a unit, and durations are Go syntax either way.
+func TestScalarEncodings(t *testing.T) {
+	b, err := json.Marshal(struct {
+		S Size
+		D Duration
+		R Retention
+	}{51200, Duration(90 * time.Second), Retention(-time.Second)})
+	if err != nil || string(b) != `{"S":51200,"D":"1m30s","R":"-1s"}` {
+		t.Errorf("json: %s, %v", b, err)
+	}
+	for _, tc := range []struct {
+		v    interface{ MarshalText() ([]byte, error) }
+		want string
+	}{{Size(51200), "50 KiB"}, {Duration(time.Hour), "1h0m0s"}, {Retention(-time.Second), "-1s"}} {
+		if b, err := tc.v.MarshalText(); err != nil || string(b) != tc.want {
+			t.Errorf("%#v: %q, %v; want %q", tc.v, b, err, tc.want)
+		}
+	}
+	var s Size
+	if err := s.UnmarshalText([]byte("1MiB")); err != nil || s != 1<<20 {
+		t.Errorf("UnmarshalText(1MiB) = %d, %v", s, err)
+	}
 }

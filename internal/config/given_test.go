@@ -1,11 +1,14 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/internal/config"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Decoded from YAML, a quota field or ttl.max_lifetime given as 0 is the
@@ -37,5 +40,25 @@ func TestGivenZerosBeatTheBase(t *testing.T) {
 		if err := config.Decode([]byte(doc), nil, &p); err == nil {
 			t.Errorf("%q: decoded without an error", doc)
 		}
+	}
+}
+
+// yaml.v3 decodes and encodes the contract's sizes and durations through
+// their text form: a policy written out reads back the same.
+func TestPolicyYAMLRoundTrip(t *testing.T) {
+	p := claimcheck.BuiltinPolicy()
+	out, err := yaml.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "threshold: 50 KiB\n") || !strings.Contains(string(out), "max_age: 24h0m0s\n") {
+		t.Errorf("written as:\n%s", out)
+	}
+	var back claimcheck.Policy
+	if err := yaml.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Threshold != p.Threshold || back.TTL.MaxAge != p.TTL.MaxAge || back.Uploads != p.Uploads {
+		t.Errorf("read back %+v, want %+v", back, p)
 	}
 }

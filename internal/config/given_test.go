@@ -62,3 +62,48 @@ func TestPolicyYAMLRoundTrip(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", back, p)
 	}
 }
+
+// A quota or ttl section reached through an anchor or a merge key counts
+// what it gives, 0 included; a key given beside the merge wins over the
+// merged one, whole.
+func TestGivenZerosThroughMerges(t *testing.T) {
+	const doc = `
+defaults:
+  quota: {bytes: 1KiB, claims: 5}
+  ttl: {max_lifetime: 720h}
+base: &base
+  quota: {bytes: 0}
+  ttl: {max_lifetime: 0}
+quotas:
+  - &q {claims: 0}
+namespaces:
+  merged: {<<: *base}
+  beside: {<<: *base, quota: {claims: 0}}
+  aliased: {quota: *q}
+  plain: {}
+`
+	var c struct {
+		Defaults   claimcheck.Policy            `yaml:"defaults"`
+		Base       any                          `yaml:"base"`
+		Quotas     any                          `yaml:"quotas"`
+		Namespaces map[string]claimcheck.Policy `yaml:"namespaces"`
+	}
+	if err := config.Decode([]byte(doc), nil, &c); err != nil {
+		t.Fatal(err)
+	}
+	base := c.Defaults.WithDefaults(claimcheck.BuiltinPolicy())
+	for ns, want := range map[string]struct {
+		quota    claimcheck.Quota
+		lifetime time.Duration
+	}{
+		"merged":  {claimcheck.Quota{Claims: 5}, 0},
+		"beside":  {claimcheck.Quota{Bytes: 1024}, 0},
+		"aliased": {claimcheck.Quota{Bytes: 1024}, 720 * time.Hour},
+		"plain":   {claimcheck.Quota{Bytes: 1024, Claims: 5}, 720 * time.Hour},
+	} {
+		got := c.Namespaces[ns].WithDefaults(base)
+		if got.Quota != want.quota || got.TTL.MaxLifetime.D() != want.lifetime {
+			t.Errorf("%s: quota %+v, max_lifetime %v; want %+v, %v", ns, got.Quota, got.TTL.MaxLifetime, want.quota, want.lifetime)
+		}
+	}
+}

@@ -1,18 +1,13 @@
 package claimcheck
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"gopkg.in/yaml.v3"
 )
 
 // Built-in policy defaults, used for every field that neither the
@@ -97,32 +92,16 @@ type TTLPolicy struct {
 	MaxLifetime Duration `yaml:"max_lifetime" json:"max_lifetime,omitzero"`
 
 	// maxLifetimeGiven records that a config file set max_lifetime, 0
-	// included (UnmarshalYAML): a namespace's explicit 0 means "no
+	// included (MarkMaxLifetimeGiven): a namespace's explicit 0 means "no
 	// extensions" even when the defaults allow them (ADR 0080).
 	maxLifetimeGiven bool
 }
 
-// ttlFields is TTLPolicy's mapping form: its fields, tags included,
-// without its methods.
-type ttlFields TTLPolicy
-
-// ConfigShape tells the strict config loader (internal/config) that a
-// ttl section is checked key by key (and for explicit zeros) like any
-// other.
-func (t *TTLPolicy) ConfigShape(*yaml.Node) any { return ttlFields{} }
-
-// UnmarshalYAML decodes a ttl mapping strictly (an unknown key is an
-// error, as everywhere in the config) and records whether it gives
-// max_lifetime.
-func (t *TTLPolicy) UnmarshalYAML(n *yaml.Node) error {
-	var f ttlFields
-	if err := decodeStrict(n, &f); err != nil {
-		return err
-	}
-	*t = TTLPolicy(f)
-	t.maxLifetimeGiven = hasKey(n, "max_lifetime")
-	return nil
-}
+// MarkMaxLifetimeGiven records whether a config file gave max_lifetime,
+// 0 included: given, WithDefaults keeps the value as the namespace's own
+// instead of taking the base's (ADR 0080). The config loader
+// (internal/config) calls it for every ttl section it decodes.
+func (t *TTLPolicy) MarkMaxLifetimeGiven(given bool) { t.maxLifetimeGiven = given }
 
 // Lifetime is the longest a claim of this policy may live from its
 // creation: max_lifetime when set, else max_age.
@@ -147,57 +126,15 @@ type Quota struct {
 	Bytes  Size  `yaml:"bytes" json:"bytes"`
 	Claims int64 `yaml:"claims" json:"claims"`
 
-	// given records which fields a config file set (UnmarshalYAML).
+	// given records which fields a config file set (MarkGiven).
 	given struct{ bytes, claims bool }
 }
 
-// decodeStrict decodes n into out refusing unknown keys: n.Decode would
-// use a fresh, lenient decoder, whoever decodes the config.
-func decodeStrict(n *yaml.Node, out any) error {
-	var buf bytes.Buffer
-	if err := yaml.NewEncoder(&buf).Encode(n); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	return nil
-}
-
-// hasKey reports whether the mapping n gives key a value (an empty value
-// is as good as absent).
-func hasKey(n *yaml.Node, key string) bool {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			v := n.Content[i+1]
-			return !(v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null")
-		}
-	}
-	return false
-}
-
-// quotaShape is a quota's mapping form, for the strict config check.
-type quotaShape struct {
-	Bytes  Size  `yaml:"bytes"`
-	Claims int64 `yaml:"claims"`
-}
-
-// ConfigShape tells the strict config loader (internal/config) that a
-// quota is checked key by key like any other section.
-func (q *Quota) ConfigShape(*yaml.Node) any { return quotaShape{} }
-
-// UnmarshalYAML decodes a quota mapping strictly and records which keys
-// it gives.
-func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
-	var f quotaShape
-	if err := decodeStrict(n, &f); err != nil {
-		return err
-	}
-	*q = Quota{Bytes: f.Bytes, Claims: f.Claims}
-	q.given.bytes, q.given.claims = hasKey(n, "bytes"), hasKey(n, "claims")
-	return nil
+// MarkGiven records which fields a config file gave, 0 included: a
+// given field is the namespace's own, which WithDefaults keeps. The
+// config loader (internal/config) calls it for every quota it decodes.
+func (q *Quota) MarkGiven(bytes, claims bool) {
+	q.given.bytes, q.given.claims = bytes, claims
 }
 
 // DedupEnabled reports the effective dedup setting (default on).
@@ -428,11 +365,16 @@ func (s Size) String() string {
 	return humanize.IBytes(uint64(s))
 }
 
-// UnmarshalYAML accepts an integer or a string with a unit.
-func (s *Size) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseSize, s) }
+// UnmarshalText accepts an integer or a string with a unit (the form a
+// config file gives).
+func (s *Size) UnmarshalText(b []byte) error { return decodeText(b, ParseSize, s) }
 
-// MarshalYAML writes the size with a unit.
-func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+// MarshalText writes the size with a unit (the form a config file
+// gives).
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalJSON writes the plain integer.
+func (s Size) MarshalJSON() ([]byte, error) { return strconv.AppendInt(nil, int64(s), 10), nil }
 
 // UnmarshalJSON accepts a number or a string with a unit.
 func (s *Size) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseSize, s) }
@@ -465,11 +407,11 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// UnmarshalYAML accepts Go syntax or seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseDuration, d) }
+// UnmarshalText accepts Go syntax or seconds.
+func (d *Duration) UnmarshalText(b []byte) error { return decodeText(b, ParseDuration, d) }
 
-// MarshalYAML writes Go syntax.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+// MarshalText writes Go syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // MarshalJSON writes Go syntax.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
@@ -515,11 +457,11 @@ func (r Retention) Effective(def time.Duration) time.Duration {
 
 func (r Retention) String() string { return time.Duration(r).String() }
 
-// UnmarshalYAML accepts Go syntax or seconds, with an optional minus.
-func (r *Retention) UnmarshalYAML(n *yaml.Node) error { return decodeYAML(n, ParseRetention, r) }
+// UnmarshalText accepts Go syntax or seconds, with an optional minus.
+func (r *Retention) UnmarshalText(b []byte) error { return decodeText(b, ParseRetention, r) }
 
-// MarshalYAML writes Go syntax.
-func (r Retention) MarshalYAML() (any, error) { return r.String(), nil }
+// MarshalText writes Go syntax.
+func (r Retention) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // MarshalJSON writes Go syntax.
 func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
@@ -527,17 +469,12 @@ func (r Retention) MarshalJSON() ([]byte, error) { return json.Marshal(r.String(
 // UnmarshalJSON accepts Go syntax or seconds, with an optional minus.
 func (r *Retention) UnmarshalJSON(b []byte) error { return decodeJSON(b, ParseRetention, r) }
 
-// decodeYAML parses a YAML scalar into *dst, naming its line on error.
-// A *FieldError keeps its type (the config loader puts the key's path in
-// front of it and the line after it).
-func decodeYAML[T any](n *yaml.Node, parse func(string) (T, error), dst *T) error {
-	v, err := parse(n.Value)
+// decodeText parses text into *dst. A *FieldError keeps its type (the
+// config loader puts the key's path in front of it).
+func decodeText[T any](b []byte, parse func(string) (T, error), dst *T) error {
+	v, err := parse(string(b))
 	if err != nil {
-		if fe, ok := errors.AsType[*FieldError](err); ok {
-			fe.Got += fmt.Sprintf(", line %d", n.Line)
-			return fe
-		}
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return err
 	}
 	*dst = v
 	return nil

@@ -1,13 +1,12 @@
 package claimcheck
 
 import (
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 func TestParseSize(t *testing.T) {
@@ -106,38 +105,6 @@ func TestValidateNamespace(t *testing.T) {
 	}
 }
 
-// Decoded from YAML, a quota field or ttl.max_lifetime given as 0 is the
-// namespace's own and beats the base; left out, the base's value is taken.
-// The sections stay strict for whoever decodes them with yaml.v3.
-func TestGivenZerosBeatTheBase(t *testing.T) {
-	base := BuiltinPolicy()
-	base.Quota = Quota{Bytes: 1024, Claims: 5}
-	base.TTL.MaxLifetime = Duration(720 * time.Hour)
-	for doc, want := range map[string]struct {
-		quota    Quota
-		lifetime time.Duration
-	}{
-		"quota: {bytes: 0, claims: 0}\nttl: {max_lifetime: 0}\n": {Quota{}, 0},
-		"quota: {claims: 0}\nttl: {max_age: 1h}\n":               {Quota{Bytes: 1024}, 720 * time.Hour},
-		"threshold: 1KiB\n": {Quota{Bytes: 1024, Claims: 5}, 720 * time.Hour},
-	} {
-		var p Policy
-		if err := yaml.Unmarshal([]byte(doc), &p); err != nil {
-			t.Fatalf("%q: %v", doc, err)
-		}
-		got := p.WithDefaults(base)
-		if got.Quota != want.quota || got.TTL.MaxLifetime.D() != want.lifetime {
-			t.Errorf("%q: quota %+v, max_lifetime %v; want %+v, %v", doc, got.Quota, got.TTL.MaxLifetime, want.quota, want.lifetime)
-		}
-	}
-	for _, doc := range []string{"quota: {byte: 1}\n", "ttl: {maxage: 1h}\n"} {
-		var p Policy
-		if err := yaml.Unmarshal([]byte(doc), &p); err == nil {
-			t.Errorf("%q: decoded without an error", doc)
-		}
-	}
-}
-
 // Namespace and tenant names are checked by hand; the check accepts
 // exactly what the documented pattern does.
 func FuzzValidNameMatchesPattern(f *testing.F) {
@@ -150,4 +117,29 @@ func FuzzValidNameMatchesPattern(f *testing.F) {
 			t.Errorf("validName(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
+}
+
+// In JSON a size is a plain integer; as text (a config file) it carries
+// a unit, and durations are Go syntax either way.
+func TestScalarEncodings(t *testing.T) {
+	b, err := json.Marshal(struct {
+		S Size
+		D Duration
+		R Retention
+	}{51200, Duration(90 * time.Second), Retention(-time.Second)})
+	if err != nil || string(b) != `{"S":51200,"D":"1m30s","R":"-1s"}` {
+		t.Errorf("json: %s, %v", b, err)
+	}
+	for _, tc := range []struct {
+		v    interface{ MarshalText() ([]byte, error) }
+		want string
+	}{{Size(51200), "50 KiB"}, {Duration(time.Hour), "1h0m0s"}, {Retention(-time.Second), "-1s"}} {
+		if b, err := tc.v.MarshalText(); err != nil || string(b) != tc.want {
+			t.Errorf("%#v: %q, %v; want %q", tc.v, b, err, tc.want)
+		}
+	}
+	var s Size
+	if err := s.UnmarshalText([]byte("1MiB")); err != nil || s != 1<<20 {
+		t.Errorf("UnmarshalText(1MiB) = %d, %v", s, err)
+	}
 }

@@ -117,6 +117,7 @@ func Decode(data []byte, env []string, out any) error {
 	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	markGiven(root, reflect.ValueOf(out))
 	return nil
 }
 

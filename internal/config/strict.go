@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
@@ -67,6 +68,8 @@ type checker struct {
 
 var (
 	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
+	contractPkg     = reflect.TypeFor[claimcheck.Size]().PkgPath()
 	shaperType      = reflect.TypeFor[Shaper]()
 )
 
@@ -102,6 +105,18 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path, from string, nonzero
 	if pt.Implements(unmarshalerType) {
 		v := reflect.New(t)
 		if err := v.Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+			return c.fail(n, from, path, "%s", reason(err, n))
+		}
+		if nonzero && v.Elem().IsZero() {
+			return c.zero(n, from, path)
+		}
+		return nil
+	}
+	if pt.Implements(textType) && t.PkgPath() == contractPkg {
+		// The contract's scalars (sizes, durations) parse their text
+		// themselves; what they say is the reason.
+		v := reflect.New(t)
+		if err := v.Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
 			return c.fail(n, from, path, "%s", reason(err, n))
 		}
 		if nonzero && v.Elem().IsZero() {

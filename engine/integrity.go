@@ -55,15 +55,6 @@ func damagedErr(id string, b meta.Blob) error {
 		id, claimcheck.ErrChecksumMismatch, b.ID, b.Damage)
 }
 
-// VerifyBlob reads blob b's object whole and checks it against the row
-// (integrity.Verify, what the scrub runs): it exists with the stored
-// size, and decrypted and decompressed it has the blob's size and digest.
-// Objects under a destroyed data key cannot be checked and count as good
-// (they can never be served either).
-func (s *Store) VerifyBlob(ctx context.Context, b meta.Blob) (integrity.Finding, int64, error) {
-	return integrity.Verify(ctx, s.meta, s.blobs, s.keys, b)
-}
-
 // verifyWritten reads back the object a put just wrote, before it repairs
 // a damaged blob with it: the write path hashed the bytes it was given,
 // this checks the bytes storage kept.

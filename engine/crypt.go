@@ -2,12 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,145 +13,26 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
+	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-const (
-	// dataKeyIDPrefix starts every data key id (base64url, never '.').
-	dataKeyIDPrefix = "dk_"
-	wrapAADPrefix   = "claimcheck/data-key/v1\x00"
-)
+// dataKeyIDPrefix starts every data key id (base64url, never '.').
+const dataKeyIDPrefix = masterkey.DataKeyIDPrefix
 
 // MasterKeyID names a master key without revealing it: the first 8 bytes
 // of its sha256, in hex, after "mk_". It is stored beside every data key
 // the master key wraps.
-func MasterKeyID(key []byte) string {
-	sum := sha256.Sum256(key)
-	return "mk_" + hex.EncodeToString(sum[:8])
-}
+func MasterKeyID(key []byte) string { return masterkey.ID(key) }
 
 // ParseMasterKey decodes a master key: 32 bytes in standard or URL-safe
 // base64 (with or without padding).
-func ParseMasterKey(s string) ([]byte, error) { return parseKey("master_key", s) }
+func ParseMasterKey(s string) ([]byte, error) { return masterkey.Parse("master_key", s) }
 
-// parseKey is ParseMasterKey for the setting named field.
-func parseKey(field, s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			if len(b) != 32 {
-				return nil, invalidf("%s: %d bytes, want 32 (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)", field, len(b))
-			}
-			return b, nil
-		}
-	}
-	return nil, invalidf("%s: not base64; want base64 of 32 random bytes (e.g. `openssl rand -base64 32`)", field)
-}
-
-// keyring holds the master keys; nil when none is configured. The
-// current one (master_key) wraps every new data key and is what a rewrap
-// moves keys to; the previous ones (previous_master_keys) only unwrap the
-// data keys they made. Each data key row names the master key that
-// wrapped it, so unwrapping picks the key by id and never tries them in
-// turn (ADR 0075).
-type keyring struct {
-	id          string
-	aead        cipher.AEAD
-	previous    map[string]cipher.AEAD // by master key id
-	previousIDs []string               // in config order, for messages
-}
-
-// newKeyring parses the current and previous master keys. A previous key
-// equal to the current one or to another previous one is refused: it is
-// a mistake in the config (most likely a rotation half done), and the
-// index names the entry.
-func newKeyring(master string, previous []string) (*keyring, error) {
-	if master == "" {
-		if len(previous) > 0 {
-			return nil, invalidf("previous_master_keys: set without master_key; the current master key wraps new data keys and previous ones only unwrap old ones, so master_key is required (CLAIMCHECK_MASTER_KEY)")
-		}
-		return nil, nil
-	}
-	key, err := ParseMasterKey(master)
-	if err != nil {
-		return nil, err
-	}
-	k := &keyring{id: MasterKeyID(key), previous: map[string]cipher.AEAD{}}
-	if k.aead, err = gcm(key); err != nil {
-		return nil, err
-	}
-	for i, p := range previous {
-		field := fmt.Sprintf("previous_master_keys[%d]", i)
-		key, err := parseKey(field, p)
-		if err != nil {
-			return nil, err
-		}
-		id := MasterKeyID(key)
-		if id == k.id {
-			return nil, invalidf("%s: the same key as master_key (%s); list only the keys master_key replaced", field, id)
-		}
-		if j := slices.Index(k.previousIDs, id); j >= 0 {
-			return nil, invalidf("%s: the same key as previous_master_keys[%d] (%s)", field, j, id)
-		}
-		if k.previous[id], err = gcm(key); err != nil {
-			return nil, err
-		}
-		k.previousIDs = append(k.previousIDs, id)
-	}
-	return k, nil
-}
-
-// opener returns the master key that wrapped dk. A data key wrapped by a
-// master key that is not configured is ErrUnavailable naming both ids:
-// the remedy is configuration, not a retry.
-func (k *keyring) opener(dk meta.DataKey) (cipher.AEAD, error) {
-	if dk.MasterKeyID == k.id {
-		return k.aead, nil
-	}
-	if a, ok := k.previous[dk.MasterKeyID]; ok {
-		return a, nil
-	}
-	known := "no previous_master_keys"
-	if len(k.previousIDs) > 0 {
-		known = "previous_master_keys " + strings.Join(k.previousIDs, ", ")
-	}
-	return nil, fmt.Errorf("%w: data key %s of namespace %s is wrapped by master key %s, but the configured master_key is %s (%s): add the master key it was made with to previous_master_keys",
-		claimcheck.ErrUnavailable, dk.ID, dk.Namespace, dk.MasterKeyID, k.id, known)
-}
-
-func gcm(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-func wrapAAD(ns, keyID string) []byte { return []byte(wrapAADPrefix + ns + "\x00" + keyID) }
-
-func (k *keyring) wrap(ns, keyID string, dataKey []byte) []byte {
-	nonce := make([]byte, k.aead.NonceSize())
-	rand.Read(nonce) // never fails (crypto/rand)
-	return k.aead.Seal(nonce, nonce, dataKey, wrapAAD(ns, keyID))
-}
-
-func (k *keyring) unwrap(dk meta.DataKey) ([]byte, error) {
-	aead, err := k.opener(dk)
-	if err != nil {
-		return nil, err
-	}
-	n := aead.NonceSize()
-	if len(dk.Wrapped) < n {
-		return nil, fmt.Errorf("%w: data key %s: wrapped key is %d bytes", claimcheck.ErrChecksumMismatch, dk.ID, len(dk.Wrapped))
-	}
-	key, err := aead.Open(nil, dk.Wrapped[:n], dk.Wrapped[n:], wrapAAD(dk.Namespace, dk.ID))
-	if err != nil {
-		return nil, fmt.Errorf("%w: data key %s of namespace %s does not unwrap with master key %s: it was altered",
-			claimcheck.ErrChecksumMismatch, dk.ID, dk.Namespace, dk.MasterKeyID)
-	}
-	return key, nil
-}
+// keyring holds the master keys (internal/masterkey); nil when none is
+// configured.
+type keyring = masterkey.Ring
 
 // sealKey is a namespace's data key, unwrapped: what encrypts and
 // decrypts its objects (internal/storedform).
@@ -172,11 +48,7 @@ func encryptedObjectKey(ns, blobID, keyID string) string {
 }
 
 // dataKeyOfObject returns the data key id an object key names, if any.
-func dataKeyOfObject(key string) (string, bool) {
-	name := key[strings.LastIndexByte(key, '/')+1:]
-	_, id, ok := strings.Cut(name, ".")
-	return id, ok && strings.HasPrefix(id, dataKeyIDPrefix)
-}
+func dataKeyOfObject(key string) (string, bool) { return masterkey.DataKeyOfObject(key) }
 
 // namespaceKey returns the live data key of ns, creating it on first use.
 func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
@@ -189,18 +61,18 @@ func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
 		rand.Read(key)
 		id := newID(dataKeyIDPrefix, s.clock.Now())
 		dk, err = s.meta.CreateDataKey(ctx, meta.DataKey{
-			ID: id, Namespace: ns, MasterKeyID: s.keys.id,
-			Wrapped: s.keys.wrap(ns, id, key), CreatedAt: s.clock.Now(),
+			ID: id, Namespace: ns, MasterKeyID: s.keys.ID(),
+			Wrapped: s.keys.Wrap(ns, id, key), CreatedAt: s.clock.Now(),
 		})
 		if err == nil && dk.ID == id {
-			s.log.Info("created the data key of an encrypted namespace", "namespace", ns, "key", id, "master_key", s.keys.id)
+			s.log.Info("created the data key of an encrypted namespace", "namespace", ns, "key", id, "master_key", s.keys.ID())
 			return newSealKey(dk, key)
 		}
 	}
 	if err != nil {
 		return nil, metaErr("data key of "+ns, err)
 	}
-	key, err := s.keys.unwrap(dk)
+	key, err := s.keys.Unwrap(dk)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +102,7 @@ func (s *Store) objectKeyOf(ctx context.Context, id, ns string, b meta.Blob) (*s
 	if s.keys == nil {
 		return nil, fmt.Errorf("redeem %s: %w: the object is encrypted (data key %s of namespace %s) but no master_key is configured", id, claimcheck.ErrUnavailable, keyID, ns)
 	}
-	key, err := s.keys.unwrap(dk)
+	key, err := s.keys.Unwrap(dk)
 	if err != nil {
 		return nil, fmt.Errorf("redeem %s: %w", id, err)
 	}
@@ -289,7 +161,7 @@ func (c Config) validateEncryption() error {
 		}
 		return nil
 	}
-	_, err = newKeyring(c.MasterKey, c.PreviousMasterKeys)
+	_, err = masterkey.New(c.MasterKey, c.PreviousMasterKeys)
 	return err
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
+	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
-	"github.com/claimcheck/claimcheck/sweep"
 )
 
 // digestFirst reports whether a put with opts asks the digest-first
@@ -67,12 +67,12 @@ func (s *Store) putDigestFirstInTx(ctx context.Context, ns string, pol claimchec
 	// over: marking damage is a write of its own.
 	var (
 		checked  meta.Blob
-		finding  sweep.Finding
+		finding  integrity.Finding
 		checkErr error
 	)
 	p.Check = func(ctx context.Context, cand meta.Blob) bool {
 		checked = cand
-		finding, checkErr = sweep.CheckSize(ctx, s.blobs, cand)
+		finding, checkErr = integrity.CheckSize(ctx, s.blobs, cand)
 		return checkErr == nil && finding.Cause == ""
 	}
 	res, hit, err := s.meta.CommitExisting(ctx, p)
@@ -88,7 +88,7 @@ func (s *Store) putDigestFirstOn(ctx context.Context, ns string, pol claimcheck.
 	// The object must still be there, whole (integrity.go): one
 	// Attributes call (a HEAD, a stat). A missing or resized object is
 	// damage: marked, and the put sends its body, which repairs it.
-	finding, checkErr := sweep.CheckSize(ctx, s.blobs, cand)
+	finding, checkErr := integrity.CheckSize(ctx, s.blobs, cand)
 	var (
 		res meta.CommitResult
 		hit bool
@@ -103,7 +103,7 @@ func (s *Store) putDigestFirstOn(ctx context.Context, ns string, pol claimcheck.
 
 // digestFirstAnswer turns the check of the candidate checked and the
 // commit's outcome into a put's answer.
-func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimcheck.PutOptions, start time.Time, checked meta.Blob, finding sweep.Finding, checkErr error, res meta.CommitResult, hit bool, err error) (claimcheck.Ref, bool, error) {
+func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimcheck.PutOptions, start time.Time, checked meta.Blob, finding integrity.Finding, checkErr error, res meta.CommitResult, hit bool, err error) (claimcheck.Ref, bool, error) {
 	if checkErr != nil {
 		// Storage did not answer: the upload path decides for itself.
 		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", checked.ID, "err", checkErr)

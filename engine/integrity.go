@@ -2,15 +2,12 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/blob"
-	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -30,14 +27,22 @@ import (
 //   - a digest-first hit checks with one Attributes call that the object
 //     still exists with its stored size before it answers, and treats a
 //     missing or resized object as damage (the put then sends its body);
-//   - the scrub (sweep/scrub.go) reads objects whole with VerifyBlob.
+//   - the scrub (sweep/scrub.go) reads objects whole with
+//     integrity.Verify, given the same stores and master keys.
+//
+// The checks and the mark live in internal/integrity, which the engine
+// and the sweeper both import.
 
 // markDamaged records that blob b's object failed a check. Best effort:
 // the finding is in the log either way, and the next check finds it again.
 func (s *Store) markDamaged(ctx context.Context, b meta.Blob, cause, detail string) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if _, err := sweep.MarkDamaged(cctx, s.meta, s.sweepMetrics, s.log, b, sweep.Finding{Cause: cause, Detail: detail}, s.clock.Now()); err != nil {
+	var damaged *prometheus.CounterVec
+	if s.sweepMetrics != nil {
+		damaged = s.sweepMetrics.GC.Damaged
+	}
+	if _, err := integrity.MarkDamaged(cctx, s.meta, damaged, s.log, b, integrity.Finding{Cause: cause, Detail: detail}, s.clock.Now()); err != nil {
 		s.log.Warn("integrity: could not mark a damaged blob; the next check will", "blob", b.ID, "key", b.Key, "cause", cause, "err", err)
 	}
 }
@@ -50,111 +55,15 @@ func damagedErr(id string, b meta.Blob) error {
 		id, claimcheck.ErrChecksumMismatch, b.ID, b.Damage)
 }
 
-// VerifyBlob reads blob b's object whole and checks it against the row: it
-// exists with the stored size, and decrypted and decompressed it has the
-// blob's size and digest. It is the scrub's sweep.Verifier. Objects under
-// a destroyed data key cannot be checked and count as good (they can never
-// be served either).
-func (s *Store) VerifyBlob(ctx context.Context, b meta.Blob) (sweep.Finding, int64, error) {
-	if f, err := sweep.CheckSize(ctx, s.blobs, b); err != nil || f.Cause != "" {
-		return f, 0, err
-	}
-	var sk *sealKey
-	if keyID, ok := dataKeyOfObject(b.Key); ok {
-		dk, err := s.meta.DataKey(ctx, keyID)
-		if errors.Is(err, meta.ErrNotFound) {
-			return sweep.Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("object names data key %s, which does not exist", keyID)}, 0, nil
-		}
-		if err != nil {
-			return sweep.Finding{}, 0, metaErr("verify blob "+b.ID, err)
-		}
-		if dk.Destroyed() {
-			return sweep.Finding{}, 0, nil
-		}
-		if s.keys == nil {
-			return sweep.Finding{}, 0, fmt.Errorf("verify blob %s: %w: the object is encrypted but no master_key is configured", b.ID, claimcheck.ErrUnavailable)
-		}
-		key, err := s.keys.unwrap(dk)
-		if err != nil {
-			return sweep.Finding{}, 0, fmt.Errorf("verify blob %s: %w", b.ID, err)
-		}
-		if sk, err = newSealKey(dk, key); err != nil {
-			return sweep.Finding{}, 0, fmt.Errorf("verify blob %s: %w", b.ID, err)
-		}
-	}
-	return s.verifyObject(ctx, b, sk)
-}
-
-// verifyObject reads b.Key through decryption (with sk) and decompression
-// and compares size and digest with b's. It returns the object bytes read.
-func (s *Store) verifyObject(ctx context.Context, b meta.Blob, sk *sealKey) (sweep.Finding, int64, error) {
-	obj, err := s.blobs.NewReader(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return sweep.Finding{Cause: meta.DamageMissing, Detail: "object not found"}, 0, nil
-	}
-	if err != nil {
-		return sweep.Finding{}, 0, fmt.Errorf("verify blob %s: %w: %v", b.ID, claimcheck.ErrUnavailable, err)
-	}
-	defer obj.Close()
-	src := &sourceReader{r: obj}
-	count := &countingReader{r: src}
-	corrupt := func(what string, err error) (sweep.Finding, int64, error) {
-		if src.err != nil {
-			return sweep.Finding{}, count.n, fmt.Errorf("verify blob %s: %w: read object: %v", b.ID, claimcheck.ErrUnavailable, src.err)
-		}
-		if ctx.Err() != nil {
-			return sweep.Finding{}, count.n, ctx.Err()
-		}
-		return sweep.Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("%s: %v", what, err)}, count.n, nil
-	}
-	var stored io.Reader = count
-	if sk != nil {
-		if stored, err = sk.Decrypt(count, b.Key); err != nil {
-			return corrupt("decryption fails", err)
-		}
-	}
-	dec, err := compress.NewReader(b.Compression, stored)
-	if err != nil {
-		return corrupt("cannot be decompressed", err)
-	}
-	defer dec.Close()
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, readerOnly{dec}, make([]byte, copyBufferSize))
-	if err != nil {
-		return corrupt("stream fails", err)
-	}
-	if n != b.Size {
-		return sweep.Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("content has %d bytes, recorded %d", n, b.Size)}, count.n, nil
-	}
-	// The detail never names the digests: for an encrypted blob the
-	// plaintext digest must not outlive a shred in the events (ADR 0096).
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != b.Digest {
-		return sweep.Finding{Cause: meta.DamageChecksum, Detail: "content does not hash to the recorded digest"}, count.n, nil
-	}
-	return sweep.Finding{}, count.n, nil
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // verifyWritten reads back the object a put just wrote, before it repairs
 // a damaged blob with it: the write path hashed the bytes it was given,
 // this checks the bytes storage kept.
 func (s *Store) verifyWritten(ctx context.Context, ns, key string, w written, sk *sealKey) error {
 	b := meta.Blob{ID: "(new object)", Namespace: ns, Key: key, Digest: w.digest, Size: w.size,
 		StoredSize: w.stored, Compression: w.compression}
-	f, err := sweep.CheckSize(ctx, s.blobs, b)
+	f, err := integrity.CheckSize(ctx, s.blobs, b)
 	if err == nil && f.Cause == "" {
-		f, _, err = s.verifyObject(ctx, b, sk)
+		f, _, err = integrity.ReadBack(ctx, s.blobs, b, sk)
 	}
 	if err != nil {
 		return err

@@ -361,7 +361,7 @@ func TestCleanupDeliveredTwiceRefundsOnce(t *testing.T) {
 	}
 	e := newReaperEnv(t)
 	ctx := context.Background()
-	other := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, e.meta, e.blobs, e.clock, slog.New(slog.DiscardHandler), nil)
+	other := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, e.meta, e.blobs, nil, e.clock, slog.New(slog.DiscardHandler), nil)
 	for round := range rounds {
 		data := []byte(strings.Repeat("r", 100+round))
 		u := e.upload(data)

@@ -53,7 +53,7 @@ func (s *Store) RewrapDataKeys(ctx context.Context, opt claimcheck.RewrapOptions
 	if s.keys == nil {
 		return rep, fmt.Errorf("rewrap keys: %w: no master_key is configured; set the new master key in master_key and the old ones in previous_master_keys", claimcheck.ErrUnavailable)
 	}
-	rep.MasterKeyID = s.keys.id
+	rep.MasterKeyID = s.keys.ID()
 	err := s.eachLiveKey(ctx, opt.Namespace, func(dk meta.DataKey) error {
 		return s.rewrapKey(ctx, dk, opt.DryRun, &rep)
 	})
@@ -74,12 +74,12 @@ func (s *Store) rewrapKey(ctx context.Context, dk meta.DataKey, dryRun bool, rep
 			rep.Destroyed++
 			return nil
 		}
-		if dk.MasterKeyID == s.keys.id {
+		if dk.MasterKeyID == s.keys.ID() {
 			rep.AlreadyCurrent++
 			rep.ByMasterKey[dk.MasterKeyID]++
 			return nil
 		}
-		key, err := s.keys.unwrap(dk)
+		key, err := s.keys.Unwrap(dk)
 		if err != nil {
 			rep.Failed++
 			rep.ByMasterKey[dk.MasterKeyID]++
@@ -92,15 +92,15 @@ func (s *Store) rewrapKey(ctx context.Context, dk meta.DataKey, dryRun bool, rep
 			rep.ByMasterKey[dk.MasterKeyID]++ // still there: nothing changes
 			return nil
 		}
-		swapped, err := s.meta.RewrapDataKey(ctx, meta.Rewrap{ID: dk.ID, From: dk.MasterKeyID, To: s.keys.id,
-			Wrapped: s.keys.wrap(dk.Namespace, dk.ID, key), At: s.clock.Now()})
+		swapped, err := s.meta.RewrapDataKey(ctx, meta.Rewrap{ID: dk.ID, From: dk.MasterKeyID, To: s.keys.ID(),
+			Wrapped: s.keys.Wrap(dk.Namespace, dk.ID, key), At: s.clock.Now()})
 		if err != nil {
 			return metaErr("rewrap data key "+dk.ID, err)
 		}
 		if swapped {
 			rep.Rewrapped++
-			rep.ByMasterKey[s.keys.id]++
-			s.log.Info("rewrapped a data key", "namespace", dk.Namespace, "key", dk.ID, "from", dk.MasterKeyID, "to", s.keys.id)
+			rep.ByMasterKey[s.keys.ID()]++
+			s.log.Info("rewrapped a data key", "namespace", dk.Namespace, "key", dk.ID, "from", dk.MasterKeyID, "to", s.keys.ID())
 			return nil
 		}
 		// Another process changed the row first (rewrapped or destroyed
@@ -148,12 +148,12 @@ func (s *Store) checkMasterKeys(ctx context.Context) {
 	if s.keys != nil {
 		// Which keys this replica has: during a rotation, the way to see
 		// that every replica runs the new config before the rewrap.
-		s.log.Info("encryption at rest: master keys", "master_key", s.keys.id, "previous_master_keys", s.keys.previousIDs)
+		s.log.Info("encryption at rest: master keys", "master_key", s.keys.ID(), "previous_master_keys", s.keys.PreviousIDs())
 	}
 	unknown := map[string][]string{} // master key id -> namespaces
 	err := s.eachLiveKey(ctx, "", func(dk meta.DataKey) error {
 		if s.keys != nil {
-			if _, err := s.keys.opener(dk); err == nil {
+			if _, err := s.keys.Opener(dk); err == nil {
 				return nil
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/allstores" // the storage backends Config.Storage may name
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/bucketsetup"
+	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -82,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
-	if s.keys, err = newKeyring(cfg.MasterKey, cfg.PreviousMasterKeys); err != nil {
+	if s.keys, err = masterkey.New(cfg.MasterKey, cfg.PreviousMasterKeys); err != nil {
 		return nil, err
 	}
 	s.tenants = cfg.Tenants
@@ -143,8 +144,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.reads = newReadRecorder(s.meta, s.log)
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
-	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.clock, s.log, s.sweepMetrics)
-	s.sweeper.SetVerifier(s.VerifyBlob) // the scrub reads objects the way a redeem does (integrity.go)
+	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.keys, s.clock, s.log, s.sweepMetrics) // its scrub reads objects the way a redeem does (internal/integrity)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -220,13 +221,13 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 			Detail: fmt.Sprintf("state %s, key %s: object not found", b.State, b.Key)})
 		// Damaged from now on: dedup stops sharing it, and the next put
 		// of its bytes repairs it (ADR 0095).
-		if _, err := MarkDamaged(ctx, bs.meta, bs.metrics, bs.log, b, Finding{Cause: meta.DamageMissing, Detail: "object not found"}, now); err != nil {
+		if _, err := integrity.MarkDamaged(ctx, bs.meta, bs.metrics.GC.Damaged, bs.log, b, integrity.Finding{Cause: meta.DamageMissing, Detail: "object not found"}, now); err != nil {
 			return "", false, fmt.Errorf("sweep: backstop: %w", err)
 		}
 	}
 	for _, w := range wrong {
-		f := Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
-		if _, err := MarkDamaged(ctx, bs.meta, bs.metrics, bs.log, w.Blob, f, now); err != nil {
+		f := integrity.Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
+		if _, err := integrity.MarkDamaged(ctx, bs.meta, bs.metrics.GC.Damaged, bs.log, w.Blob, f, now); err != nil {
 			return "", false, fmt.Errorf("sweep: backstop: %w", err)
 		}
 	}
@@ -252,7 +253,7 @@ type WrongSize struct {
 	ObjectSize int64     `json:"object_size"`
 }
 
-// CheckObjects makes the cheap check (one Attributes call, CheckSize) of
+// CheckObjects makes the cheap check (one Attributes call, integrity.CheckSize) of
 // every blob of page that holds committed content, and returns the ones
 // whose object is missing and the ones whose object has another size than
 // the stored size. Each finding is re-checked against the reloaded row: a

@@ -12,7 +12,6 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	_ "github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/clock"
-	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )
 
@@ -32,7 +31,7 @@ func TestTickBackstopSchedule(t *testing.T) {
 	}
 	defer b.Close()
 	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	s := New(Config{OpDelay: time.Nanosecond}, m, b, fc, nil, nil)
+	s := New(Config{OpDelay: time.Nanosecond}, m, b, nil, fc, nil, nil)
 	cursor := func() string {
 		v, err := m.Cursor(ctx, BackstopCursor)
 		if err != nil {
@@ -81,8 +80,7 @@ func TestBackgroundErrorsLogged(t *testing.T) {
 	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	s := New(Config{OpDelay: time.Nanosecond, Scrub: true, EventRetention: time.Hour}, m, b, fc, log, nil)
-	s.SetVerifier(func(context.Context, meta.Blob) (Finding, int64, error) { return Finding{}, 0, nil })
+	s := New(Config{OpDelay: time.Nanosecond, Scrub: true, EventRetention: time.Hour}, m, b, nil, fc, log, nil)
 	if _, err := s.TickScrub(ctx); err != nil { // the first tick only starts the budget's clock
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestDeleteFailuresEndInDeadLetter(t *testing.T) {
 	cfg := sweep.Config{RetryDelay: 10 * time.Second, MaxAttempts: 3}
 	b := setup(t, cfg)
 	bd := &brokenDeletes{Store: b.blobs, broken: true}
-	sw := sweep.New(cfg, b.meta, bd, b.clock, nil, b.metric)
+	sw := sweep.New(cfg, b.meta, bd, nil, b.clock, nil, b.metric)
 	b.seed(t, 1, t0.Add(time.Second))
 	b.clock.Advance(time.Second)
 	if res, err := sw.RunOnce(ctx, 0); err != nil || res.ClaimsFinished != 1 {

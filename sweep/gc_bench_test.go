@@ -37,7 +37,7 @@ func BenchmarkGCCollect100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sw := sweep.New(sweep.Config{Disabled: true, PageSize: 1000}, m, bs, clock.NewFake(t0.Add(time.Hour)), nil, nil)
+		sw := sweep.New(sweep.Config{Disabled: true, PageSize: 1000}, m, bs, nil, clock.NewFake(t0.Add(time.Hour)), nil, nil)
 		b.StartTimer()
 		start := time.Now()
 		res, err := sw.RunOnce(ctx, 0)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -201,20 +202,20 @@ func (s *Sweeper) Inspect(ctx context.Context, withObjects bool) (Report, error)
 func (s *Sweeper) MarkFindings(ctx context.Context, r Report) (int, error) {
 	n := 0
 	now := s.clock.Now()
-	mark := func(b meta.Blob, f Finding) error {
-		marked, err := MarkDamaged(ctx, s.meta, s.metrics, s.log, b, f, now)
+	mark := func(b meta.Blob, f integrity.Finding) error {
+		marked, err := integrity.MarkDamaged(ctx, s.meta, s.metrics.GC.Damaged, s.log, b, f, now)
 		if marked {
 			n++
 		}
 		return err
 	}
 	for _, b := range r.Missing {
-		if err := mark(b, Finding{Cause: meta.DamageMissing, Detail: "object not found"}); err != nil {
+		if err := mark(b, integrity.Finding{Cause: meta.DamageMissing, Detail: "object not found"}); err != nil {
 			return n, err
 		}
 	}
 	for _, w := range r.WrongSize {
-		f := Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
+		f := integrity.Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
 		if err := mark(w.Blob, f); err != nil {
 			return n, err
 		}

@@ -2,12 +2,13 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/internal/integrity"
+	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -23,19 +24,6 @@ import (
 // (Config.ScrubRate, off by default) and the scrub lease, so one replica
 // scrubs at a time. The position is kept in the cursors table after every
 // blob, so a pass resumes where it stopped.
-
-// Finding is what a check found wrong with a blob's object; a zero Cause
-// is a good object.
-type Finding struct {
-	Cause  string // a meta.Damage* cause
-	Detail string
-}
-
-// Verifier reads blob b's object whole and checks it against the row. It
-// returns the object bytes it read (the scrub's budget counts them). An
-// error means the object could not be checked (storage unavailable, no
-// master key), never damage.
-type Verifier func(ctx context.Context, b meta.Blob) (f Finding, read int64, err error)
 
 // ScrubLease is the lease the background scrub holds: one runner across
 // replicas.
@@ -56,55 +44,22 @@ func holdsContent(b meta.Blob) bool {
 	return (b.State == meta.BlobCommitted || b.State == meta.BlobOrphaned) && b.Digest != ""
 }
 
-// CheckSize is the cheap check: one Attributes call (a HEAD on S3, a stat
-// on files) that the object exists with the blob's stored size.
-func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error) {
-	a, err := bs.Attributes(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
-	}
-	if err != nil {
-		return Finding{}, fmt.Errorf("check object of blob %s: %w", b.ID, err)
-	}
-	if a.Size != b.StoredSize {
-		return Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", a.Size, b.StoredSize)}, nil
-	}
-	return Finding{}, nil
-}
-
-// MarkDamaged records finding f about blob b: the mark (a compare-and-swap
-// on b's object key), its event, the metric and a log line. It reports
-// whether the blob was marked now (false: already marked, or the blob no
-// longer owns that object).
-func MarkDamaged(ctx context.Context, m meta.Store, metrics *Metrics, log *slog.Logger, b meta.Blob, f Finding, now time.Time) (bool, error) {
-	marked, err := m.MarkDamaged(ctx, meta.Damage{BlobID: b.ID, Key: b.Key, Cause: f.Cause, Detail: f.Detail, Now: now})
-	if err != nil {
-		return false, err
-	}
-	if marked {
-		if metrics != nil {
-			metrics.GC.Damaged.WithLabelValues(f.Cause).Inc()
-		}
-		if log != nil {
-			log.Error("integrity: blob marked damaged; a put of the same bytes repairs it", "blob", b.ID,
-				"namespace", b.Namespace, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
-		}
-	}
-	return marked, nil
-}
-
 // Scrub walks the blobs and verifies their objects. Use one per runner.
 type Scrub struct {
 	meta     meta.Store
-	verify   Verifier
+	blobs    blob.Store
+	keys     *masterkey.Ring
 	clock    interface{ Now() time.Time }
 	log      *slog.Logger
 	metrics  *Metrics
 	pageSize int
 }
 
-// NewScrub returns a scrub over m that checks objects with verify.
-func NewScrub(m meta.Store, verify Verifier, clk interface{ Now() time.Time }, log *slog.Logger, metrics *Metrics, pageSize int) *Scrub {
+// NewScrub returns a scrub over m whose objects, in bs, it checks with
+// integrity.Verify; keys unwraps the data keys of encrypted objects (nil
+// when no master key is configured: an encrypted object then cannot be
+// checked, which is an error of the step).
+func NewScrub(m meta.Store, bs blob.Store, keys *masterkey.Ring, clk interface{ Now() time.Time }, log *slog.Logger, metrics *Metrics, pageSize int) *Scrub {
 	if pageSize <= 0 {
 		pageSize = 250
 	}
@@ -114,7 +69,7 @@ func NewScrub(m meta.Store, verify Verifier, clk interface{ Now() time.Time }, l
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Scrub{meta: m, verify: verify, clock: clk, log: log, metrics: metrics, pageSize: pageSize}
+	return &Scrub{meta: m, blobs: bs, keys: keys, clock: clk, log: log, metrics: metrics, pageSize: pageSize}
 }
 
 // ScrubFinding is one damaged blob a scrub step found.
@@ -183,7 +138,7 @@ func (sc *Scrub) Step(ctx context.Context, budget int64) (ScrubReport, error) {
 }
 
 func (sc *Scrub) one(ctx context.Context, b meta.Blob, rep *ScrubReport) error {
-	f, n, err := sc.verify(ctx, b)
+	f, n, err := integrity.Verify(ctx, sc.meta, sc.blobs, sc.keys, b)
 	rep.Bytes += n
 	if err != nil {
 		return fmt.Errorf("sweep: scrub blob %s: %w", b.ID, err)
@@ -205,7 +160,7 @@ func (sc *Scrub) one(ctx context.Context, b meta.Blob, rep *ScrubReport) error {
 		}
 		return nil
 	}
-	marked, err := MarkDamaged(ctx, sc.meta, sc.metrics, sc.log, b, f, now)
+	marked, err := integrity.MarkDamaged(ctx, sc.meta, sc.metrics.GC.Damaged, sc.log, b, f, now)
 	if err != nil {
 		return fmt.Errorf("sweep: scrub: %w", err)
 	}
@@ -228,17 +183,7 @@ func (sc *Scrub) one(ctx context.Context, b meta.Blob, rep *ScrubReport) error {
 	return nil
 }
 
-// SetVerifier gives the sweeper the object check of its store (the
-// engine's, which can decrypt and decompress), enabling Sweeper.Scrub and,
-// with Config.Scrub, the background scrub.
-func (s *Sweeper) SetVerifier(v Verifier) {
-	s.scrubMu.Lock()
-	defer s.scrubMu.Unlock()
-	s.scrub = NewScrub(s.meta, v, s.clock, s.log, s.metrics, s.cfg.PageSize)
-}
-
-// Scrub returns the sweeper's scrub (nil before SetVerifier), for fsck
-// --verify and tests.
+// Scrub returns the sweeper's scrub, for fsck --verify and tests.
 func (s *Sweeper) Scrub() *Scrub {
 	s.scrubMu.Lock()
 	defer s.scrubMu.Unlock()

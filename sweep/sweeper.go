@@ -29,6 +29,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -162,7 +163,7 @@ type Sweeper struct {
 	holder   string // this sweeper's name in the maintenance lease
 	backstop *Backstop
 
-	// The background scrub (scrub.go): set by SetVerifier; its budget
+	// The background scrub (scrub.go), made by New; its budget
 	// accrues at ScrubRate per second of the clock between ticks.
 	scrubMu     sync.Mutex
 	scrub       *Scrub
@@ -178,10 +179,12 @@ type Sweeper struct {
 	done   chan struct{}
 }
 
-// New returns a sweeper over the given stores. metrics may be shared
-// with the caller (the engine counts in-line finishes in the same
-// counters); nil creates unregistered ones.
-func New(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Sweeper {
+// New returns a sweeper over the given stores. keys are the master keys
+// its scrub unwraps data keys with, to read encrypted objects back (nil
+// when none is configured). metrics may be shared with the caller (the
+// engine counts in-line finishes in the same counters); nil creates
+// unregistered ones.
+func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Sweeper {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
@@ -190,6 +193,7 @@ func New(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logg
 	}
 	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
 	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)
+	s.scrub = NewScrub(m, b, keys, clk, log, metrics, s.cfg.PageSize)
 	s.lastOp.Store(clk.Now().UnixNano())
 	return s
 }

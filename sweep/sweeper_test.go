@@ -51,7 +51,7 @@ func setup(t *testing.T, cfg sweep.Config, wrap ...func(meta.Store) meta.Store) 
 	for _, w := range wrap {
 		ms = w(ms)
 	}
-	b.sw = sweep.New(cfg, ms, b.blobs, b.clock, nil, b.metric)
+	b.sw = sweep.New(cfg, ms, b.blobs, nil, b.clock, nil, b.metric)
 	return b
 }
 
@@ -273,7 +273,7 @@ func (f *failing) Delete(ctx context.Context, key string) error {
 func TestFailedDeletesAreRetriedWithBackoff(t *testing.T) {
 	b := setup(t, sweep.Config{RetryDelay: 10 * time.Second})
 	fb := &failing{Store: b.blobs, seen: map[string]bool{}}
-	sw := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, b.meta, fb, b.clock, nil, b.metric)
+	sw := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, b.meta, fb, nil, b.clock, nil, b.metric)
 	b.seed(t, 4, t0.Add(time.Second))
 	b.clock.Advance(time.Second)
 	sw.RunOnce(context.Background(), 0) // finishes the claims; the blobs wait out their grace
@@ -318,7 +318,7 @@ func (b *batching) DeleteMany(ctx context.Context, keys []string) (map[string]er
 func TestDeletesAreBatchedWhereTheBackendCan(t *testing.T) {
 	b := setup(t, sweep.Config{PageSize: 20})
 	bb := &batching{Store: b.blobs}
-	sw := sweep.New(sweep.Config{PageSize: 20}, b.meta, bb, b.clock, nil, b.metric)
+	sw := sweep.New(sweep.Config{PageSize: 20}, b.meta, bb, nil, b.clock, nil, b.metric)
 	b.seed(t, 20, t0.Add(time.Second))
 	b.clock.Advance(time.Second)
 	sw.RunOnce(context.Background(), 0)
@@ -351,7 +351,7 @@ func TestStartStopInFakeTime(t *testing.T) {
 func TestOneMaintenanceRunnerAcrossReplicas(t *testing.T) {
 	cfg := sweep.Config{IdleGrace: time.Minute, MaxLag: time.Hour, MaxOpsPerRun: 5, PageSize: 5, OpDelay: time.Nanosecond}
 	b := setup(t, cfg)
-	other := sweep.New(cfg, b.meta, b.blobs, b.clock, nil, nil) // a second replica
+	other := sweep.New(cfg, b.meta, b.blobs, nil, b.clock, nil, nil) // a second replica
 	b.seed(t, 20, t0.Add(time.Second))
 	b.clock.Advance(2 * time.Minute)
 	// The other replica holds the maintenance lease (it is mid-run).

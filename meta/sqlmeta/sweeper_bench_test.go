@@ -102,7 +102,7 @@ func benchSweeper(b *testing.B, open func(b *testing.B) *Store, n int, ordered b
 			}
 		}
 		counted, counts := blob.NewCounting(mem)
-		sw := sweep.New(sweep.Config{}, s, counted, clk, nil, nil)
+		sw := sweep.New(sweep.Config{}, s, counted, nil, clk, nil, nil)
 		b.StartTimer()
 
 		cpu0 := processCPU(b)

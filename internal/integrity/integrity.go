@@ -1,0 +1,195 @@
+package integrity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/masterkey"
+	"github.com/claimcheck/claimcheck/internal/storedform"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Finding is what a check found wrong with a blob's object; a zero Cause
+// is a good object.
+type Finding struct {
+	Cause  string // a meta.Damage* cause
+	Detail string
+}
+
+// copyBufferSize is the buffer Verify reads objects through.
+const copyBufferSize = 256 << 10
+
+// CheckSize is the cheap check: one Attributes call (a HEAD on S3, a stat
+// on files) that the object exists with the blob's stored size.
+func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error) {
+	a, err := bs.Attributes(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
+	}
+	if err != nil {
+		return Finding{}, fmt.Errorf("check object of blob %s: %w", b.ID, err)
+	}
+	if a.Size != b.StoredSize {
+		return Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", a.Size, b.StoredSize)}, nil
+	}
+	return Finding{}, nil
+}
+
+// MarkDamaged records finding f about blob b: the mark (a compare-and-swap
+// on b's object key), its event, the metric (damaged, by cause; nil for
+// none) and a log line (nil log for none). It reports whether the blob
+// was marked now (false: already marked, or the blob no longer owns that
+// object).
+func MarkDamaged(ctx context.Context, m meta.Store, damaged *prometheus.CounterVec, log *slog.Logger, b meta.Blob, f Finding, now time.Time) (bool, error) {
+	marked, err := m.MarkDamaged(ctx, meta.Damage{BlobID: b.ID, Key: b.Key, Cause: f.Cause, Detail: f.Detail, Now: now})
+	if err != nil {
+		return false, err
+	}
+	if marked {
+		if damaged != nil {
+			damaged.WithLabelValues(f.Cause).Inc()
+		}
+		if log != nil {
+			log.Error("integrity: blob marked damaged; a put of the same bytes repairs it", "blob", b.ID,
+				"namespace", b.Namespace, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
+		}
+	}
+	return marked, nil
+}
+
+// Verify reads blob b's object whole and checks it against the row: it
+// exists with the stored size, and decrypted (its data key unwrapped by
+// keys, nil when no master key is configured) and decompressed it has
+// the blob's size and digest. It returns the object bytes it read. An
+// error means the object could not be checked (storage unavailable, no
+// master key), never damage. Objects under a destroyed data key cannot be
+// checked and count as good (they can never be served either).
+func Verify(ctx context.Context, m meta.Store, bs blob.Store, keys *masterkey.Ring, b meta.Blob) (Finding, int64, error) {
+	if f, err := CheckSize(ctx, bs, b); err != nil || f.Cause != "" {
+		return f, 0, err
+	}
+	var sk *storedform.Key
+	if keyID, ok := masterkey.DataKeyOfObject(b.Key); ok {
+		dk, err := m.DataKey(ctx, keyID)
+		if errors.Is(err, meta.ErrNotFound) {
+			return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("object names data key %s, which does not exist", keyID)}, 0, nil
+		}
+		if err != nil {
+			return Finding{}, 0, metaErr("verify blob "+b.ID, err)
+		}
+		if dk.Destroyed() {
+			return Finding{}, 0, nil
+		}
+		if keys == nil {
+			return Finding{}, 0, fmt.Errorf("verify blob %s: %w: the object is encrypted but no master_key is configured", b.ID, claimcheck.ErrUnavailable)
+		}
+		key, err := keys.Unwrap(dk)
+		if err != nil {
+			return Finding{}, 0, fmt.Errorf("verify blob %s: %w", b.ID, err)
+		}
+		if sk, err = storedform.NewKey(dk.ID, dk.CreatedAt, key); err != nil {
+			return Finding{}, 0, fmt.Errorf("verify blob %s: %w", b.ID, err)
+		}
+	}
+	return ReadBack(ctx, bs, b, sk)
+}
+
+// metaErr reports a metadata error as the engine does: not found, quota
+// and cancellation keep their kind, anything else is ErrUnavailable.
+func metaErr(op string, err error) error {
+	var qe *meta.QuotaError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &qe):
+		return fmt.Errorf("%s: %w: %s", op, claimcheck.ErrQuotaExceeded, qe.Error())
+	case errors.Is(err, meta.ErrNotFound):
+		return fmt.Errorf("%s: %w", op, claimcheck.ErrNotFound)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", op, err)
+	default:
+		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
+	}
+}
+
+// ReadBack reads b.Key through decryption (with sk, nil for a plain
+// object) and decompression and compares size and digest with b's. It
+// returns the object bytes read. A put calls it on the object it just
+// wrote before that object repairs a damaged blob.
+func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Key) (Finding, int64, error) {
+	obj, err := bs.NewReader(ctx, b.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, 0, nil
+	}
+	if err != nil {
+		return Finding{}, 0, fmt.Errorf("verify blob %s: %w: %v", b.ID, claimcheck.ErrUnavailable, err)
+	}
+	defer obj.Close()
+	src := &sourceReader{r: obj}
+	corrupt := func(what string, err error) (Finding, int64, error) {
+		if src.err != nil {
+			return Finding{}, src.n, fmt.Errorf("verify blob %s: %w: read object: %v", b.ID, claimcheck.ErrUnavailable, src.err)
+		}
+		if ctx.Err() != nil {
+			return Finding{}, src.n, ctx.Err()
+		}
+		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("%s: %v", what, err)}, src.n, nil
+	}
+	var stored io.Reader = src
+	if sk != nil {
+		if stored, err = sk.Decrypt(src, b.Key); err != nil {
+			return corrupt("decryption fails", err)
+		}
+	}
+	dec, err := compress.NewReader(b.Compression, stored)
+	if err != nil {
+		return corrupt("cannot be decompressed", err)
+	}
+	defer dec.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, readerOnly{dec}, make([]byte, copyBufferSize))
+	if err != nil {
+		return corrupt("stream fails", err)
+	}
+	if n != b.Size {
+		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("content has %d bytes, recorded %d", n, b.Size)}, src.n, nil
+	}
+	// The detail never names the digests: for an encrypted blob the
+	// plaintext digest must not outlive a shred in the events (ADR 0096).
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != b.Digest {
+		return Finding{Cause: meta.DamageChecksum, Detail: "content does not hash to the recorded digest"}, src.n, nil
+	}
+	return Finding{}, src.n, nil
+}
+
+// sourceReader counts the object bytes read and remembers the object
+// store's own read error, so that a decompressor failure can be told
+// apart from a storage failure.
+type sourceReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (r *sourceReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// readerOnly hides WriterTo/ReaderFrom so io.CopyBuffer uses the buffer.
+type readerOnly struct{ io.Reader }

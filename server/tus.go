@@ -247,9 +247,6 @@ func (s *Server) serveTus(w http.ResponseWriter, r *http.Request, ns string, ser
 // tusCreate answers POST /v1/namespaces/{ns}/tus: a new upload.
 func (s *Server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	// Extensions not served are refused by name rather than ignored.
 	for _, h := range []string{api.HeaderUploadDeferLength, api.HeaderUploadConcat} {
 		if r.Header.Get(h) != "" {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/claimcheck/claimcheck"
@@ -32,6 +33,10 @@ func checkPutText(opts *claimcheck.PutOptions) error {
 			return err
 		}
 		if err := checkText("labels", v); err != nil {
+			// Say whose value it is; the key itself passed.
+			if fe, ok := errors.AsType[*claimcheck.FieldError](err); ok {
+				return putFieldErr("labels", "", "the value of "+quoteShort(k)+": "+fe.Reason)
+			}
 			return err
 		}
 	}

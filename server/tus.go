@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -382,9 +381,9 @@ func metadataContentType(m handler.MetaData) string {
 }
 
 // metadataDigest turns the sha256 metadata (lowercase hex) into the
-// store's form.
+// store's form, refusing what is not one (claimcheck.ValidDigest).
 func metadataDigest(v string) (string, error) {
-	if b, err := hex.DecodeString(v); err != nil || len(b) != 32 || strings.ToLower(v) != v {
+	if !claimcheck.ValidDigest("sha256:" + v) {
 		return "", invalidf("%s: sha256 %q: want the payload's sha256 as 64 lowercase hex digits", api.HeaderUploadMetadata, clip(v))
 	}
 	return "sha256:" + v, nil

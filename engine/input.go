@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/claimcheck/claimcheck"
@@ -18,28 +19,41 @@ import (
 // can reach outside its namespace's prefix.
 
 // checkText refuses invalid UTF-8 and control characters in a field
-// (claimcheck.CheckText, which the HTTP API's parsers use too).
+// (claimcheck.CheckText).
 func checkText(field, s string) error { return claimcheck.CheckText(field, s) }
 
-// checkPutText applies checkText to every free-text field of a put.
+// checkPutText applies checkText to every free-text field of a put. The
+// fields are named as in putFieldErr.
 func checkPutText(opts *claimcheck.PutOptions) error {
-	if err := checkText("content type", opts.ContentType); err != nil {
+	if err := checkText("content_type", opts.ContentType); err != nil {
 		return err
 	}
 	for k, v := range opts.Labels {
-		if err := checkText("label key", k); err != nil {
+		if err := checkText("labels", k); err != nil {
 			return err
 		}
-		if err := checkText("label "+quoteShort(k), v); err != nil {
+		if err := checkText("labels", v); err != nil {
+			// Say whose value it is; the key itself passed.
+			if fe, ok := errors.AsType[*claimcheck.FieldError](err); ok {
+				return putFieldErr("labels", "", "the value of "+quoteShort(k)+": "+fe.Reason)
+			}
 			return err
 		}
 	}
 	for _, n := range opts.ConsumerNames {
-		if err := checkText("consumer name", n); err != nil {
+		if err := checkText("consumer_names", n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// putFieldErr is the refusal of a put option: field is the option's name
+// in the HTTP API's upload body ("labels", "consumer_names",
+// "consumers", "digest", "content_type", "size"), got the value,
+// already quoted when it is text.
+func putFieldErr(field, got, reason string) error {
+	return &claimcheck.FieldError{Field: field, Got: got, Reason: reason}
 }
 
 // quoteShort quotes a value for an error message, shortened.

@@ -331,9 +331,9 @@ func infoOf(c meta.Claim, b meta.Blob) claimcheck.ClaimInfo {
 // Release records consumer's ack.
 func (s *Store) Release(ctx context.Context, ref claimcheck.Ref, consumer string) error {
 	if len(consumer) > maxConsumerName {
-		return fmt.Errorf("release: %w", invalidf("consumer name: longer than %d characters", maxConsumerName))
+		return fmt.Errorf("release: %w", putFieldErr("consumer", "", fmt.Sprintf("longer than %d characters", maxConsumerName)))
 	}
-	if err := checkText("consumer name", consumer); err != nil {
+	if err := checkText("consumer", consumer); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	if err := s.reads.sync(ctx); err != nil {

@@ -36,9 +36,6 @@ const (
 // put streams the request body into a new claim.
 func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	opts, err := putOptions(r.Header, r.ContentLength)
 	if err != nil {
 		return err
@@ -63,7 +60,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("put to %s: %w", ns,
 				invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
 		}
-		return err
+		return headerError(err)
 	}
 	w.Header().Set("Location", s.claimLocation(ref.ID))
 	if !pol.DigestFirstEnabled() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -64,6 +65,37 @@ func (e notReadyError) Is(target error) bool { return target == claimcheck.ErrUn
 // invalidf returns an ErrInvalidArgument saying what was wrong.
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", claimcheck.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// putHeaders names where a put carries each of its options, by the
+// field a *claimcheck.FieldError of the store names.
+var putHeaders = map[string]string{
+	"digest":         api.HeaderDigest,
+	"consumers":      api.HeaderConsumers,
+	"consumer_names": api.HeaderConsumerNames,
+	"labels":         api.HeaderLabels,
+	"content_type":   "Content-Type",
+	"size":           "Content-Length",
+}
+
+// headerError reports the store's refusal of a put option under the
+// header the client wrote it in: the store validates the options, the
+// server only decodes the headers, so this is where a field becomes a
+// header again. Other errors are returned as they are.
+func headerError(err error) error {
+	fe, ok := errors.AsType[*claimcheck.FieldError](err)
+	if !ok {
+		return err
+	}
+	header, ok := putHeaders[fe.Field]
+	if !ok {
+		return err
+	}
+	msg := fe.Reason
+	if fe.Got != "" {
+		msg += " (got " + fe.Got + ")"
+	}
+	return invalidf("header %s: %s", header, msg)
 }
 
 // clip shortens a value echoed in an error (a path value), so a message

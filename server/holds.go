@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -57,9 +56,6 @@ func (s *Server) clearClaimHold(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	reason, err := holdReason(w, r)
 	if err != nil {
 		return err
@@ -73,9 +69,6 @@ func (s *Server) setNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 
 func (s *Server) clearNamespaceHold(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	if err := s.claims.ClearNamespaceHold(r.Context(), ns); err != nil {
 		return err
 	}
@@ -85,9 +78,6 @@ func (s *Server) clearNamespaceHold(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	hold, err := s.claims.NamespaceHold(r.Context(), ns)
 	if err != nil {
 		return err
@@ -101,9 +91,6 @@ func (s *Server) getNamespaceHold(w http.ResponseWriter, r *http.Request) error 
 // confirm, so that a mistyped or replayed URL does not destroy data.
 func (s *Server) destroyNamespaceKey(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	if got := r.URL.Query().Get("confirm"); got != ns {
 		return invalidf("destroying the data key of %s makes its encrypted claims unreadable for good: repeat the namespace in the query, ?confirm=%s", ns, ns)
 	}

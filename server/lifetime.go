@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -16,9 +15,6 @@ import (
 
 func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	opts, err := api.ParseListQuery(r.URL.Query())
 	if err != nil {
 		return err

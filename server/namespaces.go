@@ -11,9 +11,6 @@ import (
 // limits and the usage.
 func (s *Server) namespaceInfo(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	info, err := s.claims.Namespace(r.Context(), ns)
 	if err != nil {
 		return err

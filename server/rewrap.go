@@ -16,9 +16,6 @@ import (
 // store is rewrapped offline with `claimcheck rewrap-keys`.
 func (s *Server) rewrapNamespaceKey(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if err := claimcheck.ValidateNamespace(ns); err != nil {
-		return err
-	}
 	dryRun, err := api.ParseRewrapQuery(r.URL.Query())
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 )
 
@@ -177,6 +178,14 @@ func (s *Server) register() {
 			if err := jsonBody(r, rt); err != nil {
 				s.writeError(w, r, err)
 				return
+			}
+			if rt.target == targetNamespace && s.auth == nil {
+				// The path's namespace is checked once, before the
+				// handler; with auth on, authorize has checked it.
+				if err := claimcheck.ValidateNamespace(r.PathValue("ns")); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
 			}
 			if err := rt.handler(s, w, r); err != nil {
 				s.writeError(w, r, err)

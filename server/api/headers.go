@@ -78,18 +78,15 @@ func FormatNames(names []string) string {
 }
 
 // ParseNames decodes a HeaderConsumerNames value. It returns nil for an
-// empty value. Names must not be empty or repeated (a repeated name would
-// make the expected number of releases unreachable). Errors wrap
-// claimcheck.ErrInvalidArgument.
+// empty value (empty elements are skipped, so no name is empty). Names
+// must not be repeated: the list is a set. What a name may hold is the
+// store's rule, checked on put. Errors wrap claimcheck.ErrInvalidArgument.
 func ParseNames(v string) ([]string, error) {
 	var names []string
 	for elem := range listElements(v) {
 		name, err := unescape(HeaderConsumerNames, elem)
 		if err != nil {
 			return nil, err
-		}
-		if name == "" {
-			return nil, headerErr(HeaderConsumerNames, "element %q is an empty name", elem)
 		}
 		if slices.Contains(names, name) {
 			return nil, headerErr(HeaderConsumerNames, "name %q appears twice", name)

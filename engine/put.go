@@ -341,7 +341,7 @@ func (o *openingObject) wait() (io.WriteCloser, error) {
 func (o *openingObject) discard() {
 	o.cancel()
 	if w, err := o.wait(); err == nil {
-		w.Close() // discards: its context is cancelled
+		_ = w.Close() // discards: its context is cancelled
 	}
 }
 
@@ -357,7 +357,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	defer func() {
 		if !committed {
 			o.cancel()
-			obj.Close() // discards the object: its context is cancelled
+			_ = obj.Close() // discards the object: its context is cancelled
 		}
 	}()
 	// Only "auto" looks at the payload before choosing; any other
@@ -437,7 +437,7 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	// and h then covers exactly the size bytes the object was given.
 	size, err := claimcheck.HashCopy(zw, src, h)
 	if err != nil {
-		zw.Close()
+		_ = zw.Close() // the put fails; what it wrote is discarded with the object
 		if ctx.Err() != nil {
 			return written{}, ctx.Err()
 		}
@@ -448,17 +448,17 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 		return written{}, bodyErr(err)
 	}
 	if size > limit {
-		zw.Close()
+		_ = zw.Close() // the put fails; what it wrote is discarded with the object
 		return written{}, fmt.Errorf("%w: payload exceeds max_size %s (%d bytes)", claimcheck.ErrTooLarge, pol.MaxSize, limit)
 	}
 	if opts.Size > 0 && size != opts.Size {
-		zw.Close()
+		_ = zw.Close() // the put fails; what it wrote is discarded with the object
 		return written{}, invalidf("body has %d bytes, but %d were declared", size, opts.Size)
 	}
 	sum := h.Sum(nil)
 	digest := "sha256:" + hex.EncodeToString(sum)
 	if opts.Digest != "" && digest != opts.Digest {
-		zw.Close()
+		_ = zw.Close() // the put fails; what it wrote is discarded with the object
 		return written{}, fmt.Errorf("%w: body hashes to %s, declared %s", claimcheck.ErrChecksumMismatch, digest, opts.Digest)
 	}
 	if err := zw.Close(); err != nil {

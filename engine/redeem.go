@@ -179,7 +179,7 @@ func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *
 	}
 	dec, err := compress.NewReader(b.Compression, stored)
 	if err != nil {
-		obj.Close()
+		_ = obj.Close() // a read-only object; the redeem fails with err
 		if src.err != nil {
 			return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
 		}
@@ -214,7 +214,7 @@ func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *s
 	stored = src
 	if sk != nil {
 		if stored, err = sk.Decrypt(src, b.Key); err != nil {
-			obj.Close()
+			_ = obj.Close() // a read-only object; the redeem fails with err
 			if src.err != nil {
 				return nil, nil, nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
 			}

@@ -493,7 +493,7 @@ func (s *Store) wouldCompress(ctx context.Context, pol claimcheck.Policy, key st
 	if err != nil {
 		return true
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }() // read only
 	sample, err := io.ReadAll(rd)
 	if err != nil {
 		return true
@@ -536,7 +536,7 @@ func (s *Store) rewriteResumable(ctx context.Context, op string, r meta.Resumabl
 	if err != nil {
 		return "", written{}, fmt.Errorf("%s: %w: read the stored payload: %v", op, claimcheck.ErrUnavailable, err)
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }() // read only
 	// The reservation is the declared size: the writer refuses more.
 	w, err := s.writeObjectSealed(ctx, key, io.LimitReader(rd, r.Size+1), claimcheck.Policy{
 		Compression: pol.Compression, MaxSize: claimcheck.Size(r.Size),
@@ -551,7 +551,9 @@ func (s *Store) rewriteResumable(ctx context.Context, op string, r meta.Resumabl
 // (reason aborted: the reservation is refunded and its rows orphaned)
 // and removes what the storage holds at once, then returns cause.
 func (s *Store) refuseResumable(ctx context.Context, op string, r meta.ResumableUpload, cause error) error {
-	s.finishResumable(ctx, r)
+	// A failure leaves the claim pending, due at its deadline: the
+	// sweeper reaps it then, as any abandoned upload.
+	_, _ = s.finishResumable(ctx, r)
 	return fmt.Errorf("%s: %w; nothing was stored and the reservation is refunded", op, cause)
 }
 
@@ -560,7 +562,9 @@ func (s *Store) refuseResumable(ctx context.Context, op string, r meta.Resumable
 // after they started, whatever their progress (the safety net's rule:
 // a day). Nothing can complete it; the client must start again.
 func (s *Store) lostResumable(ctx context.Context, op string, r meta.ResumableUpload) error {
-	s.finishResumable(ctx, r)
+	// A failure leaves the claim pending, due at its deadline: the
+	// sweeper reaps it then, as any abandoned upload.
+	_, _ = s.finishResumable(ctx, r)
 	return fmt.Errorf("%s: %w: the storage no longer holds the upload's bytes (on S3 a bucket rule aborts multipart uploads a day after they start); start the upload again", op, claimcheck.ErrInvalidArgument)
 }
 

@@ -102,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if blobStore == nil {
 		b, err := blob.Open(ctx, cfg.Storage)
 		if err != nil {
-			s.Close()
+			_ = s.Close() // opening failed; that error is the one to report
 			return nil, fmt.Errorf("open storage %s: %w", cfg.Storage, err)
 		}
 		blobStore = b
@@ -131,13 +131,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		BucketCORS: cfg.BucketCORS, BrowserOrigins: cfg.BrowserOrigins, Logger: s.log,
 	})
 	if err != nil {
-		s.Close()
+		_ = s.Close() // opening failed; that error is the one to report
 		return nil, fmt.Errorf("open storage %s: %w", RedactURL(cfg.Storage), err)
 	}
 	s.rules = set.Rules
 	s.metrics.lifecycleDrift.Set(float64(set.Drift))
 	if err := s.syncTenants(ctx); err != nil {
-		s.Close()
+		_ = s.Close() // opening failed; that error is the one to report
 		return nil, err
 	}
 	s.checkMasterKeys(ctx)

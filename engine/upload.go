@@ -396,7 +396,7 @@ func (s *Store) hashObject(ctx context.Context, up meta.Upload) (int64, string, 
 	if err != nil {
 		return 0, "", fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, readerOnly{io.LimitReader(r, up.Size+1)}, make([]byte, copyBufferSize))
 	if err != nil {

@@ -57,7 +57,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.n[addr] >= l.max {
 			l.mu.Unlock()
-			c.Close()
+			_ = c.Close() // refused: nothing was read or written on it
 			l.noteRefused(addr)
 			continue
 		}

@@ -51,7 +51,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Type", api.ContentTypeJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	// A client gone before its error is read has nobody to tell.
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // notReadyError is a failed readiness check. Whatever the check returned,

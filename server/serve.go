@@ -99,7 +99,7 @@ func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if err != nil {
-		srv.Close()
+		_ = srv.Close() // the shutdown's error is the one to report
 		err = fmt.Errorf("shutdown: in-flight requests cut off after %s: %w", ShutdownTimeout, err)
 	}
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {

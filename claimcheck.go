@@ -307,7 +307,7 @@ func (p *Payload) Close() error { return p.body.Close() }
 
 // Bytes reads the whole verified payload and closes it.
 func (p *Payload) Bytes() ([]byte, error) {
-	defer p.Close()
+	defer func() { _ = p.Close() }() // read to its end, or failed already
 	buf := bytes.NewBuffer(make([]byte, 0, p.Ref.Size))
 	if _, err := io.Copy(buf, p); err != nil {
 		return nil, err

@@ -144,8 +144,12 @@ func TestEncryptionObjectMovedUnderAnotherKey(t *testing.T) {
 	// object key.
 	x, _ := os.ReadFile(files[0])
 	y, _ := os.ReadFile(files[1])
-	os.WriteFile(files[0], y, 0o644)
-	os.WriteFile(files[1], x, 0o644)
+	if err := os.WriteFile(files[0], y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files[1], x, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, ref := range []claimcheck.Ref{a, c} {
 		if _, err := b.redeem(t, ref); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 			t.Fatalf("redeem of a swapped object: %v, want ErrChecksumMismatch", err)

@@ -345,12 +345,14 @@ func gcStress(t *testing.T, metadata string) {
 		t.Errorf("%d blobs survived grace plus one sweep with no claim: %v", len(left), left[:min(len(left), 10)])
 	}
 	var files []string
-	filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			files = append(files, p)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if len(files) > 0 {
 		t.Errorf("%d objects left in the bucket: %v", len(files), files[:min(len(files), 10)])
 	}

@@ -296,7 +296,9 @@ func TestRedeemRangeSingleFrameZstd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Write(data)
+	if _, err := e.Write(data); err != nil {
+		t.Fatal(err)
+	}
 	e.Close()
 	if err := os.WriteFile(b.objectFiles(t, "zs")[0], buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)

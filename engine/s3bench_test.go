@@ -183,7 +183,9 @@ func BenchmarkMetaSmallClaims(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					io.Copy(io.Discard, p)
+					if _, err := io.Copy(io.Discard, p); err != nil {
+						b.Fatal(err)
+					}
 					p.Close()
 				}
 			})

@@ -37,12 +37,14 @@ func TestBackgroundScrub(t *testing.T) {
 	// Flip a byte of the third object (uncompressed: only the digest
 	// tells).
 	var objects []string
-	filepath.WalkDir(filepath.Join(b.dir, "blobs"), func(p string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(filepath.Join(b.dir, "blobs"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			objects = append(objects, p)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if len(objects) != 4 {
 		t.Fatalf("objects: %v", objects)
 	}
@@ -52,7 +54,9 @@ func TestBackgroundScrub(t *testing.T) {
 		if data[0] == 'c' {
 			victim = o
 			data[100] ^= 1
-			os.WriteFile(o, data, 0o600)
+			if err := os.WriteFile(o, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	sw := b.store.Sweeper()

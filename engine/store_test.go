@@ -91,13 +91,15 @@ func (b *bundle) objects(t *testing.T) []string {
 	t.Helper()
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".attrs") {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	return keys
 }
 

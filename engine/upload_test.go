@@ -613,7 +613,9 @@ func TestUploadMismatchOnConfirm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(body)
+		if _, err := w.Write(body); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}

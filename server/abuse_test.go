@@ -78,7 +78,9 @@ func TestConnectionsPerAddressAreBounded(t *testing.T) {
 	}()
 	defer func() {
 		cancel()
-		<-served
+		if err := <-served; err != nil {
+			t.Logf("serve: %v", err)
+		}
 	}()
 	addr := ln.Addr().String()
 
@@ -178,7 +180,9 @@ func TestPendingBytesPerKey(t *testing.T) {
 		t.Errorf("another key of the tenant: %s %s, want 201", resp.Status, body)
 	}
 
-	pw.Write(payload)
+	if _, err := pw.Write(payload); err != nil {
+		t.Fatal(err)
+	}
 	pw.Close()
 	if status := <-done; status != http.StatusCreated {
 		t.Fatalf("the slow put: %d", status)

@@ -38,7 +38,9 @@ func BenchmarkAuthOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
 		resp.Body.Close()
 		d := time.Since(start)
 		if resp.StatusCode != http.StatusOK {

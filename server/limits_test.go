@@ -70,12 +70,20 @@ func sendStalled(t *testing.T, b *authBundle, head string, header ...string) int
 	defer conn.Close()
 	// A safety net against a hung test only; the server's deadline is what
 	// ends the wait.
-	conn.SetDeadline(time.Now().Add(time.Minute))
-	fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: x\r\n", head)
-	for _, h := range header {
-		fmt.Fprintf(conn, "%s\r\n", h)
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "Content-Length: 1000\r\n\r\nonly ten b")
+	if _, err := fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: x\r\n", head); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range header {
+		if _, err := fmt.Fprintf(conn, "%s\r\n", h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fmt.Fprintf(conn, "Content-Length: 1000\r\n\r\nonly ten b"); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the server never cut the stalled body off")
@@ -161,8 +169,12 @@ func TestStalledDownloadIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(conn, "GET /v1/claims/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", ref.ID, token)
+	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET /v1/claims/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", ref.ID, token); err != nil {
+		t.Fatal(err)
+	}
 	// Read nothing: the server's writes stall, its deadline ends the
 	// request and it closes the connection.
 	<-closed

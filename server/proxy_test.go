@@ -222,7 +222,9 @@ func TestUploadDataLimits(t *testing.T) {
 		if resp, msg := b.do(t, token, http.MethodPut, "/v1/namespaces/a2/claims", strings.NewReader("x")); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("a put with the key while the upload streams: %s %s", resp.Status, msg)
 		}
-		pw.Write(data)
+		if _, err := pw.Write(data); err != nil {
+			t.Fatal(err)
+		}
 		pw.Close()
 		if got := <-done; got != http.StatusNoContent {
 			t.Fatalf("the held PUT: %d", got)

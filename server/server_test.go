@@ -120,13 +120,15 @@ func (b *bundle) objects(t *testing.T) []string {
 	t.Helper()
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	return keys
 }
 
@@ -402,7 +404,9 @@ func TestTruncatedBody(t *testing.T) {
 			}
 			// Half-close: the server reads the end of the stream, but can
 			// still answer.
-			conn.(*net.TCPConn).CloseWrite()
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
 				t.Fatalf("no answer: %v", err)

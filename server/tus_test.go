@@ -318,7 +318,9 @@ func TestTusResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := strings.TrimPrefix(loc, b.http.URL)
-		fmt.Fprintf(conn, "PATCH %s HTTP/1.1\r\nHost: x\r\nTus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: %d\r\n\r\n", path, len(data))
+		if _, err := fmt.Fprintf(conn, "PATCH %s HTTP/1.1\r\nHost: x\r\nTus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: %d\r\n\r\n", path, len(data)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := conn.Write(data[:sent]); err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +346,9 @@ func TestTusResume(t *testing.T) {
 			t.Fatalf("resumed PATCH: %s %s", resp.Status, body)
 		}
 		var ref claimcheck.Ref
-		json.Unmarshal([]byte(resp.Header.Get(api.HeaderRef)), &ref)
+		if err := json.Unmarshal([]byte(resp.Header.Get(api.HeaderRef)), &ref); err != nil {
+			t.Fatal(err)
+		}
 		if !bytes.Equal(b.redeem(t, ref), data) {
 			t.Fatal("the resumed upload redeems other bytes")
 		}

@@ -288,12 +288,12 @@ func TestTusReplicasStalledPatch(t *testing.T) {
 			stalled <- nil
 			return
 		}
-		io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, resp.Body) // drained only: the test reads the status
 		resp.Body.Close()
 		stalled <- resp
 	}()
 	half := len(data) / 2
-	go pw.Write(data[:half]) // then nothing more until the test ends
+	go func() { _, _ = pw.Write(data[:half]) }() // then nothing more until the test ends, which fails the write
 	select {
 	case <-read:
 	case <-time.After(30 * time.Second):

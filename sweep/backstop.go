@@ -110,7 +110,11 @@ func (bs *Backstop) Run(ctx context.Context, maxPages int) (res BackstopResult, 
 		res.Skipped = true
 		return res, nil
 	}
-	defer bs.meta.ReleaseLease(context.WithoutCancel(ctx), BackstopLease, bs.holder)
+	defer func() {
+		if err := bs.meta.ReleaseLease(context.WithoutCancel(ctx), BackstopLease, bs.holder); err != nil {
+			bs.log.Warn("sweep: releasing the backstop lease failed; it expires by itself", "err", err)
+		}
+	}()
 
 	cur, err := bs.meta.Cursor(ctx, BackstopCursor)
 	if err != nil {

@@ -245,7 +245,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 		}
 		s.tickBackstop(ctx)
 		s.tickRetention(ctx)
-		s.TickScrub(ctx)
+		_, _ = s.TickScrub(ctx) // it logs its own failures, the lease's too
 	}
 }
 
@@ -276,7 +276,11 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		if ok {
-			defer s.meta.ReleaseLease(context.WithoutCancel(ctx), MaintenanceLease, s.holder)
+			defer func() {
+				if err := s.meta.ReleaseLease(context.WithoutCancel(ctx), MaintenanceLease, s.holder); err != nil {
+					s.log.Warn("sweep: releasing the maintenance lease failed; it expires by itself", "err", err)
+				}
+			}()
 			return s.run(ctx, s.cfg.MaxOpsPerRun, true)
 		}
 	}

@@ -78,7 +78,9 @@ func (b *bundle) seed(t *testing.T, n int, due time.Time) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write([]byte(id))
+		if _, err := w.Write([]byte(id)); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +278,9 @@ func TestFailedDeletesAreRetriedWithBackoff(t *testing.T) {
 	sw := sweep.New(sweep.Config{RetryDelay: 10 * time.Second}, b.meta, fb, nil, b.clock, nil, b.metric)
 	b.seed(t, 4, t0.Add(time.Second))
 	b.clock.Advance(time.Second)
-	sw.RunOnce(context.Background(), 0) // finishes the claims; the blobs wait out their grace
+	if _, err := sw.RunOnce(context.Background(), 0); err != nil { // finishes the claims; the blobs wait out their grace
+		t.Fatal(err)
+	}
 	b.clock.Advance(time.Minute)
 	res, err := sw.RunOnce(context.Background(), 0)
 	if err != nil || res.DeleteFailures != 4 || res.BlobsCollected != 0 {
@@ -321,7 +325,9 @@ func TestDeletesAreBatchedWhereTheBackendCan(t *testing.T) {
 	sw := sweep.New(sweep.Config{PageSize: 20}, b.meta, bb, nil, b.clock, nil, b.metric)
 	b.seed(t, 20, t0.Add(time.Second))
 	b.clock.Advance(time.Second)
-	sw.RunOnce(context.Background(), 0)
+	if _, err := sw.RunOnce(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
 	b.clock.Advance(time.Minute)
 	if res, err := sw.RunOnce(context.Background(), 0); err != nil || res.BlobsCollected != 20 {
 		t.Fatalf("%+v %v", res, err)

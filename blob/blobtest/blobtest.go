@@ -450,7 +450,7 @@ func testRangeRead(t *testing.T, h *harness) {
 			t.Fatalf("NewRangeReader(%d, %d): %v", c.off, c.n, err)
 		}
 		got, err := io.ReadAll(r)
-		r.Close()
+		_ = r.Close()
 		if err != nil || !bytes.Equal(got, data[c.start:c.end]) {
 			t.Fatalf("NewRangeReader(%d, %d): %d bytes, %v; want bytes %d-%d", c.off, c.n, len(got), err, c.start, c.end)
 		}
@@ -484,7 +484,7 @@ func testConcurrent(t *testing.T, h *harness) {
 				t.Errorf("NewReader(%q): %v", key, err)
 				return
 			}
-			defer r.Close()
+			defer func() { _ = r.Close() }()
 			got, err := io.ReadAll(r)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Errorf("read %q: %d bytes, err %v; want %d bytes", key, len(got), err, len(want))

@@ -47,7 +47,7 @@ func testPresignPut(t *testing.T, h *harness) {
 			t.Logf("PUT %s: %v", key, err)
 			return 0
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 

@@ -30,7 +30,7 @@ func (b *Bucket) stagingPath(key string) (string, error) {
 		}
 		for _, c := range seg {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return "", fmt.Errorf("blob: append %s: key has characters other than letters, digits, -, _ and .", key)
+				return "", fmt.Errorf("blob: append %s: key has characters other than letters, digits, \"-\", \"_\" and \".\"", key)
 			}
 		}
 	}
@@ -71,7 +71,9 @@ func (b *Bucket) Append(ctx context.Context, key, handle string, size, off int64
 	if err != nil {
 		return off, fmt.Errorf("blob: append %s: %w", key, err)
 	}
-	defer f.Close()
+	// The bytes that count are synced before durable is told; a failed
+	// Close after that loses nothing.
+	defer func() { _ = f.Close() }()
 	if err := f.Truncate(off); err != nil {
 		return off, fmt.Errorf("blob: append %s: %w", key, err)
 	}

@@ -85,7 +85,7 @@ func (b *Bucket) Append(ctx context.Context, key, handle string, size, off int64
 			return off, fmt.Errorf("blob: append %s: read the last %d bytes kept: %w", key, fill, err)
 		}
 		n, err := io.ReadFull(rd, buf[:fill])
-		rd.Close()
+		_ = rd.Close()
 		if err != nil {
 			return off, fmt.Errorf("blob: append %s: read the last %d bytes kept: got %d: %w", key, fill, n, err)
 		}
@@ -267,7 +267,7 @@ func (b *Bucket) readTail(ctx context.Context, key string, n int64) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("blob: complete append %s: %w", key, err)
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }()
 	data := make([]byte, n)
 	if got, err := io.ReadFull(rd, data); err != nil {
 		return nil, fmt.Errorf("blob: complete append %s: the last %d bytes kept: got %d: %w", key, n, got, err)

@@ -244,7 +244,7 @@ func (st *s3Stream) close(ctx context.Context, key string) error {
 		<-st.done
 		return fmt.Errorf("blob: write %s: %w", key, cmp.Or(st.err, werr))
 	}
-	st.pw.Close()
+	_ = st.pw.Close() // a PipeWriter's Close always returns nil
 	<-st.done
 	if st.err != nil {
 		return fmt.Errorf("blob: write %s: %w", key, st.err)

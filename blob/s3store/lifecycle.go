@@ -35,8 +35,7 @@ func (b *Bucket) LifecycleRules(ctx context.Context) ([]blob.LifecycleRule, erro
 		}
 		// Rules written by older tools carry the prefix in the deprecated
 		// top-level field; they still expire objects, so they count.
-		//lint:ignore SA1019 reading legacy rules is the point
-		lr := blob.LifecycleRule{ID: aws.ToString(r.ID), Prefix: aws.ToString(r.Prefix)}
+		lr := blob.LifecycleRule{ID: aws.ToString(r.ID), Prefix: aws.ToString(r.Prefix)} //nolint:staticcheck // SA1019: reading rules written by older tools (and MinIO) is the point
 		if f := r.Filter; f != nil {
 			switch {
 			case f.And != nil:

@@ -96,12 +96,14 @@ func TestPutFileSendsDigestFirst(t *testing.T) {
 		t.Errorf("refs %+v and %+v, want two claims of the file's digest", first, second)
 	}
 	var objects int
-	filepath.WalkDir(filepath.Join(dir, "blobs"), func(_ string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(filepath.Join(dir, "blobs"), func(_ string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			objects++
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if objects != 1 {
 		t.Errorf("%d objects after two puts of one file, want 1", objects)
 	}

@@ -135,7 +135,7 @@ func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Ke
 	if err != nil {
 		return Finding{}, 0, fmt.Errorf("verify blob %s: %w: %v", b.ID, claimcheck.ErrUnavailable, err)
 	}
-	defer obj.Close()
+	defer func() { _ = obj.Close() }()
 	src := &sourceReader{r: obj}
 	corrupt := func(what string, err error) (Finding, int64, error) {
 		if src.err != nil {
@@ -156,7 +156,7 @@ func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Ke
 	if err != nil {
 		return corrupt("cannot be decompressed", err)
 	}
-	defer dec.Close()
+	defer func() { _ = dec.Close() }()
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, readerOnly{dec}, make([]byte, copyBufferSize))
 	if err != nil {

@@ -66,7 +66,7 @@ func FramedRange(ctx context.Context, objs Objects, obj Object, k *Key, off, n i
 		if err != nil {
 			return nil, err
 		}
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		buf := make([]byte, m)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
@@ -116,7 +116,7 @@ func FramedRange(ctx context.Context, objs Objects, obj Object, k *Key, off, n i
 	}
 	dec, err := compress.NewReader(compress.Zstd, body)
 	if err != nil {
-		body.Close()
+		_ = body.Close() // the decoder's error is the one to report
 		return nil, err
 	}
 	return &framePart{

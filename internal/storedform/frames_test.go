@@ -87,8 +87,12 @@ func TestFramedRangeWithoutAUsableTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Write(data)
-	e.Close()
+	if _, err := e.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	objs := objects{"ns/single": single.Bytes(), "ns/z": framed(t, data)}
 	obj := func(key string, payload int) storedform.Object {
 		return storedform.Object{Key: key, Stored: int64(len(objs[key])), Size: int64(payload)}

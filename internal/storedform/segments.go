@@ -126,7 +126,7 @@ func openSegments(ctx context.Context, objs Objects, k *Key, key string, stored 
 	}
 	header := make([]byte, hlen)
 	_, err = io.ReadFull(hr, header)
-	hr.Close()
+	_ = hr.Close()
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: the object is shorter than its header", ErrSegment)
 	}

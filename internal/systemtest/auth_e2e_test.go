@@ -234,10 +234,16 @@ func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
 	certPEM, keyPEM, pool := selfSigned(t)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	os.WriteFile(certFile, certPEM, 0o600)
-	os.WriteFile(keyFile, keyPEM, 0o600)
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "claimcheck.yaml")
-	os.WriteFile(cfg, []byte("http:\n  tls: { cert_file: "+certFile+", key_file: "+keyFile+" }\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("http:\n  tls: { cert_file: "+certFile+", key_file: "+keyFile+" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	url, _ := serveProc(t, bin, dir, "--config", cfg, "--data", dir)
 	if !strings.HasPrefix(url, "https://") {

@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err) // the exit code stays the tests'
+	}
 	os.Exit(code)
 }
 
@@ -179,7 +181,9 @@ func TestCLIEndToEnd(t *testing.T) {
 				t.Fatalf("ref does not describe the file: %+v", ref)
 			}
 			refFile := filepath.Join(dir, name+".ref")
-			os.WriteFile(refFile, []byte(refJSON), 0o600)
+			if err := os.WriteFile(refFile, []byte(refJSON), 0o600); err != nil {
+				t.Fatal(err)
+			}
 
 			// get to a file, from @file
 			out := filepath.Join(dir, name+".out")
@@ -259,7 +263,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  a:\n    ttl:\n      max_age: 1m\n      retention_after_read: 1h\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  a:\n    ttl:\n      max_age: 1m\n      retention_after_read: 1h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, stderr, code := run(t, bin, nil, "serve", "--config", cfg, "--data", dir, "--listen", "127.0.0.1:0")
 	if code == 0 || !strings.Contains(stderr, "namespaces.a.ttl.retention_after_read: ") || !strings.Contains(stderr, "1h0m0s") || !strings.Contains(stderr, "max_age 1m0s") {
 		t.Fatalf("exit %d: %s", code, stderr)

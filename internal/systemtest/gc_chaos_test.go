@@ -44,7 +44,8 @@ func startKillable(t *testing.T, bin, dir string, env ...string) (string, *exec.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Ended already, or killed here: neither error says more.
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -110,7 +111,7 @@ func TestGCChaosKillBetweenWriteAndCommit(t *testing.T) {
 	if err := srv.Process.Kill(); err != nil { // SIGKILL: no cleanup at all
 		t.Fatal(err)
 	}
-	srv.Wait()
+	_ = srv.Wait() // killed: its error says only that
 	if err := <-putErr; err == nil {
 		t.Fatal("the put succeeded although the server was killed before its commit")
 	}
@@ -119,12 +120,14 @@ func TestGCChaosKillBetweenWriteAndCommit(t *testing.T) {
 	ctx := context.Background()
 	objects := func() []string {
 		var out []string
-		filepath.WalkDir(filepath.Join(data, "blobs"), func(p string, d os.DirEntry, err error) error {
+		if err := filepath.WalkDir(filepath.Join(data, "blobs"), func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
 				out = append(out, p)
 			}
 			return nil
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 		return out
 	}
 	if got := objects(); len(got) != 1 {

@@ -61,7 +61,9 @@ func TestGetContinue(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  raw:\n    compression: none\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  raw:\n    compression: none\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	direct := startServer(t, bin, dir, "--config", cfg)
 	cp := &cuttingProxy{limit: 1 << 20}
 	proxied := "--server=" + cp.start(t, direct)
@@ -69,7 +71,9 @@ func TestGetContinue(t *testing.T) {
 	data := make([]byte, 3<<20)
 	rand.Read(data)
 	in := filepath.Join(dir, "in.bin")
-	os.WriteFile(in, data, 0o600)
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, ns := range []string{"raw", "zipped"} {
 		t.Run(ns, func(t *testing.T) {
 			refJSON, stderr, code := run(t, bin, nil, "put", proxied, "--ns", ns, in)
@@ -77,7 +81,9 @@ func TestGetContinue(t *testing.T) {
 				t.Fatalf("put: exit %d: %s", code, stderr)
 			}
 			refFile := filepath.Join(dir, ns+".ref")
-			os.WriteFile(refFile, []byte(refJSON), 0o600)
+			if err := os.WriteFile(refFile, []byte(refJSON), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			out := filepath.Join(dir, ns+".out")
 
 			cp.cut.Store(true)
@@ -123,13 +129,17 @@ func TestGetContinue(t *testing.T) {
 			}
 
 			// An altered partial file: the whole-file check refuses it.
-			os.Remove(out)
+			if err := os.Remove(out); err != nil {
+				t.Fatal(err)
+			}
 			cp.cut.Store(true)
 			run(t, bin, nil, "get", "--continue", proxied, "@"+refFile, "-o", out)
 			cp.cut.Store(false)
 			raw, _ := os.ReadFile(partials[0])
 			raw[10] ^= 0xff
-			os.WriteFile(partials[0], raw, 0o600)
+			if err := os.WriteFile(partials[0], raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			_, stderr, code = run(t, bin, nil, "get", "--continue", proxied, "@"+refFile, "-o", out)
 			if code != 5 || !strings.Contains(stderr, "removed") {
 				t.Fatalf("resume onto an altered partial file: exit %d: %s", code, stderr)

@@ -15,7 +15,9 @@ func TestCLIHoldsAndDestroyKey(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claimcheck.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  vault:\n    encryption: aes-256-gcm\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  vault:\n    encryption: aes-256-gcm\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// No master key: serve refuses, naming the setting.
 	t.Setenv("CLAIMCHECK_MASTER_KEY", "")
@@ -27,7 +29,9 @@ func TestCLIHoldsAndDestroyKey(t *testing.T) {
 	t.Setenv("CLAIMCHECK_MASTER_KEY", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32)))
 	server := "--server=" + startServer(t, bin, dir, "--config", cfg, "--data", dir)
 	in := filepath.Join(dir, "photos.json")
-	os.WriteFile(in, photosJSON(200<<10), 0o600)
+	if err := os.WriteFile(in, photosJSON(200<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	refJSON, stderr, code := run(t, bin, nil, "put", server, "--ns", "vault", in)
 	if code != 0 {
 		t.Fatalf("put: exit %d: %s", code, stderr)

@@ -17,12 +17,16 @@ func TestCLIListAndExtend(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claimcheck.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  wf:\n    ttl:\n      max_age: 1h\n      max_lifetime: 48h\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  wf:\n    ttl:\n      max_age: 1h\n      max_lifetime: 48h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	server := "--server=" + startServer(t, bin, dir, "--config", cfg, "--data", dir)
 	in := filepath.Join(dir, "photos.json")
 	var refs []string
 	for i := range 3 {
-		os.WriteFile(in, photosJSON(10<<10+i), 0o600)
+		if err := os.WriteFile(in, photosJSON(10<<10+i), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		out, stderr, code := run(t, bin, nil, "put", server, "--ns", "wf", "--label", "run="+[]string{"a", "b", "a"}[i], in)
 		if code != 0 {
 			t.Fatalf("put: exit %d: %s", code, stderr)

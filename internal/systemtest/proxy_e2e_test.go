@@ -30,7 +30,9 @@ func TestUploadThroughReverseProxy(t *testing.T) {
 
 	t.Run("bad public_url", func(t *testing.T) {
 		cfg := filepath.Join(dir, "bad.yaml")
-		os.WriteFile(cfg, []byte("http:\n  public_url: claims.example.com/claimcheck\n"), 0o600)
+		if err := os.WriteFile(cfg, []byte("http:\n  public_url: claims.example.com/claimcheck\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		_, stderr, code := run(t, bin, nil, "serve", "--config", cfg, "--data", dir, "--listen", "127.0.0.1:0")
 		if code == 0 || !strings.Contains(stderr, `http.public_url "claims.example.com/claimcheck"`) {
 			t.Fatalf("serve with a bad public_url: exit %d: %s", code, stderr)
@@ -44,12 +46,16 @@ func TestUploadThroughReverseProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		caFile := filepath.Join(dir, "ca.pem")
-		os.WriteFile(caFile, certPEM, 0o600)
+		if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		proxy := httptest.NewUnstartedServer(nil)
 		public := "https://" + proxy.Listener.Addr().String() + "/claimcheck"
 
 		cfg := filepath.Join(dir, "claimcheck.yaml")
-		os.WriteFile(cfg, []byte("http:\n  public_url: "+public+"\n"), 0o600)
+		if err := os.WriteFile(cfg, []byte("http:\n  public_url: "+public+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		backend, err := url.Parse(startServer(t, bin, dir, "--config", cfg, "--data", dir))
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +80,9 @@ func TestUploadThroughReverseProxy(t *testing.T) {
 		data := make([]byte, 2<<20)
 		rand.Read(data)
 		file := filepath.Join(dir, "payload.bin")
-		os.WriteFile(file, data, 0o600)
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		trust := []string{"SSL_CERT_FILE=" + caFile} // the CLI trusts the proxy's certificate
 		out, stderr, code := runEnv(t, bin, trust, nil, "upload", "--server", public, "--ns", "media", file)
 		if code != 0 {

@@ -75,13 +75,15 @@ func BenchmarkRedeemTail(b *testing.B) {
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`master_key: %s
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`master_key: %s
 namespaces:
   plain: {compression: none}
   zstd: {compression: zstd}
   sealed: {compression: none, encryption: aes-256-gcm}
   sealedz: {compression: zstd, encryption: aes-256-gcm}
-`, key)), 0o600)
+`, key)), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	url := startServer(b, buildBinary(b), dir, "--data", dir, "--config", cfg)
 	c, err := client.New(url)
 	if err != nil {

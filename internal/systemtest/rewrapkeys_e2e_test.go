@@ -20,7 +20,9 @@ func TestCLIRewrapKeys(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claimcheck.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  vault:\n    encryption: aes-256-gcm\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  vault:\n    encryption: aes-256-gcm\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	key := func(b byte) (string, string) {
 		raw := bytes.Repeat([]byte{b}, 32)
 		return base64.StdEncoding.EncodeToString(raw), engine.MasterKeyID(raw)
@@ -34,7 +36,9 @@ func TestCLIRewrapKeys(t *testing.T) {
 	t.Setenv("CLAIMCHECK_PREVIOUS_MASTER_KEYS", "")
 	first := "--server=" + startServer(t, bin, dir, store...)
 	in := filepath.Join(dir, "photos.json")
-	os.WriteFile(in, photosJSON(100<<10), 0o600)
+	if err := os.WriteFile(in, photosJSON(100<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	refJSON, stderr, code := run(t, bin, nil, "put", first, "--ns", "vault", in)
 	if code != 0 {
 		t.Fatalf("put: exit %d: %s", code, stderr)

@@ -84,7 +84,7 @@ func (tp *tusProxy) runKilled(t *testing.T, cmd *exec.Cmd, dropAfter, killAt int
 	var proc atomic.Pointer[os.Process]
 	tp.arm(dropAfter, killAt, func() {
 		if p := proc.Load(); p != nil {
-			p.Kill()
+			_ = p.Kill() // it may have ended already
 		}
 	})
 	if err := cmd.Start(); err != nil {
@@ -119,7 +119,9 @@ func TestUploadResume(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	os.WriteFile(cfg, []byte("namespaces:\n  raw:\n    compression: none\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("namespaces:\n  raw:\n    compression: none\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	direct := startServer(t, bin, dir, "--config", cfg)
 	tp := &tusProxy{}
 	proxied := "--server=" + tp.start(t, direct)
@@ -134,7 +136,9 @@ func TestUploadResume(t *testing.T) {
 	data := make([]byte, chunk+chunk/2)
 	rand.Read(data)
 	in := filepath.Join(dir, "in.bin")
-	os.WriteFile(in, data, 0o600)
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Run 1: dropped once 3 MiB into the first chunk (the client goes on
 	// by itself), then killed 4 MiB into the second.
@@ -204,13 +208,15 @@ func TestUploadResume(t *testing.T) {
 	t.Run("a changed file starts over", func(t *testing.T) {
 		cmd := exec.Command(bin, "upload", "--resume", proxied, "--ns", "raw", in)
 		cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER="), env...)
-		tp.runKilled(t, cmd, 0, 1<<20)
+		_ = tp.runKilled(t, cmd, 0, 1<<20) // killed on purpose; what counts is the state it leaves
 		tp.takeLog()
 		if len(states()) != 1 {
 			t.Fatalf("state files: %v", states())
 		}
 		changed := append([]byte("x"), data[1:]...)
-		os.WriteFile(in, changed, 0o600)
+		if err := os.WriteFile(in, changed, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		out, errText, code := runEnv(t, bin, env, nil, "upload", "--resume", proxied, "--ns", "raw", in)
 		if code != 0 {
 			t.Fatalf("upload of the changed file: exit %d: %s", code, errText)
@@ -219,7 +225,9 @@ func TestUploadResume(t *testing.T) {
 			t.Fatalf("the changed file's upload sent %v, want a new upload first", l)
 		}
 		var ref claimcheck.Ref
-		json.Unmarshal([]byte(out), &ref)
+		if err := json.Unmarshal([]byte(out), &ref); err != nil {
+			t.Fatalf("ref %s: %v", out, err)
+		}
 		if ref.Digest == "" || ref.Size != int64(len(changed)) {
 			t.Fatalf("ref %s", out)
 		}

@@ -223,12 +223,12 @@ func openSQLite(ctx context.Context, path string) (w, r *sql.DB, err error) {
 	// Create the file and switch it to WAL before the readers connect: a
 	// query_only connection cannot change the journal mode.
 	if err := w.PingContext(ctx); err != nil {
-		w.Close()
+		_ = w.Close() // the ping's error is the one to report
 		return nil, nil, err
 	}
 	r, err = sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
-		w.Close()
+		_ = w.Close() // the open's error is the one to report
 		return nil, nil, err
 	}
 	r.SetMaxOpenConns(sqliteReaders)
@@ -313,7 +313,7 @@ func openPostgres(ctx context.Context, dsn string) (w, r *sql.DB, err error) {
 	db.SetConnMaxLifetime(pool.maxLifetime)
 	db.SetConnMaxIdleTime(pool.maxIdle)
 	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+		_ = db.Close() // the ping's error is the one to report
 		return nil, nil, err
 	}
 	return db, db, nil

@@ -34,13 +34,14 @@ func (s *Store) shred(ctx context.Context, fn func(q *txq) error) error {
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }() // back to the pool; nothing is lost
 		if _, err := conn.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
 			return err
 		}
 		// Off again afterwards: every later delete would pay for zeroing
 		// freed pages, and only shredding needs it.
-		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA secure_delete = OFF`)
+		// Should it fail, the connection only keeps zeroing freed pages.
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA secure_delete = OFF`) }()
 		if err := s.runTx(ctx, conn, nil, nil, fn); err != nil {
 			return err
 		}

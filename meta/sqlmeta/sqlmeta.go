@@ -91,7 +91,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.Close()
+		_ = s.Close() // the migration's error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -178,7 +178,7 @@ func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // back to the pool, after a read
 	return fn(&txq{ctx: ctx, db: conn, d: s.d})
 }
 

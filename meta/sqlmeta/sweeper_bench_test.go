@@ -96,7 +96,9 @@ func benchSweeper(b *testing.B, open func(b *testing.B) *Store, n int, ordered b
 			if err != nil {
 				b.Fatal(err)
 			}
-			w.Write([]byte("x"))
+			if _, err := w.Write([]byte("x")); err != nil {
+				b.Fatal(err)
+			}
 			if err := w.Close(); err != nil {
 				b.Fatal(err)
 			}

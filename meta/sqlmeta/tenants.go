@@ -7,16 +7,6 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// recordTenant records t.Tenant as the namespace's tenant, for a caller
-// whose counter change did not (nsChange records it in the same write).
-func (q *txq) recordTenant(ns string, t meta.TenantQuota) error {
-	if t.Tenant == "" {
-		return nil
-	}
-	_, err := q.exec(`UPDATE namespaces SET tenant = ? WHERE name = ? AND tenant <> ?`, t.Tenant, ns, t.Tenant)
-	return err
-}
-
 // needsSum reports whether checkTenant must sum the tenant's usage to
 // admit addBytes and addClaims: only when one of its limits applies.
 func needsSum(t meta.TenantQuota, addBytes, addClaims int64) bool {

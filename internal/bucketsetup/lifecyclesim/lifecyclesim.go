@@ -35,7 +35,7 @@ var _ blob.Lifecycler = (*Bucket)(nil)
 func New(t testing.TB, fc *clock.Fake, rules ...blob.LifecycleRule) *Bucket {
 	t.Helper()
 	mem := memstore.New()
-	t.Cleanup(func() { mem.Close() })
+	t.Cleanup(func() { _ = mem.Close() }) // a memory store: nothing to lose
 	return &Bucket{Store: mem, Clock: fc, rules: rules, written: map[string]time.Time{}}
 }
 

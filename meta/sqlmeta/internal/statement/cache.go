@@ -85,7 +85,9 @@ func (c *Cache) prepare() {
 		}
 		c.mu.Unlock()
 		if st != nil {
-			st.Close()
+			// Not kept (closed cache): a failed Close leaves only a
+			// statement the server frees with its connection.
+			_ = st.Close()
 		}
 	}
 }
@@ -105,7 +107,8 @@ func (c *Cache) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for text, st := range c.stmts {
-		st.Close()
+		// The pool is closed next, which frees what a failed Close left.
+		_ = st.Close()
 		delete(c.stmts, text)
 	}
 }

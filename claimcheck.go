@@ -156,7 +156,7 @@ type ClaimInfo struct {
 	DeleteAt     time.Time         `json:"delete_at,omitzero"` // when the claim will be finished, at the latest
 	DeletedAt    time.Time         `json:"deleted_at,omitzero"`
 	DeleteReason GoneReason        `json:"delete_reason,omitempty"`
-	// Holds are the legal holds that keep the claim (holds.go); while
+	// Holds are the legal holds that keep the claim (Hold, admin.go); while
 	// there is one, DeleteAt is the deadline it will have once lifted.
 	Holds []Hold `json:"holds,omitempty"`
 }

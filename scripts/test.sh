@@ -22,16 +22,10 @@ mapfile -t paths < <(go list -m -f '{{.Path}}')
 # Prometheus itself); each builds alone against the root by a replace.
 standalone=(deploy)
 
-echo "== go vet"
-for dir in "${modules[@]}"; do
-  (cd "$dir" && go vet ./...)
-done
-for dir in "${standalone[@]}"; do
-  (cd "$dir" && GOWORK=off go vet ./...)
-done
-
 # golangci-lint on every module with the committed .golangci.yml, built
 # once at its pinned version (scripts/lint.sh); any issue fails the run.
+# Its govet linter runs go vet's analyzers, on the standalone modules
+# too, so go vet is not run a second time on its own.
 echo "== golangci-lint"
 ./scripts/lint.sh
 

@@ -222,22 +222,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }
 
-// metaErr translates the metadata store's errors into the public ones.
-func metaErr(op string, err error) error {
-	var qe *meta.QuotaError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &qe):
-		return fmt.Errorf("%s: %w: %s", op, claimcheck.ErrQuotaExceeded, qe.Error())
-	case errors.Is(err, meta.ErrNotFound):
-		return fmt.Errorf("%s: %w", op, claimcheck.ErrNotFound)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %w", op, err)
-	default:
-		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
-	}
-}
+// metaErr reports the metadata store's errors as the contract's.
+var metaErr = meta.PublicError
 
 // RedactURL drops the password and query of a URL shown in errors and
 // logs: a postgres:// DSN may carry a password, a storage URL endpoint

@@ -105,23 +105,8 @@ func Verify(ctx context.Context, m meta.Store, bs blob.Store, keys *masterkey.Ri
 	return ReadBack(ctx, bs, b, sk)
 }
 
-// metaErr reports a metadata error as the engine does: not found, quota
-// and cancellation keep their kind, anything else is ErrUnavailable.
-func metaErr(op string, err error) error {
-	var qe *meta.QuotaError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &qe):
-		return fmt.Errorf("%s: %w: %s", op, claimcheck.ErrQuotaExceeded, qe.Error())
-	case errors.Is(err, meta.ErrNotFound):
-		return fmt.Errorf("%s: %w", op, claimcheck.ErrNotFound)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %w", op, err)
-	default:
-		return fmt.Errorf("%s: %w: %v", op, claimcheck.ErrUnavailable, err)
-	}
-}
+// metaErr reports the metadata store's errors as the contract's.
+var metaErr = meta.PublicError
 
 // ReadBack reads b.Key through decryption (with sk, nil for a plain
 // object) and decompression and compares size and digest with b's. It

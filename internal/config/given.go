@@ -23,9 +23,7 @@ var (
 
 // markGiven walks n beside v, the value decoded from it.
 func markGiven(n *yaml.Node, v reflect.Value) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n = resolveAlias(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
 	}
@@ -126,17 +124,7 @@ func eachKey(n *yaml.Node, each func(key, value *yaml.Node)) {
 			}
 		}
 		for _, value := range merges {
-			if value.Kind == yaml.AliasNode && value.Alias != nil {
-				value = value.Alias
-			}
-			sources := []*yaml.Node{value}
-			if value.Kind == yaml.SequenceNode {
-				sources = value.Content
-			}
-			for _, m := range sources {
-				if m.Kind == yaml.AliasNode && m.Alias != nil {
-					m = m.Alias
-				}
+			for _, m := range mergeSources(value) {
 				if m.Kind == yaml.MappingNode {
 					walk(m)
 				}

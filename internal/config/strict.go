@@ -87,9 +87,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path, from string, nonzero
 	if v, ok := c.origin[n]; ok {
 		from = v
 	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n = resolveAlias(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil // an empty value: the key is as good as absent
 	}
@@ -183,18 +181,7 @@ func (c *checker) mapping(n *yaml.Node, path, from string, each func(key, value 
 			keyFrom = v
 		}
 		if key.Tag == "!!merge" {
-			merged := value
-			if merged.Kind == yaml.AliasNode && merged.Alias != nil {
-				merged = merged.Alias
-			}
-			sources := []*yaml.Node{merged}
-			if merged.Kind == yaml.SequenceNode {
-				sources = merged.Content
-			}
-			for _, m := range sources {
-				if m.Kind == yaml.AliasNode && m.Alias != nil {
-					m = m.Alias
-				}
+			for _, m := range mergeSources(value) {
 				if m.Kind != yaml.MappingNode {
 					return c.fail(m, keyFrom, path, "a merge key (<<) must merge mappings")
 				}
@@ -322,4 +309,27 @@ func clip(s string) string {
 		return s[:60] + "…"
 	}
 	return s
+}
+
+// mergeSources is what a merge key (<<) merges: the node its value
+// names, or each node of a sequence of them, aliases followed. The
+// caller decides what a source that is not a mapping means.
+func mergeSources(value *yaml.Node) []*yaml.Node {
+	value = resolveAlias(value)
+	sources := []*yaml.Node{value}
+	if value.Kind == yaml.SequenceNode {
+		sources = make([]*yaml.Node, len(value.Content))
+		for i, m := range value.Content {
+			sources[i] = resolveAlias(m)
+		}
+	}
+	return sources
+}
+
+// resolveAlias follows an alias node to the node it names.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
 }

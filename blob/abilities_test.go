@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/blobtest"
 )
 
 var errBoom = errors.New("boom")
@@ -95,7 +96,7 @@ func has(s blob.Store) [5]bool {
 // it overrides cannot be bypassed); a wrapper's Abilities method is the
 // whole answer.
 func TestAbilitiesOf(t *testing.T) {
-	mem := openURL(t, "mem://")
+	mem := blobtest.Open(t, "mem://")
 	defer mem.Close()
 	f := &fakeAbilities{}
 	if got := has(struct {

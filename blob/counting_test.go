@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/blobtest"
 )
 
 // batchStore gives a mem store a BatchDeleter, to check that Counting
@@ -24,14 +25,14 @@ func (b batchStore) DeleteMany(ctx context.Context, keys []string) (map[string]e
 
 func TestCountingCounts(t *testing.T) {
 	ctx := t.Context()
-	c, counts := blob.NewCounting(openURL(t, "mem://"))
+	c, counts := blob.NewCounting(blobtest.Open(t, "mem://"))
 	defer c.Close()
 	if blob.AbilitiesOf(c).BatchDeleter != nil {
 		t.Error("Counting over a store without batch deletes claims to have them")
 	}
 
-	put(t, c, "ns/a", "1")
-	put(t, c, "ns/b", "2")
+	blobtest.Put(t, c, "ns/a", "1")
+	blobtest.Put(t, c, "ns/b", "2")
 	r, err := c.NewReader(ctx, "ns/a")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestCountingCounts(t *testing.T) {
 
 func TestCountingBatch(t *testing.T) {
 	ctx := t.Context()
-	c, counts := blob.NewCounting(batchStore{openURL(t, "mem://")})
+	c, counts := blob.NewCounting(batchStore{blobtest.Open(t, "mem://")})
 	defer c.Close()
 	bd := blob.AbilitiesOf(c).BatchDeleter
 	if bd == nil {
@@ -59,8 +60,8 @@ func TestCountingBatch(t *testing.T) {
 	if bd.MaxBatch() != 10 {
 		t.Errorf("MaxBatch = %d, want the wrapped store's 10", bd.MaxBatch())
 	}
-	put(t, c, "ns/a", "1")
-	put(t, c, "ns/b", "2")
+	blobtest.Put(t, c, "ns/a", "1")
+	blobtest.Put(t, c, "ns/b", "2")
 	if failed, err := bd.DeleteMany(ctx, []string{"ns/a", "ns/b", "ns/c"}); err != nil || len(failed) != 0 {
 		t.Fatalf("DeleteMany = %v, %v", failed, err)
 	}

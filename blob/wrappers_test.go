@@ -11,18 +11,9 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/memstore"
 )
 
-func openURL(t *testing.T, url string) blob.Store {
-	t.Helper()
-	s, err := blob.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return s
-}
-
 func TestCounting(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
-		s, _ := blob.NewCounting(openURL(t, "mem://"))
+		s, _ := blob.NewCounting(blobtest.Open(t, "mem://"))
 		return s
 	})
 }
@@ -37,22 +28,8 @@ func TestMetrics(t *testing.T) {
 				if u == "file://" {
 					u += t.TempDir()
 				}
-				return blob.WithMetrics(openURL(t, u), prometheus.NewRegistry())
+				return blob.WithMetrics(blobtest.Open(t, u), prometheus.NewRegistry())
 			})
 		})
-	}
-}
-
-func put(t *testing.T, s blob.Store, key, data string) {
-	t.Helper()
-	w, err := s.NewWriter(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(data)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -14,32 +14,9 @@ import (
 	"github.com/claimcheck/claimcheck/blob/filestore"
 )
 
-func openURL(t *testing.T, url string) blob.Store {
-	t.Helper()
-	s, err := blob.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return s
-}
-
-func put(t *testing.T, s blob.Store, key, data string) {
-	t.Helper()
-	w, err := s.NewWriter(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(data)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestFile(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
-		return openURL(t, "file://"+t.TempDir())
+		return blobtest.Open(t, "file://"+t.TempDir())
 	})
 }
 
@@ -48,7 +25,7 @@ func TestFile(t *testing.T) {
 // size and modification time for every object, not found for a missing
 // key and for a directory, and the driver's answer for keys it escapes.
 func TestFileAttributes(t *testing.T) {
-	s := openURL(t, "file://"+t.TempDir())
+	s := blobtest.Open(t, "file://"+t.TempDir())
 	fb, ok := s.(*filestore.Bucket)
 	if !ok {
 		t.Fatalf("file:// opened a %T, want *filestore.Bucket", s)
@@ -99,9 +76,9 @@ func TestFileAttributes(t *testing.T) {
 func TestFileRelative(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	s := openURL(t, "file://./data/blobs")
+	s := blobtest.Open(t, "file://./data/blobs")
 	defer s.Close()
-	put(t, s, "ns/obj", "hello")
+	blobtest.Put(t, s, "ns/obj", "hello")
 	if _, err := os.Stat(filepath.Join(dir, "data", "blobs", "ns", "obj")); err != nil {
 		t.Errorf("object not under the working directory: %v", err)
 	}
@@ -114,10 +91,10 @@ func TestFileNoDebris(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	dir := t.TempDir()
-	s := openURL(t, "file://"+dir)
+	s := blobtest.Open(t, "file://"+dir)
 	defer s.Close()
 
-	put(t, s, "ns/kept", "committed")
+	blobtest.Put(t, s, "ns/kept", "committed")
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := s.NewWriter(ctx, "ns/abandoned")
 	if err != nil {

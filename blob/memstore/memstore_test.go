@@ -10,23 +10,14 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/memstore"
 )
 
-func openURL(t *testing.T, url string) blob.Store {
-	t.Helper()
-	s, err := blob.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return s
-}
-
 func TestMem(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
-		return openURL(t, "mem://")
+		return blobtest.Open(t, "mem://")
 	})
 }
 
 func TestErrors(t *testing.T) {
-	s := openURL(t, "mem://")
+	s := blobtest.Open(t, "mem://")
 	defer s.Close()
 	_, err := s.NewReader(t.Context(), "ns/missing")
 	if !errors.Is(err, blob.ErrNotFound) {

@@ -12,36 +12,13 @@ import (
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
-func openURL(t *testing.T, url string) blob.Store {
-	t.Helper()
-	s, err := blob.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	return s
-}
-
-func put(t *testing.T, s blob.Store, key, data string) {
-	t.Helper()
-	w, err := s.NewWriter(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(data)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestS3(t *testing.T) {
 	u := testsvc.S3URL(t)
-	blobtest.Run(t, func(t *testing.T) blob.Store { return openURL(t, u) })
+	blobtest.Run(t, func(t *testing.T) blob.Store { return blobtest.Open(t, u) })
 }
 
 func TestS3DeleteMany(t *testing.T) {
-	s := openURL(t, testsvc.S3URL(t))
+	s := blobtest.Open(t, testsvc.S3URL(t))
 	defer s.Close()
 	bd, ok := s.(blob.BatchDeleter)
 	if !ok {
@@ -55,7 +32,7 @@ func TestS3DeleteMany(t *testing.T) {
 	var keys []string
 	for i := range 5 {
 		k := fmt.Sprintf("%s%d", prefix, i)
-		put(t, s, k, "x")
+		blobtest.Put(t, s, k, "x")
 		keys = append(keys, k)
 	}
 	failed, err := bd.DeleteMany(ctx, append(keys, prefix+"never-written"))

@@ -93,10 +93,10 @@ type storedSize struct {
 func (s *storedSize) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	switch {
-	case s.src.n > s.want:
+	case s.src.N > s.want:
 		return n, fmt.Errorf("the object has more than the %d bytes recorded", s.want)
-	case err == io.EOF && s.src.n < s.want:
-		return n, fmt.Errorf("the object ended after %d of the %d bytes recorded", s.src.n, s.want)
+	case err == io.EOF && s.src.N < s.want:
+		return n, fmt.Errorf("the object ended after %d of the %d bytes recorded", s.src.N, s.want)
 	}
 	return n, err
 }

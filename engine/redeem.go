@@ -12,6 +12,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -180,8 +181,8 @@ func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *
 	dec, err := compress.NewReader(b.Compression, stored)
 	if err != nil {
 		_ = obj.Close() // a read-only object; the redeem fails with err
-		if src.err != nil {
-			return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
+		if src.Err != nil {
+			return nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.Err)
 		}
 		s.metrics.corruption.Inc()
 		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("cannot be decompressed on redeem: %v", err))
@@ -210,13 +211,13 @@ func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *s
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
 	}
-	src = &sourceReader{r: obj}
+	src = &sourceReader{R: obj}
 	stored = src
 	if sk != nil {
 		if stored, err = sk.Decrypt(src, b.Key); err != nil {
 			_ = obj.Close() // a read-only object; the redeem fails with err
-			if src.err != nil {
-				return nil, nil, nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.err)
+			if src.Err != nil {
+				return nil, nil, nil, fmt.Errorf("redeem %s: %w: read object: %v", c.ID, claimcheck.ErrUnavailable, src.Err)
 			}
 			s.metrics.corruption.Inc()
 			s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on redeem: %v", err))
@@ -227,22 +228,8 @@ func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *s
 	return obj, src, stored, nil
 }
 
-// sourceReader remembers the object store's own read error, so that a
-// decompressor failure can be told apart from a storage failure.
-type sourceReader struct {
-	r   io.Reader
-	n   int64 // bytes read
-	err error
-}
-
-func (r *sourceReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.n += int64(n)
-	if err != nil && err != io.EOF {
-		r.err = err
-	}
-	return n, err
-}
+// sourceReader tells a storage read failure from damage (integrity.SourceReader).
+type sourceReader = integrity.SourceReader
 
 // redeemStream is the decompressed object. Decompression errors that did
 // not come from storage mean the stored bytes are corrupt, which is
@@ -269,8 +256,8 @@ func (r *redeemStream) Read(p []byte) (int, error) {
 	if err == nil || err == io.EOF {
 		return n, err
 	}
-	if r.src.err != nil {
-		return n, fmt.Errorf("redeem %s: %w: read object: %v", r.id, claimcheck.ErrUnavailable, r.src.err)
+	if r.src.Err != nil {
+		return n, fmt.Errorf("redeem %s: %w: read object: %v", r.id, claimcheck.ErrUnavailable, r.src.Err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return n, err

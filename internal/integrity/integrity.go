@@ -121,15 +121,15 @@ func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Ke
 		return Finding{}, 0, fmt.Errorf("verify blob %s: %w: %v", b.ID, claimcheck.ErrUnavailable, err)
 	}
 	defer func() { _ = obj.Close() }()
-	src := &sourceReader{r: obj}
+	src := &SourceReader{R: obj}
 	corrupt := func(what string, err error) (Finding, int64, error) {
-		if src.err != nil {
-			return Finding{}, src.n, fmt.Errorf("verify blob %s: %w: read object: %v", b.ID, claimcheck.ErrUnavailable, src.err)
+		if src.Err != nil {
+			return Finding{}, src.N, fmt.Errorf("verify blob %s: %w: read object: %v", b.ID, claimcheck.ErrUnavailable, src.Err)
 		}
 		if ctx.Err() != nil {
-			return Finding{}, src.n, ctx.Err()
+			return Finding{}, src.N, ctx.Err()
 		}
-		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("%s: %v", what, err)}, src.n, nil
+		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("%s: %v", what, err)}, src.N, nil
 	}
 	var stored io.Reader = src
 	if sk != nil {
@@ -148,30 +148,31 @@ func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Ke
 		return corrupt("stream fails", err)
 	}
 	if n != b.Size {
-		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("content has %d bytes, recorded %d", n, b.Size)}, src.n, nil
+		return Finding{Cause: meta.DamageChecksum, Detail: fmt.Sprintf("content has %d bytes, recorded %d", n, b.Size)}, src.N, nil
 	}
 	// The detail never names the digests: for an encrypted blob the
 	// plaintext digest must not outlive a shred in the events (ADR 0096).
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != b.Digest {
-		return Finding{Cause: meta.DamageChecksum, Detail: "content does not hash to the recorded digest"}, src.n, nil
+		return Finding{Cause: meta.DamageChecksum, Detail: "content does not hash to the recorded digest"}, src.N, nil
 	}
-	return Finding{}, src.n, nil
+	return Finding{}, src.N, nil
 }
 
-// sourceReader counts the object bytes read and remembers the object
-// store's own read error, so that a decompressor failure can be told
-// apart from a storage failure.
-type sourceReader struct {
-	r   io.Reader
-	n   int64
-	err error
+// SourceReader counts the object bytes read and remembers the object
+// store's own read error, so that a decoder's failure (damage) can be told
+// apart from a failure to read (the storage is unavailable). The engine's
+// redeems read through it too.
+type SourceReader struct {
+	R   io.Reader
+	N   int64 // bytes read
+	Err error // the first read error other than io.EOF
 }
 
-func (r *sourceReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.n += int64(n)
+func (r *SourceReader) Read(p []byte) (int, error) {
+	n, err := r.R.Read(p)
+	r.N += int64(n)
 	if err != nil && err != io.EOF {
-		r.err = err
+		r.Err = err
 	}
 	return n, err
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"reflect"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -69,10 +68,10 @@ func markGiven(n *yaml.Node, v reflect.Value) {
 		if n.Kind != yaml.MappingNode {
 			return
 		}
-		fields := fieldIndexes(t)
+		fields := structFields(t)
 		eachKey(n, func(key, value *yaml.Node) {
-			if index, ok := fields[key.Value]; ok {
-				if f, ok := fieldByIndex(v, index); ok {
+			if field, ok := fields[key.Value]; ok {
+				if f, ok := fieldByIndex(v, field.index); ok {
 					markGiven(value, f)
 				}
 			}
@@ -144,40 +143,6 @@ func hasKey(n *yaml.Node, key string) bool {
 		}
 	}
 	return false
-}
-
-// fieldIndexes returns the yaml keys of struct type t with the index
-// path of their fields, inline fields included.
-func fieldIndexes(t reflect.Type) map[string][]int {
-	out := map[string][]int{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() != reflect.Struct {
-				continue
-			}
-			for k, index := range fieldIndexes(ft) {
-				out[k] = append([]int{i}, index...)
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		out[name] = []int{i}
-	}
-	return out
 }
 
 // fieldByIndex is v.FieldByIndex that stops at a nil pointer.

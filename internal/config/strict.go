@@ -205,6 +205,7 @@ func (c *checker) zero(n *yaml.Node, from, path string) error {
 type fieldInfo struct {
 	typ     reflect.Type
 	nonzero bool
+	index   []int // the field's index path in the struct (reflect.Value.FieldByIndex)
 }
 
 // structFields returns the yaml keys of struct type t, inline fields
@@ -222,7 +223,11 @@ func structFields(t reflect.Type) map[string]fieldInfo {
 			for ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
+			if ft.Kind() != reflect.Struct {
+				continue
+			}
 			for k, v := range structFields(ft) {
+				v.index = append([]int{i}, v.index...)
 				out[k] = v
 			}
 			continue
@@ -233,7 +238,7 @@ func structFields(t reflect.Type) map[string]fieldInfo {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out[name] = fieldInfo{typ: f.Type, nonzero: f.Tag.Get("config") == "nonzero"}
+		out[name] = fieldInfo{typ: f.Type, nonzero: f.Tag.Get("config") == "nonzero", index: []int{i}}
 	}
 	return out
 }

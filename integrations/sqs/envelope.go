@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -64,8 +65,33 @@ type PublisherConfig struct {
 	ContentType string
 	// Labels are stored with every claim this publisher creates.
 	Labels map[string]string
+	// ExtendedClient, when set, makes offloaded messages readable by
+	// consumers still on a stock Amazon SQS Extended Client library: the
+	// body is the library's S3 pointer to the claim's object and the size
+	// attribute is set, beside AttrRef (docs/adr/0245).
+	ExtendedClient *ExtendedClientConfig
 	// Metrics receives the publisher's metrics (nil: none).
 	Metrics *Metrics
+}
+
+// ExtendedClientConfig describes where the claimcheck store keeps its
+// objects, for pointers stock Extended Client consumers follow. The
+// store's blob storage must be this S3 bucket, and Namespace must store
+// payloads as they are (compression: none, no encryption), so that the
+// claim's object is the payload; the store deletes it when the claim is
+// finished, never before.
+type ExtendedClientConfig struct {
+	// Bucket is the S3 bucket of the store's blob storage (required).
+	Bucket string
+	// KeyPrefix is the storage URL's prefix parameter, if it has one:
+	// object keys in the bucket start with it.
+	KeyPrefix string
+	// LegacyAttribute names the size SQSLargePayloadSize, for consumers on
+	// the first Java library, instead of ExtendedPayloadSize.
+	LegacyAttribute bool
+	// LegacyClass writes the first Java library's pointer class name
+	// (LegacyPointerClass) instead of PointerClass.
+	LegacyClass bool
 }
 
 // envelope is what the SQS and the SNS publisher share: the decision to
@@ -94,8 +120,18 @@ func newEnvelope(ctx context.Context, kind string, claims claimcheck.Claims, cfg
 	if cfg.Consumers < 0 {
 		return nil, fmt.Errorf("%s: %w: consumers %d is negative", kind, claimcheck.ErrInvalidArgument, cfg.Consumers)
 	}
-	if _, err := claims.Policy(ctx, cfg.Namespace); err != nil {
+	pol, err := claims.Policy(ctx, cfg.Namespace)
+	if err != nil {
 		return nil, fmt.Errorf("%s: policy of %s: %w", kind, cfg.Namespace, err)
+	}
+	if x := cfg.ExtendedClient; x != nil {
+		if x.Bucket == "" {
+			return nil, fmt.Errorf("%s: %w: ExtendedClient.Bucket is required", kind, claimcheck.ErrInvalidArgument)
+		}
+		if pol.Compression != claimcheck.CompressionNone || pol.Encrypted() {
+			return nil, fmt.Errorf("%s: %w: namespace %s has compression %q and encryption %q; Extended Client pointers need compression: none and no encryption (the object must be the payload as it is)",
+				kind, claimcheck.ErrInvalidArgument, cfg.Namespace, pol.Compression, pol.Encryption)
+		}
 	}
 	maxSize := int64(cfg.MaxMessageSize)
 	if maxSize == 0 {
@@ -158,7 +194,8 @@ func (e *envelope) failed(dest string) {
 // attribute type; str makes a String attribute, size counts one as the
 // service does.
 func wrap[V any](ctx context.Context, e *envelope, service, body string, attrs map[string]V,
-	str func(string) V, size func(string, V) int64) (string, map[string]V, *claimcheck.Ref, error) {
+	attr func(dataType, value string) V, size func(string, V) int64) (string, map[string]V, *claimcheck.Ref, error) {
+	str := func(s string) V { return attr("String", s) }
 	if _, ok := attrs[AttrRef]; ok {
 		return "", nil, nil, fmt.Errorf("%w: the message already has a %s attribute", claimcheck.ErrInvalidArgument, AttrRef)
 	}
@@ -179,9 +216,13 @@ func wrap[V any](ctx context.Context, e *envelope, service, body string, attrs m
 	if !e.offloads(int64(len(body)), n) {
 		return body, out, nil, nil
 	}
-	if len(out) >= MaxAttributes {
-		return "", nil, nil, fmt.Errorf("%w: the message has %d attributes, the most %s allows; the claim reference needs one",
-			claimcheck.ErrInvalidArgument, len(out), service)
+	need := 1 // AttrRef
+	if e.cfg.ExtendedClient != nil {
+		need = 2 // and the size attribute
+	}
+	if len(out)+need > MaxAttributes {
+		return "", nil, nil, fmt.Errorf("%w: the message has %d attributes and %s allows %d; the claim reference needs %d",
+			claimcheck.ErrInvalidArgument, len(out), service, MaxAttributes, need)
 	}
 	ref, err := e.put(ctx, body)
 	if err != nil {
@@ -189,7 +230,43 @@ func wrap[V any](ctx context.Context, e *envelope, service, body string, attrs m
 	}
 	s := ref.String()
 	out[AttrRef] = str(s)
-	return s, out, &ref, nil
+	if e.cfg.ExtendedClient == nil {
+		return s, out, &ref, nil
+	}
+	ptr, sizeAttr, err := e.pointer(ctx, ref)
+	if err != nil {
+		// Nothing was sent: the claim must not outlive this call.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := e.claims.Delete(dctx, ref); derr != nil {
+			return "", nil, nil, errors.Join(err, fmt.Errorf("delete claim %s (it ends at max_age): %w", ref.ID, derr))
+		}
+		return "", nil, nil, fmt.Errorf("%w (claim %s deleted)", err, ref.ID)
+	}
+	out[sizeAttr] = attr("Number", strconv.FormatInt(ptr.Size, 10))
+	return ptr.MarshalBody(), out, &ref, nil
+}
+
+// pointer returns the Extended Client pointer to ref's object and the
+// name of the size attribute to send with it.
+func (e *envelope) pointer(ctx context.Context, ref claimcheck.Ref) (Pointer, string, error) {
+	x := e.cfg.ExtendedClient
+	info, err := e.claims.Stat(ctx, ref)
+	if err != nil {
+		return Pointer{}, "", fmt.Errorf("stat claim %s for its object: %w", ref.ID, err)
+	}
+	if info.Object == "" {
+		return Pointer{}, "", fmt.Errorf("claim %s: %w: its object is not the payload as it is (stored compressed or encrypted), so no S3 pointer can name it", ref.ID, claimcheck.ErrInvalidArgument)
+	}
+	p := Pointer{Class: PointerClass, Bucket: x.Bucket, Key: x.KeyPrefix + info.Object, Size: ref.Size}
+	if x.LegacyClass {
+		p.Class = LegacyPointerClass
+	}
+	name := AttrPayloadSize
+	if x.LegacyAttribute {
+		name = AttrLegacyPayloadSize
+	}
+	return p, name, nil
 }
 
 // attrSize is how SQS and SNS count one message attribute: its name, its

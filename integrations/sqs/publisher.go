@@ -56,7 +56,7 @@ func NewPublisher(ctx context.Context, claims claimcheck.Claims, client SQSAPI, 
 func (p *Publisher) Send(ctx context.Context, in *awssqs.SendMessageInput, optFns ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error) {
 	dest := queueName(aws.ToString(in.QueueUrl))
 	out := *in
-	body, attrs, ref, err := wrap(ctx, p.envelope, "SQS", aws.ToString(in.MessageBody), in.MessageAttributes, sqsString, sqsAttrSize)
+	body, attrs, ref, err := wrap(ctx, p.envelope, "SQS", aws.ToString(in.MessageBody), in.MessageAttributes, sqsAttr, sqsAttrSize)
 	if err != nil {
 		p.failed(dest)
 		return nil, fmt.Errorf("send to %s: %w", dest, err)
@@ -96,7 +96,7 @@ func (p *Publisher) SendBatch(ctx context.Context, in *awssqs.SendMessageBatchIn
 	for i, entry := range in.Entries {
 		id := aws.ToString(entry.Id)
 		sizes[id] = len(aws.ToString(entry.MessageBody))
-		body, attrs, ref, err := wrap(ctx, p.envelope, "SQS", aws.ToString(entry.MessageBody), entry.MessageAttributes, sqsString, sqsAttrSize)
+		body, attrs, ref, err := wrap(ctx, p.envelope, "SQS", aws.ToString(entry.MessageBody), entry.MessageAttributes, sqsAttr, sqsAttrSize)
 		if err != nil {
 			p.failed(dest)
 			return nil, abort(fmt.Errorf("send batch to %s: entry %s: %w", dest, id, err))
@@ -134,8 +134,8 @@ func (p *Publisher) SendBatch(ctx context.Context, in *awssqs.SendMessageBatchIn
 	return res, nil
 }
 
-func sqsString(s string) sqstypes.MessageAttributeValue {
-	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+func sqsAttr(dataType, s string) sqstypes.MessageAttributeValue {
+	return sqstypes.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(s)}
 }
 
 func sqsAttrSize(name string, v sqstypes.MessageAttributeValue) int64 {

@@ -27,6 +27,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -120,9 +121,8 @@ func goawsBatchNames(stack *middleware.Stack) error {
 		}), middleware.After)
 }
 
-// s3Client returns a client of the MinIO bucket at TEST_S3_URL
-// (s3://bucket?endpoint=…&region=…&use_path_style=true, with the keys in
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or nil without it.
+// s3Client returns a client of the MinIO bucket at TEST_S3_URL, or nil
+// without it.
 func s3Client(tb testing.TB) (*s3.Client, string) {
 	tb.Helper()
 	raw := os.Getenv("TEST_S3_URL")
@@ -133,14 +133,7 @@ func s3Client(tb testing.TB) (*s3.Client, string) {
 	if err != nil {
 		tb.Fatalf("TEST_S3_URL: %v", err)
 	}
-	q := u.Query()
-	c := s3.New(s3.Options{
-		Region:       q.Get("region"),
-		BaseEndpoint: aws.String(q.Get("endpoint")),
-		UsePathStyle: q.Get("use_path_style") == "true",
-		Credentials:  credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), ""),
-	})
-	return c, u.Host
+	return testsvc.Client(tb, u), u.Host
 }
 
 func (e *env) needS3(t *testing.T) {

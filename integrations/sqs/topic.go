@@ -57,7 +57,7 @@ func (p *TopicPublisher) Publish(ctx context.Context, in *awssns.PublishInput, o
 		return nil, fmt.Errorf("publish to %s: %w: MessageStructure %q is not supported with claim checks", dest, claimcheck.ErrInvalidArgument, aws.ToString(in.MessageStructure))
 	}
 	out := *in
-	body, attrs, ref, err := wrap(ctx, p.envelope, "SNS", aws.ToString(in.Message), in.MessageAttributes, snsString, snsAttrSize)
+	body, attrs, ref, err := wrap(ctx, p.envelope, "SNS", aws.ToString(in.Message), in.MessageAttributes, snsAttr, snsAttrSize)
 	if err != nil {
 		p.failed(dest)
 		return nil, fmt.Errorf("publish to %s: %w", dest, err)
@@ -75,8 +75,8 @@ func (p *TopicPublisher) Publish(ctx context.Context, in *awssns.PublishInput, o
 	return res, nil
 }
 
-func snsString(s string) snstypes.MessageAttributeValue {
-	return snstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+func snsAttr(dataType, s string) snstypes.MessageAttributeValue {
+	return snstypes.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(s)}
 }
 
 func snsAttrSize(name string, v snstypes.MessageAttributeValue) int64 {

@@ -29,6 +29,7 @@ import (
 // releases through its reference. The object stays until the claim is
 // finished, and the store deletes it then.
 func TestExtendedClientWrite(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.needS3(t)
 	storage, s3c, bucket := testsvc.S3(t)

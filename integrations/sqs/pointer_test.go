@@ -48,6 +48,7 @@ func (e *env) objectExists(t *testing.T, key string) bool {
 // consumer is told to delete it, and then goes only after the message's
 // delete.
 func TestExtendedClientPointers(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.needS3(t)
 	const (
@@ -90,6 +91,7 @@ func TestExtendedClientPointers(t *testing.T) {
 // client is left for redelivery, not dropped; a size attribute on a body
 // that is no pointer is an error for the handler.
 func TestExtendedClientPointerFailures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.needS3(t)
 	url := e.queue(t, "pointer-fail", nil)

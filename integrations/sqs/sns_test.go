@@ -44,6 +44,7 @@ func (e *env) topic(t *testing.T, name string, raw ...bool) (string, []string) {
 // An inline message reaches every queue as it was sent, attributes
 // included.
 func TestSNSFanOut(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	arn, urls := e.topic(t, "fanout", true, false, true)
 	names := []string{queueName(urls[0]), queueName(urls[1]), queueName(urls[2])}

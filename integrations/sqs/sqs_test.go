@@ -55,6 +55,7 @@ func pollUntil(t *testing.T, c *Consumer, n int) []Result {
 // deletes them, and releases the claim under the queue's name, after
 // which the claim ends a retention window later.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "roundtrip", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
@@ -105,6 +106,7 @@ func TestRoundTrip(t *testing.T) {
 // with its attributes is sent as it is, and only what does not is
 // offloaded.
 func TestDefaultThreshold(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "fit", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
@@ -132,6 +134,7 @@ func TestDefaultThreshold(t *testing.T) {
 // deleting leaves the message to its visibility timeout; the redelivery
 // finds the claim (inside the delete_after_read window) and settles it.
 func TestCrashBeforeDelete(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "crash", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsWindow, Threshold: threshold})
@@ -166,6 +169,7 @@ func TestCrashBeforeDelete(t *testing.T) {
 // (the message will come back and must still resolve); the redelivery
 // settles it.
 func TestFailedDelete(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "faildelete", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
@@ -199,6 +203,7 @@ func TestFailedDelete(t *testing.T) {
 // TestHandlerError: a failing handler leaves the message for redelivery
 // (after NakDelay here) without releasing the claim.
 func TestHandlerError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "nak", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
@@ -232,6 +237,7 @@ func TestHandlerError(t *testing.T) {
 // timeout, the message stays hidden: another receiver waiting longer than
 // the timeout gets nothing.
 func TestLongHandler(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits several seconds of the emulator's time")
 	}
@@ -256,6 +262,7 @@ func TestLongHandler(t *testing.T) {
 // TestBatch: SendBatch offloads per entry, Poll deletes in one batch and
 // releases each claim.
 func TestBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.queue(t, "batch", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
@@ -297,6 +304,7 @@ func TestBatch(t *testing.T) {
 // reason; TerminateGone deletes it, RedriveGone leaves it to the queue's
 // redrive policy, which moves it to the dead-letter queue.
 func TestGone(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dlq := e.queue(t, "gone-dlq", nil)
 	url := e.queue(t, "gone", map[string]string{
@@ -353,6 +361,7 @@ func TestGone(t *testing.T) {
 // TestFailedSend: a send that fails after the put deletes the claim it
 // made (docs/adr/0040).
 func TestFailedSend(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
 	_, err := pub.Send(e.ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(e.queue(t, "x", nil) + "-missing"), MessageBody: aws.String(body(8 << 10))})

@@ -24,6 +24,7 @@ import (
 // TestTour runs the README's publisher and consumer against a claimcheck
 // server (in-process, over HTTP with the Go client) and goaws.
 func TestTour(t *testing.T) {
+	t.Parallel()
 	endpoint := os.Getenv("TEST_SQS_ENDPOINT")
 	if endpoint == "" {
 		t.Skip("TEST_SQS_ENDPOINT is not set: start goaws with scripts/goaws.sh (scripts/test.sh does)")

@@ -16,6 +16,7 @@ import (
 // span context reaches the handler's context through a message attribute,
 // for an inline and an offloaded body alike.
 func TestTraceContext(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	prev := otel.GetTextMapPropagator()
 	otel.SetTextMapPropagator(propagation.TraceContext{})

@@ -263,7 +263,7 @@ func (c *Consumer) Handle(ctx context.Context, msg sqstypes.Message) (Outcome, e
 type pending struct {
 	msg     sqstypes.Message
 	m       *Message
-	stop    func() // ends the visibility extension
+	stop    func() // ends the visibility extension (idempotent); before any other visibility change
 	out     Outcome
 	err     error
 	del     bool // to delete
@@ -301,6 +301,7 @@ func (c *Consumer) run(ctx context.Context, p *pending) {
 	m, err := c.Resolve(ctx, p.msg)
 	if err != nil {
 		c.resolveError(err)
+		p.stop() // the visibility is nak's to set now
 		p.out, p.err = c.nak(ctx, p.msg, fmt.Errorf("resolve: %w", err))
 		return
 	}
@@ -314,6 +315,7 @@ func (c *Consumer) run(ctx context.Context, p *pending) {
 	case m.Err != nil:
 		c.resolveError(m.Err)
 		if c.cfg.OnGone == RedriveGone {
+			p.stop()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 			defer cancel()
 			p.out, p.err = DeadLettered, m.Err
@@ -324,6 +326,7 @@ func (c *Consumer) run(ctx context.Context, p *pending) {
 		}
 		p.out, p.err, p.del = Terminated, m.Err, true
 	case herr != nil:
+		p.stop()
 		p.out, p.err = c.nak(ctx, p.msg, herr)
 	default:
 		p.out, p.del, p.release = Acked, true, true

@@ -32,10 +32,10 @@ const (
 )
 
 // S3API is the part of *s3.Client (AWS SDK for Go v2) the consumer uses
-// to read Extended Client pointers and the publisher to write them.
+// to read Extended Client pointers (and, with DeletePointerObjects, to
+// delete their objects).
 type S3API interface {
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 

@@ -258,6 +258,9 @@ func sameBody(t *testing.T, got, want string) {
 type failingSQS struct {
 	SQSAPI
 	failDelete atomic.Bool
+	// failFirstEntry answers the first entry of a DeleteMessageBatch as
+	// failed (without deleting it) and deletes the others.
+	failFirstEntry atomic.Bool
 }
 
 func (f *failingSQS) DeleteMessage(ctx context.Context, in *awssqs.DeleteMessageInput, opts ...func(*awssqs.Options)) (*awssqs.DeleteMessageOutput, error) {
@@ -270,6 +273,16 @@ func (f *failingSQS) DeleteMessage(ctx context.Context, in *awssqs.DeleteMessage
 func (f *failingSQS) DeleteMessageBatch(ctx context.Context, in *awssqs.DeleteMessageBatchInput, opts ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error) {
 	if f.failDelete.Load() {
 		return nil, fmt.Errorf("injected: delete refused")
+	}
+	if f.failFirstEntry.Load() && len(in.Entries) > 1 {
+		rest := *in
+		rest.Entries = in.Entries[1:]
+		out, err := f.SQSAPI.DeleteMessageBatch(ctx, &rest, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: in.Entries[0].Id, Code: aws.String("InjectedFailure"), SenderFault: false})
+		return out, nil
 	}
 	return f.SQSAPI.DeleteMessageBatch(ctx, in, opts...)
 }

@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -297,6 +298,64 @@ func TestBatch(t *testing.T) {
 	}
 	if refs != 3 || !e.empty(t, url, 1) {
 		t.Fatalf("%d offloaded (want 3), or messages left", refs)
+	}
+}
+
+// TestBatchPartialDelete: when DeleteMessageBatch fails one entry, only
+// the others are released; the failed one comes back and is settled then.
+func TestBatchPartialDelete(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue(t, "batch-partial", nil)
+	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for i := range 3 {
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body(8 << 10))})
+	}
+	if _, err := pub.SendBatch(e.ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+		t.Fatal(err)
+	}
+	api := &failingSQS{SQSAPI: e.sqs}
+	api.failFirstEntry.Store(true)
+	h, got := collect(nil)
+	c := e.consumer(t, api, url, h, ConsumerConfig{VisibilityTimeout: 2 * time.Second})
+	rs, err := c.Poll(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 2 {
+		t.Skipf("the emulator answered %d messages to one receive; the case needs a batch", len(rs))
+	}
+	byID := map[string]*Message{}
+	for _, m := range got() {
+		byID[aws.ToString(m.Msg.MessageId)] = m
+	}
+	nakked := 0
+	for _, r := range rs {
+		info := e.stat(t, *byID[r.MessageID].Ref)
+		switch r.Outcome {
+		case Nakked:
+			nakked++
+			if !strings.Contains(r.Err.Error(), "InjectedFailure") || len(info.ReleasedBy) != 0 {
+				t.Fatalf("failed entry: %+v, claim %+v", r, info)
+			}
+		case Acked:
+			if r.Err != nil || len(info.ReleasedBy) != 1 {
+				t.Fatalf("deleted entry: %+v, claim %+v", r, info)
+			}
+		default:
+			t.Fatalf("%+v", r)
+		}
+	}
+	if nakked != 1 {
+		t.Fatalf("%d entries failed, want 1", nakked)
+	}
+	api.failFirstEntry.Store(false)
+	pollUntil(t, c, 3-len(rs)+1)
+	for _, m := range got() {
+		if info := e.stat(t, *m.Ref); len(info.ReleasedBy) != 1 {
+			t.Fatalf("not released in the end: %+v", info)
+		}
 	}
 }
 

@@ -81,11 +81,10 @@ type PublisherConfig struct {
 // claim's object is the payload; the store deletes it when the claim is
 // finished, never before.
 type ExtendedClientConfig struct {
-	// Bucket is the S3 bucket of the store's blob storage (required).
+	// Bucket is the S3 bucket of the store's blob storage (required):
+	// the bucket of its storage URL, s3://BUCKET?…, whose object keys are
+	// the ones Stat reports.
 	Bucket string
-	// KeyPrefix is the storage URL's prefix parameter, if it has one:
-	// object keys in the bucket start with it.
-	KeyPrefix string
 	// LegacyAttribute names the size SQSLargePayloadSize, for consumers on
 	// the first Java library, instead of ExtendedPayloadSize.
 	LegacyAttribute bool
@@ -258,7 +257,7 @@ func (e *envelope) pointer(ctx context.Context, ref claimcheck.Ref) (Pointer, st
 	if info.Object == "" {
 		return Pointer{}, "", fmt.Errorf("claim %s: %w: its object is not the payload as it is (stored compressed or encrypted), so no S3 pointer can name it", ref.ID, claimcheck.ErrInvalidArgument)
 	}
-	p := Pointer{Class: PointerClass, Bucket: x.Bucket, Key: x.KeyPrefix + info.Object, Size: ref.Size}
+	p := Pointer{Class: PointerClass, Bucket: x.Bucket, Key: info.Object, Size: ref.Size}
 	if x.LegacyClass {
 		p.Class = LegacyPointerClass
 	}

@@ -159,6 +159,13 @@ type ClaimInfo struct {
 	// Holds are the legal holds that keep the claim (Hold, admin.go); while
 	// there is one, DeleteAt is the deadline it will have once lifted.
 	Holds []Hold `json:"holds,omitempty"`
+	// Object is the key of the claim's object in the store's blob storage
+	// (below the storage URL's prefix) when that object is the payload
+	// byte for byte: stored uncompressed and unencrypted. A reader with
+	// access to the storage may then read the payload there until the
+	// claim is finished (integrations/sqs points Amazon SQS Extended
+	// Client consumers at it, ADR 0245). Empty otherwise, and in List.
+	Object string `json:"object,omitempty"`
 }
 
 // Payload is a claim's content being read. Read verifies as it goes: it

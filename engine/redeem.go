@@ -312,6 +312,11 @@ func infoOf(c meta.Claim, b meta.Blob) claimcheck.ClaimInfo {
 		Reads: c.Reads, FirstReadAt: c.FirstReadAt, Releases: len(c.ReleasedBy), Consumers: c.Consumers,
 		ReleasedBy: c.ReleasedBy, DeleteAt: c.DueAt, DeletedAt: c.DeletedAt, DeleteReason: claimcheck.GoneReason(c.DeleteReason),
 	}
+	// The object is the payload as it is only when neither compressed nor
+	// sealed (an encrypted object's key names its data key).
+	if _, sealed := dataKeyOfObject(b.Key); b.Key != "" && !sealed && b.Compression == string(claimcheck.CompressionNone) {
+		info.Object = b.Key
+	}
 	return info
 }
 

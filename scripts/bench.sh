@@ -22,6 +22,7 @@ if [ "${BENCH_FULL:-}" = 1 ]; then rounds=200; claims=1000000; fi
 
 work=$(mktemp -d)
 services_started=
+goaws_started=
 server_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
@@ -29,6 +30,7 @@ cleanup() {
     ./scripts/minio.sh stop "$work" >/dev/null 2>&1 || true
     ./scripts/postgres.sh stop "$work" >/dev/null 2>&1 || true
   fi
+  if [ -n "$goaws_started" ]; then ./scripts/goaws.sh stop "$work" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -117,6 +119,14 @@ row "sweeper, $claims due claims (SQLite, time-ordered ids)" "claims/s ÷ 1000" 
 row "sweeper, $claims due claims (PostgreSQL, time-ordered ids)" "claims/s ÷ 1000" "$(kclaims postgres/ordered)" 10 ">="
 row "sweeper, $claims due claims (SQLite, ids spread as random ones)" "claims/s ÷ 1000" "$(kclaims sqlite/spread)" 10 ">="
 row "sweeper, $claims due claims (PostgreSQL, ids spread as random ones)" "claims/s ÷ 1000" "$(kclaims postgres/spread)" 10 ">="
+
+# SQS: the envelope against the same round by hand with the SDKs, through
+# goaws with the payloads in MinIO (integrations/sqs, its own module).
+if [ -z "${TEST_SQS_ENDPOINT:-}" ]; then goaws_started=1; env=$(./scripts/goaws.sh start "$work"); eval "$env"; fi
+bench "$work/sqs.txt" ./integrations/sqs 'RoundTrip$' "$((rounds / 2))x"
+for m in 1 10; do
+  row "SQS send + receive + delete, envelope vs by hand ($m MiB)" "× SDK round" "$(metric "$work/sqs.txt" "BenchmarkRoundTrip/${m}MiB" envelope/sdk-speed)" 0.8 ">="
+done
 
 echo
 echo "| benchmark | measure | value | target | met |"

@@ -39,21 +39,24 @@ cleanup() {
   if [ -n "$services_started" ]; then
     ./scripts/minio.sh stop "$work" || true
     ./scripts/postgres.sh stop "$work" || true
+    ./scripts/goaws.sh stop "$work" || true
   fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM # run the EXIT trap on a signal too
 
-# Real PostgreSQL and MinIO for the suites that need them,
+# Real PostgreSQL, MinIO and goaws for the suites that need them,
 # started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
 # skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
-# TEST_S3_URL already set is used as it is.
+# TEST_S3_URL or TEST_SQS_ENDPOINT already set is used as it is.
 if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   echo "== services"
   services_started=1
   if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$work"); eval "$env"; fi
   if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
+  # goaws (SQS and SNS) for integrations/sqs, beside MinIO for its S3 side.
+  if [ -z "${TEST_SQS_ENDPOINT:-}" ]; then env=$(./scripts/goaws.sh start "$work"); eval "$env"; fi
 fi
 
 # Every go test run's output also goes to one log, summed up at the end.

@@ -53,6 +53,7 @@
  * @property {string} [deleted_at]
  * @property {GoneReason} [delete_reason]
  * @property {Hold[]} [holds]
+ * @property {string} [object] the key of the claim's object in the store's blob storage when it is the payload as it is (uncompressed, unencrypted)
  */
 
 /**

@@ -77,6 +77,9 @@ class ClaimInfo(_Answer):
     deleted_at: Optional[str] = None
     delete_reason: Optional[str] = None
     holds: list[Hold] = field(default_factory=list)
+    #: The key of the claim's object in the store's blob storage when that
+    #: object is the payload as it is (uncompressed, unencrypted); else None.
+    object: Optional[str] = None
     raw: Mapping[str, Any] = _raw()
 
     @classmethod
@@ -87,7 +90,7 @@ class ClaimInfo(_Answer):
                    first_read_at=d.get("first_read_at"), released_by=list(d.get("released_by") or []),
                    delete_at=d.get("delete_at"), deleted_at=d.get("deleted_at"),
                    delete_reason=d.get("delete_reason"),
-                   holds=[Hold.from_dict(h) for h in d.get("holds") or []], raw=d)
+                   holds=[Hold.from_dict(h) for h in d.get("holds") or []], object=d.get("object"), raw=d)
 
 
 @dataclass(frozen=True)

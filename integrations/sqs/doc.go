@@ -1,0 +1,35 @@
+// Package sqs carries claim-check envelopes over Amazon SQS and SNS.
+//
+// A Publisher (SQS) or TopicPublisher (SNS) stores a message body that
+// would not fit the service's message size limit together with its
+// attributes (or that reaches a configured threshold) in a claimcheck
+// store, and sends only the reference: in the Claimcheck-Ref message
+// attribute, and as the body. Smaller bodies are sent unchanged, without
+// the attribute. A Consumer receives from a queue, resolves the
+// reference before the handler runs, and after the handler succeeds it
+// deletes the message and only then releases the claim under its
+// consumer name (the queue's name by default), so a claim published for
+// N consumers (PublisherConfig.Consumers or ConsumerNames, one per
+// queue subscribed to a topic) is finished only after all N deleted
+// their copy.
+//
+// A handler that fails, a consumer that crashes, or a DeleteMessage that
+// fails leaves the message to the queue's visibility timeout; the claim
+// is not released, so the redelivery resolves again inside the
+// namespace's retention window. While a handler runs, the consumer keeps
+// extending the message's visibility. A message whose claim is gone goes
+// where ConsumerConfig.OnGone says: the handler is told and the message
+// is deleted (Terminated), or it is left to the queue's redrive policy
+// and its dead-letter queue (DeadLettered); it is never dropped unseen.
+//
+// The consumer also reads the pointers of the Amazon SQS Extended Client
+// libraries (an S3 bucket and key in the body, the payload size in the
+// ExtendedPayloadSize or SQSLargePayloadSize attribute), so that
+// producers can move to claimcheck one at a time; and a publisher can
+// write such pointers itself (PublisherConfig.ExtendedClient), so that
+// consumers still on the stock library read what it sends. See
+// docs/adr/0245 in the repository.
+//
+// The store can be the embedded *engine.Store or a remote
+// *client.Client: both implement claimcheck.Claims.
+package sqs

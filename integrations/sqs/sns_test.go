@@ -1,0 +1,109 @@
+package sqs
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// topic creates a topic with one queue subscribed per entry of raw
+// (raw message delivery on or off), and returns the topic's ARN and the
+// queues' URLs.
+func (e *env) topic(t *testing.T, name string, raw ...bool) (string, []string) {
+	t.Helper()
+	out, err := e.sns.CreateTopic(e.ctx, &awssns.CreateTopicInput{Name: aws.String(fmt.Sprintf("%s-%d", name, time.Now().UnixNano()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(out.TopicArn)
+	var urls []string
+	for i, r := range raw {
+		url := e.queue(t, fmt.Sprintf("%s-sub%d", name, i), nil)
+		if _, err := e.sns.Subscribe(e.ctx, &awssns.SubscribeInput{
+			TopicArn: aws.String(arn), Protocol: aws.String("sqs"), Endpoint: aws.String(queueArn(url)),
+			Attributes: map[string]string{"RawMessageDelivery": fmt.Sprint(r)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, url)
+	}
+	return arn, urls
+}
+
+// TestSNSFanOut: a topic with three subscribed queues (raw delivery on,
+// off, on); the publisher declares the three consumers. Two delete their
+// copy at once, the third much later: the claim outlives the first two
+// releases and their retention window, and ends a window after the last.
+// An inline message reaches every queue as it was sent, attributes
+// included.
+func TestSNSFanOut(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	arn, urls := e.topic(t, "fanout", true, false, true)
+	names := []string{queueName(urls[0]), queueName(urls[1]), queueName(urls[2])}
+	pub, err := NewTopicPublisher(e.ctx, e.store, e.sns, PublisherConfig{Namespace: nsAcks, Threshold: threshold, ConsumerNames: names, Metrics: e.m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, small := body(48<<10), body(100)
+	for _, b := range []string{large, small} {
+		if _, err := pub.Publish(e.ctx, &awssns.PublishInput{TopicArn: aws.String(arn), Message: aws.String(b),
+			MessageAttributes: map[string]snstypes.MessageAttributeValue{"kind": {DataType: aws.String("String"), StringValue: aws.String("video")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var ref *claimcheck.Ref
+	consume := func(i int) {
+		t.Helper()
+		h, got := collect(nil)
+		c := e.consumer(t, e.sqs, urls[i], h, ConsumerConfig{SNSEnvelope: true})
+		for _, r := range pollUntil(t, c, 2) {
+			if r.Outcome != Acked || r.Err != nil {
+				t.Fatalf("queue %d: %+v", i, r)
+			}
+		}
+		for _, m := range got() {
+			if aws.ToString(m.Attributes["kind"].StringValue) != "video" {
+				t.Fatalf("queue %d: attributes %+v", i, m.Attributes)
+			}
+			if notif := strings.Contains(aws.ToString(m.Msg.Body), `"Type":"Notification"`); notif != (i == 1) {
+				t.Fatalf("queue %d: body on the wire %.80q", i, aws.ToString(m.Msg.Body))
+			}
+			if m.Ref != nil {
+				sameBody(t, m.Body, large)
+				ref = m.Ref
+			} else {
+				sameBody(t, m.Body, small)
+			}
+		}
+	}
+	consume(0)
+	consume(1)
+	if ref == nil {
+		t.Fatal("no offloaded message")
+	}
+	if info := e.stat(t, *ref); info.State != claimcheck.StateActive || info.Releases != 2 || info.Consumers != 3 {
+		t.Fatalf("after two of three: %+v", info)
+	}
+	// The slow consumer is late by more than the retention window.
+	e.clock.Advance(2 * retention)
+	if info := e.stat(t, *ref); info.State != claimcheck.StateActive {
+		t.Fatalf("gone before the slow consumer read it: %+v", info)
+	}
+	consume(2)
+	if info := e.stat(t, *ref); info.State != claimcheck.StateActive || info.Releases != 3 {
+		t.Fatalf("after the third: %+v", info)
+	}
+	e.clock.Advance(retention + time.Second)
+	if info := e.stat(t, *ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
+		t.Fatalf("a window after the last release: %+v", info)
+	}
+}

@@ -121,7 +121,10 @@ if [ -n "$smoke" ]; then
   trap cleanup_smoke EXIT
   # Limits below the host's: raising one needs CAP_SYS_RESOURCE, which
   # sandboxes and CI runners often lack, and podman raises both by default.
+  # Read-only root and no capabilities, as the Helm chart runs it: the
+  # server writes only to the data volume.
   "${run[@]}" run -d --name "$name" --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
+    --read-only --cap-drop=all --security-opt no-new-privileges \
     -p "127.0.0.1:$port:8080" "$tag" >/dev/null
   url=http://127.0.0.1:$port
   for _ in $(seq 1 100); do

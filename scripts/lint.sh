@@ -48,9 +48,10 @@ bin=$(binary)
 
 # Every module joined by go.work (the root and the integrations), then the
 # modules kept out of it, which build alone (GOWORK=off): deploy/ needs
-# Prometheus itself, scripts/sqlitebench a cgo SQLite driver.
+# Prometheus itself, deploy/helm Helm and the Kubernetes API types,
+# scripts/sqlitebench a cgo SQLite driver.
 mapfile -t modules < <(go list -m -f '{{.Dir}}')
-standalone=(deploy scripts/sqlitebench)
+standalone=(deploy deploy/helm scripts/sqlitebench)
 
 failed=()
 lint() {

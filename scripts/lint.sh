@@ -48,10 +48,11 @@ bin=$(binary)
 
 # Every module joined by go.work (the root and the integrations), then the
 # modules kept out of it, which build alone (GOWORK=off): deploy/ needs
-# Prometheus itself, scripts/sqlitebench a cgo SQLite driver, scripts/goaws
-# the goaws emulator the SQS tests run.
+# Prometheus itself, deploy/helm Helm and the Kubernetes API types,
+# scripts/sqlitebench a cgo SQLite driver, scripts/goaws the goaws
+# emulator the SQS tests run.
 mapfile -t modules < <(go list -m -f '{{.Dir}}')
-standalone=(deploy scripts/sqlitebench scripts/goaws)
+standalone=(deploy deploy/helm scripts/sqlitebench scripts/goaws)
 
 failed=()
 lint() {

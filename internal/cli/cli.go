@@ -142,6 +142,7 @@ Then store and fetch payloads through it:
 		newRewrapKeysCmd(env),
 		newNsCmd(env),
 		newDLQCmd(env),
+		newVersionCmd(env),
 	)
 	return root
 }

@@ -354,3 +354,31 @@ func TestIntegrationReadmesReplace(t *testing.T) {
 		})
 	}
 }
+
+// One version, the VERSION file's, is the Go module's release (the tag
+// scripts/release.sh stamps into claimcheck version) and both client
+// packages' version: a release bumps the file and the packages with it.
+func TestOneVersion(t *testing.T) {
+	root := repoRoot(t)
+	read := func(f string) string {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := strings.TrimSpace(read("VERSION"))
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(want) {
+		t.Fatalf("VERSION %q is not MAJOR.MINOR.PATCH", want)
+	}
+	for file, re := range map[string]string{
+		"clients/js/package.json":               `(?m)^  "version": "([^"]+)"`,
+		"clients/js/package-lock.json":          `(?m)^  "version": "([^"]+)"`,
+		"clients/python/claimcheck/_version.py": `(?m)^__version__ = "([^"]+)"`,
+	} {
+		m := regexp.MustCompile(re).FindStringSubmatch(read(file))
+		if m == nil || m[1] != want {
+			t.Errorf("%s: version %v, VERSION says %s", file, m, want)
+		}
+	}
+}

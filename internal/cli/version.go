@@ -15,6 +15,12 @@ import (
 // a pseudo-version or "(devel)" in a working tree) is the answer.
 var version string
 
+// commit, commitTime and modified are the commit a release was built
+// from, set by scripts/release.sh like version: the go command records
+// them itself (vcs.revision, vcs.time, vcs.modified) only when it finds
+// the repository, which it does not in every checkout (a git worktree).
+var commit, commitTime, modified string
+
 // buildVersion is what claimcheck version prints.
 type buildVersion struct {
 	Version   string `json:"version"`
@@ -27,7 +33,8 @@ type buildVersion struct {
 
 // readBuildVersion reads the build information the go command linked in.
 func readBuildVersion() buildVersion {
-	v := buildVersion{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := buildVersion{Version: version, Commit: commit, CommitAt: commitTime, Modified: modified == "true",
+		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		if v.Version == "" {

@@ -109,6 +109,7 @@ type tour struct {
 }
 
 func TestREADMETour(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("SKIP: bash not found; the README tours did not run")
 	}
@@ -247,7 +248,7 @@ func (tr *tour) program(code string) string {
 // big.json.
 func (tr *tour) goProgram(where, code string) {
 	t := tr.t
-	dir := goModule(t, tr.root, "example.com/tour", rootGoMod(t), tr.program(code))
+	dir := goModule(t, tr.root, "example.com/tour", rootGoMod(t), tr.program(code), true)
 	run := filepath.Join(dir, "run")
 	if err := os.Mkdir(run, 0o700); err != nil {
 		t.Fatal(err)
@@ -281,9 +282,10 @@ func rootGoMod(t *testing.T) string {
 // goModule writes a module named name beside a link named claimcheck to
 // the repository (so the README's replace path ../claimcheck holds), with
 // the go.mod lines given, main.go and the go.sum lines of the modules it
-// may need, and builds it without network (GOPROXY=off: the module cache
-// has what the repository's own modules use) and outside go.work.
-func goModule(t *testing.T, root, name, gomod, main string, sums ...string) string {
+// may need, and builds it (or, without build, loads its packages) without
+// network (GOPROXY=off: the module cache has what the repository's own
+// modules use) and outside go.work.
+func goModule(t *testing.T, root, name, gomod, main string, build bool, sums ...string) string {
 	t.Helper()
 	base := t.TempDir()
 	if err := os.Symlink(root, filepath.Join(base, "claimcheck")); err != nil {
@@ -307,7 +309,13 @@ func goModule(t *testing.T, root, name, gomod, main string, sums ...string) stri
 			t.Fatal(err)
 		}
 	}
-	c := exec.Command("go", "build", "-o", "prog", ".")
+	args := []string{"build", "-o", "prog", "."}
+	if !build {
+		// Resolve the module graph and load every package it needs (the
+		// replace lines at work), without compiling them.
+		args = []string{"list", "-deps", "."}
+	}
+	c := exec.Command("go", args...)
 	c.Dir = dir
 	c.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local")
 	if out, err := c.CombinedOutput(); err != nil {
@@ -334,8 +342,12 @@ func (tr *tour) python(where, code string) {
 
 // The integration modules' READMEs say what a module outside this
 // repository adds to its go.mod until the root module is published; a
-// module that does exactly that builds against each.
+// module that does exactly that builds against each. Under -short its
+// packages are only loaded (modules resolved, every import found): the
+// integrations' own suites compile the same code, and the Temporal SDK
+// is minutes of compiling on CI's two cores.
 func TestIntegrationReadmesReplace(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	for _, dir := range integrationReadmes {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -350,7 +362,7 @@ func TestIntegrationReadmesReplace(t *testing.T) {
 			}
 			path := "github.com/claimcheck/claimcheck/" + dir
 			main := "package main\n\nimport _ " + strconv.Quote(path) + "\n\nfunc main() {}\n"
-			goModule(t, root, "example.com/app", gomod, main, dir+"/go.sum")
+			goModule(t, root, "example.com/app", gomod, main, !testing.Short(), dir+"/go.sum")
 		})
 	}
 }

@@ -38,10 +38,10 @@ breaks off (or a server briefly unavailable) is resumed by the command
 itself: it asks the server only for the bytes after the partial file (a
 Range request) and appends them, waiting 0.5 s, then twice as long each
 time (at most 10 s), at most --retries attempts in a row that add no
-byte. After that, running the same command again does the same. Before the file is renamed to FILE, the whole
-of it is checked against the reference's size and sha256; a partial file
-that does not match is removed (exit code 5) and the next run starts
-afresh.`,
+byte; after that, running the same command again goes on from there.
+Before the file is renamed to FILE, the whole of it is checked against
+the reference's size and sha256; a partial file that does not match is
+removed (exit code 5) and the next run starts afresh.`,
 		Example: `  claimcheck get @ref.json -o payload.json
   claimcheck get --continue @ref.json -o big.tar    # again after a cut: resumes
   claimcheck put --ns tmp file | claimcheck get - > copy`,

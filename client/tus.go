@@ -311,14 +311,14 @@ func (t *tusTransfer) run(ctx context.Context, known *claimcheck.ResumableUpload
 				continue
 			}
 		}
-		if !retryable(err) || ctx.Err() != nil {
+		if !Retryable(err) || ctx.Err() != nil {
 			return claimcheck.Ref{}, err
 		}
 		failures++
 		if failures > t.opts.Retries {
 			return claimcheck.Ref{}, fmt.Errorf("gave up after %d attempts in a row without progress: %w", failures, err)
 		}
-		if werr := sleepCtx(ctx, backoff(failures, err)); werr != nil {
+		if werr := sleepCtx(ctx, RetryDelay(failures, err)); werr != nil {
 			return claimcheck.Ref{}, fmt.Errorf("%s: %w", t.op, werr)
 		}
 		st, err = t.headed(ctx)
@@ -489,13 +489,15 @@ func headerInt(resp *http.Response, name string) (int64, error) {
 	return v, nil
 }
 
-// retryable reports whether err may pass by itself: the server was not
+// Retryable reports whether err may pass by itself: the server was not
 // reached or the connection broke (ErrUnavailable, which 502, 503 and 504
 // map to), the upload is locked by a request the server has not yet seen
 // end (423), the server's offset is not ours (409: the next HEAD tells),
 // the server failed (500), or a rate limit. Everything else (no such
-// upload, a checksum mismatch, permission, quota) is final.
-func retryable(err error) bool {
+// upload, a checksum mismatch, permission, quota) is final. Resumable
+// uploads retry on it, and so may callers that resume other transfers
+// (claimcheck get --continue).
+func Retryable(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
 		switch e.Status {
@@ -506,9 +508,10 @@ func retryable(err error) bool {
 	return errors.Is(err, claimcheck.ErrUnavailable)
 }
 
-// backoff is the wait before attempt n+1: the server's Retry-After when
-// it gave one, else 0.5 s doubled per failure, at most 10 s.
-func backoff(n int, err error) time.Duration {
+// RetryDelay is the wait before attempt n+1 after n failures in a row
+// (n ≥ 1): the server's Retry-After when it gave one, else 0.5 s doubled
+// per failure, at most 10 s.
+func RetryDelay(n int, err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) && e.RetryAfter > 0 {
 		return e.RetryAfter

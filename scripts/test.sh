@@ -99,6 +99,15 @@ go build -o "$work/claimcheck" ./cmd/claimcheck
 (cd clients/python && CLAIMCHECK_TEST_BIN="$work/claimcheck" PYTHONDONTWRITEBYTECODE=1 \
   python3 -m unittest -v) 2>&1
 
+# The packages as users install them: the Python client with pip, without
+# network, on the system's setuptools; a release build of linux/amd64,
+# twice, which must give the same bytes (scripts/release.sh). The README
+# tours ran above (internal/systemtest, TestREADMETour), and the npm
+# package in the JavaScript suite (test/package.test.js).
+echo "== packages and release build"
+./scripts/python-package.sh
+./scripts/release.sh --check
+
 # The container image (deploy/container): built and run with podman,
 # a put redeemed through it, where podman is installed (scripts/image.sh
 # --smoke); deploy/container_test.go checks the Containerfile everywhere.

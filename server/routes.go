@@ -116,7 +116,7 @@ var routes = []route{
 	// Resumable uploads over tus (tus.go). The answers are tus's; errors
 	// are claimcheck's JSON. A store without them answers 404.
 	{pattern: "POST /v1/namespaces/{ns}/tus", handler: (*Server).tusCreate, op: auth.OpPut, target: targetNamespace,
-		doc: "start a resumable upload (tus creation, `Upload-Length`): `201` + `Location`"},
+		doc: "start a resumable upload (tus creation, `Upload-Length`; the body may carry its first bytes): `201` + `Location`"},
 	{pattern: "OPTIONS /v1/namespaces/{ns}/tus", handler: (*Server).tusOptions, op: auth.OpPut, target: targetNamespace,
 		doc: "tus discovery: version, extensions, the namespace's max size, checksum algorithms"},
 	{pattern: "HEAD /v1/tus/{id}", handler: (*Server).tusHead, op: auth.OpPut, target: targetClaim,

@@ -40,10 +40,10 @@ import (
 // refuses.
 
 // tusExtensions are the extensions served: tusd's handler does
-// creation and termination, the data store does checksum and
-// expiration. (tusd's handler also accepts a chunk on creation,
-// "creation-with-upload"; it works, but is not promised.)
-const tusExtensions = "creation,termination,expiration,checksum"
+// creation (with a first chunk on the creation request too:
+// creation-with-upload) and termination, the data store does checksum and
+// expiration.
+const tusExtensions = "creation,creation-with-upload,termination,expiration,checksum"
 
 // newTus builds tusd's handler over the store. Its lock on an upload is
 // tusLocker: tusd's in-process one plus the store's shared lock, so the

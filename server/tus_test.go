@@ -442,7 +442,7 @@ func TestTusDiscoveryAndCORS(t *testing.T) {
 			t.Errorf("OPTIONS: %s = %q, want %q", h, got, want)
 		}
 	}
-	for _, ext := range []string{"creation", "termination", "expiration", "checksum"} {
+	for _, ext := range []string{"creation", "creation-with-upload", "termination", "expiration", "checksum"} {
 		if !strings.Contains(resp.Header.Get("Tus-Extension"), ext) {
 			t.Errorf("Tus-Extension %q lacks %s", resp.Header.Get("Tus-Extension"), ext)
 		}
@@ -606,6 +606,54 @@ func TestTusAbandoned(t *testing.T) {
 			if _, err := os.Stat(staging(k)); !os.IsNotExist(err) {
 				t.Errorf("staging file of %s: %v, want none", k, err)
 			}
+		}
+	})
+}
+
+// TestTusCreationWithUpload sends bytes with the creation request (tus's
+// creation-with-upload): all of them, which completes the upload on the
+// POST itself, and a first part, which the next PATCH continues.
+func TestTusCreationWithUpload(t *testing.T) {
+	tusBackends(t, func(t *testing.T, b *tusBundle) {
+		data := tusData(t, 1<<20+7)
+		meta := tusMetadata("sha256", sha256Hex(data))
+		resp, body := b.do(t, "POST", "/v1/namespaces/raw/tus", data,
+			"Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", meta,
+			"Content-Type", "application/offset+octet-stream", "Upload-Checksum", chunkChecksum(data[1:]))
+		if resp.StatusCode != 460 {
+			t.Fatalf("creation with a body that fails its Upload-Checksum: %s %s", resp.Status, body)
+		}
+		resp, body = b.do(t, "POST", "/v1/namespaces/raw/tus", data,
+			"Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", meta,
+			"Content-Type", "application/offset+octet-stream", "Upload-Checksum", chunkChecksum(data))
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Upload-Offset") != strconv.Itoa(len(data)) {
+			t.Fatalf("creation with the whole payload: %s %s (Upload-Offset %q)", resp.Status, body, resp.Header.Get("Upload-Offset"))
+		}
+		var ref claimcheck.Ref
+		if err := json.Unmarshal([]byte(resp.Header.Get(api.HeaderRef)), &ref); err != nil {
+			t.Fatalf("the completing POST answered Claimcheck-Ref %q: %v", resp.Header.Get(api.HeaderRef), err)
+		}
+		if got := b.redeem(t, ref); !bytes.Equal(got, data) {
+			t.Fatal("redeemed bytes differ from the ones sent on creation")
+		}
+
+		data = tusData(t, 1<<20+9)
+		resp, body = b.do(t, "POST", "/v1/namespaces/zstd/tus", data[:1000],
+			"Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMetadata("sha256", sha256Hex(data)),
+			"Content-Type", "application/offset+octet-stream")
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Upload-Offset") != "1000" || resp.Header.Get(api.HeaderRef) != "" {
+			t.Fatalf("creation with a first part: %s %s (Upload-Offset %q)", resp.Status, body, resp.Header.Get("Upload-Offset"))
+		}
+		loc := resp.Header.Get("Location")
+		resp, body = b.patch(t, loc, 1000, data[1000:])
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get(api.HeaderRef) == "" {
+			t.Fatalf("PATCH after a creation with a part: %s %s", resp.Status, body)
+		}
+		if err := json.Unmarshal([]byte(resp.Header.Get(api.HeaderRef)), &ref); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.redeem(t, ref); !bytes.Equal(got, data) {
+			t.Fatal("redeemed bytes differ from the ones sent on creation and after")
 		}
 	})
 }

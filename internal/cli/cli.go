@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +68,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if err == nil {
 		return ExitOK
 	}
+	if errors.Is(err, claimcheck.ErrUnauthenticated) {
+		err = explainAuth(err, args, env)
+	}
 	fmt.Fprintf(env.Stderr, "claimcheck: %v\n", err)
 	var ue usageError
 	switch {
@@ -80,6 +84,22 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return ExitCorrupt
 	}
 	return ExitError
+}
+
+// explainAuth words a refusal for want of a valid API key in the command
+// line's terms: the server names its HTTP header, which a CLI user never
+// sets; they give --api-key or $CLAIMCHECK_API_KEY.
+func explainAuth(err error, args []string, env Env) error {
+	given := env.Getenv("CLAIMCHECK_API_KEY") != ""
+	for _, a := range args {
+		if a == "--api-key" || strings.HasPrefix(a, "--api-key=") {
+			given = true
+		}
+	}
+	if given {
+		return fmt.Errorf("the server refused the API key of --api-key or $CLAIMCHECK_API_KEY: %w", err)
+	}
+	return fmt.Errorf("%w: the server needs an API key: give --api-key KEY or set CLAIMCHECK_API_KEY (an admin makes one with claimcheck keys create)", claimcheck.ErrUnauthenticated)
 }
 
 // usageError marks errors in the command line itself.
@@ -122,6 +142,7 @@ Then store and fetch payloads through it:
 		newRewrapKeysCmd(env),
 		newNsCmd(env),
 		newDLQCmd(env),
+		newVersionCmd(env),
 	)
 	return root
 }

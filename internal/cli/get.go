@@ -2,15 +2,17 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 )
 
 type getCmd struct {
-	client clientFlags
-	out    string
-	resume bool
+	client  clientFlags
+	out     string
+	resume  bool
+	retries int
 }
 
 func newGetCmd(env Env) *cobra.Command {
@@ -31,12 +33,15 @@ verification ends the command with an error (exit code 5). A binary
 payload is not written to a terminal unless -o - asks for it.
 
 With --continue (and -o FILE) the download goes to .FILE.<claim id>.partial
-beside FILE, which is kept when the transfer breaks off; running the same
-command again asks the server only for the bytes after it (a Range
-request) and appends them. Before the file is renamed to FILE, the whole
-of it is checked against the reference's size and sha256; a partial file
-that does not match is removed (exit code 5) and the next run starts
-afresh.`,
+beside FILE, which is kept when the transfer breaks off. A connection that
+breaks off (or a server briefly unavailable) is resumed by the command
+itself: it asks the server only for the bytes after the partial file (a
+Range request) and appends them, waiting 0.5 s, then twice as long each
+time (at most 10 s), at most --retries attempts in a row that add no
+byte; after that, running the same command again goes on from there.
+Before the file is renamed to FILE, the whole of it is checked against
+the reference's size and sha256; a partial file that does not match is
+removed (exit code 5) and the next run starts afresh.`,
 		Example: `  claimcheck get @ref.json -o payload.json
   claimcheck get --continue @ref.json -o big.tar    # again after a cut: resumes
   claimcheck put --ns tmp file | claimcheck get - > copy`,
@@ -46,10 +51,14 @@ afresh.`,
 	g.client.register(cmd, env)
 	cmd.Flags().StringVarP(&g.out, "output", "o", "", "write the payload to this file (- for stdout, even a terminal)")
 	cmd.Flags().BoolVar(&g.resume, "continue", false, "resume an interrupted download into -o FILE from its partial file, and verify the whole file")
+	cmd.Flags().IntVar(&g.retries, "retries", 5, "with --continue: attempts in a row without progress after a broken connection (0: none)")
 	return cmd
 }
 
 func (g *getCmd) run(cmd *cobra.Command, env Env, arg string) error {
+	if g.retries < 0 {
+		return usageError{fmt.Errorf("--retries: must not be negative, got %d", g.retries)}
+	}
 	if g.resume && (g.out == "" || g.out == "-") {
 		return usageError{errors.New("--continue: needs -o FILE (a download to stdout cannot be resumed)")}
 	}

@@ -150,8 +150,12 @@ namespaces:
 	url, _ := serveProc(t, bin, dir, store...)
 	server := "--server=" + url
 	_, stderr, code := runEnv(t, bin, nil, strings.NewReader("hello"), "put", server, "--ns", "orders", "-")
-	if code == 0 || !strings.Contains(stderr, "unauthenticated") && !strings.Contains(stderr, "API key") {
+	// The CLI names its own flag and variable, never the HTTP header.
+	if code == 0 || !strings.Contains(stderr, "--api-key") || !strings.Contains(stderr, "CLAIMCHECK_API_KEY") || strings.Contains(stderr, "Authorization") {
 		t.Fatalf("put without a key: exit %d %s", code, stderr)
+	}
+	if _, stderr, code := runEnv(t, bin, nil, strings.NewReader("hello"), "put", server, "--api-key", "cck_nope", "--ns", "orders", "-"); code == 0 || !strings.Contains(stderr, "refused the API key of --api-key") {
+		t.Fatalf("put with a bad key: exit %d %s", code, stderr)
 	}
 	refJSON, stderr, code := runEnv(t, bin, nil, strings.NewReader("hello"), "put", server, "--api-key", acme, "--ns", "orders", "-")
 	if code != 0 {

@@ -9,6 +9,9 @@
 //     get, stat, release, rm, upload --resume, get --continue, holds,
 //     keys and auth, TLS, rewrap-keys, ls and extend), and uploads through
 //     a reverse proxy;
+//   - the READMEs' tours, run as they are written (the fenced blocks
+//     marked tour: shell lines, Go programs built as modules outside the
+//     repository, Python), and the integration READMEs' replace lines;
 //   - several replicas of one store on PostgreSQL and S3, working at once;
 //   - chaos: a server killed with SIGKILL between writing an object and
 //     committing it, and stored objects damaged under a running server;

@@ -53,7 +53,8 @@ func (cp *cuttingProxy) start(t *testing.T, target string) string {
 }
 
 // get --continue: a download cut mid-way leaves a partial file (never
-// OUT), and the next run fetches only the rest and renames a verified
+// OUT), which the command resumes by itself (or, with --retries=0, the
+// next run does): it fetches only the rest and renames a verified
 // whole into place; a partial file that was altered is caught by the
 // whole-file check and removed.
 func TestGetContinue(t *testing.T) {
@@ -87,7 +88,7 @@ func TestGetContinue(t *testing.T) {
 			out := filepath.Join(dir, ns+".out")
 
 			cp.cut.Store(true)
-			_, stderr, code = run(t, bin, nil, "get", "--continue", proxied, "@"+refFile, "-o", out)
+			_, stderr, code = run(t, bin, nil, "get", "--continue", "--retries=0", proxied, "@"+refFile, "-o", out)
 			if code == 0 || !strings.Contains(stderr, "run the same command again") {
 				t.Fatalf("cut download: exit %d: %s", code, stderr)
 			}
@@ -133,7 +134,7 @@ func TestGetContinue(t *testing.T) {
 				t.Fatal(err)
 			}
 			cp.cut.Store(true)
-			run(t, bin, nil, "get", "--continue", proxied, "@"+refFile, "-o", out)
+			run(t, bin, nil, "get", "--continue", "--retries=0", proxied, "@"+refFile, "-o", out)
 			cp.cut.Store(false)
 			raw, _ := os.ReadFile(partials[0])
 			raw[10] ^= 0xff
@@ -152,6 +153,30 @@ func TestGetContinue(t *testing.T) {
 			}
 			if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
 				t.Fatal("the fresh download differs")
+			}
+
+			// By itself: every answer is cut after 1 MiB, and one run
+			// resumes from its partial file until the whole is there.
+			if err := os.Remove(out); err != nil {
+				t.Fatal(err)
+			}
+			cp.cut.Store(true)
+			cp.mu.Lock()
+			cp.ranges = nil
+			cp.mu.Unlock()
+			_, stderr, code = run(t, bin, nil, "get", "--continue", proxied, "@"+refFile, "-o", out)
+			cp.cut.Store(false)
+			if code != 0 || !strings.Contains(stderr, "resuming in") {
+				t.Fatalf("get --continue through cut connections: exit %d: %s", code, stderr)
+			}
+			if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+				t.Fatal("the download resumed by itself differs")
+			}
+			cp.mu.Lock()
+			ranges = cp.ranges
+			cp.mu.Unlock()
+			if len(ranges) < 3 || ranges[0] != "bytes=0-" || ranges[1] == ranges[0] {
+				t.Fatalf("the self-resuming get asked for %v", ranges)
 			}
 		})
 	}

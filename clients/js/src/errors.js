@@ -160,7 +160,9 @@ export function errorFromAnswer(status, text, op, retryAfter) {
   const opts = { status, retryAfter };
   if (body && typeof body.code === 'string' && typeof body.message === 'string') {
     const C = /** @type {Record<string, ErrorClass | undefined>} */ (byCode)[body.code];
-    const msg = `${op}: ${body.message}`;
+    // The server's message may already name the operation and the claim
+    // (`extend cc_…: …`): it is not said twice.
+    const msg = body.message.startsWith(`${op}:`) ? body.message : `${op}: ${body.message}`;
     if (C) return new C(msg, { ...opts, reason: body.reason, at: body.at });
     return new ClaimcheckError(body.code, msg, opts);
   }

@@ -156,11 +156,17 @@ func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
 
 // finishEvents are the audit events of finished claims.
 func finishEvents(rs []meta.FinishResult, actor string) []meta.Event {
-	out := make([]meta.Event, len(rs))
-	for i, r := range rs {
+	out := make([]meta.Event, 0, len(rs))
+	for _, r := range rs {
 		c := r.Claim
-		out[i] = meta.Event{At: c.DeletedAt, Kind: meta.FinishEventKind(c.DeleteReason), Namespace: c.Namespace,
-			ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason}
+		out = append(out, meta.Event{At: c.DeletedAt, Kind: meta.FinishEventKind(c.DeleteReason), Namespace: c.Namespace,
+			ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason})
+		if c.DeleteReason == meta.ReasonExpired && c.Reads == 0 {
+			// Nobody read it: a consumer is dead or misrouted. Its own
+			// kind, so that an operator can subscribe to just that.
+			out = append(out, meta.Event{At: c.DeletedAt, Kind: meta.EventExpiredUnread, Namespace: c.Namespace,
+				ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason})
+		}
 	}
 	return out
 }
@@ -255,9 +261,23 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 		// range is a superset read from the primary key; rows numbered
 		// before that (small seqs) are filtered by at. An event whose seq
 		// was moved past its time is pruned a little later: the safe side.
+		//
+		// An enabled, active subscription holds back every event after
+		// its cursor (ADR 0240): the dispatcher has not delivered it yet.
+		// A lagging one (its cursor past the bound, MarkLagging) no
+		// longer does, so pruning stays bounded.
+		bound := before.UnixNano()
+		var held sql.NullInt64
+		if err := q.queryRow(`SELECT MIN(cursor_seq) FROM subscriptions WHERE enabled = 1 AND state = ?`,
+			meta.SubscriptionActive).Scan(&held); err != nil {
+			return err
+		}
+		if held.Valid && held.Int64+1 < bound {
+			bound = held.Int64 + 1
+		}
 		n, err = q.exec(`DELETE FROM events WHERE seq IN (
 			SELECT seq FROM events WHERE seq < ? AND at < ? ORDER BY seq LIMIT ?)`,
-			before.UnixNano(), before.UnixNano(), limit)
+			bound, before.UnixNano(), limit)
 		return err
 	})
 	if err != nil {

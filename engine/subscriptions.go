@@ -76,6 +76,9 @@ func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec clai
 	if err := claimcheck.ValidateTenant(tenant); err != nil {
 		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
 	}
+	if spec.Secret == "" {
+		spec.Secret = dispatch.NewSecret()
+	}
 	sub, err := s.newSubscription(tenant, spec, "")
 	if err != nil {
 		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
@@ -91,8 +94,7 @@ func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec clai
 	return out, nil
 }
 
-// newSubscription validates spec and makes the row; a made-up secret is
-// written back into spec.
+// newSubscription validates spec and makes the row.
 func (s *Store) newSubscription(tenant string, spec claimcheck.SubscriptionSpec, field string) (meta.Subscription, error) {
 	if spec.ID == "" {
 		spec.ID = newID("sub_", s.clock.Now())
@@ -108,9 +110,6 @@ func (s *Store) newSubscription(tenant string, spec claimcheck.SubscriptionSpec,
 	}
 	if err := checkFilter(field, spec.EventFilter); err != nil {
 		return meta.Subscription{}, err
-	}
-	if spec.Secret == "" {
-		spec.Secret = dispatch.NewSecret()
 	}
 	if _, err := dispatch.ParseSecret(field+"secret", spec.Secret); err != nil {
 		return meta.Subscription{}, fmt.Errorf("%w: %w", claimcheck.ErrInvalidArgument, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 // t0 is the fake clock's start.
@@ -151,12 +152,24 @@ type env struct {
 // past the settle time.
 const tick = time.Second
 
+// backends are the metadata stores the delivery tests run on; PostgreSQL
+// where TEST_DATABASE_URL names one (testsvc skips without it).
+var backends = []string{"sqlite", "postgres"}
+
 func setup(t *testing.T, mod func(*engine.Config)) *env {
+	return setupOn(t, "sqlite", mod)
+}
+
+func setupOn(t *testing.T, backend string, mod func(*engine.Config)) *env {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	dir := t.TempDir()
+	metadata := "sqlite:" + filepath.Join(dir, "meta.db")
+	if backend == "postgres" {
+		metadata, _ = testsvc.Postgres(t)
+	}
 	cfg := engine.Config{
-		Data: dir, Metadata: "sqlite:" + filepath.Join(dir, "meta.db"), Storage: "file://" + filepath.ToSlash(filepath.Join(dir, "blobs")),
+		Data: dir, Metadata: metadata, Storage: "file://" + filepath.ToSlash(filepath.Join(dir, "blobs")),
 		Clock: clk, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
 		Namespaces: map[string]claimcheck.Policy{
 			"orders": {TTL: claimcheck.TTLPolicy{MaxLifetime: claimcheck.Duration(48 * time.Hour)}}, "audit": {},
@@ -164,8 +177,9 @@ func setup(t *testing.T, mod func(*engine.Config)) *env {
 		},
 		Tenants: map[string]claimcheck.TenantPolicy{"acme": {}},
 	}
-	cfg.Sweeper.Disabled = false
-	cfg.Sweeper.IdleGrace = time.Hour // the tests sweep by hand
+	// The tests sweep by hand (SweepOnce), so that the fake clock's jumps
+	// do not start a background run beside it.
+	cfg.Sweeper.Disabled = true
 	cfg.Subscriptions.AllowLoopback = true
 	cfg.Subscriptions.Interval = 5 * time.Millisecond
 	cfg.Subscriptions.Settle = 100 * time.Millisecond
@@ -204,7 +218,15 @@ func (e *env) put(t *testing.T, ns string, opts claimcheck.PutOptions) claimchec
 
 func TestEveryClaimEventArrivesSigned(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testEveryClaimEvent(t, setupOn(t, backend, nil))
+		})
+	}
+}
+
+func testEveryClaimEvent(t *testing.T, e *env) {
 	r := newReceiver(t)
 	e.subscribe(t, claimcheck.DefaultTenant, r, claimcheck.EventFilter{})
 	ctx := context.Background()
@@ -270,7 +292,15 @@ func TestEveryClaimEventArrivesSigned(t *testing.T) {
 
 func TestReceiverDownThenBack(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *engine.Config) { c.Subscriptions.Concurrency = 3 })
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testReceiverDownThenBack(t, setupOn(t, backend, func(c *engine.Config) { c.Subscriptions.Concurrency = 3 }))
+		})
+	}
+}
+
+func testReceiverDownThenBack(t *testing.T, e *env) {
 	r := newReceiver(t)
 	r.status = http.StatusServiceUnavailable
 	sub := e.subscribe(t, claimcheck.DefaultTenant, r, claimcheck.EventFilter{Types: []string{"created", "deleted"}})

@@ -65,8 +65,7 @@ type Store struct {
 	// keys holds the master key of encryption at rest (crypt.go); nil
 	// when none is configured.
 	keys *keyring
-	// dispatcher delivers events to subscriptions (subscriptions.go); it
-	// runs where the sweeper does. targets is what subscriptions may
+	// dispatcher delivers events to subscriptions (subscriptions.go). targets is what subscriptions may
 	// reach, settle how old an event must be to be delivered or streamed.
 	dispatcher *dispatch.Dispatcher
 	targets    dispatch.TargetPolicy
@@ -163,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.dispatcher = dispatch.New(subCfg, s.meta, s.openSecret, s.clock, s.log, reg)
-	if !cfg.Sweeper.Disabled && !subCfg.Disabled {
+	if !subCfg.Disabled {
 		s.dispatcher.Start(ctx)
 	}
 	return s, nil

@@ -52,7 +52,9 @@ type Config struct {
 	// is tried again; it doubles per failure (defaults 1s and 5m).
 	BackoffMin time.Duration `yaml:"backoff_min"`
 	BackoffMax time.Duration `yaml:"backoff_max"`
-	// Batch is the events read per subscription and round (default 500).
+	// Batch is the events read per subscription and round (default
+	// 100); the cursor is stored after each, so it bounds what a killed
+	// dispatcher had in flight and its successor sends again.
 	Batch int `yaml:"batch"`
 	// Targets are subscriptions the operator names here; they are made,
 	// changed and removed with the config, and listed with source config.
@@ -87,7 +89,7 @@ func (c Config) WithDefaults() Config {
 		c.Concurrency = 4
 	}
 	if c.Batch <= 0 {
-		c.Batch = 500
+		c.Batch = 100
 	}
 	return c
 }

@@ -189,7 +189,12 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.round(ctx, s, st)
+			// Batch after batch while they come full: the cursor is
+			// stored after each, so what a killed holder had in flight
+			// is at most one batch.
+			for more := true; more && ctx.Err() == nil; {
+				s, more = d.round(ctx, s, st)
+			}
 			d.mu.Lock()
 			st.running = false
 			d.mu.Unlock()
@@ -210,21 +215,24 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 // cursor then moves over the prefix of the batch that was delivered or
 // filtered out; events delivered past a failure are remembered (sent)
 // and not sent again by this holder.
-func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) {
+//
+// It returns the subscription as it now stands, and whether the batch was
+// full and delivered, so the next one can follow at once.
+func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) (meta.Subscription, bool) {
 	now := d.clock.Now()
 	upTo := now.Add(-d.cfg.Settle).UnixNano()
 	if upTo <= s.Cursor {
-		return
+		return s, false
 	}
 	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
 		}
-		return
+		return s, false
 	}
 	if len(es) == 0 {
-		return
+		return s, false
 	}
 	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
 	lanes := make([][]int, d.cfg.Concurrency)
@@ -293,7 +301,7 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		}
 	}
 	if firstErr != nil && ctx.Err() != nil {
-		return // stopping: the next holder goes on from the stored cursor
+		return s, false // stopping: the next holder goes on from the stored cursor
 	}
 	if firstErr != nil {
 		st.failures++
@@ -317,12 +325,16 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 	} else {
 		st.failures = 0
 	}
+	more := firstErr == nil && len(es) == d.cfg.Batch
 	if p.Cursor == s.Cursor && p.Attempts == s.Attempts && p.State == s.State {
-		return
+		return s, more
 	}
 	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, p); err != nil {
 		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
+		return s, false
 	}
+	s.Cursor, s.State, s.Attempts, s.FailingSince, s.LastError = p.Cursor, p.State, p.Attempts, p.FailingSince, p.LastError
+	return s, more
 }
 
 // backoff is the wait after the n-th failure in a row: doubling from

@@ -43,7 +43,7 @@ type Config struct {
 	// Settle is how old an event must be before it is delivered: an
 	// event's seq is its time, stamped before its transaction commits, so
 	// a cursor may only pass times every transaction that could still
-	// write there has committed by (default 500ms; ADR 0240).
+	// write there has committed by (default 250ms; ADR 0240).
 	Settle time.Duration `yaml:"settle"`
 	// Interval is how often the dispatcher looks for new events (default
 	// 100ms).
@@ -81,7 +81,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Timeout, 10*time.Second)
 	def(&c.DeadLetterAfter, 24*time.Hour)
 	def(&c.LagBound, 72*time.Hour)
-	def(&c.Settle, 500*time.Millisecond)
+	def(&c.Settle, 250*time.Millisecond)
 	def(&c.Interval, 100*time.Millisecond)
 	def(&c.BackoffMin, time.Second)
 	def(&c.BackoffMax, 5*time.Minute)

@@ -411,6 +411,9 @@ export class BaseClient {
           for await (const [id, data] of sseMessages(resp.body)) {
             /** @type {ClaimEvent} */
             const ev = JSON.parse(data);
+            // The seq as a JSON number may have been rounded; the SSE id
+            // is its exact text.
+            ev.id = id;
             if (id) last = id;
             yield ev;
           }

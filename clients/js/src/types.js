@@ -88,7 +88,8 @@
 /**
  * An event of the audit trail, as the live stream carries it.
  * @typedef {object} ClaimEvent
- * @property {number} seq Its id: the stream's Last-Event-ID resumes after it.
+ * @property {number} seq Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
+ * @property {string} id The stream's id of the event, exact: give it as lastEventId to resume after it.
  * @property {string} at
  * @property {string} kind created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
  * @property {string} [ns]

@@ -33,7 +33,7 @@ test('events() yields created events and resumes after Last-Event-ID', async () 
   const second = await cc.put('live', 'two');
   const third = await cc.put('live', 'three');
   const ac2 = new AbortController();
-  const resumed = cc.events({ types: ['created'], namespaces: ['live'], lastEventId: String(e1.seq), signal: ac2.signal });
+  const resumed = cc.events({ types: ['created'], namespaces: ['live'], lastEventId: e1.id, signal: ac2.signal });
   const got = [];
   for await (const e of resumed) {
     got.push(e.claim_id);

@@ -87,9 +87,13 @@ export type NamespaceInfo = {
  */
 export type ClaimEvent = {
     /**
-     * Its id: the stream's Last-Event-ID resumes after it.
+     * Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
      */
     seq: number;
+    /**
+     * The stream's id of the event, exact: give it as lastEventId to resume after it.
+     */
+    id: string;
     at: string;
     /**
      * created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …

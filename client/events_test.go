@@ -33,8 +33,8 @@ func TestEventsOverHTTP(t *testing.T) {
 	for _, e := range es {
 		kinds = append(kinds, e.Kind)
 	}
-	if len(kinds) != 4 || kinds[0] != "created" || kinds[1] != "redeemed" || kinds[2] != "released" || kinds[3] != "deleted" ||
-		es[2].Detail != "billing" || es[3].Reason != "deleted" || es[0].ClaimID != ref.ID {
+	if len(kinds) != 5 || kinds[0] != "created" || kinds[1] != "redeemed" || kinds[2] != "released" || kinds[3] != "all_released" || kinds[4] != "deleted" ||
+		es[2].Detail != "billing" || es[4].Reason != "deleted" || es[0].ClaimID != ref.ID {
 		t.Fatalf("events %+v", es)
 	}
 	page, err := b.client.ClaimEvents(ctx, ref, claimcheck.EventQuery{After: es[1].Seq, Limit: 1})
@@ -45,7 +45,7 @@ func TestEventsOverHTTP(t *testing.T) {
 		t.Errorf("events with the wrong namespace: %v, want not found", err)
 	}
 	ns, err := b.client.NamespaceEvents(ctx, "raw", claimcheck.EventQuery{Since: t0.Add(-time.Hour)})
-	if err != nil || len(ns) != 4 {
+	if err != nil || len(ns) != 5 {
 		t.Errorf("namespace events: %+v, %v", ns, err)
 	}
 	for _, q := range []string{"?limit=0", "?limit=x", "?after=-1", "?since=yesterday", "?bogus=1", "?limit=1&limit=2"} {

@@ -165,7 +165,8 @@ func TestAlertRules(t *testing.T) {
 	}
 	families := exported(t)
 	want := []string{"ClaimcheckStorageLeak", "ClaimcheckTTLTooShort", "ClaimcheckDeleteFailures",
-		"ClaimcheckSweeperLag", "ClaimcheckMissingObjects", "ClaimcheckDeadLetters"}
+		"ClaimcheckSweeperLag", "ClaimcheckMissingObjects", "ClaimcheckDeadLetters",
+		"ClaimcheckSubscriptionLagging", "ClaimcheckSubscriptionDeadLettered"}
 	var alerts []string
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {

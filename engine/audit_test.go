@@ -76,8 +76,8 @@ func TestAuditTrailEveryPath(t *testing.T) {
 	b.clock.Advance(25 * time.Hour)
 	b.sweep(t)
 	wantEventList(t, "released claim", b.events(t, ref),
-		"created/key-producer", "redeemed/key-consumer", "released/key-consumer/billing", "deleted/sweeper/released")
-	wantEventList(t, "dedup claim", b.events(t, dup), "created/key-producer2/dedup", "expired/sweeper/expired")
+		"created/key-producer", "redeemed/key-consumer", "released/key-consumer/billing", "all_released/key-consumer/billing", "deleted/sweeper/released")
+	wantEventList(t, "dedup claim", b.events(t, dup), "created/key-producer2/dedup", "expired/sweeper/expired", "expired_unread/sweeper/expired")
 
 	// delete after read: the read starts the window, the sweeper ends it.
 	dar, err := b.store.Put(as("key-producer"), "dar", bytes.NewReader(data), claimcheck.PutOptions{})
@@ -112,7 +112,7 @@ func TestAuditTrailEveryPath(t *testing.T) {
 	if _, err := b.store.Redeem(as("key-consumer"), late); !errors.Is(err, claimcheck.ErrGone) {
 		t.Fatalf("redeem after max_age: %v", err)
 	}
-	wantEventList(t, "in-line expiry", b.events(t, late), "created/", "expired/sweeper/expired")
+	wantEventList(t, "in-line expiry", b.events(t, late), "created/", "expired/sweeper/expired", "expired_unread/sweeper/expired")
 
 	// never confirmed: a direct upload nobody sends.
 	sum := sha256.Sum256([]byte("never sent"))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -57,6 +58,9 @@ type Config struct {
 	Sweeper sweep.Config `yaml:"sweeper"`
 	// Events configures the audit trail (audit.go).
 	Events EventsConfig `yaml:"events"`
+	// Subscriptions configures the delivery of events to receivers over
+	// HTTP and the operator's own targets (ADR 0240).
+	Subscriptions dispatch.Config `yaml:"subscriptions"`
 	// History is how long finished claims and collected blobs keep their
 	// rows (history.go, ADR 0077).
 	History HistoryConfig `yaml:"history"`

@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	_ "github.com/claimcheck/claimcheck/blob/allstores" // the storage backends Config.Storage may name
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/internal/bucketsetup"
 	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/meta"
@@ -64,6 +65,11 @@ type Store struct {
 	// keys holds the master key of encryption at rest (crypt.go); nil
 	// when none is configured.
 	keys *keyring
+	// dispatcher delivers events to subscriptions (subscriptions.go). targets is what subscriptions may
+	// reach, settle how old an event must be to be delivered or streamed.
+	dispatcher *dispatch.Dispatcher
+	targets    dispatch.TargetPolicy
+	settle     time.Duration
 }
 
 var (
@@ -149,6 +155,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)
 	}
+	subCfg := cfg.Subscriptions.WithDefaults()
+	s.targets, s.settle = subCfg.TargetPolicy, subCfg.Settle
+	if err := s.syncTargets(ctx, subCfg.Targets); err != nil {
+		_ = s.Close() // opening failed; that error is the one to report
+		return nil, err
+	}
+	s.dispatcher = dispatch.New(subCfg, s.meta, s.openSecret, s.clock, s.log, reg)
+	if !subCfg.Disabled {
+		s.dispatcher.Start(ctx)
+	}
 	return s, nil
 }
 
@@ -168,6 +184,9 @@ func (s *Store) touch() { s.sweeper.Touch() }
 
 // Close releases the databases and storage the Store opened.
 func (s *Store) Close() error {
+	if s.dispatcher != nil {
+		s.dispatcher.Stop()
+	}
 	if s.sweeper != nil {
 		s.sweeper.Stop()
 	}

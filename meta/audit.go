@@ -21,6 +21,12 @@ const (
 	EventExpired  = "expired"  // finished at max_age
 	EventDeleted  = "deleted"  // finished for another reason: deleted, released, read_retention_over
 	EventReaped   = "reaped"   // a pending claim finished: never_confirmed or aborted
+
+	// EventAllReleased is written with the release that completes a
+	// claim's expected consumers (once per claim); EventExpiredUnread
+	// beside the expired event of a claim nobody read (ADR 0240).
+	EventAllReleased   = "all_released"
+	EventExpiredUnread = "expired_unread"
 )
 
 // ActorSweeper is the actor of work the background sweeper does by itself.

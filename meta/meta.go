@@ -293,6 +293,9 @@ type FinishResult struct {
 type Store interface {
 	KeyStore // API keys (keys.go)
 
+	// SubscriptionStore: receivers of events (subscriptions.go).
+	SubscriptionStore
+
 	// UploadStore: direct uploads (meta/uploads.go).
 	UploadStore
 	// ResumableStore: direct uploads in appends (meta/uploads.go).

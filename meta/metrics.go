@@ -89,6 +89,9 @@ type ops struct {
 	ListClaims, ExtendClaim, ClaimWithBlob                             opMetrics
 	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
 	RequestLeaseRelease, CheckLease                                    opMetrics
+	CreateSubscription, SyncConfigSubscriptions, Subscriptions         opMetrics
+	DeleteSubscription, ResumeSubscription, AdvanceSubscription        opMetrics
+	MarkLagging, FeedEvents                                            opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -479,4 +482,36 @@ func (m *metered) ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, 
 
 func (m *metered) ExtendClaim(ctx context.Context, p ExtendParams) (Claim, error) {
 	return timer1[Claim](m.ops.ExtendClaim.start()).end(m.next.ExtendClaim(ctx, p))
+}
+
+func (m *metered) CreateSubscription(ctx context.Context, s Subscription) error {
+	return m.ops.CreateSubscription.start().end(m.next.CreateSubscription(ctx, s))
+}
+
+func (m *metered) SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error {
+	return m.ops.SyncConfigSubscriptions.start().end(m.next.SyncConfigSubscriptions(ctx, subs))
+}
+
+func (m *metered) Subscriptions(ctx context.Context, tenant string) ([]Subscription, error) {
+	return timer1[[]Subscription](m.ops.Subscriptions.start()).end(m.next.Subscriptions(ctx, tenant))
+}
+
+func (m *metered) DeleteSubscription(ctx context.Context, tenant, id string) error {
+	return m.ops.DeleteSubscription.start().end(m.next.DeleteSubscription(ctx, tenant, id))
+}
+
+func (m *metered) ResumeSubscription(ctx context.Context, tenant, id string) error {
+	return m.ops.ResumeSubscription.start().end(m.next.ResumeSubscription(ctx, tenant, id))
+}
+
+func (m *metered) AdvanceSubscription(ctx context.Context, id string, p SubscriptionProgress) error {
+	return m.ops.AdvanceSubscription.start().end(m.next.AdvanceSubscription(ctx, id, p))
+}
+
+func (m *metered) MarkLagging(ctx context.Context, bound time.Time) (int, error) {
+	return timer1[int](m.ops.MarkLagging.start()).end(m.next.MarkLagging(ctx, bound))
+}
+
+func (m *metered) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error) {
+	return timer1[[]FeedEvent](m.ops.FeedEvents.start()).end(m.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit))
 }

@@ -206,7 +206,8 @@ var corsExposed = strings.Join([]string{api.HeaderRef, api.HeaderSize, "Claimche
 // and tus's.
 var corsAllowedHeaders = strings.Join([]string{"Authorization", "Content-Type", api.HeaderDigest, api.HeaderConsumers,
 	api.HeaderConsumerNames, api.HeaderLabels, api.HeaderIdempotencyKey,
-	api.HeaderTusResumable, api.HeaderUploadLength, api.HeaderUploadOffset, api.HeaderUploadMetadata, api.HeaderUploadChecksum}, ", ")
+	api.HeaderTusResumable, api.HeaderUploadLength, api.HeaderUploadOffset, api.HeaderUploadMetadata, api.HeaderUploadChecksum,
+	api.HeaderLastEvent}, ", ")
 
 // corsMethods are the methods a preflight may ask about.
 var corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/claimcheck/claimcheck"
@@ -52,14 +51,9 @@ func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tenant := r.URL.Query().Get(api.QueryTenant)
-	if key, ok := KeyFrom(r.Context()); ok {
-		if tenant != "" && tenant != key.Tenant {
-			return fmt.Errorf("%w: tenant %q", claimcheck.ErrNotFound, tenant)
-		}
-		tenant = key.Tenant
-	} else if tenant == "" {
-		tenant = claimcheck.DefaultTenant
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
 	}
 	es, err := s.claims.TenantEvents(r.Context(), tenant, q)
 	if err != nil {

@@ -88,6 +88,19 @@ var routes = []route{
 	{pattern: "GET /v1/events", handler: (*Server).tenantEvents, op: auth.OpAdmin, target: targetNone,
 		doc: "the tenant's administrative events (API keys, failed authentications)"},
 
+	// Subscriptions and the live stream (subscriptions.go): the key's own
+	// tenant only, like GET /v1/events.
+	{pattern: "GET /v1/events/stream", handler: (*Server).eventStream, op: auth.OpAdmin, target: targetNone,
+		doc: "the tenant's events as they happen (Server-Sent Events; `Last-Event-ID` resumes)"},
+	{pattern: "POST /v1/subscriptions", handler: (*Server).createSubscription, op: auth.OpAdmin, target: targetNone, json: true,
+		doc: "push the tenant's events to a URL (signed CloudEvents): `201` + the subscription with its secret"},
+	{pattern: "GET /v1/subscriptions", handler: (*Server).listSubscriptions, op: auth.OpAdmin, target: targetNone,
+		doc: "the tenant's subscriptions and how delivery stands (never their secrets)"},
+	{pattern: "DELETE /v1/subscriptions/{id}", handler: (*Server).deleteSubscription, op: auth.OpAdmin, target: targetNone,
+		doc: "stop and remove a subscription: `204`"},
+	{pattern: "POST /v1/subscriptions/{id}/resume", handler: (*Server).resumeSubscription, op: auth.OpAdmin, target: targetNone,
+		doc: "deliver again to a dead-lettered subscription: `204`"},
+
 	// Legal holds, crypto-shredding and key rotation (holds.go, rewrap.go).
 	{pattern: "PUT /v1/claims/{id}/hold", handler: (*Server).setClaimHold, op: auth.OpAdmin, target: targetClaim, json: true,
 		doc: "put the claim on legal hold"},

@@ -17,6 +17,10 @@ type Store interface {
 	claimcheck.Uploads
 	claimcheck.Admin
 
+	// The subscriptions of a tenant and its live stream of events
+	// (subscriptions.go, ADR 0240).
+	subscriptionStore
+
 	// PutWithPolicy is Put that also answers the effective policy of ns
 	// the put was stored under, so that one call gives the server both
 	// the Ref and the Claimcheck-Digest-First answer (ADR 0155).

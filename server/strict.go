@@ -43,12 +43,18 @@ var routeParams = map[string][]string{
 	"GET /v1/dead-letters":                {api.QueryTenant, api.QueryNamespace, api.QueryAfter, api.QueryLimit},
 	"POST /v1/dead-letters/retry":         {api.QueryTenant, api.QueryNamespace, api.QueryAfter, api.QueryLimit},
 	"POST /v1/namespaces/{ns}/key/rewrap": {api.QueryDryRun},
+	"GET /v1/events/stream":               {api.QueryType, api.QueryNamespace, api.QueryLabel, api.QueryLastEventID, api.QueryTenant},
+	"POST /v1/subscriptions":              {api.QueryTenant},
+	"GET /v1/subscriptions":               {api.QueryTenant},
+	"DELETE /v1/subscriptions/{id}":       {api.QueryTenant},
+	"POST /v1/subscriptions/{id}/resume":  {api.QueryTenant},
 }
 
 // repeatable are the parameters a route takes more than once (the
 // listing's label selectors, ANDed).
 var repeatable = map[string][]string{
 	"GET /v1/namespaces/{ns}/claims": {api.QueryLabel},
+	"GET /v1/events/stream":          {api.QueryType, api.QueryNamespace, api.QueryLabel},
 }
 
 // routeHeaders are the Claimcheck-* request headers each route reads.

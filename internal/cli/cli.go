@@ -136,6 +136,7 @@ Then store and fetch payloads through it:
 		newGCCmd(env),
 		newFsckCmd(env),
 		newEventsCmd(env),
+		newSubscriptionsCmd(env),
 		newKeysCmd(env),
 		newHoldCmd(env),
 		newDestroyKeyCmd(env),

@@ -17,6 +17,10 @@ type eventsCmd struct {
 	since  string
 	limit  int
 	all    bool
+	follow bool
+	types  []string
+	labels []string
+	after  int64
 }
 
 func newEventsCmd(env Env) *cobra.Command {
@@ -45,9 +49,23 @@ keys (every scope) and the failed authentications with them.
   claimcheck events @ref.json
   claimcheck events --ns orders --since 2026-01-09T00:00:00Z
   claimcheck events --ns orders --since 1h
-  claimcheck events --tenant acme`,
+  claimcheck events --tenant acme
+
+With --follow it streams the tenant's events as they happen (claim
+lifecycle included, and all_released, expired_unread, …; see 'claimcheck
+subscriptions'), until interrupted, reconnecting after the last event it
+printed; --type, --ns and --label filter, --after SEQ resumes after an
+event printed before. A tenant-wide admin key.
+
+  claimcheck events --follow --type all_released,expired_unread --ns orders`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
+			case e.follow && (len(args) > 0 || e.tenant != "" || e.since != ""):
+				return usageError{fmt.Errorf("--follow streams the key's tenant's events from now (or --after SEQ): give no reference, --tenant or --since with it")}
+			case e.follow:
+				return nil
+			case len(e.types) > 0 || len(e.labels) > 0 || e.after != 0:
+				return usageError{fmt.Errorf("--type, --label and --after filter the stream of --follow")}
 			case e.tenant != "" && (e.ns != "" || len(args) > 0):
 				return usageError{fmt.Errorf("--tenant lists a tenant's events: give no reference and no --ns with it")}
 			case len(args) > 1 || (len(args) == 0 && e.ns == "" && e.tenant == ""):
@@ -56,6 +74,9 @@ keys (every scope) and the failed authentications with them.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if e.follow {
+				return e.followStream(cmd, env)
+			}
 			q := claimcheck.EventQuery{Limit: e.limit}
 			if e.since != "" {
 				t, err := parseSince(e.since, time.Now())
@@ -112,6 +133,10 @@ keys (every scope) and the failed authentications with them.
 	cmd.Flags().StringVar(&e.since, "since", "", "only events at or after this time: RFC 3339 (2026-01-09T13:24:00Z) or a duration ago (90m, 24h)")
 	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("events per page (1 to %d; default %d)", claimcheck.MaxEventPage, claimcheck.MaxEventPage))
 	cmd.Flags().BoolVar(&e.all, "all", true, "fetch every page, not only the first")
+	cmd.Flags().BoolVarP(&e.follow, "follow", "f", false, "stream the tenant's events as they happen, until interrupted")
+	cmd.Flags().StringSliceVar(&e.types, "type", nil, "with --follow: event types (repeat or separate with commas)")
+	cmd.Flags().StringArrayVar(&e.labels, "label", nil, "with --follow: key=value a claim must have (repeat: all of them)")
+	cmd.Flags().Int64Var(&e.after, "after", 0, "with --follow: resume after the event with this seq")
 	e.client.register(cmd, env)
 	return cmd
 }
@@ -126,4 +151,26 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time (2026-01-09T13:24:00Z) or a duration ago (24h)", s)
 	}
 	return now.Add(-d), nil
+}
+
+// followStream prints the live stream until the context ends.
+func (e *eventsCmd) followStream(cmd *cobra.Command, env Env) error {
+	ff := filterFlags{types: e.types, labels: e.labels}
+	if e.ns != "" {
+		ff.namespaces = []string{e.ns}
+	}
+	f, err := ff.filter()
+	if err != nil {
+		return err
+	}
+	c, err := e.client.client()
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(env.Stdout)
+	err = c.FollowEvents(cmd.Context(), f, e.after, func(ev claimcheck.Event) error { return enc.Encode(ev) })
+	if cmd.Context().Err() != nil {
+		return nil // interrupted: the normal end of a follow
+	}
+	return err
 }

@@ -62,7 +62,8 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 
 // openOffline opens the store for an operator command: the same config
 // and data as serve, with the background sweeper off (the command does
-// the work itself, once).
+// the work itself, once) and no delivery to subscriptions (the servers
+// deliver).
 func (f *storeFlags) openOffline(ctx context.Context, env Env) (*engine.Store, error) {
 	fc, err := f.load(env)
 	if err != nil {
@@ -70,6 +71,7 @@ func (f *storeFlags) openOffline(ctx context.Context, env Env) (*engine.Store, e
 	}
 	cfg := fc.Config
 	cfg.Sweeper.Disabled = true
+	cfg.Subscriptions.Disabled = true
 	return engine.Open(ctx, cfg)
 }
 

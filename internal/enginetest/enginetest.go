@@ -117,6 +117,7 @@ func Open(t *testing.T, backend Backend, opts claimstest.Options) *Env {
 	// The suite does due work by hand (Sweep), so that what happens
 	// never depends on a background goroutine's timing.
 	e.cfg.Sweeper.Disabled = true
+	e.cfg.Subscriptions.Disabled = true // the suite makes no subscriptions
 	e.open(t)
 	t.Cleanup(func() {
 		e.mu.Lock()

@@ -175,3 +175,34 @@ func DataKeyOfObject(key string) (string, bool) {
 	_, id, ok := strings.Cut(name, ".")
 	return id, ok && strings.HasPrefix(id, DataKeyIDPrefix)
 }
+
+// sealAADPrefix binds a sealed secret to what it is (ADR 0240): a
+// subscription's signing secret sealed for one id does not open as
+// another's.
+const sealAADPrefix = "claimcheck/secret/v1\x00"
+
+// Seal seals a secret with the current master key; name is what it
+// belongs to (a subscription id), bound in as associated data.
+func (k *Ring) Seal(name string, secret []byte) []byte {
+	nonce := make([]byte, k.aead.NonceSize())
+	rand.Read(nonce) // never fails (crypto/rand)
+	return k.aead.Seal(nonce, nonce, secret, []byte(sealAADPrefix+name))
+}
+
+// Open opens a secret Seal made for name with master key keyID.
+func (k *Ring) Open(name, keyID string, sealed []byte) ([]byte, error) {
+	aead, err := k.Opener(meta.DataKey{ID: name, MasterKeyID: keyID})
+	if err != nil {
+		return nil, err
+	}
+	n := aead.NonceSize()
+	if len(sealed) < n {
+		return nil, fmt.Errorf("%w: the sealed secret of %s is %d bytes", claimcheck.ErrChecksumMismatch, name, len(sealed))
+	}
+	secret, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(sealAADPrefix+name))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the secret of %s does not open with master key %s: it was altered",
+			claimcheck.ErrChecksumMismatch, name, keyID)
+	}
+	return secret, nil
+}

@@ -107,7 +107,7 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 	}
 	wantEvents(t, "fan-out claim", h.claimEvents(id),
 		"created/producer", "redeemed/reader", "released/consumer-a/a", "released/consumer-b/b",
-		"deleted/sweeper/released")
+		"all_released/consumer-b/b", "deleted/sweeper/released")
 
 	// Explicit delete, and a dedup hit (created with detail dedup).
 	d := put{Dedup: true}.withDefaults()
@@ -150,7 +150,7 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 	if _, err := h.s.FinishDueClaims(as(meta.ActorSweeper), h.now(), 100); err != nil {
 		t.Fatal(err)
 	}
-	wantEvents(t, "expired claim", h.claimEvents(exp.Claim.ID), "created/", "expired/sweeper/expired")
+	wantEvents(t, "expired claim", h.claimEvents(exp.Claim.ID), "created/", "expired/sweeper/expired", "expired_unread/sweeper/expired")
 	wantEvents(t, "never confirmed", h.claimEvents(never.Claim.ID), "reaped/sweeper/never_confirmed")
 	wantEvents(t, "aborted", h.claimEvents(aborted.Claim.ID), "reaped/producer4/aborted")
 
@@ -160,8 +160,10 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 		t.Fatalf("NamespaceEvents = %d events, %v", len(all), err)
 	}
 	later, err := h.s.NamespaceEvents(h.ctx(), "ns", h.now(), 0, 1000)
-	// The last sweep expired two claims (exp and the digest-first one).
-	if err != nil || len(later) != 2 || later[0].Kind != meta.EventExpired || later[1].Kind != meta.EventExpired {
+	// The last sweep expired two claims (exp and the digest-first one),
+	// neither of them read: each expired event has its expired_unread.
+	if err != nil || len(later) != 4 || later[0].Kind != meta.EventExpired || later[1].Kind != meta.EventExpiredUnread ||
+		later[2].Kind != meta.EventExpired || later[3].Kind != meta.EventExpiredUnread {
 		t.Errorf("NamespaceEvents since now = %+v, %v; want the last sweep's two expiries", later, err)
 	}
 }
@@ -305,7 +307,7 @@ func testAuditHolds(t *testing.T, h *harness) {
 			t.Errorf("claim hold event %+v does not name the claim and its blob", e)
 		}
 	}
-	wantEvents(t, "freed claim", h.claimEvents(free.Claim.ID), "created/", "expired/admin4/expired")
+	wantEvents(t, "freed claim", h.claimEvents(free.Claim.ID), "created/", "expired/admin4/expired", "expired_unread/admin4/expired")
 
 	// Lifting the claim's own hold finishes it at once: hold_cleared, then
 	// the finish, both the lifting admin's. A second lift logs nothing.
@@ -317,7 +319,7 @@ func testAuditHolds(t *testing.T, h *harness) {
 	}
 	wantEvents(t, "held claim", h.claimEvents(id), "created/",
 		"hold_set/admin1/claim/case 42", "hold_set/admin2/claim/case 43",
-		"hold_cleared/admin6/claim/case 43", "expired/admin6/expired")
+		"hold_cleared/admin6/claim/case 43", "expired/admin6/expired", "expired_unread/admin6/expired")
 }
 
 // testAuditKeys: creating and revoking an API key are logged with their

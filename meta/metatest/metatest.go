@@ -92,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"BlobsPagingAndKeys", testBlobsPagingAndKeys},
 		{"CursorAndEvents", testCursorAndEvents},
 		{"AuditLifecycle", testAuditLifecycle},
+		{"SubscriptionsHoldPruning", testSubscriptionsHoldPruning},
 		{"AuditPrune", testAuditPrune},
 		{"AuditConcurrentAppends", testAuditConcurrentAppends},
 		{"AuditHolds", testAuditHolds},

@@ -78,6 +78,36 @@ func (q *txq) appendEvents(events []meta.Event) error {
 		if len(missed) == 0 {
 			return nil
 		}
+		if len(events) > 1 {
+			// The events of one change are in order (a release, then
+			// all_released; expired, then expired_unread) and a reader
+			// delivers them in seq order (ADR 0240): renumbering only
+			// the missed rows could put a later one first. So the rows
+			// that went in are taken back and the whole batch is
+			// numbered again, in order, past the collision.
+			if err := q.retractEvents(events, missed); err != nil {
+				return err
+			}
+			var top sql.NullInt64
+			first := events[0].Seq
+			if err := q.queryRow(`SELECT MAX(seq) FROM events WHERE seq >= ? AND seq < ?`,
+				first, first+seqWindow).Scan(&top); err != nil {
+				return err
+			}
+			next := max(top.Int64+1, first+1)
+			if next+int64(len(events)) >= first+seqWindow {
+				if err := q.queryRow(`SELECT MAX(seq) FROM events`).Scan(&top); err != nil {
+					return err
+				}
+				next = top.Int64 + 1
+			}
+			todo = todo[:0]
+			for i := range events {
+				events[i].Seq = next + int64(i)
+				todo = append(todo, &events[i])
+			}
+			continue
+		}
 		// Collisions: move each missed row just past the events already
 		// logged within a millisecond of its number, so it stays in time
 		// order; past everything when that window is full.
@@ -100,6 +130,29 @@ func (q *txq) appendEvents(events []meta.Event) error {
 		todo = missed
 	}
 	return fmt.Errorf("events: sequence numbers kept colliding after %d rounds: %w", maxEventRetries, errRetry)
+}
+
+// retractEvents deletes the rows of events this transaction inserted:
+// all but the missed ones.
+func (q *txq) retractEvents(events []meta.Event, missed []*meta.Event) error {
+	skip := make(map[int64]bool, len(missed))
+	for _, e := range missed {
+		skip[e.Seq] = true
+	}
+	var seqs []any
+	for i := range events {
+		if !skip[events[i].Seq] {
+			seqs = append(seqs, events[i].Seq)
+		}
+	}
+	for len(seqs) > 0 {
+		n := min(len(seqs), eventChunk)
+		if _, err := q.exec(`DELETE FROM events WHERE seq IN (?`+strings.Repeat(", ?", n-1)+`)`, seqs[:n]...); err != nil {
+			return err
+		}
+		seqs = seqs[n:]
+	}
+	return nil
 }
 
 // insertEvents inserts one chunk and returns the events whose seq was
@@ -156,11 +209,17 @@ func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
 
 // finishEvents are the audit events of finished claims.
 func finishEvents(rs []meta.FinishResult, actor string) []meta.Event {
-	out := make([]meta.Event, len(rs))
-	for i, r := range rs {
+	out := make([]meta.Event, 0, len(rs))
+	for _, r := range rs {
 		c := r.Claim
-		out[i] = meta.Event{At: c.DeletedAt, Kind: meta.FinishEventKind(c.DeleteReason), Namespace: c.Namespace,
-			ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason}
+		out = append(out, meta.Event{At: c.DeletedAt, Kind: meta.FinishEventKind(c.DeleteReason), Namespace: c.Namespace,
+			ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason})
+		if c.DeleteReason == meta.ReasonExpired && c.Reads == 0 {
+			// Nobody read it: a consumer is dead or misrouted. Its own
+			// kind, so that an operator can subscribe to just that.
+			out = append(out, meta.Event{At: c.DeletedAt, Kind: meta.EventExpiredUnread, Namespace: c.Namespace,
+				ClaimID: c.ID, BlobID: c.BlobID, Actor: actor, Reason: c.DeleteReason})
+		}
 	}
 	return out
 }
@@ -255,9 +314,23 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 		// range is a superset read from the primary key; rows numbered
 		// before that (small seqs) are filtered by at. An event whose seq
 		// was moved past its time is pruned a little later: the safe side.
+		//
+		// An enabled, active subscription holds back every event after
+		// its cursor (ADR 0240): the dispatcher has not delivered it yet.
+		// A lagging one (its cursor past the bound, MarkLagging) no
+		// longer does, so pruning stays bounded.
+		bound := before.UnixNano()
+		var held sql.NullInt64
+		if err := q.queryRow(`SELECT MIN(cursor_seq) FROM subscriptions WHERE enabled = 1 AND state = ?`,
+			meta.SubscriptionActive).Scan(&held); err != nil {
+			return err
+		}
+		if held.Valid && held.Int64+1 < bound {
+			bound = held.Int64 + 1
+		}
 		n, err = q.exec(`DELETE FROM events WHERE seq IN (
 			SELECT seq FROM events WHERE seq < ? AND at < ? ORDER BY seq LIMIT ?)`,
-			before.UnixNano(), before.UnixNano(), limit)
+			bound, before.UnixNano(), limit)
 		return err
 	})
 	if err != nil {

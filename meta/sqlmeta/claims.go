@@ -777,11 +777,19 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 			return err
 		}
 		c.ReleasedBy = append(c.ReleasedBy, consumer)
-		if err := q.appendEvents([]meta.Event{{At: now, Kind: meta.EventReleased, Namespace: c.Namespace,
-			ClaimID: c.ID, BlobID: c.BlobID, Actor: claimcheck.ActorFrom(q.ctx), Detail: consumer}}); err != nil {
+		events := []meta.Event{{At: now, Kind: meta.EventReleased, Namespace: c.Namespace,
+			ClaimID: c.ID, BlobID: c.BlobID, Actor: claimcheck.ActorFrom(q.ctx), Detail: consumer}}
+		all := len(c.ReleasedBy) >= max(c.Consumers, 1)
+		if all {
+			// The last expected consumer: what a fan-out producer waits
+			// to hear (ADR 0240), logged once, with the release itself.
+			events = append(events, meta.Event{At: now, Kind: meta.EventAllReleased, Namespace: c.Namespace,
+				ClaimID: c.ID, BlobID: c.BlobID, Actor: claimcheck.ActorFrom(q.ctx), Detail: consumer})
+		}
+		if err := q.appendEvents(events); err != nil {
 			return err
 		}
-		if len(c.ReleasedBy) < max(c.Consumers, 1) {
+		if !all {
 			return nil
 		}
 		dueAt, reason := lowerDue(c, now.Add(c.RetentionAfterRead), meta.ReasonReleased)

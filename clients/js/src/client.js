@@ -10,7 +10,7 @@ import { Payload, verifying } from './payload.js';
 import { uploadResumable } from './tus.js';
 
 /**
- * @import { ClaimInfo, ClaimPage, ClientOptions, ListOptions, NamespaceInfo, OffloadOptions,
+ * @import { ClaimEvent, ClaimInfo, ClaimPage, ClientOptions, FollowOptions, ListOptions, NamespaceInfo, OffloadOptions,
  *   PutBody, PutOptions, Ref, RefLike, ResumableUploadOptions, SignalOptions, UploadOptions } from './types.js'
  */
 /** @import { FetchLike, Runtime, UploadTarget } from './runtime.js' */
@@ -375,5 +375,95 @@ export class BaseClient {
     if (!isRef(value)) return /** @type {T} */ (value);
     const p = await this.redeem(value, { signal });
     return p.json();
+  }
+
+  /**
+   * The live stream of the key's tenant's events (GET /v1/events/stream,
+   * Server-Sent Events), as an async iterator: events as they happen,
+   * from now or after options.lastEventId. A broken connection is opened
+   * again after the last event yielded (Last-Event-ID), so none is missed
+   * or repeated; an error answer of the server (a filter it refuses, a
+   * key without the right) is thrown. Aborting options.signal ends it.
+   * Unlike EventSource it sends the API key, and works in Node too.
+   * @param {FollowOptions} [options]
+   * @returns {AsyncGenerator<ClaimEvent, void, void>}
+   */
+  async *events({ types, namespaces, labels, lastEventId, signal } = {}) {
+    const u = this.#url('v1/events/stream');
+    for (const t of types ?? []) u.searchParams.append('type', t);
+    for (const ns of namespaces ?? []) u.searchParams.append('ns', ns);
+    for (const [k, v] of Object.entries(labels ?? {})) u.searchParams.append('label', `${k}=${v}`);
+    let last = lastEventId;
+    while (!signal?.aborted) {
+      const headers = this.#headers({ Accept: 'text/event-stream' });
+      if (last) headers.set('Last-Event-ID', last);
+      let resp;
+      try {
+        resp = await this.#send('events stream', u, { headers, signal }, 200);
+      } catch (e) {
+        if (signal?.aborted) return;
+        const status = /** @type {ClaimcheckError} */ (e).status ?? 0;
+        if (!(e instanceof UnavailableError) && status < 500) throw e;
+        resp = undefined;
+      }
+      if (resp?.body) {
+        try {
+          for await (const [id, data] of sseMessages(resp.body)) {
+            /** @type {ClaimEvent} */
+            const ev = JSON.parse(data);
+            // The seq as a JSON number may have been rounded; the SSE id
+            // is its exact text.
+            ev.id = id;
+            if (id) last = id;
+            yield ev;
+          }
+        } catch (e) {
+          if (signal?.aborted) return;
+          // A broken stream: reconnect from the last event.
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+
+}
+
+/**
+ * The messages of a Server-Sent Events body: [id, data] for each that has
+ * data (comments and retry lines skipped).
+ * @param {ReadableStream<Uint8Array>} body
+ * @returns {AsyncGenerator<[string, string], void, void>}
+ */
+async function* sseMessages(body) {
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  let id = '';
+  /** @type {string[]} */
+  let data = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.search(/\r\n|\n|\r/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
+        if (line === '') {
+          if (data.length) yield [id, data.join('\n')];
+          data = [];
+          continue;
+        }
+        const colon = line.indexOf(':');
+        if (colon === 0) continue;
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') data.push(val);
+        else if (field === 'id') id = val;
+      }
+    }
+  } finally {
+    reader.releaseLock();
   }
 }

@@ -87,6 +87,31 @@
  */
 
 /**
+ * An event of the audit trail, as the live stream carries it.
+ * @typedef {object} ClaimEvent
+ * @property {number} seq Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
+ * @property {string} id The stream's id of the event, exact: give it as lastEventId to resume after it.
+ * @property {string} at
+ * @property {string} kind created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
+ * @property {string} [ns]
+ * @property {string} [tenant]
+ * @property {string} [claim_id]
+ * @property {string} [blob_id]
+ * @property {string} [actor]
+ * @property {string} [reason]
+ * @property {string} [detail]
+ */
+
+/**
+ * @typedef {object} FollowOptions
+ * @property {string[]} [types] Event kinds (default every kind).
+ * @property {string[]} [namespaces] Namespaces of the key's tenant (default every one).
+ * @property {Record<string, string>} [labels] Labels a claim must all have.
+ * @property {string} [lastEventId] Resume after this event (its seq); default: from now.
+ * @property {AbortSignal} [signal] Ends the stream.
+ */
+
+/**
  * @typedef {object} ClientOptions
  * @property {string} [apiKey] An API key (cck_…), sent as Authorization: Bearer on API calls, never to upload URLs.
  * @property {typeof fetch} [fetch] The fetch to use (default globalThis.fetch).

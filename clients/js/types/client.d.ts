@@ -137,6 +137,18 @@ export class BaseClient {
      * @returns {Promise<T>}
      */
     resolve<T = unknown>(value: T | Ref, { signal }?: SignalOptions): Promise<T>;
+    /**
+     * The live stream of the key's tenant's events (GET /v1/events/stream,
+     * Server-Sent Events), as an async iterator: events as they happen,
+     * from now or after options.lastEventId. A broken connection is opened
+     * again after the last event yielded (Last-Event-ID), so none is missed
+     * or repeated; an error answer of the server (a filter it refuses, a
+     * key without the right) is thrown. Aborting options.signal ends it.
+     * Unlike EventSource it sends the API key, and works in Node too.
+     * @param {FollowOptions} [options]
+     * @returns {AsyncGenerator<ClaimEvent, void, void>}
+     */
+    events({ types, namespaces, labels, lastEventId, signal }?: FollowOptions): AsyncGenerator<ClaimEvent, void, void>;
     #private;
 }
 import type { PutBody } from './types.js';
@@ -152,5 +164,7 @@ import type { NamespaceInfo } from './types.js';
 import type { UploadOptions } from './types.js';
 import type { ResumableUploadOptions } from './types.js';
 import type { OffloadOptions } from './types.js';
+import type { FollowOptions } from './types.js';
+import type { ClaimEvent } from './types.js';
 import type { ClientOptions } from './types.js';
 import type { Runtime } from './runtime.js';

@@ -82,6 +82,53 @@ export type NamespaceInfo = {
     } | undefined;
     retired?: boolean | undefined;
 };
+/**
+ * An event of the audit trail, as the live stream carries it.
+ */
+export type ClaimEvent = {
+    /**
+     * Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
+     */
+    seq: number;
+    /**
+     * The stream's id of the event, exact: give it as lastEventId to resume after it.
+     */
+    id: string;
+    at: string;
+    /**
+     * created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
+     */
+    kind: string;
+    ns?: string | undefined;
+    tenant?: string | undefined;
+    claim_id?: string | undefined;
+    blob_id?: string | undefined;
+    actor?: string | undefined;
+    reason?: string | undefined;
+    detail?: string | undefined;
+};
+export type FollowOptions = {
+    /**
+     * Event kinds (default every kind).
+     */
+    types?: string[] | undefined;
+    /**
+     * Namespaces of the key's tenant (default every one).
+     */
+    namespaces?: string[] | undefined;
+    /**
+     * Labels a claim must all have.
+     */
+    labels?: Record<string, string> | undefined;
+    /**
+     * Resume after this event (its seq); default: from now.
+     */
+    lastEventId?: string | undefined;
+    /**
+     * Ends the stream.
+     */
+    signal?: AbortSignal | undefined;
+};
 export type ClientOptions = {
     /**
      * An API key (cck_…), sent as Authorization: Bearer on API calls, never to upload URLs.

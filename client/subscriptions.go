@@ -1,0 +1,153 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// Subscriptions and the live stream of events (ADR 0240); they need a
+// tenant-wide admin key.
+
+// CreateSubscription makes a subscription of the key's tenant; the
+// answer carries its secret, which is never shown again.
+func (c *Client) CreateSubscription(ctx context.Context, spec claimcheck.SubscriptionSpec) (claimcheck.Subscription, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	req, err := c.newRequest(ctx, http.MethodPost, bytes.NewReader(b), "v1", "subscriptions")
+	if err != nil {
+		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	resp, err := c.do(req, http.StatusCreated, "create subscription", "")
+	if err != nil {
+		return claimcheck.Subscription{}, err
+	}
+	var sub claimcheck.Subscription
+	if err := decodeAnswer(resp, &sub); err != nil {
+		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	return sub, nil
+}
+
+// Subscriptions lists the key's tenant's subscriptions.
+func (c *Client) Subscriptions(ctx context.Context) ([]claimcheck.Subscription, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "subscriptions")
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions: %w", err)
+	}
+	resp, err := c.do(req, http.StatusOK, "subscriptions", "")
+	if err != nil {
+		return nil, err
+	}
+	var page api.SubscriptionsPage
+	if err := decodeAnswer(resp, &page); err != nil {
+		return nil, fmt.Errorf("subscriptions: %w", err)
+	}
+	return page.Subscriptions, nil
+}
+
+// DeleteSubscription removes a subscription.
+func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
+	req, err := c.newRequest(ctx, http.MethodDelete, nil, "v1", "subscriptions", id)
+	if err != nil {
+		return fmt.Errorf("delete subscription: %w", err)
+	}
+	return c.noContent(req, "delete subscription "+id, "")
+}
+
+// ResumeSubscription delivers again to a dead-lettered subscription.
+func (c *Client) ResumeSubscription(ctx context.Context, id string) error {
+	req, err := c.newRequest(ctx, http.MethodPost, nil, "v1", "subscriptions", id, "resume")
+	if err != nil {
+		return fmt.Errorf("resume subscription: %w", err)
+	}
+	return c.noContent(req, "resume subscription "+id, "")
+}
+
+// FollowEvents reads the live stream of the key's tenant's events that
+// f selects, from after event id after (0: from now), and calls fn with
+// each, until ctx ends or fn returns an error. A broken stream is opened
+// again after the last event received (Last-Event-ID), so fn sees every
+// event once, in order; a refusal by the server (a mistake in f, a key
+// without the right) ends it with that error.
+func (c *Client) FollowEvents(ctx context.Context, f claimcheck.EventFilter, after int64, fn func(claimcheck.Event) error) error {
+	v := url.Values{}
+	for _, t := range f.Types {
+		v.Add(api.QueryType, t)
+	}
+	for _, ns := range f.Namespaces {
+		v.Add(api.QueryNamespace, ns)
+	}
+	for k, val := range f.Labels {
+		v.Add(api.QueryLabel, k+"="+val)
+	}
+	for {
+		req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "events", "stream")
+		if err != nil {
+			return fmt.Errorf("events stream: %w", err)
+		}
+		req.URL.RawQuery = v.Encode()
+		req.Header.Set("Accept", "text/event-stream")
+		if after > 0 {
+			req.Header.Set(api.HeaderLastEvent, strconv.FormatInt(after, 10))
+		}
+		resp, err := c.do(req, http.StatusOK, "events stream", "")
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if e, ok := err.(*Error); ok && e.Status < 500 {
+				return err
+			}
+		} else {
+			after, err = readStream(resp, after, fn)
+			_ = resp.Body.Close()
+			if err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// readStream calls fn with each event of an SSE answer and returns the
+// id of the last one; an error is fn's.
+func readStream(resp *http.Response, after int64, fn func(claimcheck.Event) error) (int64, error) {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "data:"):
+			data = strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+		case line == "" && data != "":
+			var e claimcheck.Event
+			if err := json.Unmarshal([]byte(data), &e); err == nil {
+				if err := fn(e); err != nil {
+					return after, err
+				}
+				after = e.Seq
+			}
+			data = ""
+		}
+	}
+	return after, nil
+}

@@ -1,0 +1,95 @@
+package dispatch
+
+import (
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+)
+
+// Config is the subscriptions section of the config:
+//
+//	subscriptions:
+//	  allow_loopback_targets: false
+//	  allow_private_targets: false
+//	  concurrency: 4          # deliveries in flight per subscription
+//	  timeout: 10s            # one delivery, connection to answer
+//	  dead_letter_after: 24h  # an event failing this long stops its subscription
+//	  lag_bound: 72h          # a cursor older than this no longer holds back event pruning
+//	  targets:                # the operator's own receivers
+//	    - id: ops-expired
+//	      tenant: default
+//	      url: https://hooks.example.com/claimcheck
+//	      types: [expired_unread]
+//	      secret: whsec_...
+type Config struct {
+	// Disabled stops delivery from this process (subscriptions can still
+	// be managed; another replica delivers).
+	Disabled     bool `yaml:"disabled"`
+	TargetPolicy `yaml:",inline"`
+	// Concurrency is the deliveries in flight per subscription (default
+	// 4). Events of one claim are never in flight together, so they
+	// arrive in order.
+	Concurrency int `yaml:"concurrency"`
+	// Timeout bounds one delivery (default 10s).
+	Timeout time.Duration `yaml:"timeout"`
+	// DeadLetterAfter is how long the oldest undelivered event of a
+	// subscription may keep failing before the subscription is marked
+	// dead_lettered and delivery stops (default 24h).
+	DeadLetterAfter time.Duration `yaml:"dead_letter_after"`
+	// LagBound is how far behind a subscription's cursor may fall before
+	// it is marked lagging, after which event pruning no longer waits for
+	// it (default 72h).
+	LagBound time.Duration `yaml:"lag_bound"`
+	// Settle is how old an event must be before it is delivered: an
+	// event's seq is its time, stamped before its transaction commits, so
+	// a cursor may only pass times every transaction that could still
+	// write there has committed by (default 250ms; ADR 0240).
+	Settle time.Duration `yaml:"settle"`
+	// Interval is how often the dispatcher looks for new events (default
+	// 100ms).
+	Interval time.Duration `yaml:"interval"`
+	// BackoffMin and BackoffMax bound the wait before a failed delivery
+	// is tried again; it doubles per failure (defaults 1s and 5m).
+	BackoffMin time.Duration `yaml:"backoff_min"`
+	BackoffMax time.Duration `yaml:"backoff_max"`
+	// Batch is the events read per subscription and round (default
+	// 100); the cursor is stored after each, so it bounds what a killed
+	// dispatcher had in flight and its successor sends again.
+	Batch int `yaml:"batch"`
+	// Targets are subscriptions the operator names here; they are made,
+	// changed and removed with the config, and listed with source config.
+	Targets []Target `yaml:"targets"`
+}
+
+// Target is a subscription named in the config file.
+type Target struct {
+	ID                     string `yaml:"id"`
+	Tenant                 string `yaml:"tenant"` // default: the default tenant
+	URL                    string `yaml:"url"`
+	claimcheck.EventFilter `yaml:",inline"`
+	Secret                 string `yaml:"secret"` // required: whsec_...
+	Disabled               bool   `yaml:"disabled"`
+}
+
+// WithDefaults fills in the zero fields.
+func (c Config) WithDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Timeout, 10*time.Second)
+	def(&c.DeadLetterAfter, 24*time.Hour)
+	def(&c.LagBound, 72*time.Hour)
+	def(&c.Settle, 250*time.Millisecond)
+	def(&c.Interval, 100*time.Millisecond)
+	def(&c.BackoffMin, time.Second)
+	def(&c.BackoffMax, 5*time.Minute)
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.Batch <= 0 {
+		c.Batch = 100
+	}
+	return c
+}

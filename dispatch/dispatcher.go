@@ -1,0 +1,381 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// DispatchLease is the lease the delivering replica holds.
+const DispatchLease = "events-dispatch"
+
+// leaseTTL is how long a dispatcher that stopped renewing keeps the
+// lease: a replica killed mid-delivery is replaced after at most this.
+const leaseTTL = 10 * time.Second
+
+// SecretOpener returns the signing key of a subscription from its stored
+// secret (the engine unseals it with the master key).
+type SecretOpener func(s meta.Subscription) ([]byte, error)
+
+// Dispatcher delivers events to subscriptions while it holds the
+// DispatchLease.
+type Dispatcher struct {
+	cfg     Config
+	meta    meta.Store
+	open    SecretOpener
+	clock   clock.Clock
+	log     *slog.Logger
+	client  *http.Client
+	holder  string
+	metrics *metrics
+
+	mu      sync.Mutex
+	subs    map[string]*subState // by subscription id
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped bool
+}
+
+// subState is what the holder keeps of a subscription between rounds.
+type subState struct {
+	running  bool
+	next     time.Time      // no attempt before (backoff)
+	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
+	failures int
+}
+
+// New returns a dispatcher; Start runs it.
+func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Dispatcher {
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	host, _ := os.Hostname()
+	var b [6]byte
+	rand.Read(b[:])
+	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, client: cfg.Client(cfg.Timeout),
+		holder: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b), metrics: newMetrics(reg), subs: map[string]*subState{}}
+}
+
+// Start runs the dispatcher in the background and returns at once.
+func (d *Dispatcher) Start(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done != nil || d.stopped {
+		return
+	}
+	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	d.done = make(chan struct{})
+	go d.run(ctx)
+}
+
+// Stop ends the dispatcher and waits for its deliveries; idempotent. It
+// gives the lease up, so another replica takes over at once.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	cancel, done := d.cancel, d.done
+	d.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+func (d *Dispatcher) run(ctx context.Context) {
+	defer close(d.done)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(d.cfg.Interval)
+	defer t.Stop()
+	var renewed time.Time
+	held := false
+	for {
+		now := d.clock.Now()
+		// Renew at a third of the TTL: a write every few seconds, not
+		// every tick.
+		if !held || now.Sub(renewed) > leaseTTL/3 {
+			ok, err := d.meta.TryLease(ctx, DispatchLease, d.holder, now, leaseTTL)
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("dispatch: lease", "err", err)
+			}
+			if ok && !held {
+				d.forget() // a new term: what another holder sent is in the cursors
+			}
+			held, renewed = ok, now
+			if held {
+				if n, err := d.meta.MarkLagging(ctx, now.Add(-d.cfg.LagBound)); err == nil {
+					d.metrics.lagging.Set(float64(n))
+				} else if ctx.Err() == nil {
+					d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
+				}
+			}
+		}
+		if held {
+			d.tick(ctx, &wg)
+		}
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			if held {
+				if err := d.meta.ReleaseLease(context.WithoutCancel(ctx), DispatchLease, d.holder); err != nil {
+					d.log.Warn("dispatch: releasing the lease failed; it expires by itself", "err", err)
+				}
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Dispatcher) forget() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, st := range d.subs {
+		if !st.running {
+			delete(d.subs, id)
+		}
+	}
+}
+
+// tick starts a round for every subscription that is due and not in a
+// round already: a slow receiver holds up only its own subscription.
+func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
+	subs, err := d.meta.Subscriptions(ctx, "")
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("dispatch: read subscriptions", "err", err)
+		}
+		return
+	}
+	now := d.clock.Now()
+	dead := 0
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	live := map[string]bool{}
+	for _, s := range subs {
+		live[s.ID] = true
+		if s.State == meta.SubscriptionDeadLettered {
+			dead++
+		}
+		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
+			continue
+		}
+		st := d.subs[s.ID]
+		if st == nil {
+			st = &subState{sent: map[int64]bool{}}
+			d.subs[s.ID] = st
+		}
+		if st.running || now.Before(st.next) {
+			continue
+		}
+		st.running = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Batch after batch while they come full: the cursor is
+			// stored after each, so what a killed holder had in flight
+			// is at most one batch.
+			for more := true; more && ctx.Err() == nil; {
+				s, more = d.round(ctx, s, st)
+			}
+			d.mu.Lock()
+			st.running = false
+			d.mu.Unlock()
+		}()
+	}
+	for id, st := range d.subs {
+		if !live[id] && !st.running {
+			delete(d.subs, id)
+		}
+	}
+	d.metrics.deadLettered.Set(float64(dead))
+}
+
+// round delivers the subscription's next batch. Matching events are
+// spread over Concurrency lanes by claim, each lane in seq order and
+// stopping at its first failure, so a claim's events arrive in order and
+// one failing receiver call holds back only its lane's later events. The
+// cursor then moves over the prefix of the batch that was delivered or
+// filtered out; events delivered past a failure are remembered (sent)
+// and not sent again by this holder.
+//
+// It returns the subscription as it now stands, and whether the batch was
+// full and delivered, so the next one can follow at once.
+func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) (meta.Subscription, bool) {
+	now := d.clock.Now()
+	upTo := now.Add(-d.cfg.Settle).UnixNano()
+	if upTo <= s.Cursor {
+		return s, false
+	}
+	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
+		}
+		return s, false
+	}
+	if len(es) == 0 {
+		return s, false
+	}
+	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
+	lanes := make([][]int, d.cfg.Concurrency)
+	for i, e := range es {
+		if !Match(filter, e) || st.sent[e.Seq] {
+			continue
+		}
+		h := fnv.New32a()
+		if e.ClaimID != "" {
+			h.Write([]byte(e.ClaimID))
+		} else {
+			h.Write([]byte(EventID(e.Seq)))
+		}
+		l := int(h.Sum32() % uint32(len(lanes)))
+		lanes[l] = append(lanes[l], i)
+	}
+	var key []byte
+	var keyErr error
+	if key, keyErr = d.open(s); keyErr != nil {
+		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", keyErr)
+	}
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		if len(lane) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, i := range lane {
+				err := keyErr
+				if err == nil {
+					err = d.deliver(ctx, s, key, es[i])
+				}
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				st.sent[es[i].Seq] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	p := meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State}
+	for _, e := range es {
+		if Match(filter, e) && !st.sent[e.Seq] {
+			break
+		}
+		p.Cursor = e.Seq
+	}
+	// Counted once, when the cursor passes them; sent above the cursor
+	// stay remembered until it does.
+	p.Delivered = 0
+	for seq := range st.sent {
+		if seq <= p.Cursor {
+			p.Delivered++
+			delete(st.sent, seq)
+		}
+	}
+	if firstErr != nil && ctx.Err() != nil {
+		return s, false // stopping: the next holder goes on from the stored cursor
+	}
+	if firstErr != nil {
+		st.failures++
+		p.Attempts = s.Attempts + 1
+		p.LastError = firstErr.Error()
+		p.FailingSince = s.FailingSince
+		if p.Cursor > s.Cursor || p.FailingSince.IsZero() {
+			p.FailingSince = now // a new event at the head of the line
+			if p.Cursor > s.Cursor {
+				p.Attempts = 1
+			}
+		}
+		if now.Sub(p.FailingSince) >= d.cfg.DeadLetterAfter {
+			p.State = meta.SubscriptionDeadLettered
+			d.log.Error("dispatch: subscription dead-lettered: its oldest undelivered event kept failing",
+				"subscription", s.ID, "since", p.FailingSince, "err", firstErr)
+		}
+		st.next = now.Add(d.backoff(st.failures))
+		d.log.Warn("dispatch: delivery failed; retrying later", "subscription", s.ID, "attempts", p.Attempts,
+			"retry_in", st.next.Sub(now), "err", firstErr)
+	} else {
+		st.failures = 0
+	}
+	more := firstErr == nil && len(es) == d.cfg.Batch
+	if p.Cursor == s.Cursor && p.Attempts == s.Attempts && p.State == s.State {
+		return s, more
+	}
+	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, p); err != nil {
+		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
+		return s, false
+	}
+	s.Cursor, s.State, s.Attempts, s.FailingSince, s.LastError = p.Cursor, p.State, p.Attempts, p.FailingSince, p.LastError
+	return s, more
+}
+
+// backoff is the wait after the n-th failure in a row: doubling from
+// BackoffMin up to BackoffMax.
+func (d *Dispatcher) backoff(n int) time.Duration {
+	b := d.cfg.BackoffMin
+	for i := 1; i < n && b < d.cfg.BackoffMax; i++ {
+		b *= 2
+	}
+	return min(b, d.cfg.BackoffMax)
+}
+
+// deliver posts one event. Any 2xx is delivered; everything else (3xx
+// included: redirects are not followed) is a failure to retry.
+func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byte, e meta.FeedEvent) error {
+	body := NewCloudEvent(e).Marshal()
+	id := EventID(e.Seq)
+	now := d.clock.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("event %s: %w", id, err)
+	}
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("User-Agent", "claimcheck-dispatch")
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, fmt.Sprint(now.Unix()))
+	req.Header.Set(HeaderSignature, Sign(key, id, now, body))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		d.metrics.deliveries.WithLabelValues("error").Inc()
+		return fmt.Errorf("event %s: %w", id, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is kept
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		d.metrics.deliveries.WithLabelValues("refused").Inc()
+		return fmt.Errorf("event %s: %w: the receiver answered %s", id, errRefused, resp.Status)
+	}
+	d.metrics.deliveries.WithLabelValues("ok").Inc()
+	d.metrics.lag.Observe(d.clock.Now().Sub(e.At).Seconds())
+	return nil
+}
+
+var errRefused = errors.New("not delivered")

@@ -1,0 +1,24 @@
+// Package dispatch pushes claim events to subscribers over HTTP (ADR
+// 0240): the webhook dispatcher.
+//
+// The events table is a transactional outbox: every state change writes
+// its event in its own transaction (meta/sqlmeta/audit.go), and the
+// dispatcher reads the table from each subscription's cursor, posts the
+// matching events to the subscription's URL as CloudEvents 1.0 in the
+// structured JSON mode, signed the Standard Webhooks way (signature.go),
+// and moves the cursor in the metadata store once the receiver answered
+// 2xx. So a put writes nothing for a subscription and never waits for a
+// delivery, and a dispatcher that dies loses nothing: its successor
+// resumes after the cursor and sends again at most the events that were
+// in flight. One replica dispatches at a time, the holder of the
+// DispatchLease (the lease mechanism the sweeper uses).
+//
+// Targets are checked twice (target.go): the URL when a subscription is
+// made, and every address at connect time, so a name that resolves to a
+// private address later (DNS rebinding) is refused too. Redirects are not
+// followed.
+//
+// The dispatcher is given what it needs (the metadata store, a function
+// that opens a subscription's secret, the clock) and never calls back
+// into the engine.
+package dispatch

@@ -1,0 +1,46 @@
+package dispatch
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	deliveries   *prometheus.CounterVec
+	lag          prometheus.Histogram
+	lagging      prometheus.Gauge
+	deadLettered prometheus.Gauge
+}
+
+// newMetrics registers the dispatcher's metrics on reg (nil: not
+// registered):
+//
+//	claimcheck_event_deliveries_total{result}    ok, refused (not 2xx), error (no answer)
+//	claimcheck_event_delivery_lag_seconds        event written to receiver's 2xx
+//	claimcheck_subscriptions_lagging             behind lag_bound: pruning no longer waits for them
+//	claimcheck_subscriptions_dead_lettered       delivery stopped
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "claimcheck_event_deliveries_total",
+			Help: "Webhook deliveries of events, by result (ok, refused: an answer other than 2xx, error: no answer).",
+		}, []string{"result"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "claimcheck_event_delivery_lag_seconds",
+			Help:    "Time from an event's change to its receiver's 2xx.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}),
+		lagging: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "claimcheck_subscriptions_lagging",
+			Help: "Enabled subscriptions whose cursor is older than subscriptions.lag_bound: event pruning no longer waits for them.",
+		}),
+		deadLettered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "claimcheck_subscriptions_dead_lettered",
+			Help: "Subscriptions whose delivery stopped after an event kept failing past subscriptions.dead_letter_after.",
+		}),
+	}
+	for _, r := range []string{"ok", "refused", "error"} {
+		m.deliveries.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.deliveries, m.lag, m.lagging, m.deadLettered)
+	}
+	return m
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/dispatch"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Subscriptions (ADR 0240): the engine validates them, seals their
+// secrets with the master key and keeps them in the metadata store; the
+// dispatcher (package dispatch) delivers. A subscription belongs to one
+// tenant and only ever reads that tenant's events.
+
+var subscriptionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// maxFilterItems bounds each list of a filter.
+const maxFilterItems = 64
+
+// checkFilter validates a filter; prefix names its fields in errors.
+func checkFilter(prefix string, f claimcheck.EventFilter) error {
+	if len(f.Types) > maxFilterItems || len(f.Namespaces) > maxFilterItems || len(f.Labels) > maxFilterItems {
+		return invalidf("%s: at most %d types, namespaces and labels each", prefix, maxFilterItems)
+	}
+	for _, t := range f.Types {
+		if !slices.Contains(claimcheck.EventKinds, t) {
+			return invalidf("%stypes: unknown event type %q; known: %v", prefix, t, claimcheck.EventKinds)
+		}
+	}
+	for _, ns := range f.Namespaces {
+		if err := claimcheck.ValidateNamespace(ns); err != nil {
+			return fmt.Errorf("%snamespaces: %w", prefix, err)
+		}
+	}
+	for k, v := range f.Labels {
+		if k == "" || len(k) > 63 || len(v) > 256 {
+			return invalidf("%slabels: %q=%q: a key of 1 to 63 characters and a value of at most 256", prefix, k, v)
+		}
+	}
+	return nil
+}
+
+// sealSecret is the stored form of a signing secret: sealed with the
+// master key when one is set.
+func (s *Store) sealSecret(id, secret string) ([]byte, string) {
+	if s.keys == nil {
+		return []byte(secret), ""
+	}
+	return s.keys.Seal("subscription/"+id, []byte(secret)), s.keys.ID()
+}
+
+// openSecret returns a subscription's signing key.
+func (s *Store) openSecret(sub meta.Subscription) ([]byte, error) {
+	secret := sub.Secret
+	if sub.SecretKeyID != "" {
+		if s.keys == nil {
+			return nil, fmt.Errorf("%w: the secret of subscription %s is sealed with master key %s, but no master_key is set",
+				claimcheck.ErrUnavailable, sub.ID, sub.SecretKeyID)
+		}
+		var err error
+		if secret, err = s.keys.Open("subscription/"+sub.ID, sub.SecretKeyID, sub.Secret); err != nil {
+			return nil, err
+		}
+	}
+	return dispatch.ParseSecret("secret", string(secret))
+}
+
+// CreateSubscription makes a subscription of tenant. Its answer is the
+// only one that carries the secret.
+func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec claimcheck.SubscriptionSpec) (claimcheck.Subscription, error) {
+	if err := claimcheck.ValidateTenant(tenant); err != nil {
+		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	if spec.Secret == "" {
+		spec.Secret = dispatch.NewSecret()
+	}
+	sub, err := s.newSubscription(tenant, spec, "")
+	if err != nil {
+		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	if err := s.meta.CreateSubscription(ctx, sub); err != nil {
+		if errors.Is(err, meta.ErrConflict) {
+			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", invalidf("id: %q is taken", sub.ID))
+		}
+		return claimcheck.Subscription{}, metaErr("create subscription", err)
+	}
+	out := publicSubscription(sub)
+	out.Secret = spec.Secret
+	return out, nil
+}
+
+// newSubscription validates spec and makes the row.
+func (s *Store) newSubscription(tenant string, spec claimcheck.SubscriptionSpec, field string) (meta.Subscription, error) {
+	if spec.ID == "" {
+		spec.ID = newID("sub_", s.clock.Now())
+	}
+	if !subscriptionIDPattern.MatchString(spec.ID) {
+		return meta.Subscription{}, invalidf("%sid: %q: letters, digits, '.', '-' and '_', at most 64", field, spec.ID)
+	}
+	if spec.URL == "" {
+		return meta.Subscription{}, invalidf("%surl: required", field)
+	}
+	if err := s.targets.CheckURL(field+"url", spec.URL); err != nil {
+		return meta.Subscription{}, fmt.Errorf("%w: %w", claimcheck.ErrInvalidArgument, err)
+	}
+	if err := checkFilter(field, spec.EventFilter); err != nil {
+		return meta.Subscription{}, err
+	}
+	if _, err := dispatch.ParseSecret(field+"secret", spec.Secret); err != nil {
+		return meta.Subscription{}, fmt.Errorf("%w: %w", claimcheck.ErrInvalidArgument, err)
+	}
+	sealed, keyID := s.sealSecret(spec.ID, spec.Secret)
+	now := s.clock.Now()
+	return meta.Subscription{ID: spec.ID, Tenant: tenant, URL: spec.URL, Types: spec.Types, Namespaces: spec.Namespaces,
+		Labels: spec.Labels, Secret: sealed, SecretKeyID: keyID, Enabled: true, Source: meta.SourceAPI, CreatedAt: now,
+		// A new subscription starts with the events from now on: the
+		// history is in the audit trail.
+		Cursor: now.UnixNano(), State: meta.SubscriptionActive}, nil
+}
+
+// Subscriptions lists tenant's subscriptions, without their secrets.
+func (s *Store) Subscriptions(ctx context.Context, tenant string) ([]claimcheck.Subscription, error) {
+	if err := claimcheck.ValidateTenant(tenant); err != nil {
+		return nil, fmt.Errorf("subscriptions: %w", err)
+	}
+	subs, err := s.meta.Subscriptions(ctx, tenant)
+	if err != nil {
+		return nil, metaErr("subscriptions", err)
+	}
+	out := make([]claimcheck.Subscription, len(subs))
+	for i, sub := range subs {
+		out[i] = publicSubscription(sub)
+	}
+	return out, nil
+}
+
+// DeleteSubscription removes a subscription of tenant made over the API.
+func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error {
+	if err := s.meta.DeleteSubscription(ctx, tenant, id); err != nil {
+		return metaErr("delete subscription "+id, err)
+	}
+	return nil
+}
+
+// ResumeSubscription restarts delivery to a dead-lettered subscription
+// of tenant, from the event that kept failing.
+func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error {
+	if err := s.meta.ResumeSubscription(ctx, tenant, id); err != nil {
+		return metaErr("resume subscription "+id, err)
+	}
+	return nil
+}
+
+func publicSubscription(sub meta.Subscription) claimcheck.Subscription {
+	out := claimcheck.Subscription{ID: sub.ID, Tenant: sub.Tenant, URL: sub.URL,
+		EventFilter: claimcheck.EventFilter{Types: sub.Types, Namespaces: sub.Namespaces, Labels: sub.Labels},
+		Enabled:     sub.Enabled, Source: sub.Source, State: sub.State, Cursor: sub.Cursor, Delivered: sub.Delivered,
+		Attempts: sub.Attempts, LastError: sub.LastError, CreatedAt: sub.CreatedAt}
+	if !sub.FailingSince.IsZero() {
+		t := sub.FailingSince
+		out.FailingSince = &t
+	}
+	return out
+}
+
+// syncTargets makes the config's targets the subscriptions of source
+// config. A target keeps its cursor across restarts; a new one starts
+// from now.
+func (s *Store) syncTargets(ctx context.Context, targets []dispatch.Target) error {
+	subs := make([]meta.Subscription, 0, len(targets))
+	seen := map[string]bool{}
+	for i, t := range targets {
+		field := fmt.Sprintf("subscriptions.targets[%d].", i)
+		tenant := t.Tenant
+		if tenant == "" {
+			tenant = claimcheck.DefaultTenant
+		}
+		if err := claimcheck.ValidateTenant(tenant); err != nil {
+			return fmt.Errorf("%stenant: %w", field, err)
+		}
+		if t.ID == "" || seen[t.ID] {
+			return invalidf("%sid: required, and unique among the targets", field)
+		}
+		seen[t.ID] = true
+		if t.Secret == "" {
+			return invalidf("%ssecret: required (whsec_ and the base64 of 24 to 64 random bytes)", field)
+		}
+		sub, err := s.newSubscription(tenant, claimcheck.SubscriptionSpec{ID: t.ID, URL: t.URL, EventFilter: t.EventFilter, Secret: t.Secret}, field)
+		if err != nil {
+			return err
+		}
+		sub.Source, sub.Enabled = meta.SourceConfig, !t.Disabled
+		subs = append(subs, sub)
+	}
+	if err := s.meta.SyncConfigSubscriptions(ctx, subs); err != nil {
+		return metaErr("subscriptions.targets", err)
+	}
+	return nil
+}
+
+// StreamEvents returns the next events of tenant's live stream after
+// seq after that filter selects, and the seq to resume after (past the
+// events filtered out too). Like the dispatcher, it reads only events
+// old enough that no transaction can still write before them
+// (subscriptions.settle), so a stream resumed after its last id misses
+// nothing.
+func (s *Store) StreamEvents(ctx context.Context, tenant string, f claimcheck.EventFilter, after int64, limit int) ([]claimcheck.Event, int64, error) {
+	if err := claimcheck.ValidateTenant(tenant); err != nil {
+		return nil, after, fmt.Errorf("events stream: %w", err)
+	}
+	if err := checkFilter("", f); err != nil {
+		return nil, after, fmt.Errorf("events stream: %w", err)
+	}
+	upTo := s.clock.Now().Add(-s.settle).UnixNano()
+	if after == 0 {
+		after = upTo // a stream without a Last-Event-ID starts now
+	}
+	if upTo <= after {
+		return nil, after, nil
+	}
+	es, err := s.meta.FeedEvents(ctx, tenant, after, upTo, limit)
+	if err != nil {
+		return nil, after, metaErr("events stream", err)
+	}
+	var out []claimcheck.Event
+	for _, e := range es {
+		if dispatch.Match(f, e) {
+			out = append(out, dispatch.Public(e))
+		}
+		after = e.Seq
+	}
+	return out, after, nil
+}

@@ -1,0 +1,288 @@
+package sqlmeta
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// Subscriptions and the event feed (ADR 0240); see meta.SubscriptionStore.
+
+const subscriptionColumns = `id, tenant, url, types, namespaces, labels, secret, secret_key_id, enabled, source,
+	created_at, cursor_seq, state, failing_since, attempts, last_error, delivered`
+
+func subscriptionArgs(s meta.Subscription) []any {
+	labels := ""
+	if len(s.Labels) > 0 {
+		b, _ := json.Marshal(s.Labels) // a map of strings always marshals
+		labels = string(b)
+	}
+	state := s.State
+	if state == "" {
+		state = meta.SubscriptionActive
+	}
+	source := s.Source
+	if source == "" {
+		source = meta.SourceAPI
+	}
+	return []any{s.ID, s.Tenant, s.URL, strings.Join(s.Types, ","), strings.Join(s.Namespaces, ","), labels,
+		base64.StdEncoding.EncodeToString(s.Secret), s.SecretKeyID, boolInt(s.Enabled), source,
+		s.CreatedAt.UnixNano(), s.Cursor, state, unixOrZero(s.FailingSince), s.Attempts, s.LastError, s.Delivered}
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func (q *txq) insertSubscription(s meta.Subscription) error {
+	_, err := q.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, subscriptionArgs(s)...)
+	return err
+}
+
+// CreateSubscription inserts a subscription; see meta.SubscriptionStore.
+func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) error {
+	err := s.write(ctx, func(q *txq) error {
+		var one int
+		err := q.queryRow(`SELECT 1 FROM subscriptions WHERE id = ?`, sub.ID).Scan(&one)
+		if err == nil {
+			return fmt.Errorf("id taken: %w", meta.ErrConflict)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return q.insertSubscription(sub)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: create subscription %s: %w", sub.ID, err)
+	}
+	return nil
+}
+
+// SyncConfigSubscriptions makes the config's subscriptions the given
+// ones; see meta.SubscriptionStore.
+func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscription) error {
+	err := s.write(ctx, func(q *txq) error {
+		have, err := q.subscriptions(`WHERE source = ?`, meta.SourceConfig)
+		if err != nil {
+			return err
+		}
+		kept := map[string]bool{}
+		for _, sub := range subs {
+			sub.Source = meta.SourceConfig
+			kept[sub.ID] = true
+			a := subscriptionArgs(sub) // id, tenant, url, types, namespaces, labels, secret, secret_key_id, enabled
+			n, err := q.exec(`UPDATE subscriptions SET tenant = ?, url = ?, types = ?, namespaces = ?, labels = ?,
+				secret = ?, secret_key_id = ?, enabled = ? WHERE id = ? AND source = ?`,
+				a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], sub.ID, meta.SourceConfig)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				if err := q.insertSubscription(sub); err != nil {
+					return fmt.Errorf("%s (is the id taken by a subscription made over the API?): %w", sub.ID, err)
+				}
+			}
+		}
+		for _, h := range have {
+			if !kept[h.ID] {
+				if _, err := q.exec(`DELETE FROM subscriptions WHERE id = ?`, h.ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: subscriptions of the config: %w", err)
+	}
+	return nil
+}
+
+func (q *txq) subscriptions(where string, args ...any) ([]meta.Subscription, error) {
+	rows, err := q.query(`SELECT `+subscriptionColumns+` FROM subscriptions `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []meta.Subscription
+	for rows.Next() {
+		var s meta.Subscription
+		var types, nss, labels, secret string
+		var enabled int
+		var created, failing int64
+		if err := rows.Scan(&s.ID, &s.Tenant, &s.URL, &types, &nss, &labels, &secret, &s.SecretKeyID, &enabled, &s.Source,
+			&created, &s.Cursor, &s.State, &failing, &s.Attempts, &s.LastError, &s.Delivered); err != nil {
+			return nil, err
+		}
+		s.Types, s.Namespaces, s.Enabled = splitList(types), splitList(nss), enabled != 0
+		if labels != "" {
+			if err := json.Unmarshal([]byte(labels), &s.Labels); err != nil {
+				return nil, fmt.Errorf("subscription %s: labels: %w", s.ID, err)
+			}
+		}
+		if s.Secret, err = base64.StdEncoding.DecodeString(secret); err != nil {
+			return nil, fmt.Errorf("subscription %s: secret: %w", s.ID, err)
+		}
+		s.CreatedAt = time.Unix(0, created).UTC()
+		if failing != 0 {
+			s.FailingSince = time.Unix(0, failing).UTC()
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Subscriptions lists a tenant's subscriptions; see
+// meta.SubscriptionStore.
+func (s *Store) Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error) {
+	var out []meta.Subscription
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		if tenant == "" {
+			out, err = q.subscriptions(``)
+		} else {
+			out, err = q.subscriptions(`WHERE tenant = ?`, tenant)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSubscription deletes one; see meta.SubscriptionStore.
+func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error {
+	err := s.write(ctx, func(q *txq) error {
+		n, err := q.exec(`DELETE FROM subscriptions WHERE id = ? AND tenant = ? AND source = ?`, id, tenant, meta.SourceAPI)
+		if err == nil && n == 0 {
+			err = meta.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: delete subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// ResumeSubscription puts one back to active; see meta.SubscriptionStore.
+func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error {
+	err := s.write(ctx, func(q *txq) error {
+		n, err := q.exec(`UPDATE subscriptions SET state = ?, enabled = 1, failing_since = 0, attempts = 0
+			WHERE id = ? AND tenant = ?`, meta.SubscriptionActive, id, tenant)
+		if err == nil && n == 0 {
+			err = meta.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: resume subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// AdvanceSubscription records a round's progress; see
+// meta.SubscriptionStore.
+func (s *Store) AdvanceSubscription(ctx context.Context, id string, p meta.SubscriptionProgress) error {
+	err := s.write(ctx, func(q *txq) error {
+		_, err := q.exec(`UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq < ? THEN ? ELSE cursor_seq END,
+			state = ?, failing_since = ?, attempts = ?, last_error = ?, delivered = delivered + ? WHERE id = ?`,
+			p.Cursor, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: advance subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// MarkLagging moves subscriptions between active and lagging; see
+// meta.SubscriptionStore. Seqs are event times in nanoseconds (audit.go),
+// so a cursor compares with a time.
+func (s *Store) MarkLagging(ctx context.Context, bound time.Time) (int, error) {
+	var n int
+	err := s.write(ctx, func(q *txq) error {
+		if _, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND enabled = 1 AND cursor_seq < ?`,
+			meta.SubscriptionLagging, meta.SubscriptionActive, bound.UnixNano()); err != nil {
+			return err
+		}
+		if _, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND cursor_seq >= ?`,
+			meta.SubscriptionActive, meta.SubscriptionLagging, bound.UnixNano()); err != nil {
+			return err
+		}
+		return q.queryRow(`SELECT COUNT(*) FROM subscriptions WHERE state = ? AND enabled = 1`, meta.SubscriptionLagging).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlmeta: mark lagging subscriptions: %w", err)
+	}
+	return n, nil
+}
+
+// FeedEvents reads events with their tenant and claim labels; see
+// meta.SubscriptionStore. A claim event's tenant is its namespace's (the
+// namespaces row records it); an administrative event carries its own.
+func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]meta.FeedEvent, error) {
+	const tenantOf = `CASE WHEN e.tenant <> '' THEN e.tenant ELSE COALESCE(n.tenant, '') END`
+	query := `SELECT e.seq, e.at, e.kind, e.namespace, e.claim_id, e.blob_id, e.detail, e.actor, e.reason, ` + tenantOf + `,
+			COALESCE(c.labels, '')
+		FROM events e
+		LEFT JOIN namespaces n ON n.name = e.namespace AND e.namespace <> ''
+		LEFT JOIN claims c ON c.id = e.claim_id AND e.claim_id <> ''
+		WHERE e.seq > ? AND e.seq <= ?`
+	args := []any{afterSeq, upTo}
+	if tenant != "" {
+		query += ` AND ` + tenantOf + ` = ?`
+		args = append(args, tenant)
+	}
+	query += ` ORDER BY e.seq LIMIT ?`
+	args = append(args, limit)
+	var out []meta.FeedEvent
+	err := s.read(ctx, func(q *txq) error {
+		out = out[:0]
+		rows, err := q.query(query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e meta.FeedEvent
+			var at int64
+			var labels string
+			if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason,
+				&e.Tenant, &labels); err != nil {
+				return err
+			}
+			e.At = time.Unix(0, at).UTC()
+			if labels != "" {
+				if err := json.Unmarshal([]byte(labels), &e.Labels); err != nil {
+					return fmt.Errorf("event %d: labels of claim %s: %w", e.Seq, e.ClaimID, err)
+				}
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: event feed after %d: %w", afterSeq, err)
+	}
+	return out, nil
+}

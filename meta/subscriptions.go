@@ -1,0 +1,116 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// Subscriptions: receivers of a tenant's claim events over HTTP (ADR
+// 0240). The events table is their outbox: the dispatcher reads it from
+// each subscription's cursor and moves the cursor after a receiver took
+// the events, so a subscription needs no row per event and a put writes
+// nothing for it.
+
+// Subscription states. A subscription is delivered to while it is
+// enabled and active or lagging; dead_lettered stops delivery until an
+// operator resumes it.
+const (
+	SubscriptionActive       = "active"        // delivering; its cursor holds back event pruning
+	SubscriptionLagging      = "lagging"       // its cursor fell behind the retention bound: pruning no longer waits for it
+	SubscriptionDeadLettered = "dead_lettered" // an event kept failing past the bound: delivery stopped
+)
+
+// Subscription sources: made over the API, or named in the config file
+// (re-read at every start; the API cannot remove those).
+const (
+	SourceAPI    = "api"
+	SourceConfig = "config"
+)
+
+// Subscription is one receiver of events and its delivery progress.
+type Subscription struct {
+	ID         string
+	Tenant     string
+	URL        string
+	Types      []string          // event kinds delivered; empty: every kind
+	Namespaces []string          // namespaces delivered; empty: every namespace of Tenant
+	Labels     map[string]string // labels a claim must have (all of them); empty: no filter
+	// Secret is the signing secret as stored: sealed with the master key
+	// when one is set (SecretKeyID names it), else as given. It is never
+	// listed back to a client.
+	Secret      []byte
+	SecretKeyID string
+	Enabled     bool
+	Source      string
+	CreatedAt   time.Time
+
+	// Cursor is the seq of the newest event every earlier one of which
+	// was delivered or filtered out: delivery resumes after it.
+	Cursor int64
+	State  string
+	// FailingSince is when the event at the cursor first failed (zero:
+	// not failing); Attempts counts its failed attempts and LastError
+	// says what the last one met.
+	FailingSince time.Time
+	Attempts     int
+	LastError    string
+	Delivered    int64 // events delivered, in all
+}
+
+// SubscriptionProgress is what one delivery round changes on a
+// subscription.
+type SubscriptionProgress struct {
+	Cursor       int64 // never moved back
+	State        string
+	FailingSince time.Time
+	Attempts     int
+	LastError    string
+	Delivered    int64 // added to the total
+}
+
+// FeedEvent is an event as the dispatcher and the live stream read it:
+// its tenant resolved (a claim's through its namespace) and the labels
+// of its claim.
+type FeedEvent struct {
+	Event
+	Labels map[string]string
+}
+
+// SubscriptionStore keeps subscriptions and reads the event feed. Part of
+// Store.
+type SubscriptionStore interface {
+	// CreateSubscription inserts s. ErrConflict if its id is taken.
+	CreateSubscription(ctx context.Context, s Subscription) error
+
+	// SyncConfigSubscriptions makes the subscriptions of source config
+	// the given ones, in one transaction: new ones inserted, changed ones
+	// updated with their progress kept, missing ones deleted.
+	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
+
+	// Subscriptions returns the subscriptions of tenant ("" every
+	// tenant's), ordered by id.
+	Subscriptions(ctx context.Context, tenant string) ([]Subscription, error)
+
+	// DeleteSubscription deletes a subscription of tenant made over the
+	// API. ErrNotFound if there is none.
+	DeleteSubscription(ctx context.Context, tenant, id string) error
+
+	// ResumeSubscription puts a dead-lettered or disabled subscription of
+	// tenant back to active, its failure count cleared. ErrNotFound if
+	// there is none.
+	ResumeSubscription(ctx context.Context, tenant, id string) error
+
+	// AdvanceSubscription records a delivery round's progress. The cursor
+	// only moves forward.
+	AdvanceSubscription(ctx context.Context, id string, p SubscriptionProgress) error
+
+	// MarkLagging marks lagging the active, enabled subscriptions whose
+	// cursor is before bound, and active again the lagging ones that
+	// caught up; it returns how many are lagging now.
+	MarkLagging(ctx context.Context, bound time.Time) (int, error)
+
+	// FeedEvents returns up to limit events with afterSeq < seq <= upTo,
+	// in seq order, with their tenant and labels. tenant "" reads every
+	// tenant's.
+	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error)
+}

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/server/api"
+)
+
+// Subscriptions and the live stream of events (ADR 0240). Both belong
+// to the caller's tenant: with API keys the key's (a tenant-wide admin
+// key, targetNone), without keys the tenant query parameter or the
+// default tenant.
+
+// subscriptionStore is what the subscription routes need of the store.
+type subscriptionStore interface {
+	// CreateSubscription makes a subscription of tenant; its answer is
+	// the only one that carries the secret.
+	CreateSubscription(ctx context.Context, tenant string, spec claimcheck.SubscriptionSpec) (claimcheck.Subscription, error)
+	// Subscriptions lists tenant's subscriptions, without secrets.
+	Subscriptions(ctx context.Context, tenant string) ([]claimcheck.Subscription, error)
+	// DeleteSubscription and ResumeSubscription act on a subscription of
+	// tenant made over the API; another tenant's is ErrNotFound.
+	DeleteSubscription(ctx context.Context, tenant, id string) error
+	ResumeSubscription(ctx context.Context, tenant, id string) error
+	// StreamEvents returns tenant's next events after seq after that f
+	// selects, and the seq to go on after.
+	StreamEvents(ctx context.Context, tenant string, f claimcheck.EventFilter, after int64, limit int) ([]claimcheck.Event, int64, error)
+}
+
+// requestTenant is the tenant a tenant-wide request acts for. With API
+// keys naming another tenant is not_found, like another tenant's
+// namespace.
+func requestTenant(r *http.Request) (string, error) {
+	tenant := r.URL.Query().Get(api.QueryTenant)
+	if key, ok := KeyFrom(r.Context()); ok {
+		if tenant != "" && tenant != key.Tenant {
+			return "", fmt.Errorf("%w: tenant %q", claimcheck.ErrNotFound, tenant)
+		}
+		return key.Tenant, nil
+	}
+	if tenant == "" {
+		tenant = claimcheck.DefaultTenant
+	}
+	return tenant, nil
+}
+
+// createSubscription answers POST /v1/subscriptions: 201 and the
+// subscription, with its secret.
+func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		return invalidf("subscription body: %v", err)
+	}
+	var spec claimcheck.SubscriptionSpec
+	if err := api.DecodeJSON(b, `subscription body (want {"url":"https://…","types":["…"],"namespaces":["…"],"labels":{…},"secret":"whsec_…"})`, &spec); err != nil {
+		return err
+	}
+	sub, err := s.claims.CreateSubscription(r.Context(), tenant, spec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, sub)
+	return nil
+}
+
+// listSubscriptions answers GET /v1/subscriptions.
+func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	subs, err := s.claims.Subscriptions(r.Context(), tenant)
+	if err != nil {
+		return err
+	}
+	if subs == nil {
+		subs = []claimcheck.Subscription{}
+	}
+	writeJSON(w, http.StatusOK, api.SubscriptionsPage{Subscriptions: subs})
+	return nil
+}
+
+// deleteSubscription answers DELETE /v1/subscriptions/{id}.
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	if err := s.claims.DeleteSubscription(r.Context(), tenant, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// resumeSubscription answers POST /v1/subscriptions/{id}/resume.
+func (s *Server) resumeSubscription(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	if err := s.claims.ResumeSubscription(r.Context(), tenant, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Live stream timing: how often it looks for new events, how often an
+// idle stream sends a comment so that proxies keep it open, and the
+// events read at a time.
+const (
+	streamPoll      = 200 * time.Millisecond
+	streamHeartbeat = 15 * time.Second
+	streamPage      = 500
+)
+
+// eventStream answers GET /v1/events/stream: Server-Sent Events, one
+// per event (id: its seq, event: its kind, data: its JSON), from after
+// Last-Event-ID (or ?last_event_id=), else from now. A mistake in the
+// request is answered as JSON before the stream starts.
+func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	f, after, err := api.ParseStreamQuery(r.URL.Query(), r.Header.Get(api.HeaderLastEvent))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	es, after, err := s.claims.StreamEvents(ctx, tenant, f, after, streamPage)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// A client that reconnects waits a second, then sends the id of the
+	// last event it received.
+	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
+		return nil
+	}
+	idle := time.Now()
+	for {
+		for _, e := range es {
+			data, _ := json.Marshal(e) // an Event always marshals
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data); err != nil {
+				return nil // the client went away
+			}
+		}
+		if len(es) > 0 {
+			idle = time.Now()
+		} else if time.Since(idle) >= streamHeartbeat {
+			if _, err := io.WriteString(w, ": idle\n\n"); err != nil {
+				return nil
+			}
+			idle = time.Now()
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+		if len(es) < streamPage {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(streamPoll):
+			}
+		}
+		if es, after, err = s.claims.StreamEvents(ctx, tenant, f, after, streamPage); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("events stream", "tenant", tenant, "err", err)
+			}
+			return nil // the stream has begun: the client reconnects from its last id
+		}
+	}
+}

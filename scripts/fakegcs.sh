@@ -47,7 +47,7 @@ start() {
     # from a browser sends besides Content-Type.
     setsid "$bin" -scheme http -host 127.0.0.1 -port "$port" -public-host "127.0.0.1:$port" \
       -external-url "http://127.0.0.1:$port" -backend filesystem -filesystem-root "$dir/fakegcs/data" \
-      -cors-headers X-Goog-Content-Length-Range -log-level error \
+      -cors-headers X-Goog-Content-Length-Range,X-Goog-If-Generation-Match -log-level error \
       >"$dir/fakegcs/server.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" >"$dir/fakegcs/pid"

@@ -26,12 +26,15 @@ const (
 )
 
 // PresignPut implements blob.Presigner with a blob SAS for exactly this
-// blob, that only creates and writes it (sp=cw: no read, no delete, no
-// list), until now+ttl (the upload's url_ttl, or its confirm_by when
-// sooner). The PUT is a Put Blob, which needs the header x-ms-blob-type:
+// blob that may only create it (sp=c: no overwrite, no read, no delete,
+// no list), until now+ttl (the upload's url_ttl, or its confirm_by when
+// sooner). Create-only is what keeps a confirmed object as confirmed:
+// the URL stays valid after the confirm, and with write permission its
+// holder could replace the bytes of a blob that dedup may share with
+// other claims. The PUT is a Put Blob, which needs the header x-ms-blob-type:
 // BlockBlob. A SAS cannot bind the body's length or sha256: another body
-// is stored, and the confirm, which hashes the object, refuses it (ADR
-// 0230). With an account key the SAS is signed by it; with an Azure AD
+// is stored, and the confirm, which hashes the object, refuses and
+// deletes it, so the client can PUT again (ADR 0230). With an account key the SAS is signed by it; with an Azure AD
 // identity it is a user delegation SAS, signed by a delegation key
 // fetched from the service (the identity needs the
 // generateUserDelegationKey action, part of Storage Blob Data
@@ -53,7 +56,7 @@ func (b *Bucket) PresignPut(ctx context.Context, key string, size int64, sha256H
 		Protocol:      sas.ProtocolHTTPSandHTTP,
 		StartTime:     now.Add(-clockSkew).UTC(),
 		ExpiryTime:    expires.UTC(),
-		Permissions:   (&sas.BlobPermissions{Create: true, Write: true}).String(),
+		Permissions:   (&sas.BlobPermissions{Create: true}).String(),
 		ContainerName: b.name,
 		BlobName:      b.prefix + key,
 	}

@@ -22,7 +22,7 @@ const corsMarker = "X-Claimcheck-Rule-"
 // CORSRequestHeaders implements blob.CORSConfigurer: the headers of a V4
 // signed PUT (PresignPut).
 func (b *Bucket) CORSRequestHeaders() []string {
-	return []string{"Content-Type", lengthRangeHeader}
+	return []string{"Content-Type", lengthRangeHeader, createOnlyHeader}
 }
 
 // CORSRules implements blob.CORSConfigurer. GCS has one header list per

@@ -52,6 +52,8 @@ create_container() {
 start() {
   local dir=$1
   local bin; bin=$(binary)
+  # A throw-away server: whatever an earlier one left is dropped.
+  rm -rf "$dir/azurite/data"
   mkdir -p "$dir/azurite/data"
   local key; key=$(head -c 64 /dev/urandom | base64 -w0)
   local port tries=0 pid

@@ -37,6 +37,8 @@ binary() {
 start() {
   local dir=$1
   local bin; bin=$(binary)
+  # A throw-away server: whatever an earlier one left is dropped.
+  rm -rf "$dir/fakegcs/data"
   mkdir -p "$dir/fakegcs/data"
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/fakegcs/signer.pem" 2>/dev/null
   local port tries=0 pid

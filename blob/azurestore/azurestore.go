@@ -253,7 +253,11 @@ func (b *Bucket) checkAccess(ctx context.Context) error {
 		return fmt.Errorf("container %s does not exist: create it (az storage container create --name %s) or fix the name", b.name, b.name)
 	case bloberror.HasCode(err, bloberror.AuthenticationFailed, bloberror.InvalidAuthenticationInfo, bloberror.NoAuthenticationInformation):
 		return fmt.Errorf("container %s: the credentials were refused: %w (check the account key or connection string)", b.name, err)
-	case bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure):
+	case bloberror.HasCode(err, bloberror.AuthorizationFailure):
+		// Azure's answer to a SAS or network rule that does not allow
+		// the request; Azurite's to a wrong account key.
+		return fmt.Errorf("container %s: the credentials were refused: %w (check the account key, connection string or SAS, and the account's network rules)", b.name, err)
+	case bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch):
 		return fmt.Errorf("container %s: %w: grant Storage Blob Data Contributor on the container to the identity", b.name, err)
 	case err != nil:
 		return fmt.Errorf("container %s: %w", b.name, err)

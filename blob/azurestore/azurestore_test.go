@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +74,25 @@ func TestAzureSASCreatesOnly(t *testing.T) {
 	_ = r.Close()
 	if string(got) != "first" {
 		t.Fatalf("blob = %q, want the first PUT's bytes", got)
+	}
+}
+
+// TestAzureOpenErrors: what is wrong is said at open, with what to do.
+func TestAzureOpenErrors(t *testing.T) {
+	u := testsvc.AzureURL(t)
+	conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	if _, err := blob.Open(t.Context(), "azblob://no-such-container"); err == nil || !strings.Contains(err.Error(), "container no-such-container does not exist: create it") {
+		t.Errorf("Open of a missing container = %v", err)
+	}
+	if _, err := blob.Open(t.Context(), u+"?bogus=1"); err == nil || !strings.Contains(err.Error(), `unknown parameter "bogus"`) {
+		t.Errorf("Open with an unknown parameter = %v", err)
+	}
+	// Another key of the right length: the emulator checks Shared Key
+	// signatures as Azure does.
+	i := strings.Index(conn, "AccountKey=") + len("AccountKey=")
+	wrong := conn[:i] + strings.Repeat("A", 86) + "==" + conn[strings.Index(conn[i:], ";")+i:]
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", wrong)
+	if _, err := blob.Open(t.Context(), u); err == nil || !strings.Contains(err.Error(), "the credentials were refused") {
+		t.Errorf("Open with a wrong key = %v", err)
 	}
 }

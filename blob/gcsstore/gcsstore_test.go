@@ -67,3 +67,27 @@ func TestGCSSignedURLCreatesOnly(t *testing.T) {
 		t.Errorf("X-Goog-Expires = %d, want the ttl, 60", exp)
 	}
 }
+
+// TestGCSOpenErrors: what is wrong is said at open, with what to do.
+// fake-gcs-server checks no credentials, so wrong credentials and a
+// missing permission are not tried here (checkAccess asks GCS's
+// testIamPermissions, which the emulator does not have).
+func TestGCSOpenErrors(t *testing.T) {
+	u, err := url.Parse(testsvc.GCSURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "no-such-bucket"
+	for _, tc := range []struct{ url, want string }{
+		{u.String(), "bucket no-such-bucket does not exist: create it"},
+		{"gs://b?bogus=1", `unknown parameter "bogus"`},
+		{"gs://b?endpoint=ftp://x", "endpoint"},
+		{"gs://b?anonymous=maybe", "anonymous"},
+		{"gs://b?private_key_path=/k.pem", "private_key_path without access_id"},
+	} {
+		_, err := blob.Open(t.Context(), tc.url)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%s) = %v, want an error containing %q", tc.url, err, tc.want)
+		}
+	}
+}

@@ -33,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -292,13 +291,4 @@ func ptr[T any](v T) *T { return &v }
 // blockBlob is the client of key's block blob, under the URL's prefix.
 func (b *Bucket) blockBlob(key string) *blockblob.Client {
 	return b.container.NewBlockBlobClient(b.prefix + key)
-}
-
-// responseCode is the Azure error code of err ("" if none).
-func responseCode(err error) string {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.ErrorCode
-	}
-	return ""
 }

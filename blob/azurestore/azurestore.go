@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 	}
 	q := u.Query()
 	for k := range q {
-		if !contains(params, k) {
+		if !slices.Contains(params, k) {
 			return fail(fmt.Errorf("unknown parameter %q (want %s)", k, strings.Join(params, ", ")))
 		}
 	}
@@ -135,15 +136,6 @@ func startFrom(prefix string) func(token string) func(as func(any) bool) error {
 			return nil
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // newService builds the blob service client from the first credentials

@@ -2,10 +2,8 @@ package azurestore
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
@@ -40,14 +38,11 @@ const (
 // generateUserDelegationKey action, part of Storage Blob Data
 // Contributor).
 func (b *Bucket) PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (blob.PresignedPut, error) {
-	if sum, err := hex.DecodeString(sha256Hex); err != nil || len(sum) != 32 || strings.ToLower(sha256Hex) != sha256Hex {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
+	if err := blob.CheckPresign(key, size, sha256Hex, ttl, maxPresignTTL); err != nil {
+		return blob.PresignedPut{}, err
 	}
-	if size < 0 || size > maxPutBlob {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: want 0 to %d bytes (one Put Blob; send larger payloads as resumable uploads)", key, size, int64(maxPutBlob))
-	}
-	if ttl <= 0 || ttl > maxPresignTTL {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxPresignTTL)
+	if size > maxPutBlob {
+		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: at most %d bytes go in one Put Blob; send larger payloads as resumable uploads", key, size, int64(maxPutBlob))
 	}
 	now := time.Now()
 	expires := now.Add(ttl)

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -89,7 +90,7 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 	}
 	q := u.Query()
 	for k := range q {
-		if !contains(params, k) {
+		if !slices.Contains(params, k) {
 			return fail(fmt.Errorf("unknown parameter %q (want %s)", k, strings.Join(params, ", ")))
 		}
 	}
@@ -165,15 +166,6 @@ func startOffset(prefix string) func(token string) func(as func(any) bool) error
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // neededPermissions are what the store does to objects: write, read,
 // list (the backstop, fsck), delete (collection) and compose's
 // create-and-delete (appends).
@@ -207,7 +199,7 @@ func (b *Bucket) checkAccess(ctx context.Context) error {
 	}
 	var missing []string
 	for _, p := range neededPermissions {
-		if !contains(granted, p) {
+		if !slices.Contains(granted, p) {
 			missing = append(missing, p)
 		}
 	}

@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -35,14 +34,8 @@ const lengthRangeHeader = "X-Goog-Content-Length-Range"
 // the confirm, which hashes the object, refuses and deletes them, so the
 // client can PUT again (ADR 0230).
 func (b *Bucket) PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (blob.PresignedPut, error) {
-	if sum, err := hex.DecodeString(sha256Hex); err != nil || len(sum) != 32 || strings.ToLower(sha256Hex) != sha256Hex {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
-	}
-	if size < 0 {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: must not be negative", key, size)
-	}
-	if ttl <= 0 || ttl > maxPresignTTL {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxPresignTTL)
+	if err := blob.CheckPresign(key, size, sha256Hex, ttl, maxPresignTTL); err != nil {
+		return blob.PresignedPut{}, err
 	}
 	expires := time.Now().Add(ttl)
 	length := fmt.Sprintf("%d,%d", size, size)

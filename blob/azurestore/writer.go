@@ -1,7 +1,6 @@
 package azurestore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -58,10 +58,25 @@ type writer struct {
 	ctx    context.Context
 	key    string
 	bb     *blockblob.Client
-	id     uint32 // of this write, in its block IDs
-	buf    bytes.Buffer
+	id     uint32   // of this write, in its block IDs
+	buf    []byte   // from blockBuffers, once written to
 	blocks []string // staged so far
 	closed bool
+}
+
+// blockBuffers recycles the block buffers of writes, each of
+// writeBlockSize: a busy server writes many objects at once, and a
+// buffer allocated whole (not grown by doubling, which would pass the
+// block size) keeps a write's memory at one block.
+var blockBuffers = sync.Pool{New: func() any { b := make([]byte, 0, writeBlockSize); return &b }}
+
+// release returns the buffer to the pool.
+func (w *writer) release() {
+	if w.buf != nil {
+		b := w.buf[:0]
+		blockBuffers.Put(&b)
+		w.buf = nil
+	}
 }
 
 // writeBlockID names block n of the write: as long as blockID's names,
@@ -74,13 +89,16 @@ func (w *writer) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, fmt.Errorf("blob: write %s: writer is closed", w.key)
 	}
+	if w.buf == nil && len(p) > 0 {
+		w.buf = (*blockBuffers.Get().(*[]byte))[:0]
+	}
 	written := 0
 	for len(p) > 0 {
-		n := min(len(p), writeBlockSize-w.buf.Len())
-		w.buf.Write(p[:n])
+		n := min(len(p), writeBlockSize-len(w.buf))
+		w.buf = append(w.buf, p[:n]...)
 		p = p[n:]
 		written += n
-		if w.buf.Len() == writeBlockSize && len(p) > 0 {
+		if len(w.buf) == writeBlockSize && len(p) > 0 {
 			if err := w.stage(); err != nil {
 				return written, err
 			}
@@ -92,11 +110,11 @@ func (w *writer) Write(p []byte) (int, error) {
 // stage sends the buffer as the next block.
 func (w *writer) stage() error {
 	id := w.blockID(len(w.blocks))
-	if _, err := w.bb.StageBlock(w.ctx, id, streaming(w.buf.Bytes()), nil); err != nil {
+	if _, err := w.bb.StageBlock(w.ctx, id, streaming(w.buf), nil); err != nil {
 		return fmt.Errorf("blob: write %s: stage block %d: %w", w.key, len(w.blocks), err)
 	}
 	w.blocks = append(w.blocks, id)
-	w.buf.Reset()
+	w.buf = w.buf[:0]
 	return nil
 }
 
@@ -108,15 +126,19 @@ func (w *writer) Close() error {
 	}
 	w.closed = true
 	if err := w.ctx.Err(); err != nil {
+		w.release()
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
 	if len(w.blocks) == 0 {
-		if _, err := w.bb.Upload(w.ctx, streaming(w.buf.Bytes()), &blockblob.UploadOptions{HTTPHeaders: octetStream}); err != nil {
+		if _, err := w.bb.Upload(w.ctx, streaming(w.buf), &blockblob.UploadOptions{HTTPHeaders: octetStream}); err != nil {
+			// Not recycled: the transport may still read a failed
+			// request's body.
 			return fmt.Errorf("blob: write %s: %w", w.key, err)
 		}
+		w.release()
 		return nil
 	}
-	if w.buf.Len() > 0 {
+	if len(w.buf) > 0 {
 		if err := w.stage(); err != nil {
 			return err
 		}
@@ -124,6 +146,7 @@ func (w *writer) Close() error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("blob: write %s: %w", w.key, err)
 	}
+	w.release()
 	if _, err := w.bb.CommitBlockList(w.ctx, w.blocks, &blockblob.CommitBlockListOptions{HTTPHeaders: octetStream}); err != nil {
 		return fmt.Errorf("blob: write %s: commit %d blocks: %w", w.key, len(w.blocks), err)
 	}

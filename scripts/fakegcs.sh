@@ -67,8 +67,11 @@ start() {
       return 1
     fi
   done
-  curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"name\":\"$bucket\"}" \
-    "http://127.0.0.1:$port/storage/v1/b?project=claimcheck-test" >/dev/null
+  if ! curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"name\":\"$bucket\"}" \
+    "http://127.0.0.1:$port/storage/v1/b?project=claimcheck-test" >/dev/null; then
+    stop "$dir" # not left running without its bucket
+    return 1
+  fi
   log "fake-gcs-server on 127.0.0.1:$port (objects in $dir/fakegcs/data, bucket $bucket)"
   echo "export TEST_GCS_URL='gs://$bucket?endpoint=http://127.0.0.1:$port&anonymous=true&access_id=$signer&private_key_path=$dir/fakegcs/signer.pem'"
 }

@@ -66,6 +66,8 @@ func (f *fakeAbilities) AbortAppend(context.Context, string, string) error {
 	return nil
 }
 
+func (f *fakeAbilities) CORSRequestHeaders() []string { return nil }
+
 func (f *fakeAbilities) CORSRules(context.Context) ([]blob.CORSRule, error) {
 	f.calls = append(f.calls, "CORSRules")
 	return []blob.CORSRule{{ID: "c"}}, nil

@@ -28,8 +28,11 @@ package blob
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -173,4 +176,21 @@ type Appender interface {
 	// Calling it again, or after CompleteAppend (then it deletes the
 	// object), is not an error.
 	AbortAppend(ctx context.Context, key, handle string) error
+}
+
+// CheckPresign checks PresignPut's arguments the same way for every
+// backend: sha256Hex is 64 lowercase hex digits, size is not negative,
+// and ttl is positive and at most maxTTL (the longest the service's
+// signatures last). Errors read "blob: presign KEY: ...".
+func CheckPresign(key string, size int64, sha256Hex string, ttl, maxTTL time.Duration) error {
+	if sum, err := hex.DecodeString(sha256Hex); err != nil || len(sum) != 32 || strings.ToLower(sha256Hex) != sha256Hex {
+		return fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
+	}
+	if size < 0 {
+		return fmt.Errorf("blob: presign %s: size %d: must not be negative", key, size)
+	}
+	if ttl <= 0 || ttl > maxTTL {
+		return fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxTTL)
+	}
+	return nil
 }

@@ -30,6 +30,10 @@ var ErrCORSUnsupported = errors.New("the storage service does not support bucket
 // (internal/bucketsetup) checks them (and writes its own rule when
 // asked), like the lifecycle rules.
 type CORSConfigurer interface {
+	// CORSRequestHeaders are the headers a browser sends with the
+	// store's presigned PUT (PresignPut's Headers): a rule must allow
+	// each for the PUT to pass the browser's preflight.
+	CORSRequestHeaders() []string
 	// CORSRules returns the bucket's rules (none: an empty slice).
 	CORSRules(ctx context.Context) ([]CORSRule, error)
 	// PutCORSRules replaces the bucket's whole CORS configuration.

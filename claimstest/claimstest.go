@@ -94,6 +94,12 @@ type Harness struct {
 	// URL a client PUTs to (server.UploadURL). nil when every upload
 	// comes with its URL (the client, S3 storage).
 	UploadURL func(claimcheck.Upload) claimcheck.Upload
+	// UploadsTakeAnyBytes says the upload URLs are taken with any body,
+	// and only ConfirmUpload, which hashes what was stored, refuses
+	// other bytes than declared (GCS signed URLs and Azure SAS URLs
+	// cannot bind a sha256). The suite then checks that confirm refuses
+	// them and that the client can PUT the right bytes after that.
+	UploadsTakeAnyBytes bool
 	// RotateMasterKey restarts the implementation over the same data and
 	// the same clock with a new master key, the current one kept as a
 	// previous key, and returns the restarted harness. nil: the rotation

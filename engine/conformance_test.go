@@ -5,6 +5,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/internal/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 // The embedded store under the contract's conformance suite: a fresh
@@ -23,5 +24,22 @@ func TestConformanceServices(t *testing.T) {
 	enginetest.SkipWithoutServices(t)
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
 		return enginetest.Open(t, enginetest.Services, opts).Harness()
+	})
+}
+
+// TestConformanceGCS and TestConformanceAzure run the suite on
+// PostgreSQL and each cloud's emulator (fake-gcs-server, Azurite): upload
+// URLs are V4 signed URLs and SAS URLs there.
+func TestConformanceGCS(t *testing.T) {
+	testsvc.GCSURL(t)
+	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
+		return enginetest.Open(t, enginetest.ServicesGCS, opts).Harness()
+	})
+}
+
+func TestConformanceAzure(t *testing.T) {
+	testsvc.AzureURL(t)
+	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
+		return enginetest.Open(t, enginetest.ServicesAzure, opts).Harness()
 	})
 }

@@ -38,6 +38,7 @@ type rsBundle struct {
 	clock  *clock.Fake
 	s3     *s3.Client
 	bucket string
+	cloud  bool // a bucket of its own on fake-gcs-server or Azurite
 	// claimObjects is how many objects committed claims hold: what
 	// assertNothingLeft allows in the bucket.
 	claimObjects int
@@ -46,13 +47,19 @@ type rsBundle struct {
 // resumableWindow is confirm_within in every namespace of the tests.
 const resumableWindow = 10 * time.Minute
 
-// resumableBackends runs fn on SQLite + files and on PostgreSQL + MinIO.
+// resumableBackends runs fn on SQLite + files and on PostgreSQL + MinIO,
+// + fake-gcs-server and + Azurite (appends as multipart uploads, composed
+// objects and staged blocks).
 func resumableBackends(t *testing.T, fn func(t *testing.T, b *rsBundle)) {
-	t.Run("file", func(t *testing.T) { fn(t, setupResumable(t, false)) })
-	t.Run("s3", func(t *testing.T) { fn(t, setupResumable(t, true)) })
+	t.Run("file", func(t *testing.T) { fn(t, setupResumable(t, "")) })
+	t.Run("s3", func(t *testing.T) { fn(t, setupResumable(t, "s3")) })
+	t.Run("gcs", func(t *testing.T) { fn(t, setupResumable(t, "gcs")) })
+	t.Run("azure", func(t *testing.T) { fn(t, setupResumable(t, "azure")) })
 }
 
-func setupResumable(t *testing.T, s3 bool) *rsBundle {
+// setupResumable opens a store on SQLite and files (storage ""), or on
+// PostgreSQL and storage "s3", "gcs" or "azure".
+func setupResumable(t *testing.T, storage string) *rsBundle {
 	t.Helper()
 	up := claimcheck.UploadPolicy{ConfirmWithin: claimcheck.Duration(resumableWindow), URLTTL: claimcheck.Duration(time.Minute)}
 	cfg := Config{
@@ -71,10 +78,16 @@ func setupResumable(t *testing.T, s3 bool) *rsBundle {
 		Logger:  slog.New(slog.DiscardHandler),
 	}
 	b := &rsBundle{t: t, clock: cfg.Clock.(*clock.Fake)}
-	if s3 {
-		dsn, _ := testsvc.Postgres(t)
-		cfg.Metadata = dsn
+	switch storage {
+	case "s3":
 		cfg.Storage, b.s3, b.bucket = testsvc.S3(t)
+	case "gcs":
+		cfg.Storage, b.cloud = testsvc.GCS(t), true
+	case "azure":
+		cfg.Storage, b.cloud = testsvc.Azure(t), true
+	}
+	if storage != "" {
+		cfg.Metadata, _ = testsvc.Postgres(t)
 	}
 	s, err := Open(context.Background(), cfg)
 	if err != nil {
@@ -147,6 +160,15 @@ func (b *rsBundle) assertNothingLeft(keys ...string) {
 	for _, k := range keys {
 		if _, err := b.s.blobs.Attributes(b.t.Context(), k); err == nil {
 			b.t.Errorf("object %s is still there", k)
+		}
+	}
+	if b.cloud {
+		objs, _, err := b.s.blobs.List(b.t.Context(), "", "", 1000)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if len(objs) != b.claimObjects {
+			b.t.Errorf("%d objects in the bucket (%v), want the %d of committed claims", len(objs), objs, b.claimObjects)
 		}
 	}
 	if b.s3 == nil {
@@ -330,7 +352,7 @@ func TestResumableDigestMismatch(t *testing.T) {
 // TestResumableLimits: max_size and the quota are checked when the
 // upload starts, with the put's errors.
 func TestResumableLimits(t *testing.T) {
-	b := setupResumable(t, false)
+	b := setupResumable(t, "")
 	_, err := b.s.StartResumable(t.Context(), "tiny", claimcheck.ResumableRequest{Size: 2 << 10})
 	if !errors.Is(err, claimcheck.ErrTooLarge) || !strings.Contains(err.Error(), "max_size") {
 		t.Errorf("start past max_size = %v, want ErrTooLarge naming max_size", err)
@@ -417,7 +439,7 @@ func TestResumableAbandoned(t *testing.T) {
 // to confirm_within from then, so an upload that keeps sending outlives
 // its first deadline, and one that stops is reaped on time.
 func TestResumableDeadlineFollowsProgress(t *testing.T) {
-	b := setupResumable(t, false)
+	b := setupResumable(t, "")
 	data := randData(t, 3000)
 	u := b.start("plain", len(data), "")
 	for i := range 2 {
@@ -714,7 +736,7 @@ func (s *slowBody) Read(p []byte) (int, error) {
 // deadline would pass keeps the upload alive (the deadline follows the
 // bytes within a request too), and completes.
 func TestResumableLongChunk(t *testing.T) {
-	b := setupResumable(t, false)
+	b := setupResumable(t, "")
 	data := randData(t, 64<<10)
 	u := b.start("plain", len(data), claimcheck.DigestOf(data))
 	body := &slowBody{t: t, b: b, data: data, piece: 8 << 10, step: resumableWindow * 6 / 10}

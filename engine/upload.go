@@ -317,6 +317,15 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
 	}
 	retry := c.DueAt.UTC().Format(time.RFC3339)
+	if size != up.Size || digest != up.Digest {
+		// Wrong bytes are deleted, so the client can PUT again: the
+		// upload URLs of GCS and Azure store any body, and only create
+		// an object that does not exist, so that nobody can change it
+		// once it is confirmed (ADR 0230). The key is this upload's own.
+		if derr := s.blobs.Delete(ctx, up.Key); derr != nil {
+			s.log.Warn("confirm upload: deleting the object with the wrong bytes failed; a new PUT may be refused until the upload is reaped", "upload", id, "err", derr)
+		}
+	}
 	if size != up.Size {
 		return claimcheck.Ref{}, fmt.Errorf("%s: %w: the uploaded object has %d bytes, %d were declared (upload it again and confirm before %s)",
 			op, claimcheck.ErrChecksumMismatch, size, up.Size, retry)

@@ -5,6 +5,8 @@
 #
 #   ./scripts/bench-rss.sh            # 1 GiB of random bytes
 #   SIZE_MB=256 ./scripts/bench-rss.sh
+#   STORAGE="$TEST_GCS_URL" ./scripts/bench-rss.sh     # on another storage
+#   STORAGE="$TEST_AZURE_URL" ./scripts/bench-rss.sh   # (scripts/fakegcs.sh, azurite.sh)
 #
 # Everything lives in a temporary directory that is removed at the end.
 set -euo pipefail
@@ -23,6 +25,7 @@ trap cleanup EXIT
 go build -o "$work/claimcheck" ./cmd/claimcheck
 head -c "$((size_mb << 20))" /dev/urandom > "$work/payload"
 
+if [ -n "${STORAGE:-}" ]; then export CLAIMCHECK_STORAGE="$STORAGE"; fi
 "$work/claimcheck" serve --data "$work/data" --listen 127.0.0.1:0 2> "$work/server.log" &
 server_pid=$!
 url=$(serve_url "$work/server.log")
@@ -34,7 +37,7 @@ kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 cmp "$work/payload" "$work/copy"
 server_kib=$(kib "$server_pid")
 
-printf 'payload: %d MiB (random bytes, default zstd policy)\n' "$size_mb"
+printf 'payload: %d MiB (random bytes, default zstd policy), storage: %s\n' "$size_mb" "${STORAGE:-files}"
 mib() { awk -v k="$1" 'BEGIN { printf "%6.1f MiB", k / 1024 }'; }
 echo "peak RSS  server: $(mib "$server_kib")"
 echo "peak RSS  put:    $(mib "$(cat "$work/put.rss")")"

@@ -27,6 +27,8 @@ server_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   if [ -n "$services_started" ]; then
+    ./scripts/fakegcs.sh stop "$work" >/dev/null 2>&1 || true
+    ./scripts/azurite.sh stop "$work" >/dev/null 2>&1 || true
     ./scripts/minio.sh stop "$work" >/dev/null 2>&1 || true
     ./scripts/postgres.sh stop "$work" >/dev/null 2>&1 || true
   fi
@@ -36,10 +38,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -z "${TEST_DATABASE_URL:-}" ] || [ -z "${TEST_S3_URL:-}" ]; then
+if [ -z "${TEST_DATABASE_URL:-}" ] || [ -z "${TEST_S3_URL:-}" ] || [ -z "${TEST_GCS_URL:-}" ] || [ -z "${TEST_AZURE_URL:-}" ]; then
   services_started=1
   if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$work"); eval "$env"; fi
   if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
+  if [ -z "${TEST_GCS_URL:-}" ]; then env=$(./scripts/fakegcs.sh start "$work"); eval "$env"; fi
+  if [ -z "${TEST_AZURE_URL:-}" ] && command -v npm >/dev/null; then env=$(./scripts/azurite.sh start "$work"); eval "$env"; fi
 fi
 
 rows=()
@@ -108,6 +112,16 @@ for c in json-1MiB random-1MiB 64KiB-16w 64KiB-64w; do
 done
 for c in json-1MiB random-1MiB 64KiB-16w 64KiB-64w; do
   row "serve (PostgreSQL + MinIO) vs MinIO: $c" "× MinIO" "$(metric "$work/minio.txt" "BenchmarkVersusMinIO/postgres-minio/$c" ratio)" 0.8 ">="
+done
+
+# Google Cloud Storage and Azure Blob Storage on their emulators:
+# `claimcheck serve` (PostgreSQL + the emulator) against the cloud's own
+# Go SDK on the same emulator.
+bench "$work/clouds.txt" ./internal/systemtest 'VersusCloudEmulators$' "$((rounds / 2))x"
+for cl in gcs azure; do
+  for c in json-1MiB random-1MiB; do
+    row "serve (PostgreSQL + $cl emulator) vs its SDK: $c" "× SDK" "$(metric "$work/clouds.txt" "BenchmarkVersusCloudEmulators/$cl/$c" ratio)" 0.8 ">="
+  done
 done
 
 bench "$work/s3.txt" ./engine 'S3PutRedeem1MiB$' "${rounds}x"

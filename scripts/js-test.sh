@@ -4,7 +4,9 @@
 # tree, and end to end in a headless Chromium (the system's; installed
 # with apt-get when missing and we are root, as scripts/postgres.sh does
 # for PostgreSQL). With TEST_S3_URL set (scripts/minio.sh) the browser
-# suite also runs against MinIO. Before the suites, tsc checks the
+# suite also runs against MinIO, with TEST_GCS_URL (scripts/fakegcs.sh)
+# against fake-gcs-server, with TEST_AZURE_URL (scripts/azurite.sh)
+# against Azurite. Before the suites, tsc checks the
 # sources' JSDoc types, that types/ is what it generates, and that a
 # TypeScript user's code compiles against it (test/types.ts). Without Node
 # the suites are skipped, and without a Chromium the browser suite is,

@@ -38,6 +38,8 @@ work=$(mktemp -d)
 services_started=
 cleanup() {
   if [ -n "$services_started" ]; then
+    ./scripts/fakegcs.sh stop "$work" || true
+    ./scripts/azurite.sh stop "$work" || true
     ./scripts/minio.sh stop "$work" || true
     ./scripts/postgres.sh stop "$work" || true
     ./scripts/goaws.sh stop "$work" || true
@@ -47,10 +49,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM # run the EXIT trap on a signal too
 
-# Real PostgreSQL, MinIO and goaws for the suites that need them,
-# started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
+# Real PostgreSQL, MinIO, goaws, fake-gcs-server and Azurite for the suites
+# that need them, started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
 # skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
-# TEST_S3_URL or TEST_SQS_ENDPOINT already set is used as it is.
+# TEST_S3_URL, TEST_SQS_ENDPOINT, TEST_GCS_URL or TEST_AZURE_URL already set
+# is used as it is.
 if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   echo "== services"
   services_started=1
@@ -58,6 +61,11 @@ if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
   # goaws (SQS and SNS) for integrations/sqs, beside MinIO for its S3 side.
   if [ -z "${TEST_SQS_ENDPOINT:-}" ]; then env=$(./scripts/goaws.sh start "$work"); eval "$env"; fi
+  # The emulators of Google Cloud Storage and Azure Blob Storage, for
+  # blob/gcsstore, blob/azurestore, the engine's conformance suite and
+  # the browser suite: started once for the whole run.
+  if [ -z "${TEST_GCS_URL:-}" ]; then env=$(./scripts/fakegcs.sh start "$work"); eval "$env"; fi
+  if [ -z "${TEST_AZURE_URL:-}" ] && command -v npm >/dev/null; then env=$(./scripts/azurite.sh start "$work"); eval "$env"; fi
 fi
 
 # Every go test run's output also goes to one log, summed up at the end.

@@ -28,6 +28,12 @@ func TestOpen(t *testing.T) {
 		{url: "file://" + dir + "?bogus=1", err: "bogus"},
 		{url: "ftp://example.com/x", err: `unsupported scheme "ftp"`},
 		{url: "/plain/path", err: `unsupported scheme ""`},
+		// Opening a GCS bucket or an Azure container checks it at once;
+		// these are refused before any request.
+		{url: "gs://", err: "no bucket"},
+		{url: "gs://b?bogus=1", err: `unknown parameter "bogus"`},
+		{url: "azblob://", err: "no container"},
+		{url: "azblob://c?bogus=1", err: `unknown parameter "bogus"`},
 		// Opening an S3 bucket makes no request, so this needs no server.
 		{url: "s3://bucket?endpoint=http://127.0.0.1:1&region=us-east-1&use_path_style=true", batch: true},
 	} {

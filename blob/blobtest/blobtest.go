@@ -31,6 +31,24 @@ import (
 // may share their objects (the same bucket) or not.
 func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 	t.Helper()
+	RunWith(t, open, Options{})
+}
+
+// Options adapt the suite to what a service does not check. Each is
+// empty, or names the missing check and why the engine is safe without
+// it; the subtests that need the check then skip, saying so.
+type Options struct {
+	// PresignLengthUnchecked: the service stores a body of another length
+	// than a presigned URL was signed for.
+	PresignLengthUnchecked string
+	// PresignSumUnchecked: the service stores other bytes than the
+	// sha256 a presigned URL was signed for.
+	PresignSumUnchecked string
+}
+
+// RunWith is Run for a service that lacks a check opts names.
+func RunWith(t *testing.T, open func(t *testing.T) blob.Store, opts Options) {
+	t.Helper()
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, h *harness)
@@ -51,7 +69,9 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, setup(t, open))
+			h := setup(t, open)
+			h.opts = opts
+			tc.fn(t, h)
 		})
 	}
 }
@@ -60,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 type harness struct {
 	store  blob.Store
 	prefix string
+	opts   Options
 
 	mu      sync.Mutex
 	written []string

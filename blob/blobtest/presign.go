@@ -53,25 +53,32 @@ func testPresignPut(t *testing.T, h *harness) {
 
 	t.Run("Accepted", func(t *testing.T) {
 		key := h.key("presigned")
-		if code := send(t, key, int64(len(data)), data); code != http.StatusOK {
-			t.Fatalf("PUT = %d, want 200", code)
+		// S3 and GCS answer 200, Azure 201 Created.
+		if code := send(t, key, int64(len(data)), data); code/100 != 2 {
+			t.Fatalf("PUT = %d, want 2xx", code)
 		}
 		if got := h.get(t, key); !bytes.Equal(got, data) {
 			t.Fatalf("object has %d bytes, not the %d uploaded", len(got), len(data))
 		}
 	})
 	t.Run("WrongLength", func(t *testing.T) {
+		if why := h.opts.PresignLengthUnchecked; why != "" {
+			t.Skip("the service does not refuse a body of another length: " + why)
+		}
 		key := h.key("presigned-short")
-		if code := send(t, key, int64(len(data)), data[:len(data)-1]); code == http.StatusOK {
+		if code := send(t, key, int64(len(data)), data[:len(data)-1]); code/100 == 2 {
 			t.Fatalf("PUT of %d bytes to a URL signed for %d = 200, want a refusal", len(data)-1, len(data))
 		}
 		h.wantNotFound(t, key)
 	})
 	t.Run("WrongChecksum", func(t *testing.T) {
+		if why := h.opts.PresignSumUnchecked; why != "" {
+			t.Skip("the service does not refuse other bytes: " + why)
+		}
 		key := h.key("presigned-other-bytes")
 		other := bytes.Clone(data)
 		other[len(other)/2] ^= 0xff
-		if code := send(t, key, int64(len(data)), other); code == http.StatusOK {
+		if code := send(t, key, int64(len(data)), other); code/100 == 2 {
 			t.Fatal("PUT of other bytes with the signed sha256 = 200, want a refusal")
 		}
 		h.wantNotFound(t, key)

@@ -1,6 +1,6 @@
 // Package gocloudbucket is the blob.Store over a gocloud.dev/blob
 // bucket, which the backends built on gocloud share (blob/filestore,
-// blob/memstore, blob/s3store). It is the only place that sees gocloud's
+// blob/memstore, blob/s3store, blob/gcsstore, blob/azurestore). It is the only place that sees gocloud's
 // errors: gcerrors.NotFound becomes blob.ErrNotFound, and every other
 // error is wrapped with the operation and key. A backend opens its
 // gocloud bucket, hands it to New and adds what gocloud cannot do
@@ -56,8 +56,9 @@ var _ blob.Store = (*Bucket)(nil)
 type Options struct {
 	// StartAfter, for a service whose page tokens are opaque, returns
 	// the gocloud BeforeList function that makes a listing start after
-	// the key token (s3store sets S3's StartAfter). Nil: the token is
-	// gocloud's page token.
+	// the key token (s3store sets S3's StartAfter), or at it (gcsstore
+	// sets GCS's startOffset, azurestore Azure's startFrom): List drops
+	// the token itself. Nil: the token is gocloud's page token.
 	StartAfter func(token string) func(as func(any) bool) error
 }
 
@@ -181,28 +182,45 @@ func (b *Bucket) List(ctx context.Context, prefix, token string, pageSize int) (
 	}
 	opts := &gcblob.ListOptions{Prefix: prefix}
 	pageToken := gcblob.FirstPageToken
+	ask := pageSize
 	switch {
 	case token == "":
 	case b.startAfter != nil:
 		opts.BeforeList = b.startAfter(token)
+		// A start that includes its key (Azure's startFrom, GCS's
+		// startOffset) lists the token itself first: one more makes a
+		// full page without it.
+		ask++
 	default:
 		pageToken = []byte(token)
 	}
-	page, next, err := b.b.ListPage(ctx, pageToken, pageSize, opts)
-	if err != nil {
-		return nil, "", Wrap("list", prefix, err)
-	}
-	objs := make([]blob.Object, 0, len(page))
-	for _, o := range page {
-		if o.IsDir {
+	objs := make([]blob.Object, 0, min(pageSize, defaultPageSize))
+	for {
+		page, next, err := b.b.ListPage(ctx, pageToken, ask-len(objs), opts)
+		if err != nil {
+			return nil, "", Wrap("list", prefix, err)
+		}
+		for _, o := range page {
+			if o.IsDir || token != "" && o.Key <= token {
+				continue
+			}
+			objs = append(objs, blob.Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
+		}
+		more := len(next) > 0
+		if len(objs) > pageSize {
+			objs, more = objs[:pageSize], true
+		}
+		if more && len(objs) < pageSize && len(page) > 0 {
+			// A short page (a service may answer fewer than asked, and
+			// an including start lists the token): fill it from the next.
+			pageToken = next
 			continue
 		}
-		objs = append(objs, blob.Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
+		if !more || len(objs) == 0 {
+			return objs, "", nil
+		}
+		return objs, objs[len(objs)-1].Key, nil
 	}
-	if len(next) == 0 || len(objs) == 0 {
-		return objs, "", nil
-	}
-	return objs, objs[len(objs)-1].Key, nil
 }
 
 // Close implements blob.Store.

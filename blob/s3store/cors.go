@@ -22,6 +22,12 @@ func corsUnsupported(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode() == "NotImplemented"
 }
 
+// CORSRequestHeaders implements blob.CORSConfigurer: the headers
+// PresignPut signs that a browser sends.
+func (b *Bucket) CORSRequestHeaders() []string {
+	return []string{"Content-Type", "X-Amz-Checksum-Sha256"}
+}
+
 // CORSRules implements blob.CORSConfigurer.
 func (b *Bucket) CORSRules(ctx context.Context) ([]blob.CORSRule, error) {
 	out, err := b.client.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: aws.String(b.name)})

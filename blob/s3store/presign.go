@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,16 +26,10 @@ const maxPresignTTL = 7 * 24 * time.Hour
 // other bytes (the checksum does not), and the object never appears.
 // sha256Hex is the object's digest as 64 lowercase hex digits.
 func (b *Bucket) PresignPut(ctx context.Context, key string, size int64, sha256Hex string, ttl time.Duration) (blob.PresignedPut, error) {
-	sum, err := hex.DecodeString(sha256Hex)
-	if err != nil || len(sum) != 32 || strings.ToLower(sha256Hex) != sha256Hex {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: sha256 %q: want 64 lowercase hex digits", key, sha256Hex)
+	if err := blob.CheckPresign(key, size, sha256Hex, ttl, maxPresignTTL); err != nil {
+		return blob.PresignedPut{}, err
 	}
-	if size < 0 {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: size %d: must not be negative", key, size)
-	}
-	if ttl <= 0 || ttl > maxPresignTTL {
-		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: ttl %s: want more than 0 and at most %s", key, ttl, maxPresignTTL)
-	}
+	sum, _ := hex.DecodeString(sha256Hex)
 	if escapedByGocloud(key) {
 		return blob.PresignedPut{}, fmt.Errorf("blob: presign %s: key has characters only the portable API can store", key)
 	}

@@ -36,12 +36,10 @@ const (
 // corsRuleID marks the rule this store owns; others are kept.
 const corsRuleID = ruleIDPrefix + "direct-uploads"
 
-// corsRequestHeaders are the headers a browser sends with a presigned
-// PUT (s3store's PresignPut signs them): the bucket must allow each.
-var corsRequestHeaders = []string{"Content-Type", "X-Amz-Checksum-Sha256"}
-
-// desiredCORSRule is the rule manage mode writes for origins.
-func desiredCORSRule(origins []string) blob.CORSRule {
+// desiredCORSRule is the rule manage mode writes for origins: PUTs with
+// the headers the store's presigned URLs need (corsRequestHeaders, which
+// the bucket must allow each of).
+func desiredCORSRule(origins, corsRequestHeaders []string) blob.CORSRule {
 	return blob.CORSRule{
 		ID:             corsRuleID,
 		AllowedOrigins: slices.Clone(origins),
@@ -53,7 +51,7 @@ func desiredCORSRule(origins []string) blob.CORSRule {
 }
 
 // uncoveredOrigins are the origins no rule lets PUT a direct upload.
-func uncoveredOrigins(rules []blob.CORSRule, origins []string) []string {
+func uncoveredOrigins(rules []blob.CORSRule, origins, corsRequestHeaders []string) []string {
 	var out []string
 	for _, o := range origins {
 		if !slices.ContainsFunc(rules, func(r blob.CORSRule) bool { return r.Allows(o, "PUT", corsRequestHeaders) }) {
@@ -84,7 +82,8 @@ func setupCORS(ctx context.Context, log *slog.Logger, cc blob.CORSConfigurer, mo
 		log.Warn("bucket CORS: reading the bucket's CORS rules failed; browsers of http.cors.allowed_origins may be unable to PUT direct uploads (set \"bucket_cors: off\" if these credentials may not read them)", "origins", origins, "err", err)
 		return
 	}
-	missing := uncoveredOrigins(rules, origins)
+	corsRequestHeaders := cc.CORSRequestHeaders()
+	missing := uncoveredOrigins(rules, origins, corsRequestHeaders)
 	if len(missing) == 0 {
 		return
 	}
@@ -94,7 +93,7 @@ func setupCORS(ctx context.Context, log *slog.Logger, cc blob.CORSConfigurer, mo
 		return
 	}
 	// Manage: our rule as wanted, everybody else's as they are.
-	next := []blob.CORSRule{desiredCORSRule(origins)}
+	next := []blob.CORSRule{desiredCORSRule(origins, corsRequestHeaders)}
 	for _, r := range rules {
 		if r.ID != corsRuleID {
 			next = append(next, r)

@@ -41,6 +41,12 @@ const (
 	// bucket of the services TEST_DATABASE_URL and TEST_S3_URL name. The
 	// test skips without them.
 	Services
+	// ServicesGCS is PostgreSQL and Google Cloud Storage
+	// (fake-gcs-server, TEST_GCS_URL): a fresh schema and a fresh bucket.
+	ServicesGCS
+	// ServicesAzure is PostgreSQL and Azure Blob Storage (Azurite,
+	// TEST_AZURE_URL): a fresh schema and a fresh container.
+	ServicesAzure
 )
 
 // T0 is the fake clock's start: a whole second, as refs carry seconds.
@@ -66,6 +72,7 @@ type Env struct {
 	cfg      engine.Config
 	meta     meta.Store
 	blobs    blob.Store
+	backend  Backend
 	rotation int // index of the current master key
 
 	mu      sync.Mutex
@@ -89,9 +96,16 @@ func Open(t *testing.T, backend Backend, opts claimstest.Options) *Env {
 	dir := t.TempDir()
 	metadata := "sqlite:" + filepath.Join(dir, "claimcheck.db")
 	storage := "file://" + filepath.ToSlash(filepath.Join(dir, "blobs"))
-	if backend == Services {
+	switch backend {
+	case Services:
 		metadata, _ = testsvc.Postgres(t)
 		storage, _, _ = testsvc.S3(t)
+	case ServicesGCS:
+		storage = testsvc.GCS(t)
+		metadata, _ = testsvc.Postgres(t)
+	case ServicesAzure:
+		storage = testsvc.Azure(t)
+		metadata, _ = testsvc.Postgres(t)
 	}
 	m, err := sqlmeta.Open(ctx, metadata)
 	if err != nil {
@@ -104,7 +118,7 @@ func Open(t *testing.T, backend Backend, opts claimstest.Options) *Env {
 	}
 	t.Cleanup(func() { _ = bs.Close() })
 
-	e := &Env{Clock: clock.NewFake(T0), meta: m, blobs: bs}
+	e := &Env{Clock: clock.NewFake(T0), meta: m, blobs: bs, backend: backend}
 	e.idle = sync.NewCond(&e.mu)
 	e.cfg = engine.Config{
 		Data: dir, Namespaces: opts.Namespaces, Clock: e.Clock,
@@ -280,5 +294,6 @@ func (e *Env) hooks(h claimstest.Harness, rotate func(t *testing.T) claimstest.H
 	h.Objects = e.Objects
 	h.Sweep = e.Sweep
 	h.RotateMasterKey = rotate
+	h.UploadsTakeAnyBytes = e.backend == ServicesGCS || e.backend == ServicesAzure
 	return h
 }

@@ -2,8 +2,10 @@
 // origin than the claimcheck server uploads through the client, with
 // progress, confirms, redeems and compares; the same page from an origin
 // the server does not allow fails and leaves nothing behind. Once with
-// the server's own upload URLs (file storage), once with S3 (MinIO:
-// TEST_S3_URL) where the PUT goes to the bucket.
+// the server's own upload URLs (file storage), then with S3 (MinIO:
+// TEST_S3_URL), Google Cloud Storage (fake-gcs-server: TEST_GCS_URL) and
+// Azure Blob Storage (Azurite: TEST_AZURE_URL), where the PUT goes to the
+// bucket with a presigned, V4 signed or SAS URL.
 //
 // The browser is the system's Chromium (CHROMIUM, else chromium or
 // chromium-browser on PATH); without one the suite skips, saying so.
@@ -185,4 +187,35 @@ if (s3) {
   );
 } else {
   test('S3 storage (MinIO)', { skip: 'TEST_S3_URL not set (scripts/minio.sh start DIR prints it)' }, () => {});
+}
+
+// GCS: a V4 signed URL. fake-gcs-server answers CORS from a server-wide
+// setting (scripts/fakegcs.sh allows the signed headers); the server
+// still writes its bucket rule (bucket_cors: manage).
+const gcs = process.env.TEST_GCS_URL;
+if (gcs) {
+  const endpoint = new URL(gcs.replace(/^gs:/, 'http:')).searchParams.get('endpoint');
+  scenario(
+    'Google Cloud Storage (fake-gcs-server): the PUT goes to the bucket',
+    { CLAIMCHECK_STORAGE: gcs, CLAIMCHECK_LIFECYCLE: 'off', CLAIMCHECK_BUCKET_CORS: 'manage' },
+    { putsTo: () => endpoint + '/' },
+  );
+} else {
+  test('Google Cloud Storage (fake-gcs-server)', { skip: 'TEST_GCS_URL not set (scripts/fakegcs.sh start DIR prints it)' }, () => {});
+}
+
+// Azure: a SAS URL. Azurite, like Azure, refuses a browser's preflight
+// until the account has a CORS rule for the page's origin: the server
+// writes it at start (bucket_cors: manage).
+const azure = process.env.TEST_AZURE_URL;
+const azureConn = process.env.AZURE_STORAGE_CONNECTION_STRING;
+if (azure && azureConn) {
+  const endpoint = /BlobEndpoint=([^;]+)/.exec(azureConn)[1].replace(/\/$/, '');
+  scenario(
+    'Azure Blob Storage (Azurite): the PUT goes to the container',
+    { CLAIMCHECK_STORAGE: azure, CLAIMCHECK_BUCKET_CORS: 'manage', AZURE_STORAGE_CONNECTION_STRING: azureConn },
+    { putsTo: () => endpoint + '/' },
+  );
+} else {
+  test('Azure Blob Storage (Azurite)', { skip: 'TEST_AZURE_URL not set (scripts/azurite.sh start DIR prints it)' }, () => {});
 }

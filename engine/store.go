@@ -19,6 +19,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/bucketsetup"
 	"github.com/claimcheck/claimcheck/internal/masterkey"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -39,6 +40,9 @@ type Store struct {
 	checkInTx bool
 	clock     clock.Clock
 	log       *slog.Logger
+	// tracer starts the engine's spans; nil when tracing is off
+	// (tracing.go).
+	tracer *tracing.Tracer
 	// metrics are the engine's own instruments (metrics.go).
 	metrics *metrics
 	// sweeper does the due work nobody asks for in-line; its metrics
@@ -121,8 +125,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s.meta = meta.WithMetrics(metaStore, reg)
-	s.blobs = blob.WithMetrics(blobStore, reg)
+	// The spans, when tracing is on, sit under the metrics: a span
+	// measures the store's call itself (tracing.go).
+	s.tracer = tracing.NewTracer(cfg.TracerProvider, cfg.Tracing.RecordLabels)
+	s.meta = meta.WithMetrics(meta.WithTracing(metaStore, cfg.TracerProvider, metaSystem(cfg)), reg)
+	s.blobs = blob.WithMetrics(blob.WithTracing(blobStore, cfg.TracerProvider), reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
@@ -238,4 +245,17 @@ func RedactURL(raw string) string {
 	}
 	u.RawQuery = ""
 	return u.String()
+}
+
+// metaSystem is the db.system.name of the metadata store's spans.
+func metaSystem(cfg Config) string {
+	switch {
+	case cfg.MetaStore != nil:
+		return ""
+	case strings.HasPrefix(cfg.Metadata, "sqlite:"):
+		return "sqlite"
+	case strings.HasPrefix(cfg.Metadata, "postgres"):
+		return "postgresql"
+	}
+	return ""
 }

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // sampleSize is how much of a payload "auto" compression looks at.
@@ -108,7 +108,7 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
-		TraceParent:        s.traceParentOf(span),
+		TraceParent: s.traceParentOf(span),
 	}
 	s.traceLabels(span, ns, opts.Labels)
 	blobID := newBlobID(now)

@@ -152,6 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.keys, s.clock, s.log, s.sweepMetrics) // its scrub reads objects the way a redeem does (internal/integrity)
+	s.sweeper.SetTracerProvider(cfg.TracerProvider)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)

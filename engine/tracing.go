@@ -5,10 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/internal/tracing"
@@ -87,7 +85,7 @@ func (s *Store) traceClaim(ctx context.Context, c meta.Claim, b *meta.Blob) {
 	if c.State == meta.ClaimDeleted && c.DeleteReason != "" {
 		sp.SetAttributes(tracing.GoneReason.String(c.DeleteReason))
 	}
-	if pc := spanContextOf(c.TraceParent); pc.IsValid() && pc.TraceID() != sp.SpanContext().TraceID() {
+	if pc := tracing.SpanContextOf(c.TraceParent); pc.IsValid() && pc.TraceID() != sp.SpanContext().TraceID() {
 		// A link within the put's own trace would add nothing: the put
 		// is its ancestor.
 		sp.AddLink(trace.Link{SpanContext: pc, Attributes: []attribute.KeyValue{attribute.String(linkCreatedByClaim, "created_by")}})
@@ -108,29 +106,12 @@ func (s *Store) traceLabels(sp trace.Span, ns string, labels map[string]string) 
 }
 
 // traceParentOf is the W3C traceparent of sp, stored with the claim it
-// creates; empty when tracing is off or sp is not sampled (nothing would
-// find it).
+// creates; empty when tracing is off.
 func (s *Store) traceParentOf(sp trace.Span) string {
 	if s.tracer == nil {
 		return ""
 	}
-	sc := sp.SpanContext()
-	if !sc.IsValid() || !sc.IsSampled() {
-		return ""
-	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
-	return c["traceparent"]
-}
-
-// spanContextOf parses a stored traceparent; the zero SpanContext when
-// it is empty or not one.
-func spanContextOf(tp string) trace.SpanContext {
-	if tp == "" || !strings.HasPrefix(tp, "00-") {
-		return trace.SpanContext{}
-	}
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
-	return trace.SpanContextFromContext(ctx)
+	return tracing.TraceParent(sp.SpanContext())
 }
 
 // rangeOf is a ranged redeem's range as an HTTP Range header spells it;

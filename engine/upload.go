@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // maxIdempotencyKey bounds idempotency keys.
@@ -129,7 +129,7 @@ func (s *Store) createPendingUpload(ctx context.Context, ns string, pol claimche
 		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
-		TraceParent:        s.traceParentOf(trace.SpanFromContext(ctx)),
+		TraceParent: s.traceParentOf(trace.SpanFromContext(ctx)),
 	}
 	s.traceLabels(trace.SpanFromContext(ctx), ns, opts.Labels)
 	staging := meta.Blob{

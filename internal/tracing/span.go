@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -93,4 +94,26 @@ func SetError(span trace.Span, err error) {
 	}
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
+}
+
+// TraceParent is sc as a W3C traceparent header value, the form a
+// claim keeps the span that created it in; empty when sc is not valid or
+// not sampled (no backend would have it).
+func TraceParent(sc trace.SpanContext) string {
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+	return c["traceparent"]
+}
+
+// SpanContextOf parses a traceparent kept by TraceParent; the zero
+// SpanContext when it is empty or not one.
+func SpanContextOf(traceparent string) trace.SpanContext {
+	if traceparent == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	return trace.SpanContextFromContext(ctx)
 }

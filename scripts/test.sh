@@ -37,6 +37,7 @@ work=$(mktemp -d)
 services_started=
 cleanup() {
   if [ -n "$services_started" ]; then
+    ./scripts/jaeger.sh stop "$work" || true
     ./scripts/minio.sh stop "$work" || true
     ./scripts/postgres.sh stop "$work" || true
   fi
@@ -45,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM # run the EXIT trap on a signal too
 
-# Real PostgreSQL and MinIO for the suites that need them,
+# Real PostgreSQL, MinIO and Jaeger for the suites that need them,
 # started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
 # skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
 # TEST_S3_URL already set is used as it is.
@@ -54,6 +55,8 @@ if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   services_started=1
   if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$work"); eval "$env"; fi
   if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
+  # Jaeger, for the end-to-end tracing test (TestTracingThroughJaeger).
+  if [ -z "${TEST_JAEGER_OTLP:-}" ]; then env=$(./scripts/jaeger.sh start "$work"); eval "$env"; fi
 fi
 
 # Every go test run's output also goes to one log, summed up at the end.

@@ -77,10 +77,17 @@ func startServer(t testing.TB, bin, dir string, args ...string) string {
 // process id (for benchmarks that read its CPU time).
 func startServerProcess(t testing.TB, bin, dir string, args ...string) (string, int) {
 	t.Helper()
+	return startServerEnv(t, bin, dir, nil, args...)
+}
+
+// startServerEnv is startServerProcess with env added to the server's
+// environment.
+func startServerEnv(t testing.TB, bin, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CLAIMCHECK_SERVER=")
+	cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER="), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

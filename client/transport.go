@@ -56,6 +56,7 @@ func (c *Client) newRequest(ctx context.Context, method string, body io.Reader, 
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
 	}
+	propagate(req)
 	return req, nil
 }
 

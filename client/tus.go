@@ -247,6 +247,7 @@ func (c *Client) AbortResumable(ctx context.Context, upload string) error {
 	if err != nil {
 		return fmt.Errorf("abort upload: %w", err)
 	}
+	propagate(req)
 	req.Header.Set(api.HeaderTusResumable, api.TusVersion)
 	resp, err := c.do(req, http.StatusNoContent, "abort resumable upload "+target.Redacted(), "")
 	if err != nil {
@@ -341,6 +342,7 @@ func (t *tusTransfer) head(ctx context.Context) (claimcheck.ResumableUpload, err
 	if err != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
+	propagate(req)
 	req.Header.Set(api.HeaderTusResumable, api.TusVersion)
 	resp, err := t.c.do(req, http.StatusOK, t.op, "")
 	if err != nil {
@@ -417,6 +419,7 @@ func (t *tusTransfer) patch(ctx context.Context, offset int64, body io.Reader, n
 	if err != nil {
 		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", t.op, err)
 	}
+	propagate(req)
 	req.ContentLength = n
 	if n < 0 {
 		if l, ok := body.(interface{ Len() int }); ok {

@@ -92,6 +92,7 @@ func (c *Client) SendUpload(ctx context.Context, u claimcheck.Upload, body io.Re
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	propagate(req)
 	req.ContentLength = u.Size
 	if u.Size == 0 {
 		req.Body = http.NoBody

@@ -12,11 +12,13 @@ import (
 	"github.com/claimcheck/claimcheck"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/dispatch"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -99,6 +101,16 @@ type Config struct {
 	// Registerer receives the store's metrics (default: a private
 	// registry, i.e. not exported). Never the global registry implicitly.
 	Registerer prometheus.Registerer `yaml:"-"`
+	// Tracing is the `tracing:` block (ADR 0250): how a process that
+	// runs the store exports traces (internal/tracing.Setup reads it),
+	// and which namespaces' labels spans may carry (RecordLabels), which
+	// the store reads itself.
+	Tracing tracing.Config `yaml:"tracing"`
+	// TracerProvider receives the store's spans: an engine span per
+	// operation, with a span per metadata and blob call under it, and a
+	// trace of its own per background pass. Nil: no tracing, and no
+	// wrapper around the stores.
+	TracerProvider trace.TracerProvider `yaml:"-"`
 	// MetaStore and BlobStore, when set, are used instead of opening
 	// Metadata and Storage (tests wrap them to inject faults or count
 	// requests). The Store does not close them.
@@ -287,6 +299,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Sweeper.Validate(); err != nil {
+		return invalidf("%v", err)
+	}
+	if err := c.Tracing.Validate(); err != nil {
 		return invalidf("%v", err)
 	}
 	switch c.Lifecycle {

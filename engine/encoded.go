@@ -8,6 +8,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -26,6 +27,14 @@ import (
 // for an encrypted namespace, its byte count checked against the stored
 // size here, its sha256 left to the reader, which verifies it anyway.
 func (s *Store) RedeemEncoded(ctx context.Context, ref claimcheck.Ref, encoding string) (*claimcheck.Encoded, error) {
+	ctx, sp := s.startOp(ctx, spanRedeem, ref.Namespace)
+	v, err := s.redeemEncoded(ctx, ref, encoding)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// redeemEncoded is RedeemEncoded inside its span (tracing.go).
+func (s *Store) redeemEncoded(ctx context.Context, ref claimcheck.Ref, encoding string) (*claimcheck.Encoded, error) {
 	start := s.clock.Now()
 	c, b, sk, err := s.redeemable(ctx, ref)
 	if err != nil {

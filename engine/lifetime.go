@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -102,6 +103,14 @@ func decodeCursor(cursor string, order claimcheck.ListOrder) (time.Time, string,
 // claim past its deadline is finished, not revived (load finishes it; a
 // hold keeps it but does not let it be extended).
 func (s *Store) Extend(ctx context.Context, ref claimcheck.Ref, opts claimcheck.ExtendOptions) (claimcheck.ClaimInfo, error) {
+	ctx, sp := s.startOp(ctx, spanExtend, ref.Namespace)
+	v, err := s.extend(ctx, ref, opts)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// extend is Extend inside its span (tracing.go).
+func (s *Store) extend(ctx context.Context, ref claimcheck.Ref, opts claimcheck.ExtendOptions) (claimcheck.ClaimInfo, error) {
 	if err := opts.Validate(); err != nil {
 		return claimcheck.ClaimInfo{}, err
 	}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -67,6 +69,8 @@ func (s *Store) PutWithPolicy(ctx context.Context, ns string, body io.Reader, op
 
 // put is Put; when polOut is set, it receives the namespace's policy.
 func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions, polOut *claimcheck.Policy) (ref claimcheck.Ref, err error) {
+	ctx, span := s.startOp(ctx, spanPut, ns)
+	defer func() { endPut(span, ref, err) }()
 	start := s.clock.Now()
 	s.touch()
 	pol, err := s.Policy(ctx, ns)
@@ -104,7 +108,9 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
+		TraceParent: s.traceParentOf(span),
 	}
+	s.traceLabels(span, ns, opts.Labels)
 	blobID := newBlobID(now)
 	claim.BlobID = blobID
 	staging := meta.Blob{
@@ -121,10 +127,14 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 	// key before Close; a crash in between leaves at most an empty temp
 	// file, debris the backstop collects like that of a killed write.
 	askFirst := digestFirst(pol, opts)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.DigestFirst.Bool(askFirst), tracing.Encrypted.Bool(sk != nil))
+	}
 	if askFirst && s.checkInTx {
 		// Local objects and SQLite: the whole question is one transaction
 		// (ADR 0140), asked before anything is opened or written.
 		if ref, done, err := s.putDigestFirstInTx(ctx, ns, pol, opts, claim, start, sk); done {
+			markDedupHit(span, err)
 			return ref, err // a dedup hit: the body is never read
 		}
 		askFirst = false
@@ -144,6 +154,7 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if ce, ok := errors.AsType[*meta.CandidateError](err); ok {
 		if ref, done, err := s.putDigestFirstOn(ctx, ns, pol, opts, claim, start, sk, ce.Blob); done {
 			obj.discard()
+			markDedupHit(span, err)
 			return ref, err // a dedup hit: the body is never read
 		}
 		pending.UnlessDigest = "" // not shared: upload
@@ -219,6 +230,9 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
 	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
 	s.observeDedup(ns, res, w.size)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.DedupHit.Bool(res.DedupHit))
+	}
 	if res.Repaired {
 		s.sweepMetrics.GC.Repaired.Inc()
 		s.log.Info("integrity: a put repaired a damaged blob", "blob", res.Blob.ID, "namespace", ns, "claim", claim.ID, "key", res.Blob.Key)
@@ -226,6 +240,22 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 	s.collectDiscarded(ctx, res)
 	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
 	return refOf(res.Claim, res.Blob), nil
+}
+
+// endPut ends a put's span: what was stored, or why not.
+func endPut(span trace.Span, ref claimcheck.Ref, err error) {
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(tracing.ClaimID.String(ref.ID), tracing.Size.Int64(ref.Size),
+			tracing.StoredSize.Int64(ref.StoredSize), tracing.Compression.String(ref.Compression))
+	}
+	tracing.End(span, err)
+}
+
+// markDedupHit marks a put answered by the digest-first check.
+func markDedupHit(span trace.Span, err error) {
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(tracing.DedupHit.Bool(true))
+	}
 }
 
 // checkPutOptions validates opts against the policy and returns the

@@ -12,6 +12,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/internal/storedform"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -41,6 +42,17 @@ import (
 // in parts (or resuming a cut download) does not start a
 // delete_after_read window with its first part (ADR 0111).
 func (s *Store) RedeemRange(ctx context.Context, ref claimcheck.Ref, offset, length int64) (*claimcheck.Part, error) {
+	ctx, sp := s.startOp(ctx, spanRedeem, ref.Namespace)
+	if sp.IsRecording() {
+		sp.SetAttributes(tracing.Range.String(rangeOf(offset, length)))
+	}
+	v, err := s.redeemRange(ctx, ref, offset, length)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// redeemRange is RedeemRange inside its span (tracing.go).
+func (s *Store) redeemRange(ctx context.Context, ref claimcheck.Ref, offset, length int64) (*claimcheck.Part, error) {
 	start := s.clock.Now()
 	c, b, sk, err := s.redeemable(ctx, ref)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/internal/integrity"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -59,6 +60,11 @@ func (s *Store) loadWithBlob(ctx context.Context, op string, ref claimcheck.Ref,
 		// be stale.
 		b, ok = meta.Blob{}, false
 	}
+	if ok {
+		s.traceClaim(ctx, c, &b)
+	} else {
+		s.traceClaim(ctx, c, nil)
+	}
 	return c, b, ok, err
 }
 
@@ -97,6 +103,14 @@ func goneOf(c meta.Claim) *claimcheck.GoneError {
 // decompressor and a verifying reader, so corruption surfaces as
 // ErrChecksumMismatch at the latest at the end of the stream.
 func (s *Store) Redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
+	ctx, sp := s.startOp(ctx, spanRedeem, ref.Namespace)
+	v, err := s.redeem(ctx, ref)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// redeem is Redeem inside its span (tracing.go).
+func (s *Store) redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Payload, error) {
 	start := s.clock.Now()
 	c, b, sk, err := s.redeemable(ctx, ref)
 	if err != nil {
@@ -145,6 +159,7 @@ func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim,
 		if b, err = s.meta.Blob(ctx, c.BlobID); err != nil {
 			return c, b, nil, metaErr("redeem "+c.ID, err)
 		}
+		s.traceBlob(ctx, b)
 	}
 	// Encrypted objects name their data key (crypt.go); a destroyed key
 	// finishes the claim: its bytes can never be read again.
@@ -322,6 +337,17 @@ func infoOf(c meta.Claim, b meta.Blob) claimcheck.ClaimInfo {
 
 // Release records consumer's ack.
 func (s *Store) Release(ctx context.Context, ref claimcheck.Ref, consumer string) error {
+	ctx, sp := s.startOp(ctx, spanRelease, ref.Namespace)
+	if sp.IsRecording() {
+		sp.SetAttributes(tracing.Consumer.String(consumer))
+	}
+	err := s.release(ctx, ref, consumer)
+	tracing.End(sp, err)
+	return err
+}
+
+// release is Release inside its span (tracing.go).
+func (s *Store) release(ctx context.Context, ref claimcheck.Ref, consumer string) error {
 	if len(consumer) > maxConsumerName {
 		return fmt.Errorf("release: %w", putFieldErr("consumer", "", fmt.Sprintf("longer than %d characters", maxConsumerName)))
 	}
@@ -369,6 +395,14 @@ func (s *Store) Release(ctx context.Context, ref claimcheck.Ref, consumer string
 
 // Delete finishes the claim now.
 func (s *Store) Delete(ctx context.Context, ref claimcheck.Ref) error {
+	ctx, sp := s.startOp(ctx, spanDelete, ref.Namespace)
+	err := s.deleteClaim(ctx, ref)
+	tracing.End(sp, err)
+	return err
+}
+
+// deleteClaim is Delete inside its span (tracing.go).
+func (s *Store) deleteClaim(ctx context.Context, ref claimcheck.Ref) error {
 	if err := s.reads.sync(ctx); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -48,6 +49,14 @@ func (s *Store) appender(op string) (blob.Appender, error) {
 // a byte: the bucket's abort-incomplete lifecycle rule removes it); every
 // failure short of a crash aborts it at once.
 func (s *Store) StartResumable(ctx context.Context, ns string, req claimcheck.ResumableRequest) (claimcheck.ResumableUpload, error) {
+	ctx, sp := s.startOp(ctx, spanTusStart, ns)
+	v, err := s.startResumable(ctx, ns, req)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// startResumable is StartResumable inside its span (tracing.go).
+func (s *Store) startResumable(ctx context.Context, ns string, req claimcheck.ResumableRequest) (claimcheck.ResumableUpload, error) {
 	s.touch()
 	op := "start resumable upload to " + ns
 	ap, err := s.appender(op)
@@ -171,6 +180,14 @@ func (s *Store) stateOf(ctx context.Context, op string, r meta.ResumableUpload, 
 // refused at the callback and counts as never sent; and an append that
 // loses to the reaper stores nothing the reaper has not removed.
 func (s *Store) AppendResumable(ctx context.Context, id string, offset int64, body io.Reader, chunk claimcheck.ChunkChecksum) (claimcheck.ResumableUpload, error) {
+	ctx, sp := s.startOpOn(ctx, spanTusAppend, id)
+	v, err := s.appendResumable(ctx, id, offset, body, chunk)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// appendResumable is AppendResumable inside its span (tracing.go).
+func (s *Store) appendResumable(ctx context.Context, id string, offset int64, body io.Reader, chunk claimcheck.ChunkChecksum) (claimcheck.ResumableUpload, error) {
 	op := "append to upload " + id
 	r, c, err := s.loadResumable(ctx, op, id)
 	if err != nil {
@@ -611,6 +628,14 @@ func (s *Store) dropAppended(ctx context.Context, key, handle string) {
 
 // AbortResumable finishes a pending upload now; see claimcheck.Uploads.
 func (s *Store) AbortResumable(ctx context.Context, id string) error {
+	ctx, sp := s.startOpOn(ctx, spanTusTerminate, id)
+	err := s.abortResumable(ctx, id)
+	tracing.End(sp, err)
+	return err
+}
+
+// abortResumable is AbortResumable inside its span (tracing.go).
+func (s *Store) abortResumable(ctx context.Context, id string) error {
 	op := "abort upload " + id
 	if !claimcheck.ValidClaimID(id) {
 		return fmt.Errorf("%s: %w", op, invalidf("upload id %q is malformed", id))

@@ -20,6 +20,7 @@ import (
 	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/internal/bucketsetup"
 	"github.com/claimcheck/claimcheck/internal/masterkey"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -40,6 +41,9 @@ type Store struct {
 	checkInTx bool
 	clock     clock.Clock
 	log       *slog.Logger
+	// tracer starts the engine's spans; nil when tracing is off
+	// (tracing.go).
+	tracer *tracing.Tracer
 	// metrics are the engine's own instruments (metrics.go).
 	metrics *metrics
 	// sweeper does the due work nobody asks for in-line; its metrics
@@ -127,8 +131,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s.meta = meta.WithMetrics(metaStore, reg)
-	s.blobs = blob.WithMetrics(blobStore, reg)
+	// The spans, when tracing is on, sit under the metrics: a span
+	// measures the store's call itself (tracing.go).
+	s.tracer = tracing.NewTracer(cfg.TracerProvider, cfg.Tracing.RecordLabels)
+	s.meta = meta.WithMetrics(meta.WithTracing(metaStore, cfg.TracerProvider, metaSystem(cfg)), reg)
+	s.blobs = blob.WithMetrics(blob.WithTracing(blobStore, cfg.TracerProvider), reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
@@ -151,6 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.keys, s.clock, s.log, s.sweepMetrics) // its scrub reads objects the way a redeem does (internal/integrity)
+	s.sweeper.SetTracerProvider(cfg.TracerProvider)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay
 	if !cfg.Sweeper.Disabled {
 		s.sweeper.Start(ctx)
@@ -257,4 +265,17 @@ func RedactURL(raw string) string {
 	}
 	u.RawQuery = ""
 	return u.String()
+}
+
+// metaSystem is the db.system.name of the metadata store's spans.
+func metaSystem(cfg Config) string {
+	switch {
+	case cfg.MetaStore != nil:
+		return ""
+	case strings.HasPrefix(cfg.Metadata, "sqlite:"):
+		return "sqlite"
+	case strings.HasPrefix(cfg.Metadata, "postgres"):
+		return "postgresql"
+	}
+	return ""
 }

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -42,6 +44,14 @@ type uploads struct {
 // Only then is the upload row written (meta.UploadStore), so a crash in
 // between leaves an ordinary pending claim that the sweeper reaps.
 func (s *Store) InitUpload(ctx context.Context, ns string, req claimcheck.UploadRequest) (claimcheck.Upload, error) {
+	ctx, sp := s.startOp(ctx, spanUploadInit, ns)
+	v, err := s.initUpload(ctx, ns, req)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// initUpload is InitUpload inside its span (tracing.go).
+func (s *Store) initUpload(ctx context.Context, ns string, req claimcheck.UploadRequest) (claimcheck.Upload, error) {
 	s.touch()
 	op := "init upload to " + ns
 	pol, err := s.Policy(ctx, ns)
@@ -119,7 +129,9 @@ func (s *Store) createPendingUpload(ctx context.Context, ns string, pol claimche
 		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
 		GracePeriod:        pol.TTL.GracePeriod.D(),
 		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
+		TraceParent: s.traceParentOf(trace.SpanFromContext(ctx)),
 	}
+	s.traceLabels(trace.SpanFromContext(ctx), ns, opts.Labels)
 	staging := meta.Blob{
 		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
 		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
@@ -231,6 +243,14 @@ func (s *Store) uploadSecret(ctx context.Context) ([]byte, error) {
 // limited to the declared size and checked against the declared digest
 // before it becomes visible.
 func (s *Store) ReceiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error {
+	ctx, sp := s.startOpOn(ctx, spanUploadReceive, id)
+	err := s.receiveUpload(ctx, id, token, contentLength, body)
+	tracing.End(sp, err)
+	return err
+}
+
+// receiveUpload is ReceiveUpload inside its span (tracing.go).
+func (s *Store) receiveUpload(ctx context.Context, id, token string, contentLength int64, body io.Reader) error {
 	op := "upload " + id
 	if !claimcheck.ValidClaimID(id) {
 		return fmt.Errorf("%s: %w", op, invalidf("upload id %q is malformed", id))
@@ -283,6 +303,14 @@ func (s *Store) ReceiveUpload(ctx context.Context, id, token string, contentLeng
 // so exactly one of them wins and the reservation is refunded or turned
 // into usage exactly once.
 func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, error) {
+	ctx, sp := s.startOpOn(ctx, spanUploadConfirm, id)
+	v, err := s.confirmUpload(ctx, id)
+	tracing.End(sp, err)
+	return v, err
+}
+
+// confirmUpload is ConfirmUpload inside its span (tracing.go).
+func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, error) {
 	start := s.clock.Now()
 	op := "confirm upload " + id
 	if !claimcheck.ValidClaimID(id) {

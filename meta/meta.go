@@ -149,6 +149,12 @@ type Claim struct {
 
 	DeletedAt    time.Time
 	DeleteReason string
+
+	// TraceParent is the W3C traceparent of the span that created the
+	// claim (its put or upload; ADR 0250), kept so that every later
+	// operation on the claim can link its span to it. Empty when no
+	// sampled span created it.
+	TraceParent string
 }
 
 // Blob is one row of the blobs table: one stored object.

@@ -40,6 +40,7 @@ cleanup() {
   if [ -n "$services_started" ]; then
     ./scripts/fakegcs.sh stop "$work" || true
     ./scripts/azurite.sh stop "$work" || true
+    ./scripts/jaeger.sh stop "$work" || true
     ./scripts/minio.sh stop "$work" || true
     ./scripts/postgres.sh stop "$work" || true
     ./scripts/goaws.sh stop "$work" || true
@@ -49,11 +50,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM # run the EXIT trap on a signal too
 
-# Real PostgreSQL, MinIO, goaws, fake-gcs-server and Azurite for the suites
-# that need them, started here and always stopped on exit. CLAIMCHECK_TEST_SERVICES=0
-# skips them (those suites then skip, saying why); a TEST_DATABASE_URL or
-# TEST_S3_URL, TEST_SQS_ENDPOINT, TEST_GCS_URL or TEST_AZURE_URL already set
-# is used as it is.
+# Real PostgreSQL, MinIO, goaws, fake-gcs-server, Azurite and Jaeger for the
+# suites that need them, started here and always stopped on exit.
+# CLAIMCHECK_TEST_SERVICES=0 skips them (those suites then skip, saying
+# why); a TEST_DATABASE_URL, TEST_SQS_ENDPOINT, TEST_GCS_URL, TEST_AZURE_URL or
+# TEST_JAEGER_OTLP already set is used as it is.
 if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   echo "== services"
   services_started=1
@@ -66,6 +67,8 @@ if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   # the browser suite: started once for the whole run.
   if [ -z "${TEST_GCS_URL:-}" ]; then env=$(./scripts/fakegcs.sh start "$work"); eval "$env"; fi
   if [ -z "${TEST_AZURE_URL:-}" ] && command -v npm >/dev/null; then env=$(./scripts/azurite.sh start "$work"); eval "$env"; fi
+  # Jaeger, for the end-to-end tracing test (TestTracingThroughJaeger).
+  if [ -z "${TEST_JAEGER_OTLP:-}" ]; then env=$(./scripts/jaeger.sh start "$work"); eval "$env"; fi
 fi
 
 # Every go test run's output also goes to one log, summed up at the end.

@@ -56,7 +56,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 			// than its Content-Length or a broken chunk, and hung up.
 			// Whatever the store made of that, it is the request's fault
 			// (and the store discarded the partial object).
-			s.log.Info("put: the request body broke off; nothing was stored", "namespace", ns, "read", body.n, "err", body.err)
+			s.log.InfoContext(r.Context(), "put: the request body broke off; nothing was stored", "namespace", ns, "read", body.n, "err", body.err)
 			return fmt.Errorf("put to %s: %w", ns,
 				invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
 		}
@@ -279,7 +279,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body 
 	for {
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				s.log.Info("redeem: client went away", "claim", id, "sent", sent, "err", err)
+				s.log.InfoContext(r.Context(), "redeem: client went away", "claim", id, "sent", sent, "err", err)
 				return nil
 			}
 			sent += int64(n)
@@ -297,12 +297,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body 
 				// terminating chunk; HTTP/2: RST_STREAM), so the client
 				// reports a broken transfer.
 				if r.Context().Err() == nil {
-					s.log.Error("redeem: payload stream failed part-way; the connection is aborted", "claim", id, "sent", sent, "err", rerr)
+					s.log.ErrorContext(r.Context(), "redeem: payload stream failed part-way; the connection is aborted", "claim", id, "sent", sent, "err", rerr)
 				}
 				panic(http.ErrAbortHandler)
 			}
 			if r.Context().Err() == nil {
-				s.log.Error("redeem: payload stream failed part-way; the client is told in the trailer", "claim", id, "sent", sent, "err", rerr)
+				s.log.ErrorContext(r.Context(), "redeem: payload stream failed part-way; the client is told in the trailer", "claim", id, "sent", sent, "err", rerr)
 			}
 			body, _ := s.errorBody(r, err)
 			b, _ := json.Marshal(body)

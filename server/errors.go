@@ -20,14 +20,14 @@ func (s *Server) errorBody(r *http.Request, err error) (api.Error, int) {
 	switch {
 	case ok:
 		if status >= http.StatusInternalServerError {
-			s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+			s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 		}
 		return body, status
 	case r.Context().Err() != nil:
-		s.log.Info("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.InfoContext(r.Context(), "request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
 		return api.Error{Code: api.CodeCanceled, Message: err.Error()}, api.StatusClientClosedRequest
 	default:
-		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		return api.Internal()
 	}
 }

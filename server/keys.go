@@ -58,7 +58,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("API key created", "key", k.ID, "tenant", k.Tenant, "role", k.Role, "namespace", k.Namespace, "by", admin.ID)
+	s.log.InfoContext(r.Context(), "API key created", "key", k.ID, "tenant", k.Tenant, "role", k.Role, "namespace", k.Namespace, "by", admin.ID)
 	writeJSON(w, http.StatusCreated, api.CreatedKey{KeyInfo: KeyInfo(k), Token: token})
 	return nil
 }
@@ -86,7 +86,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("API key revoked", "key", k.ID, "tenant", k.Tenant, "by", admin.ID)
+	s.log.InfoContext(r.Context(), "API key revoked", "key", k.ID, "tenant", k.Tenant, "by", admin.ID)
 	writeJSON(w, http.StatusOK, KeyInfo(k))
 	return nil
 }

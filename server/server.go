@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tus/tusd/v2/pkg/handler"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/auth"
 )
@@ -53,6 +54,11 @@ type Config struct {
 	ClaimNamespace func(ctx context.Context, id string) (string, error)
 	// Limits bound each client (limits.go); zero fields: no limit.
 	Limits Limits
+	// TracerProvider, when set, gives every request a server span
+	// (OpenTelemetry's HTTP semantic conventions, named by the method and
+	// the route's template), a child of the caller's span when the
+	// request carries a W3C traceparent (tracing.go). Nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // readyTimeout bounds one readiness check, so that a hung database makes
@@ -79,6 +85,7 @@ type Server struct {
 	public         *url.URL                 // Limits.PublicURL; nil: from the request (proxy.go)
 	browser        *browserGate             // CORS and cross-origin protection (cors.go)
 	tus            *handler.UnroutedHandler // resumable uploads (tus.go)
+	traced         http.Handler             // serve inside a request's span; nil: no tracing (tracing.go)
 	nsCache        claimNamespaces
 }
 
@@ -119,6 +126,7 @@ func New(cfg Config) *Server {
 	}
 	s.tus = s.newTus()
 	s.register() // the route table, routes.go
+	s.traced = traced(cfg.TracerProvider, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -126,6 +134,18 @@ func New(cfg Config) *Server {
 // mux pattern, so the label set stays bounded) and status, and requests
 // that match no route get a JSON error like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.traced != nil {
+		s.traced.ServeHTTP(w, r)
+		return
+	}
+	s.serve(w, r)
+}
+
+// serve is ServeHTTP inside the request's span, if any.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.traced != nil {
+		defer setRoute(r) // deferred: a redeem that aborts its connection panics
+	}
 	rec := &recorder{ResponseWriter: w, req: r, allowed: s.allowed}
 	if s.metrics == nil {
 		s.route(rec, r)

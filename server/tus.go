@@ -495,12 +495,12 @@ func (ts tusStore) tusError(ctx context.Context, err error, header string) error
 	body, status, ok := api.ErrorOf(err)
 	switch {
 	case ok && status >= http.StatusInternalServerError:
-		ts.log.Warn("tus request failed", "status", status, "err", err)
+		ts.log.WarnContext(ctx, "tus request failed", "status", status, "err", err)
 	case !ok && ctx.Err() != nil:
-		ts.log.Info("tus request abandoned by the client", "err", err)
+		ts.log.InfoContext(ctx, "tus request abandoned by the client", "err", err)
 		body, status = api.Error{Code: api.CodeCanceled, Message: err.Error()}, api.StatusClientClosedRequest
 	case !ok:
-		ts.log.Error("internal error", "err", err)
+		ts.log.ErrorContext(ctx, "internal error", "err", err)
 		body, status = api.Internal()
 	}
 	switch {

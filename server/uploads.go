@@ -127,7 +127,7 @@ func (s *Server) uploadData(w http.ResponseWriter, r *http.Request) error {
 	body := &bodyReader{r: r.Body}
 	err := s.claims.ReceiveUpload(r.Context(), id, q.Get(uploadTokenParam), r.ContentLength, body)
 	if err != nil && body.err != nil {
-		s.log.Info("upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
+		s.log.InfoContext(r.Context(), "upload: the request body broke off; nothing was stored", "upload", id, "read", body.n, "err", body.err)
 		return fmt.Errorf("upload %s: %w", id, invalidf("reading the request body failed after %d bytes: %v", body.n, body.err))
 	}
 	if err != nil {

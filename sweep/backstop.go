@@ -445,7 +445,10 @@ func (s *Sweeper) tickBackstop(ctx context.Context) {
 		return
 	}
 	pages := max(1, s.cfg.MaxOpsPerRun/max(1, s.cfg.PageSize))
-	if _, err := s.backstop.Run(ctx, pages); err != nil && ctx.Err() == nil {
+	ctx, span := s.tracer.Start(ctx, spanBackstop)
+	res, err := s.backstop.Run(ctx, pages)
+	endBackstop(span, res, err)
+	if err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: backstop page failed; retrying next tick", "err", err)
 	}
 }

@@ -95,6 +95,8 @@ func (s *Sweeper) tickRetention(ctx context.Context) {
 	if !ok {
 		return
 	}
+	ctx, span := s.tracer.Start(ctx, spanPrune)
+	defer span.End()
 	if _, err := s.PruneEvents(ctx, prunePages); err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: pruning events failed; retrying later", "err", err)
 	}

@@ -228,7 +228,9 @@ func (s *Sweeper) TickScrub(ctx context.Context) (ScrubReport, error) {
 		}
 		return ScrubReport{}, err
 	}
-	rep, err := s.scrub.Step(ctx, s.scrubBudget)
+	sctx, span := s.tracer.Start(ctx, spanScrub)
+	rep, err := s.scrub.Step(sctx, s.scrubBudget)
+	endScrub(span, rep, err)
 	s.scrubBudget -= rep.Bytes
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: scrub step failed; retrying next tick", "err", err)

@@ -30,6 +30,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/masterkey"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -162,6 +163,9 @@ type Sweeper struct {
 
 	holder   string // this sweeper's name in the maintenance lease
 	backstop *Backstop
+	// tracer starts a trace per pass of background work (tracing.go);
+	// nil: tracing off.
+	tracer *tracing.Tracer
 
 	// The background scrub (scrub.go), made by New; its budget
 	// accrues at ScrubRate per second of the clock between ticks.
@@ -336,6 +340,8 @@ func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, e
 func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (res Result, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	ctx, span := s.tracer.Start(ctx, spanRun)
+	defer func() { endRun(span, res, err) }()
 	if claimcheck.ActorFrom(ctx) == "" {
 		ctx = claimcheck.WithActor(ctx, meta.ActorSweeper) // the audit trail's name for due work
 	}
@@ -394,7 +400,9 @@ func (s *Sweeper) finishClaims(ctx context.Context, limit int, res *Result) (int
 	if limit <= 0 {
 		return 0, nil
 	}
+	ctx, span := s.tracer.Start(ctx, spanFinish)
 	done, err := s.meta.FinishDueClaims(ctx, s.clock.Now(), limit)
+	traceFinished(span, done, err)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: finish due claims: %w", err)
 	}
@@ -409,7 +417,10 @@ func (s *Sweeper) finishClaims(ctx context.Context, limit int, res *Result) (int
 // collectBlobs moves a page of due blobs to deleting, deletes their
 // objects (in batches where the backend can), and marks them deleted. A
 // blob whose delete failed is retried with exponential backoff.
-func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (int, error) {
+func (s *Sweeper) collectBlobs(ctx context.Context, limit int, res *Result) (n int, err error) {
+	ctx, span := s.tracer.Start(ctx, spanCollect)
+	before := *res
+	defer func() { endCollect(span, n, *res, before, err) }()
 	now := s.clock.Now()
 	blobs, err := s.meta.BeginCollect(ctx, now, limit, s.cfg.RetryDelay)
 	if err != nil {

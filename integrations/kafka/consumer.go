@@ -151,12 +151,15 @@ func (c *Consumer) handleBatch(ctx context.Context, records []*kgo.Record) error
 	}
 	done := make([]settled, 0, len(records))
 	for _, rec := range records {
-		m, err := c.Resolve(ctx, rec)
+		// The handler, and the redeem, continue the producer's trace
+		// (tracecontext.go).
+		rctx := contextOf(ctx, rec)
+		m, err := c.Resolve(rctx, rec)
 		if err != nil {
 			c.resolveError(rec.Topic, err)
 			return fmt.Errorf("resolve %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 		}
-		herr := c.handler(ctx, m)
+		herr := c.handler(rctx, m)
 		if m.Err != nil {
 			// The handler has seen it: dead-letter it even if ctx ends now.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -238,7 +241,7 @@ func resolve(ctx context.Context, claims claimcheck.Claims, rec *kgo.Record) (*M
 		return m, nil
 	}
 	m.Ref = &ref
-	body, err := claimcheck.Resolve(ctx, claims, claimcheck.Value{Ref: &ref})
+	body, err := claimcheck.Resolve(contextOf(ctx, rec), claims, claimcheck.Value{Ref: &ref})
 	switch {
 	case err == nil:
 		m.Body = body

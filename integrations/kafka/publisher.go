@@ -107,10 +107,17 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 	out := make([]*kgo.Record, len(records))
 	refs := make([]*claimcheck.Ref, len(records))
 	for i, r := range records {
+		// The record's own context, if it has one, is its trace's
+		// (tracecontext.go).
+		rctx := ctx
+		if r.Context != nil {
+			rctx = r.Context
+		}
+		th := traceHeaders(rctx)
 		if slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return h.Key == HeaderRef }) {
 			return p.abort(ctx, records, refs[:i], fmt.Errorf("publish to %s: %w: the record already has a %s header", r.Topic, claimcheck.ErrInvalidArgument, HeaderRef))
 		}
-		v, err := claimcheck.OffloadAt(ctx, p.claims, p.cfg.Namespace, r.Value, p.threshold, claimcheck.PutOptions{
+		v, err := claimcheck.OffloadAt(rctx, p.claims, p.cfg.Namespace, r.Value, p.threshold, claimcheck.PutOptions{
 			ContentType: p.cfg.ContentType, Labels: p.cfg.Labels,
 			Consumers: p.cfg.Consumers, ConsumerNames: p.cfg.ConsumerNames,
 		})
@@ -121,7 +128,7 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 			return p.abort(ctx, records, refs[:i], fmt.Errorf("publish to %s: offload: %w", r.Topic, err))
 		}
 		if !v.Offloaded() {
-			out[i] = r
+			out[i] = withTraceContext(r, th)
 			continue
 		}
 		refs[i] = v.Ref
@@ -129,6 +136,7 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 			Topic: r.Topic, Key: r.Key, Timestamp: r.Timestamp, Partition: r.Partition, Context: r.Context,
 			Headers: append(slices.Clip(r.Headers), kgo.RecordHeader{Key: HeaderRef, Value: []byte(v.Ref.String())}),
 		}
+		addTraceHeaders(&out[i].Headers, th)
 	}
 
 	results := p.client.ProduceSync(ctx, out...)

@@ -151,6 +151,9 @@ func (c *Consumer) Consume(ctx context.Context, opts ...jetstream.PullConsumeOpt
 // The error is the handler's, the store's, or the broker's; the outcome
 // says what happened to the message.
 func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (Outcome, error) {
+	// The handler, and the redeem, continue the publisher's trace
+	// (tracecontext.go).
+	ctx = contextOf(ctx, msg.Headers())
 	m, err := c.Resolve(ctx, msg)
 	if err != nil {
 		c.resolveError(msg.Subject(), err)
@@ -187,7 +190,7 @@ func (c *Consumer) Resolve(ctx context.Context, msg jetstream.Msg) (*Message, er
 		return m, nil
 	}
 	m.Ref = &ref
-	body, err := claimcheck.Resolve(ctx, c.claims, claimcheck.Value{Ref: &ref})
+	body, err := claimcheck.Resolve(contextOf(ctx, msg.Headers()), c.claims, claimcheck.Value{Ref: &ref})
 	switch {
 	case err == nil:
 		m.Body = body

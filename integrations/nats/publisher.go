@@ -125,8 +125,9 @@ func (p *Publisher) PublishMsg(ctx context.Context, msg *natsgo.Msg, opts ...jet
 		}
 		return nil, fmt.Errorf("publish to %s: offload: %w", msg.Subject, err)
 	}
+	th := traceHeaders(ctx)
 	if !v.Offloaded() {
-		ack, err := p.js.PublishMsg(ctx, msg, opts...)
+		ack, err := p.js.PublishMsg(ctx, withTraceContext(msg, th), opts...)
 		if err != nil {
 			if m != nil {
 				m.publishFailures.WithLabelValues(msg.Subject).Inc()
@@ -145,6 +146,7 @@ func (p *Publisher) PublishMsg(ctx context.Context, msg *natsgo.Msg, opts ...jet
 		env.Header[k] = append([]string(nil), vs...)
 	}
 	env.Header.Set(HeaderRef, v.Ref.String())
+	addTraceHeaders(env.Header, th)
 	ack, err := p.js.PublishMsg(ctx, env, opts...)
 	if err != nil {
 		if m != nil {

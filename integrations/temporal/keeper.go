@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -218,10 +220,15 @@ type runKey struct{ ns, wf, run string }
 func (k *Keeper) RunOnce(ctx context.Context) (KeeperReport, error) {
 	k.pass.Lock()
 	defer k.pass.Unlock()
+	// A pass is a trace of its own (through the application's global
+	// tracer provider; none set up: nothing), whose claimcheck calls
+	// carry it to the server's spans (tracing.go).
+	ctx, span := otel.Tracer(tracerName).Start(ctx, "claimcheck.temporal.keeper", trace.WithNewRoot())
 	var (
 		total KeeperReport
 		errs  []error
 	)
+	defer func() { endKeeperPass(span, total, errors.Join(errs...)) }()
 	retention := map[string]time.Duration{} // per pass: a namespace's retention may change
 	for _, ns := range k.o.Namespaces {
 		r, err := k.passNamespace(ctx, ns, retention)

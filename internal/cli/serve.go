@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/config"
+	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -117,7 +119,26 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	// Tracing first: the exporter must be up before the first span, and
+	// the logger carries trace ids only when it is on.
+	tp, err := tracing.Setup(ctx, fc.Tracing, env.Getenv)
+	if err != nil {
+		return err
+	}
+	var logHandler slog.Handler = slog.NewTextHandler(env.Stderr, nil)
+	if tp.TracerProvider != nil {
+		logHandler = tracing.LogHandler(logHandler)
+	}
+	logger := slog.New(logHandler)
+	defer func() {
+		// What is still buffered is exported before the process ends,
+		// bounded: a collector that is gone does not hold the exit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			logger.Warn("tracing: exporting the last spans failed", "err", err)
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := fc.Config
@@ -126,6 +147,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	// (internal/bucketsetup/cors.go); load has validated them.
 	cfg.BrowserOrigins, _ = limits.CORS.NormalOrigins()
 	cfg.Registerer = reg
+	cfg.TracerProvider = tp.TracerProvider
 	store, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -144,6 +166,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	scfg := server.Config{
 		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
+		TracerProvider: tp.TracerProvider,
 	}
 	if err := secureServer(ctx, &scfg, store, fc.Auth, ln.Addr(), env.Stderr, logger); err != nil {
 		return err

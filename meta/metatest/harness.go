@@ -77,6 +77,7 @@ type put struct {
 	Grace           time.Duration
 	ContentType     string
 	Labels          map[string]string
+	TraceParent     string
 }
 
 func (p put) withDefaults() put {
@@ -126,6 +127,7 @@ func (h *harness) pendingParams(p put) meta.CreatePendingParams {
 			DueAt: due, DueReason: meta.ReasonNeverConfirmed,
 			DeleteAfterRead: p.DeleteAfterRead, RetentionAfterRead: p.Retention, GracePeriod: p.Grace,
 			Consumers: p.Consumers, ConsumerNames: p.ConsumerNames,
+			TraceParent: p.TraceParent,
 		},
 		Blob: meta.Blob{
 			ID: bid, Namespace: p.NS, Key: p.NS + "/" + bid, State: meta.BlobStaging,

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 	}{
 		{"CreateCommitRoundTrip", testCreateCommitRoundTrip},
 		{"CreatePendingDuplicateID", testCreatePendingDuplicateID},
+		{"TraceParentKept", testTraceParentKept},
 		{"CreatePendingUnlessDigest", testCreatePendingUnlessDigest},
 		{"QuotaBytesRefusedLeavesNothing", testQuotaBytesRefused},
 		{"QuotaClaimsRefusedLeavesNothing", testQuotaClaimsRefused},

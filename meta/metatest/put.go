@@ -16,6 +16,7 @@ func testCreateCommitRoundTrip(t *testing.T, h *harness) {
 		Labels:    map[string]string{"job": "42", "team": "video"},
 		Consumers: 2, ConsumerNames: []string{"billing", "search"},
 		DeleteAfterRead: true, Retention: 5 * time.Minute, Grace: time.Hour,
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}.withDefaults()
 	cp := h.pending(p)
 
@@ -31,6 +32,9 @@ func testCreateCommitRoundTrip(t *testing.T, h *harness) {
 	}
 	if !c.DeleteAfterRead || c.RetentionAfterRead != 5*time.Minute || c.GracePeriod != time.Hour {
 		t.Errorf("pending claim policy = %v %v %v", c.DeleteAfterRead, c.RetentionAfterRead, c.GracePeriod)
+	}
+	if c.TraceParent != p.TraceParent {
+		t.Errorf("pending claim TraceParent = %q, want %q", c.TraceParent, p.TraceParent)
 	}
 	wantTime(t, "CreatedAt", c.CreatedAt, epoch)
 	wantTime(t, "ExpiresAt", c.ExpiresAt, epoch.Add(24*time.Hour))
@@ -54,7 +58,7 @@ func testCreateCommitRoundTrip(t *testing.T, h *harness) {
 		t.Errorf("commit result = %+v", res)
 	}
 	c = h.claim(cp.Claim.ID)
-	if c.State != meta.ClaimActive || c.Size != 1000 || c.BlobID != cp.Blob.ID {
+	if c.State != meta.ClaimActive || c.Size != 1000 || c.BlobID != cp.Blob.ID || c.TraceParent != p.TraceParent {
 		t.Errorf("active claim = %+v", c)
 	}
 	wantTime(t, "active DueAt", c.DueAt, epoch.Add(24*time.Hour))
@@ -372,4 +376,25 @@ func testCreatePendingUnlessDigest(t *testing.T, h *harness) {
 	h.track(other.Claim.ID, other.Blob.ID)
 	h.wantCounters("ns", counters{used: 100, reserved: 100, active: 1, pending: 1})
 	h.wantCounters("other", counters{reserved: 100, pending: 1})
+}
+
+// testTraceParentKept: the traceparent of the span that created a claim
+// is kept with it on every way a claim is written (without labels
+// PostgreSQL writes it in one statement, or grouped with other puts) and
+// read back with it.
+func testTraceParentKept(t *testing.T, h *harness) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p := put{TraceParent: tp}.withDefaults()
+	res := h.put(p)
+	if c := h.claim(res.Claim.ID); c.TraceParent != tp {
+		t.Errorf("claim TraceParent = %q, want %q", c.TraceParent, tp)
+	}
+	c, _, ok, err := h.s.ClaimWithBlob(h.ctx(), res.Claim.ID)
+	if err != nil || !ok || c.TraceParent != tp {
+		t.Errorf("ClaimWithBlob: TraceParent %q, ok %v, err %v", c.TraceParent, ok, err)
+	}
+	plain := h.put(put{}.withDefaults())
+	if c := h.claim(plain.Claim.ID); c.TraceParent != "" {
+		t.Errorf("a claim created without a span has TraceParent %q", c.TraceParent)
+	}
 }

@@ -18,7 +18,7 @@ import (
 const (
 	blobInsertColumns = `INSERT INTO blobs (id, namespace, digest, size, stored_size, compression, object_key,
 		state, refcount, created_at, state_at, collect_at, version) `
-	claimValues = `?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, ''`
+	claimValues = `?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '', ?`
 )
 
 // CreatePending inserts the staging blob and the pending claim of a put
@@ -52,7 +52,7 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 	claimArgs := []any{c.ID, c.Namespace, c.BlobID, c.Size, c.ReservedBytes, c.ContentType, labels,
 		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-		int64(max(c.Consumers, 1)), names}
+		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)}
 	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
 	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
 		err = s.createPendingOnce(ctx, p, delta, blobValues, blobArgs, claimArgs)

@@ -133,11 +133,11 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 		args = []any{now, cand.ID}
 	}
 	insertClaim := `INSERT INTO claims (` + claimColumns + `)
-		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`
+		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '', ?)`
 	claimArgs := []any{c.ID, c.Namespace, cand.ID, c.Size, c.ContentType, labels,
 		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-		int64(max(c.Consumers, 1)), names}
+		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)}
 	ev := createdEvent(c, cand, p.Now, claimcheck.ActorFrom(q.ctx), true)
 	logged := int64(0)
 	var b meta.Blob
@@ -251,11 +251,11 @@ func (q *txq) commitExistingReferenceFirst(p meta.CommitExistingParams, c meta.C
 		}
 	}
 	if _, err := q.exec(`INSERT INTO claims (`+claimColumns+`)
-		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '')`,
+		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '', ?)`,
 		c.ID, c.Namespace, b.ID, c.Size, c.ContentType, labels,
 		c.CreatedAt.UnixNano(), ts(c.ExpiresAt), ts(c.DueAt), c.DueReason,
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
-		int64(max(c.Consumers, 1)), names); err != nil {
+		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)); err != nil {
 		return meta.CommitResult{}, err
 	}
 	if err := q.insertLabels(c); err != nil {

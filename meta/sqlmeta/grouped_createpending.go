@@ -84,7 +84,7 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 		column[string](claimRows, 6), column[int64](claimRows, 7), column[int64](claimRows, 8),
 		column[int64](claimRows, 9), column[string](claimRows, 10), column[int64](claimRows, 11),
 		column[int64](claimRows, 12), column[int64](claimRows, 13), column[int64](claimRows, 14),
-		column[string](claimRows, 15),
+		column[string](claimRows, 15), column[string](claimRows, 16),
 	}
 	// A namespace without a row yet is admitted by the insert, which has
 	// no WHERE (as in createPendingOnce): a sum no counters could admit
@@ -112,13 +112,13 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 	c AS (INSERT INTO claims (` + claimColumns + `)
 		SELECT t.id, t.namespace, t.blob_id, 'pending', t.size, t.reserved_bytes, t.content_type, t.labels,
 			t.created_at, t.expires_at, t.due_at, t.due_reason, t.delete_after_read, t.retention_after_read, t.grace_period,
-			0, NULL, NULL, t.consumers, t.consumer_names, NULL, ''
+			0, NULL, NULL, t.consumers, t.consumer_names, NULL, '', t.trace_parent
 		FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
 			CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
 			CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]),
-			CAST(? AS TEXT[]))
+			CAST(? AS TEXT[]), CAST(? AS TEXT[]))
 			AS t (id, namespace, blob_id, size, reserved_bytes, content_type, labels, created_at, expires_at, due_at,
-				due_reason, delete_after_read, retention_after_read, grace_period, consumers, consumer_names)
+				due_reason, delete_after_read, retention_after_read, grace_period, consumers, consumer_names, trace_parent)
 		RETURNING id),
 	n AS (` + count + `)
 	SELECT 1 / (SELECT count(*) FROM n)`

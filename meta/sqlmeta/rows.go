@@ -16,7 +16,7 @@ import (
 
 const claimColumns = `id, namespace, blob_id, state, size, reserved_bytes, content_type, labels,
 	created_at, expires_at, due_at, due_reason, delete_after_read, retention_after_read, grace_period,
-	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason`
+	reads, first_read_at, last_read_at, consumers, consumer_names, deleted_at, delete_reason, trace_parent`
 
 const blobColumns = `id, namespace, digest, size, stored_size, compression, object_key, state, refcount,
 	created_at, state_at, collect_at, attempts, last_error, version, dead_at, damaged_at, damage, append_handle`
@@ -55,6 +55,7 @@ func scanClaim(row scanner) (meta.Claim, error) {
 		c                                 meta.Claim
 		state                             string
 		labels, consumerNames             sql.NullString
+		traceParent                       sql.NullString
 		created                           int64
 		expires, due, firstRead, lastRead sql.NullInt64
 		deleted                           sql.NullInt64
@@ -63,7 +64,7 @@ func scanClaim(row scanner) (meta.Claim, error) {
 	)
 	err := row.Scan(&c.ID, &c.Namespace, &c.BlobID, &state, &c.Size, &c.ReservedBytes, &c.ContentType, &labels,
 		&created, &expires, &due, &c.DueReason, &deleteAfterRead, &retention, &grace,
-		&c.Reads, &firstRead, &lastRead, &consumers, &consumerNames, &deleted, &c.DeleteReason)
+		&c.Reads, &firstRead, &lastRead, &consumers, &consumerNames, &deleted, &c.DeleteReason, &traceParent)
 	if err != nil {
 		return meta.Claim{}, err
 	}
@@ -78,6 +79,7 @@ func scanClaim(row scanner) (meta.Claim, error) {
 	c.LastReadAt = fromTS(lastRead)
 	c.Consumers = int(consumers)
 	c.DeletedAt = fromTS(deleted)
+	c.TraceParent = traceParent.String
 	if labels.Valid {
 		if err := json.Unmarshal([]byte(labels.String), &c.Labels); err != nil {
 			return meta.Claim{}, fmt.Errorf("claim %s: labels: %w", c.ID, err)
@@ -128,6 +130,15 @@ func (bs *blobScan) blob() meta.Blob {
 	b.DeadAt = fromTS(bs.dead)
 	b.DamagedAt = fromTS(bs.damaged)
 	return b
+}
+
+// textOrNull is s, or NULL when empty (a claim created by no sampled
+// span has no trace_parent).
+func textOrNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // jsonOrNull encodes v as JSON, or NULL when empty.

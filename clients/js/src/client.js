@@ -8,12 +8,14 @@ import { digestWith } from './digest.js';
 import { isRef, parseRef, refParts } from './ref.js';
 import { Payload, verifying } from './payload.js';
 import { uploadResumable } from './tus.js';
+import { injectTraceContext } from './tracecontext.js';
 
 /**
  * @import { ClaimEvent, ClaimInfo, ClaimPage, ClientOptions, FollowOptions, ListOptions, NamespaceInfo, OffloadOptions,
  *   PutBody, PutOptions, Ref, RefLike, ResumableUploadOptions, SignalOptions, UploadOptions } from './types.js'
  */
 /** @import { FetchLike, Runtime, UploadTarget } from './runtime.js' */
+/** @import { OpenTelemetryAPI } from './tracecontext.js' */
 
 /**
  * Labels as the Claimcheck-Labels header: url.QueryEscape's form, spaces
@@ -46,13 +48,15 @@ export class BaseClient {
   #streamFetch;
   /** @type {Runtime} */
   #runtime;
+  /** @type {OpenTelemetryAPI | null | undefined} */
+  #otel;
 
   /**
    * @param {string | URL} url
    * @param {ClientOptions} options
    * @param {Runtime} runtime
    */
-  constructor(url, { apiKey, fetch: f } = {}, runtime) {
+  constructor(url, { apiKey, fetch: f, opentelemetry } = {}, runtime) {
     if (typeof url !== 'string' && !(url instanceof URL)) throw new InvalidArgumentError('Client: want the server URL');
     const u = new URL(url, typeof location !== 'undefined' ? location.href : undefined);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new InvalidArgumentError(`Client: URL scheme ${u.protocol} (want http: or https:)`);
@@ -61,6 +65,7 @@ export class BaseClient {
     this.#apiKey = apiKey;
     this.#fetch = f ?? globalThis.fetch.bind(globalThis);
     this.#runtime = runtime;
+    this.#otel = opentelemetry;
     // Payloads go through the runtime's own sender (Node: node:http) only
     // when no fetch was given.
     this.#streamFetch = f ? undefined : runtime.streamFetch;
@@ -93,6 +98,7 @@ export class BaseClient {
    * @param {FetchLike} [send]
    */
   async #send(op, url, init, want, send = this.#fetch) {
+    if (init.headers instanceof Headers) await injectTraceContext(init.headers, this.#otel);
     let resp;
     try {
       resp = await send(url, init);

@@ -115,6 +115,10 @@
  * @typedef {object} ClientOptions
  * @property {string} [apiKey] An API key (cck_…), sent as Authorization: Bearer on API calls, never to upload URLs.
  * @property {typeof fetch} [fetch] The fetch to use (default globalThis.fetch).
+ * @property {import('./tracecontext.js').OpenTelemetryAPI | null} [opentelemetry] The application's
+ *   `@opentelemetry/api`, whose propagator puts the active trace context (traceparent, tracestate,
+ *   baggage) on every API request. Default: the package if a dynamic import finds it (Node, or an
+ *   import map), else none; null: never.
  */
 
 /**

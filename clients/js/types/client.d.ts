@@ -8,7 +8,7 @@ export class BaseClient {
      * @param {ClientOptions} options
      * @param {Runtime} runtime
      */
-    constructor(url: string | URL, { apiKey, fetch: f }: ClientOptions | undefined, runtime: Runtime);
+    constructor(url: string | URL, { apiKey, fetch: f, opentelemetry }: ClientOptions | undefined, runtime: Runtime);
     /**
      * Stores body as a new claim in namespace ns and returns its reference.
      * body: string, Uint8Array, ArrayBuffer, Blob, or (Node only: browsers

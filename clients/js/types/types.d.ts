@@ -138,6 +138,13 @@ export type ClientOptions = {
      * The fetch to use (default globalThis.fetch).
      */
     fetch?: typeof fetch | undefined;
+    /**
+     * The application's
+     * `@opentelemetry/api`, whose propagator puts the active trace context (traceparent, tracestate,
+     * baggage) on every API request. Default: the package if a dynamic import finds it (Node, or an
+     * import map), else none; null: never.
+     */
+    opentelemetry?: import("./tracecontext.js").OpenTelemetryAPI | null | undefined;
 };
 export type PutOptions = {
     /**

@@ -19,10 +19,11 @@ from .errors import (ChecksumMismatch, ClaimcheckError, Expired, Gone, Held, Int
                      Unavailable)
 from .info import ClaimInfo, Hold, NamespaceInfo, Policy, Quota, TenantInfo, Usage
 from .ref import Ref, is_ref
+from .tracing import trace_context, trace_headers
 
 __all__ = [
     "BLOCK", "DEFAULT_CHUNK_SIZE", "DEFAULT_RETRIES", "Body", "ClaimPage", "Client", "Part", "Payload",
-    "Ref", "RefLike", "is_ref",
+    "Ref", "RefLike", "is_ref", "trace_context", "trace_headers",
     "ClaimInfo", "Hold", "NamespaceInfo", "Policy", "Quota", "TenantInfo", "Usage",
     "ClaimcheckError", "ChecksumMismatch", "Expired", "Gone", "Held", "Internal",
     "InvalidArgument", "MethodNotAllowed", "NoRoute", "NotFound", "PermissionDenied",

@@ -30,6 +30,7 @@ from .errors import (ChecksumMismatch, ClaimcheckError, InvalidArgument, RangeNo
 from ._version import __version__
 from .info import ClaimInfo, NamespaceInfo
 from .ref import Ref, check_digest, is_ref, valid_claim_id, valid_namespace
+from .tracing import trace_headers
 
 __all__ = ["Client", "ClaimPage", "Part", "Payload", "RefLike", "Body", "DEFAULT_CHUNK_SIZE",
            "DEFAULT_RETRIES"]
@@ -583,6 +584,7 @@ class Client:
         if url.query or q:
             target += "?" + "&".join(x for x in (url.query, q) if x)
         h = {"User-Agent": _USER_AGENT}
+        h.update(trace_headers())
         if auth and self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
         h.update(headers or {})

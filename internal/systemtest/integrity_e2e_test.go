@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -391,11 +394,46 @@ func TestIntegrityShredForensics(t *testing.T) {
 		t.Fatal(err)
 	}
 	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
+	// A resumable upload in progress: its bytes arrive in clear, and its
+	// declared sha256 is kept until it completes (ADR 0255).
+	upload := bytes.Repeat([]byte("medical record of patient 0815; "), 100)
+	uploadSum := sha256.Sum256(upload)
+	uploadHex := hex.EncodeToString(uploadSum[:])
+	loc := tusRequest(t, "POST", d.url+"/v1/namespaces/vault/tus", nil, http.StatusCreated,
+		"Upload-Length", strconv.Itoa(len(upload)), "Upload-Metadata", "sha256 "+base64Std([]byte(uploadHex))).Header.Get("Location")
+	tusRequest(t, "PATCH", loc, upload[:len(upload)/2], http.StatusNoContent,
+		"Upload-Offset", "0", "Content-Type", "application/offset+octet-stream")
 	secrets := map[string][]byte{
 		"wrapped key":          dk.Wrapped,
 		"wrapped key (base64)": []byte(base64Std(dk.Wrapped)),
 		"label value":          []byte(label),
 		"plaintext digest":     []byte(digestHex),
+		"upload's sha256":      []byte(uploadHex),
+	}
+	blobFiles := func() map[string][]byte {
+		out := map[string][]byte{}
+		root := filepath.Join(d.store[3], "blobs")
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				b, rerr := os.ReadFile(p)
+				if rerr == nil {
+					out[p] = b
+				}
+			}
+			return nil
+		})
+		return out
+	}
+	uploaded := func() bool {
+		for _, b := range blobFiles() {
+			if bytes.Contains(b, upload[:100]) {
+				return true
+			}
+		}
+		return false
+	}
+	if !uploaded() {
+		t.Fatal("before the shred no object holds the upload's bytes: the scan cannot see them")
 	}
 	files := func() map[string][]byte {
 		out := map[string][]byte{}
@@ -437,6 +475,38 @@ func TestIntegrityShredForensics(t *testing.T) {
 	if _, err := redeemBytes(d.c, ref); !errors.Is(err, claimcheck.ErrGone) {
 		t.Fatalf("redeem after the shred: %v, want gone", err)
 	}
+	if uploaded() {
+		t.Error("after destroy-key an object still holds the bytes of the upload in progress")
+	}
+	head := tusRequest(t, "HEAD", loc, nil, http.StatusGone)
+	if !strings.Contains(head.Header.Get("Claimcheck-Error"), "key_destroyed") || strings.Contains(head.Header.Get("Upload-Metadata"), "sha256") {
+		t.Errorf("HEAD of the upload after the shred: Claimcheck-Error %q, Upload-Metadata %q; want key_destroyed and no sha256",
+			head.Header.Get("Claimcheck-Error"), head.Header.Get("Upload-Metadata"))
+	}
+}
+
+// tusRequest sends one tus request and fails the test unless it is
+// answered want.
+func tusRequest(t *testing.T, method, url string, body []byte, want int, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %s %s; want %d", method, url, resp.Status, b, want)
+	}
+	return resp
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

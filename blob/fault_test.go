@@ -15,7 +15,9 @@ import (
 // TestFaultOf: the classification of ADR 0255 on the errors the backends
 // produce.
 func TestFaultOf(t *testing.T) {
-	status := func(s int) error { return fmt.Errorf("blob: read k: %w", &blob.StatusError{Status: s, Err: errors.New("x")}) }
+	status := func(s int) error {
+		return fmt.Errorf("blob: read k: %w", &blob.StatusError{Status: s, Err: errors.New("x")})
+	}
 	for _, c := range []struct {
 		name string
 		err  error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	mrand "math/rand/v2"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -52,6 +53,9 @@ type damageStore struct {
 	read   func(key string) []byte
 	write  func(key string, b []byte)
 	remove func(key string)
+	// damageAt damages the object at key one way picked by r (from a
+	// worker goroutine: errors, not t.Fatal) and says how.
+	damageAt func(r *mrand.Rand, key string) (string, error)
 }
 
 func (d *damageStore) key(t *testing.T, ref claimcheck.Ref) string {
@@ -122,6 +126,21 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 				t.Fatal(err)
 			}
 		}
+		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
+			b, err := os.ReadFile(path(key))
+			if err != nil || len(b) < 20 {
+				return "", fmt.Errorf("already gone: %v", err)
+			}
+			switch r.IntN(3) {
+			case 0:
+				b[r.IntN(len(b))] ^= 0x20
+				return "flip", os.WriteFile(path(key), b, 0o600)
+			case 1:
+				return "truncate", os.WriteFile(path(key), b[:r.IntN(len(b))], 0o600)
+			default:
+				return "delete", os.Remove(path(key))
+			}
+		}
 		d.url = startServer(t, bin, dir, d.store...)
 		m, err := sqlmeta.Open(ctx, "sqlite:"+filepath.Join(data, "claimcheck.db"))
 		if err != nil {
@@ -157,6 +176,40 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 		d.remove = func(key string) {
 			if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
 				t.Fatal(err)
+			}
+		}
+		// MinIO's own data directory, when known: an object whose
+		// xl.meta is cut answers 500 to every request (ADR 0255).
+		xl := os.Getenv("TEST_S3_DATA_DIR")
+		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
+			out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+			if err != nil {
+				return "", err
+			}
+			b, err := io.ReadAll(out.Body)
+			_ = out.Body.Close()
+			if err != nil || len(b) < 20 {
+				return "", fmt.Errorf("unreadable already: %v", err)
+			}
+			put := func(b []byte) error {
+				_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b)})
+				return err
+			}
+			ways := 3
+			if xl != "" {
+				ways = 4
+			}
+			switch r.IntN(ways) {
+			case 0:
+				b[r.IntN(len(b))] ^= 0x20
+				return "flip", put(b)
+			case 1:
+				return "truncate", put(b[:r.IntN(len(b))])
+			case 2:
+				_, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+				return "delete", err
+			default:
+				return "500", os.Truncate(filepath.Join(xl, bucket, filepath.FromSlash(key), "xl.meta"), 20)
 			}
 		}
 		d.url = startServer(t, bin, dir, d.store...)

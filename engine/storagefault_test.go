@@ -98,6 +98,18 @@ var damageBackends = []damageBackend{
 	}},
 }
 
+// setupFaults opens a store on files behind a fault-injecting wrapper,
+// with the integrity checks asking again at once.
+func setupFaults(t *testing.T) (*bundle, *blobtest.Faults) {
+	fastRetries(t)
+	var f *blobtest.Faults
+	b := setup(t, func(c *engine.Config) {
+		f = blobtest.NewFaults(openFileStore(t, c.Data))
+		c.BlobStore = f
+	})
+	return b, f
+}
+
 // onlyKey returns the key of the one object in bs.
 func onlyKey(t *testing.T, bs blob.Store) string {
 	t.Helper()
@@ -166,12 +178,7 @@ func TestDedupNeverAcknowledgesOntoABadObject(t *testing.T) {
 // at once); the same answer during an outage (every request refused) is
 // unavailable and marks nothing: the claim redeems once storage is back.
 func TestUnreadableObjectIsDamage(t *testing.T) {
-	fastRetries(t)
-	var f *blobtest.Faults
-	b := setup(t, func(c *engine.Config) {
-		f = blobtest.NewFaults(openFileStore(t, c.Data))
-		c.BlobStore = f
-	})
+	b, f := setupFaults(t)
 	ctx := t.Context()
 	data := randomBytes(t, 10<<10)
 	ref := b.put(t, "plain", data)
@@ -210,12 +217,7 @@ func TestUnreadableObjectIsDamage(t *testing.T) {
 // them at the end, and mark the damaged ones; the backstop checks the one
 // it could not check again at its next run, on its own.
 func TestChecksGoOnPastUnreadableObjects(t *testing.T) {
-	fastRetries(t)
-	var f *blobtest.Faults
-	b := setup(t, func(c *engine.Config) {
-		f = blobtest.NewFaults(openFileStore(t, c.Data))
-		c.BlobStore = f
-	})
+	b, f := setupFaults(t)
 	ctx := t.Context()
 	var keys []string
 	for i := range 4 {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,5 +279,37 @@ func TestChecksGoOnPastUnreadableObjects(t *testing.T) {
 		if fd.Key == good || fd.Key == throttled {
 			t.Errorf("finding about a good object: %+v", fd)
 		}
+	}
+}
+
+// fullDisk is a store whose writes fail at Close, as on a full disk.
+type fullDisk struct{ blob.Store }
+
+func (f fullDisk) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	w, err := f.Store.NewWriter(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return failingClose{w}, nil
+}
+
+type failingClose struct{ io.WriteCloser }
+
+func (f failingClose) Close() error {
+	_ = f.WriteCloser.Close()
+	return &os.PathError{Op: "write", Path: "object", Err: syscall.ENOSPC}
+}
+
+// TestFailedPutGivesBackItsReservation: a put that fails after its
+// pending claim was written (the object write fails: a full disk) gives
+// its reservation back at once, not at the claim's deadline.
+func TestFailedPutGivesBackItsReservation(t *testing.T) {
+	b := setup(t, func(c *engine.Config) { c.BlobStore = fullDisk{openFileStore(t, c.Data)} })
+	data := randomBytes(t, 300<<10)
+	if _, err := b.store.Put(t.Context(), "plain", bytes.NewReader(data), claimcheck.PutOptions{}); err == nil {
+		t.Fatal("a put onto a full disk succeeded")
+	}
+	if u := usage(t, b, "plain"); u.ReservedBytes != 0 || u.PendingClaims != 0 {
+		t.Fatalf("usage after the failed put: %+v; want its reservation given back", u)
 	}
 }

@@ -239,6 +239,10 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 	for _, p := range payloads {
 		streamPut(t, d.c, p.ns, p.data)
 	}
+	damages := 0
+	for _, n := range kinds {
+		damages += n
+	}
 	lost := 0
 	for _, ref := range refs {
 		if got, err := redeemBytes(d.c, ref); err != nil || !bytes.Equal(got, payloads[acked[ref.ID]].data) {
@@ -246,8 +250,8 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 			t.Errorf("redeem of %s after the repairing puts: %d bytes, %v", ref.ID, len(got), err)
 		}
 	}
-	t.Logf("damage chaos: %d claims acknowledged, %d redeems (Go client, CLI, curl whole and ranged), %d objects damaged %v; "+
+	t.Logf("damage chaos: %d claims acknowledged, %d redeems (Go client, CLI, curl whole and ranged), %d damages of %d blobs %v; "+
 		"whole redeems with wrong bytes accepted: 0 (any fails the test); acknowledged puts not redeeming after one repair round: %d; "+
 		"damaged objects not named by one fsck --verify: %d; ranged reads %d, wrong ranged answers (plain objects) %d",
-		len(refs), redeems, len(injected), kinds, lost, unnamed, rangedReads, rangedWrong)
+		len(refs), redeems, damages, len(injected), kinds, lost, unnamed, rangedReads, rangedWrong)
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,9 @@ type damageStore struct {
 	// damageAt damages the object at key one way picked by r (from a
 	// worker goroutine: errors, not t.Fatal) and says how.
 	damageAt func(r *mrand.Rand, key string) (string, error)
+	// cutMeta cuts the xl.meta of the MinIO object at key, so that MinIO
+	// answers 500 about it (nil unless on MinIO with TEST_S3_DATA_DIR).
+	cutMeta func(key string) error
 }
 
 func (d *damageStore) key(t *testing.T, ref claimcheck.Ref) string {
@@ -181,6 +185,11 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 		// MinIO's own data directory, when known: an object whose
 		// xl.meta is cut answers 500 to every request (ADR 0255).
 		xl := os.Getenv("TEST_S3_DATA_DIR")
+		if xl != "" {
+			d.cutMeta = func(key string) error {
+				return os.Truncate(filepath.Join(xl, bucket, filepath.FromSlash(key), "xl.meta"), 20)
+			}
+		}
 		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
 			out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 			if err != nil {
@@ -209,7 +218,7 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 				_, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 				return "delete", err
 			default:
-				return "500", os.Truncate(filepath.Join(xl, bucket, filepath.FromSlash(key), "xl.meta"), 20)
+				return "500", d.cutMeta(key)
 			}
 		}
 		d.url = startServer(t, bin, dir, d.store...)
@@ -381,6 +390,53 @@ func TestIntegrityFsckFindsTruncationAndCorruption(t *testing.T) {
 		if _, err := d.c.Redeem(context.Background(), r); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 			t.Fatalf("redeem %s after fsck marked it: %v", r.ID, err)
 		}
+	}
+}
+
+// fsck and gc go on past an object MinIO answers with 500 (its xl.meta
+// cut): they name it with the other damage at the end, in text and JSON,
+// and exit 1 (ADR 0255).
+func TestIntegrityFsckGoesOnPastUnreadable(t *testing.T) {
+	t.Parallel()
+	d := startDamageStore(t, true, integrityConfig)
+	if d.cutMeta == nil {
+		t.Skip("TEST_S3_DATA_DIR is not set: skipping (scripts/minio.sh prints it)")
+	}
+	unreadable := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
+	short := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
+	healthy := photosJSON(50 << 10)
+	good := streamPut(t, d.c, "zipped", healthy)
+	if err := d.cutMeta(d.key(t, unreadable)); err != nil {
+		t.Fatal(err)
+	}
+	d.damage(t, short, "truncate")
+
+	out, stderr, code := run(t, d.bin, nil, append([]string{"fsck", "--json"}, d.store...)...)
+	var rep struct {
+		Unreadable []struct {
+			Blob struct {
+				Key string `json:"Key"`
+			} `json:"blob"`
+		} `json:"unreadable"`
+		WrongSize []json.RawMessage `json:"wrong_size"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || len(rep.Unreadable) != 1 || len(rep.WrongSize) != 1 {
+		t.Fatalf("fsck --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	out, stderr, code = run(t, d.bin, nil, append([]string{"fsck"}, d.store...)...)
+	if code != 1 || !strings.Contains(out, "unreadable objects (the storage keeps answering them with errors): 1") ||
+		!strings.Contains(out, d.key(t, unreadable)) || !strings.Contains(out, "wrong object size: 1") {
+		t.Fatalf("fsck: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = run(t, d.bin, nil, append([]string{"gc"}, d.store...)...)
+	if code != 1 || !strings.Contains(out, "unreadable") || !strings.Contains(out, d.key(t, unreadable)) {
+		t.Fatalf("gc: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, err := redeemBytes(d.c, good); err != nil || !bytes.Equal(got, healthy) {
+		t.Fatalf("redeem of the healthy claim: %v", err)
+	}
+	if _, err := redeemBytes(d.c, unreadable); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+		t.Fatalf("redeem of the unreadable claim: %v; want checksum mismatch", err)
 	}
 }
 

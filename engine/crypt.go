@@ -134,8 +134,18 @@ func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
 		return metaErr("destroy key of "+ns, err)
 	}
 	s.log.Warn("data key destroyed: the namespace's encrypted objects are unreadable for good", "namespace", ns, "key", dk.ID, "actor", claimcheck.ActorFrom(ctx))
+	// The shred finished the namespace's uploads in progress and made
+	// their staging blobs due for collection (ADR 0255): their bytes,
+	// which arrived in clear, are deleted now rather than at the
+	// sweeper's next tick. Bounded; what remains the sweeper collects.
+	if _, err := s.sweeper.RunOnce(ctx, shredCollectOps); err != nil {
+		s.log.Warn("destroy key: collecting the bytes of ended uploads failed; the sweeper retries", "namespace", ns, "err", err)
+	}
 	return nil
 }
+
+// shredCollectOps bounds the collection a shred runs before it answers.
+const shredCollectOps = 1000
 
 // validateEncryption refuses a config where a namespace needs encryption
 // and no master key is set, naming the setting, and a malformed master

@@ -373,3 +373,57 @@ func TestEncryptionSwitchedOnDoesNotSharePlainObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestShreddingEndsUploadsInProgress: destroying a namespace's key ends
+// its resumable uploads in progress (ADR 0255): the bytes
+// they received (in clear) are deleted, their quota is given back, and
+// they answer gone with reason key_destroyed, so a completion can never
+// seal the pre-shred plaintext under a new key.
+func TestShreddingEndsUploadsInProgress(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, encrypted)
+	data := []byte("salary of employee 4711: 123456, and more bytes to come")
+	half := len(data) / 2
+
+	tus, err := b.store.StartResumable(ctx, "sealed", claimcheck.ResumableRequest{Size: int64(len(data)), Digest: claimcheck.DigestOf(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.AppendResumable(ctx, tus.ID, 0, bytes.NewReader(data[:half]), claimcheck.ChunkChecksum{}); err != nil {
+		t.Fatal(err)
+	}
+	// Direct uploads are refused in an encrypted namespace (their bytes
+	// would be stored in clear): only resumable ones receive bytes there.
+	if _, err := b.store.InitUpload(ctx, "sealed", claimcheck.UploadRequest{Size: int64(len(data)), Digest: claimcheck.DigestOf(data)}); !errors.Is(err, claimcheck.ErrInvalidArgument) {
+		t.Fatalf("direct upload to an encrypted namespace: %v; want invalid argument", err)
+	}
+	plaintextOnDisk := func() bool {
+		for _, f := range b.objects(t) {
+			raw, err := os.ReadFile(filepath.Join(b.dir, "blobs", f))
+			if err == nil && bytes.Contains(raw, data[:half]) {
+				return true
+			}
+		}
+		return false
+	}
+	if !plaintextOnDisk() {
+		t.Fatal("before the shred no object holds the uploads' bytes: the check cannot see them")
+	}
+	// The namespace has a key once something was sealed in it.
+	b.put(t, "sealed", []byte("sealed before the shred"))
+
+	if err := b.store.DestroyNamespaceKey(ctx, "sealed"); err != nil {
+		t.Fatal(err)
+	}
+	if plaintextOnDisk() {
+		t.Error("after the shred an object still holds the bytes of an upload in progress")
+	}
+	if _, err := b.store.AppendResumable(ctx, tus.ID, int64(half), bytes.NewReader(data[half:]), claimcheck.ChunkChecksum{}); !errors.Is(err, claimcheck.ErrGone) {
+		t.Fatalf("completing the resumable upload after the shred: %v; want gone", err)
+	}
+	_, err = b.store.ResumableUpload(ctx, tus.ID)
+	wantGone(t, err, claimcheck.ReasonKeyDestroyed)
+	if u := usage(t, b, "sealed"); u.ReservedBytes != 0 || u.PendingClaims != 0 {
+		t.Fatalf("usage after the shred: %+v; want no reservation and no pending claim", u)
+	}
+}

@@ -218,3 +218,54 @@ func localStorage(storage string) bool {
 	u, err := url.Parse(storage)
 	return err == nil && (u.Scheme == "file" || u.Scheme == "mem")
 }
+
+// maxCommitChecks bounds the rounds of commitShared: each round checks
+// one candidate, and a candidate only changes under a concurrent repair
+// or collection.
+const maxCommitChecks = 4
+
+// commitShared is the commit of an object a put wrote (put step 5), with
+// dedup's check of the object it would share (ADR 0255): a put is never
+// acknowledged onto a blob whose object was not just seen to exist with
+// its stored size. The commit does not share an unchecked candidate: it
+// names it (meta.CandidateError), one Attributes call checks it outside
+// the transaction (a HEAD must hold no row locks), and the commit runs
+// again pinned to that blob and object. An object missing, resized or
+// unreadable is marked damaged, and the next commit is the repair by
+// this put's bytes, once readBack (nil when cp.RepairVerified already
+// says so) has read them back. A candidate that cannot be checked
+// because the storage does not answer fails the put as unavailable:
+// nothing is acknowledged. A commit that shares nothing costs nothing
+// more.
+func (s *Store) commitShared(ctx context.Context, cp meta.CommitParams, readBack func(context.Context) error) (meta.CommitResult, error) {
+	cp.CheckCandidate = cp.Dedup
+	for range maxCommitChecks {
+		res, err := s.meta.Commit(ctx, cp)
+		ce, isCand := errors.AsType[*meta.CandidateError](err)
+		switch {
+		case isCand:
+			f, cerr := integrity.CheckSize(ctx, s.blobs, ce.Blob)
+			if cerr != nil {
+				return res, fmt.Errorf("the object of blob %s, which holds these bytes, cannot be checked: %w", ce.Blob.ID, cerr)
+			}
+			if f.Cause != "" {
+				s.markDamaged(ctx, ce.Blob, f.Cause, f.Detail+" (put)")
+			} else {
+				cp.CheckedBlobID, cp.CheckedKey = ce.Blob.ID, ce.Blob.Key
+			}
+		case errors.Is(err, meta.ErrDamagedCandidate) && !cp.RepairVerified && readBack != nil:
+			// The blob of these bytes is damaged and nothing changed.
+			// This body can repair it: read the new object back, and
+			// only if storage kept it right, commit again as the repair
+			// (integrity.go). A rare path, so the extra read is cheap.
+			if err := readBack(ctx); err != nil {
+				return res, err
+			}
+			cp.RepairVerified = true
+		default:
+			return res, err
+		}
+		cp.Now = s.clock.Now()
+	}
+	return meta.CommitResult{}, fmt.Errorf("%w: the blob holding these bytes kept changing while its object was checked", claimcheck.ErrUnavailable)
+}

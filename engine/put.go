@@ -206,18 +206,9 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, latestExpiry(pol, claim.CreatedAt, expires)), sk),
 		DiscardRetry:   s.discardRetry,
 	}
-	res, err := s.meta.Commit(ctx, cp)
-	if errors.Is(err, meta.ErrDamagedCandidate) {
-		// The blob of these bytes is damaged and nothing changed. This
-		// body can repair it: read the new object back, and only if
-		// storage kept it right, commit again as the repair
-		// (integrity.go). A rare path, so the extra read is cheap.
-		if err := s.verifyWritten(ctx, ns, staging.Key, w, sk); err != nil {
-			return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
-		}
-		cp.RepairVerified, cp.Now = true, s.clock.Now()
-		res, err = s.meta.Commit(ctx, cp)
-	}
+	res, err := s.commitShared(ctx, cp, func(ctx context.Context) error {
+		return s.verifyWritten(ctx, ns, staging.Key, w, sk)
+	})
 	if errors.Is(err, meta.ErrConflict) {
 		s.metrics.casConflicts.Inc()
 		s.discardObject(ctx, staging.Key)

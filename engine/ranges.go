@@ -114,8 +114,8 @@ func (s *Store) countRead(ctx context.Context, c meta.Claim, b meta.Blob, off, n
 // rangeOpenErr classifies a failure to open a range of blob b's object.
 func (s *Store) rangeOpenErr(ctx context.Context, c meta.Claim, b meta.Blob, err error) error {
 	switch {
-	case errors.Is(err, blob.ErrNotFound):
-		return s.objectMissing(ctx, c, b)
+	case blob.FaultOf(err) == blob.FaultMissing || blob.FaultOf(err) == blob.FaultObject:
+		return s.objectFailed(ctx, c, b, err)
 	case errors.Is(err, storedform.ErrSegment) || errors.Is(err, compress.ErrCorrupt):
 		s.metrics.corruption.Inc()
 		s.markDamaged(ctx, b, meta.DamageChecksum, fmt.Sprintf("decryption fails on a ranged redeem: %v", err))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/internal/tracing"
@@ -176,13 +175,24 @@ func (s *Store) redeemable(ctx context.Context, ref claimcheck.Ref) (meta.Claim,
 	return c, b, sk, nil
 }
 
-// objectMissing answers a redeem whose live claim's object is gone, and
-// marks its blob damaged.
-func (s *Store) objectMissing(ctx context.Context, c meta.Claim, b meta.Blob) error {
-	s.log.Error("redeem: the object of a live claim is missing", "claim", c.ID, "blob", b.ID, "key", b.Key)
+// objectFailed answers a redeem whose live claim's object could not be
+// opened (err): under the rule of ADR 0255 (integrity.Classify) a
+// missing object, or one the storage keeps answering with an error of
+// its own while it answers others, is damage: the blob is marked and the
+// answer is checksum_mismatch. Anything else is the storage being
+// unavailable.
+func (s *Store) objectFailed(ctx context.Context, c meta.Claim, b meta.Blob, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	f, cerr := integrity.Classify(ctx, s.blobs, b.Key, err)
+	if cerr != nil {
+		return fmt.Errorf("redeem %s: %w", c.ID, cerr)
+	}
+	s.log.Error("redeem: the object of a live claim cannot be read", "claim", c.ID, "blob", b.ID, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
 	s.metrics.corruption.Inc()
-	s.markDamaged(ctx, b, meta.DamageMissing, "object not found on redeem")
-	return fmt.Errorf("redeem %s: %w: the stored object %s is missing; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key)
+	s.markDamaged(ctx, b, f.Cause, f.Detail+" (redeem)")
+	return fmt.Errorf("redeem %s: %w: the stored object %s is %s; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key, f.Cause)
 }
 
 // openPayload opens the whole payload of claim c: the object streams
@@ -220,11 +230,8 @@ func (s *Store) openPayload(ctx context.Context, c meta.Claim, b meta.Blob, sk *
 // the object store's own read error.
 func (s *Store) openStored(ctx context.Context, c meta.Claim, b meta.Blob, sk *sealKey) (obj io.ReadCloser, src *sourceReader, stored io.Reader, err error) {
 	obj, err = s.blobs.NewReader(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil, nil, s.objectMissing(ctx, c, b)
-	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("redeem %s: %w: %v", c.ID, claimcheck.ErrUnavailable, err)
+		return nil, nil, nil, s.objectFailed(ctx, c, b, err)
 	}
 	src = &sourceReader{R: obj}
 	stored = src

@@ -385,17 +385,15 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		// the same content (integrity.go).
 		RepairVerified: verified,
 	}
-	res, err := s.meta.Commit(ctx, cp)
-	if errors.Is(err, meta.ErrDamagedCandidate) {
+	res, err := s.commitShared(ctx, cp, func(ctx context.Context) error {
 		// The blob of these bytes is damaged: this object may repair it
 		// once read back and found right, as a put's would.
 		size, digest, herr := s.hashObject(ctx, r.Upload)
 		if herr != nil || size != w.size || digest != w.digest {
-			return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w: the stored payload does not read back as it was received", op, claimcheck.ErrUnavailable)
+			return fmt.Errorf("%s: %w: the stored payload does not read back as it was received", op, claimcheck.ErrUnavailable)
 		}
-		cp.RepairVerified, cp.Now = true, s.clock.Now()
-		res, err = s.meta.Commit(ctx, cp)
-	}
+		return nil
+	})
 	if errors.Is(err, meta.ErrConflict) {
 		s.metrics.casConflicts.Inc()
 		_, lc, lerr := s.loadResumable(ctx, op, r.ClaimID)

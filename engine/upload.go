@@ -364,7 +364,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 	}
 
 	now := s.clock.Now()
-	res, err := s.meta.Commit(ctx, meta.CommitParams{
+	res, err := s.commitShared(ctx, meta.CommitParams{
 		ClaimID: id, BlobID: up.BlobID,
 		Digest: digest, Size: size, StoredSize: size, Compression: string(claimcheck.CompressionNone),
 		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
@@ -375,7 +375,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		// The object was just read whole and matched size and digest:
 		// it may repair a damaged blob of the same content (integrity.go).
 		RepairVerified: true,
-	})
+	}, nil)
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a
 		// concurrent confirm committed it.

@@ -26,6 +26,9 @@ const (
 	DamageChecksum = "checksum_mismatch" // the bytes fail the digest, decryption or decompression
 	DamageSize     = "size_mismatch"     // the object's size is not the stored size (truncated or grown)
 	DamageMissing  = "missing"           // the object does not exist
+	// DamageUnreadable: the storage answers every request about the
+	// object with an error of its own while it answers others (ADR 0255).
+	DamageUnreadable = "unreadable"
 )
 
 // Event kinds of damage and repair, written in the transaction of the

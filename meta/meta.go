@@ -259,6 +259,17 @@ type CommitParams struct {
 	// deletes the bad object. Without it, a damaged candidate with Dedup
 	// on answers ErrDamagedCandidate and nothing changes.
 	RepairVerified bool
+	// CheckCandidate makes a dedup hit wait for the caller's check of
+	// the shared object (ADR 0255): the claim shares a healthy candidate
+	// only if it is CheckedBlobID still owning CheckedKey; any other
+	// candidate it would share answers *CandidateError naming it and
+	// nothing changes. The caller checks that object (existence and
+	// size) and commits again with it named, or marks it damaged, which
+	// makes the next commit the repair. A commit that shares nothing
+	// never waits.
+	CheckCandidate bool
+	CheckedBlobID  string
+	CheckedKey     string
 }
 
 // CommitResult says which blob the committed claim points at.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start or stop a throw-away MinIO server (S3) for the tests.
 #
-#   eval "$(scripts/minio.sh start DIR)"   # prints export TEST_S3_URL=... and the AWS keys
+#   eval "$(scripts/minio.sh start DIR)"   # prints export TEST_S3_URL=..., TEST_S3_DATA_DIR and the AWS keys
 #   scripts/minio.sh stop DIR
 #
 # MinIO is built once with `go install` at a pinned version into a cache
@@ -62,11 +62,29 @@ start() {
     fi
   done
   # Create the bucket with a signed S3 request (no MinIO client needed).
-  curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$user:$secret" \
-    -X PUT "http://127.0.0.1:$port/$bucket" >/dev/null
+  # A MinIO that just passed its readiness probe may still answer 503
+  # (its object layer starting, or a loaded machine): retry while it does.
+  local code
+  for i in $(seq 1 100); do
+    code=$(curl -sS -o "$dir/minio/mkbucket.out" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" \
+      --user "$user:$secret" -X PUT "http://127.0.0.1:$port/$bucket" || echo 000)
+    case "$code" in
+      200 | 409) break ;; # created, or there already (a restart on the same DIR)
+      503 | 500 | 000) sleep 0.2 ;; # retrying a starting server's refusal
+      *) cat "$dir/minio/mkbucket.out" >&2; return 1 ;;
+    esac
+  done
+  if [ "$code" != 200 ] && [ "$code" != 409 ]; then
+    log "MinIO kept answering $code to the bucket's creation"
+    cat "$dir/minio/mkbucket.out" >&2
+    return 1
+  fi
   log "MinIO on 127.0.0.1:$port (objects in $dir/minio/data, bucket $bucket)"
   echo "export AWS_ACCESS_KEY_ID='$user' AWS_SECRET_ACCESS_KEY='$secret' AWS_REGION=us-east-1"
   echo "export TEST_S3_URL='s3://$bucket?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true'"
+  # Where MinIO keeps its buckets (one directory each), for the tests
+  # that damage an object.
+  echo "export TEST_S3_DATA_DIR='$(cd "$dir/minio/data" && pwd)'"
 }
 
 stop() {

@@ -71,6 +71,18 @@ if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   if [ -z "${TEST_JAEGER_OTLP:-}" ]; then env=$(./scripts/jaeger.sh start "$work"); eval "$env"; fi
 fi
 
+# Download tools for the system test of Content-Length and resumed
+# downloads (TestDownloadTools): wget and aria2c, Debian packages,
+# installed when this runs as root and they are missing; otherwise that
+# test skips, saying why.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
+  { ! command -v wget >/dev/null || ! command -v aria2c >/dev/null; }; then
+  echo "== download tools (apt-get install wget aria2)"
+  apt-get install -y -q wget aria2 >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q wget aria2 >/dev/null; } ||
+    echo "could not install wget and aria2: TestDownloadTools will skip"
+fi
+
 # Every go test run's output also goes to one log, summed up at the end.
 log="$work/test.log"
 

@@ -172,14 +172,14 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) error {
 		if encoding == claimcheck.EncodingIdentity {
 			encoding = ""
 		}
-		return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding)
+		return s.stream(w, r, ref.ID, e, e.Ref, e.ContentType, http.StatusOK, "", encoding, -1)
 	}
 	p, err := s.claims.Redeem(r.Context(), ref)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = p.Close() }() // read only
-	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusOK, "", "")
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusOK, "", "", p.Ref.Size)
 }
 
 // acceptsEncoding reports whether the request's Accept-Encoding lists
@@ -224,7 +224,7 @@ func (s *Server) redeemRange(w http.ResponseWriter, r *http.Request, ref claimch
 		return err
 	}
 	defer func() { _ = p.Close() }() // read only
-	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusPartialContent, api.FormatContentRange(p.Offset, p.Length, p.Ref.Size), "")
+	return s.stream(w, r, ref.ID, p, p.Ref, p.ContentType, http.StatusPartialContent, api.FormatContentRange(p.Offset, p.Length, p.Ref.Size), "", p.Length)
 }
 
 // streamBuffers recycles the buffers of payload responses of up to
@@ -236,7 +236,15 @@ var streamBuffers = sync.Pool{New: func() any { b := make([]byte, streamChunk); 
 
 // stream sends body (a verifying reader, or the stored frames in
 // encoding) as the answer with status; a 206 carries contentRange.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange, encoding string) error {
+// length is the number of bytes body yields when known (-1: not).
+//
+// A client that reads trailers gets a chunked answer with the
+// Claimcheck-Error trailer. Any other (curl, wget, aria2c, a browser)
+// gets Content-Length (ADR 0255): a download tool then knows a cut from
+// the end, can resume with a range and split a download. The body is
+// still verified as it goes; a failure part-way aborts the connection,
+// so the tool sees fewer bytes than announced, never a complete file.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body io.Reader, ref claimcheck.Ref, contentType string, status int, contentRange, encoding string, length int64) error {
 	var buf []byte
 	if ref.Size > streamChunk {
 		bp := relayBuffers.Get().(*[]byte)
@@ -270,22 +278,53 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body 
 	if encoding != "" {
 		h.Set("Content-Encoding", encoding)
 	}
-	// Declaring a trailer also keeps net/http from adding a
-	// Content-Length to short responses: the body is always chunked.
-	h.Set("Trailer", api.TrailerError)
+	// holdLast: the answer's length is announced, so the body's last
+	// byte is held back until the body ended without error. The bytes
+	// are verified as they go, and a mismatch shows only at the end:
+	// sent in full, a bad payload would be a complete download. Held
+	// back, the abort leaves the client one byte short at least.
+	holdLast := length >= 0 && encoding == "" && !readsTrailers(r)
+	if holdLast {
+		h.Set("Content-Length", strconv.FormatInt(length, 10))
+	} else {
+		// Declaring a trailer also keeps net/http from adding a
+		// Content-Length to short responses: the body is chunked.
+		h.Set("Trailer", api.TrailerError)
+	}
 	w.WriteHeader(status)
 
 	sent := int64(0)
+	var (
+		last    [1]byte
+		hasLast bool
+	)
+	write := func(p []byte) bool {
+		if _, err := w.Write(p); err != nil {
+			s.log.InfoContext(r.Context(), "redeem: client went away", "claim", id, "sent", sent, "err", err)
+			return false
+		}
+		sent += int64(len(p))
+		return true
+	}
 	for {
 		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
-				s.log.InfoContext(r.Context(), "redeem: client went away", "claim", id, "sent", sent, "err", err)
+			chunk := buf[:n]
+			if holdLast {
+				// More bytes came: the one held back was not the last.
+				if hasLast && !write(last[:]) {
+					return nil
+				}
+				last[0], hasLast, chunk = chunk[n-1], true, chunk[:n-1]
+			}
+			if len(chunk) > 0 && !write(chunk) {
 				return nil
 			}
-			sent += int64(n)
 		}
 		switch {
 		case rerr == io.EOF:
+			if hasLast {
+				write(last[:])
+			}
 			return nil
 		case rerr != nil:
 			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", id, sent, rerr)

@@ -138,12 +138,20 @@ func TestPayloadResponse(t *testing.T) {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			data := bytes.Repeat([]byte("x"), size)
 			ref := b.put(t, "orders", data, "Content-Type", "text/plain")
-			resp, body := b.do(t, http.MethodGet, "/v1/claims/"+ref.ID+"?ns=orders", nil)
+			// A client that does not read trailers (curl, wget) gets
+			// the length (ADR 0255).
+			plain, body := b.do(t, http.MethodGet, "/v1/claims/"+ref.ID+"?ns=orders", nil)
+			if plain.StatusCode != http.StatusOK || !bytes.Equal(body, data) || plain.ContentLength != int64(size) || plain.Header.Get("Trailer") != "" {
+				t.Fatalf("redeem without TE: trailers: %s, %d bytes, Content-Length %d, Trailer %q; want the payload with its length",
+					plain.Status, len(body), plain.ContentLength, plain.Header.Get("Trailer"))
+			}
+			resp, body := b.do(t, http.MethodGet, "/v1/claims/"+ref.ID+"?ns=orders", nil, "TE", "trailers")
 			if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
 				t.Fatalf("redeem: %s, %d bytes", resp.Status, len(body))
 			}
-			// Streamed with a trailer: never a Content-Length, even for
-			// payloads small enough for net/http to add one.
+			// To a client that reads trailers: streamed with a trailer,
+			// never a Content-Length, even for payloads small enough for
+			// net/http to add one.
 			if resp.ContentLength != -1 || resp.Header.Get("Content-Length") != "" || !slicesContain(resp.TransferEncoding, "chunked") {
 				t.Errorf("Content-Length %d, Transfer-Encoding %v; want chunked", resp.ContentLength, resp.TransferEncoding)
 			}

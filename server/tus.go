@@ -526,7 +526,20 @@ func (ts tusStore) tusError(ctx context.Context, err error, header string) error
 		HTTPResponse: handler.HTTPResponse{
 			StatusCode: status,
 			Body:       string(b) + "\n",
-			Header:     handler.HTTPHeader{"Content-Type": api.ContentTypeJSON},
+			Header:     tusErrorHeader(status, b),
 		},
 	}
+}
+
+// tusErrorHeader is the header of a tus error answer. A gone upload's
+// answer also carries its error in Claimcheck-Error (the JSON of the
+// body, with the reason), for HEAD /v1/tus/{id}, whose answer has no
+// body: a client polling an upload learns why it ended (key_destroyed,
+// never_confirmed, aborted).
+func tusErrorHeader(status int, body []byte) handler.HTTPHeader {
+	h := handler.HTTPHeader{"Content-Type": api.ContentTypeJSON}
+	if status == http.StatusGone {
+		h[api.TrailerError] = string(body)
+	}
+	return h
 }

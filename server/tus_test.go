@@ -98,7 +98,9 @@ func (tb tusBackend) open(t *testing.T, dir string, wrap func(http.Handler) http
 			"zstd":  {},
 			"tiny":  {MaxSize: 1 << 10, Threshold: 1},
 			"quota": {Compression: claimcheck.CompressionNone, Quota: claimcheck.Quota{Bytes: 1 << 20}},
+			"vault": {Encryption: claimcheck.EncryptionAES256GCM},
 		},
+		MasterKey: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 	}
 	b := &tusBundle{clock: tb.clock, dir: dir, s3: tb.s3, bucket: tb.bucket}
 	m, err := sqlmeta.Open(ctx, tb.dsn)
@@ -656,4 +658,32 @@ func TestTusCreationWithUpload(t *testing.T) {
 			t.Fatal("redeemed bytes differ from the ones sent on creation and after")
 		}
 	})
+}
+
+// TestTusShredded: destroying the namespace's key ends its uploads in
+// progress (ADR 0255): HEAD answers 410 with the reason in a
+// Claimcheck-Error header (a HEAD has no body), and no longer tells the
+// declared sha256; a PATCH answers gone.
+func TestTusShredded(t *testing.T) {
+	b := setupTus(t, false)
+	data := tusData(t, 64<<10)
+	if _, err := b.store.Put(t.Context(), "vault", bytes.NewReader([]byte("sealed")), claimcheck.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	loc := b.create(t, "vault", len(data), tusMetadata("sha256", sha256Hex(data)))
+	if resp, body := b.patch(t, loc, 0, data[:1000]); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %s %s", resp.Status, body)
+	}
+	if resp, body := b.do(t, "DELETE", "/v1/namespaces/vault/key?confirm=vault", nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("destroy key: %s %s", resp.Status, body)
+	}
+	_, resp := b.offset(t, loc)
+	if resp.StatusCode != http.StatusGone || !strings.Contains(resp.Header.Get(api.TrailerError), string(claimcheck.ReasonKeyDestroyed)) {
+		t.Fatalf("HEAD after the shred: %s, %s: %q; want 410 naming key_destroyed", resp.Status, api.TrailerError, resp.Header.Get(api.TrailerError))
+	}
+	if m := resp.Header.Get(api.HeaderUploadMetadata); strings.Contains(m, "sha256") {
+		t.Errorf("HEAD after the shred still tells the declared sha256: %q", m)
+	}
+	resp, body := b.patch(t, loc, 1000, data[1000:])
+	wantTusError(t, resp, body, http.StatusGone, api.CodeGone)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,9 +55,14 @@ type BackstopResult struct {
 	DebrisDeleted  int   `json:"debris_deleted"`
 	DebrisBytes    int64 `json:"debris_bytes"`
 	MissingObjects int   `json:"missing_objects"`
-	Pages          int   `json:"pages"`
-	PassDone       bool  `json:"pass_done"` // a whole pass finished in this run
-	Skipped        bool  `json:"skipped"`   // another replica holds the lease
+	Unreadable     int   `json:"unreadable_objects"` // marked damaged: the storage keeps answering them with errors (ADR 0255)
+	Unchecked      int   `json:"unchecked_objects"`  // the storage did not answer; checked again next run
+	// Findings names every object of the run found missing, resized,
+	// unreadable or not checked, for the report at the end.
+	Findings []ObjectFinding `json:"findings"`
+	Pages    int             `json:"pages"`
+	PassDone bool            `json:"pass_done"` // a whole pass finished in this run
+	Skipped  bool            `json:"skipped"`   // another replica holds the lease
 }
 
 // Backstop runs the backstop passes.
@@ -68,6 +74,9 @@ type Backstop struct {
 	log     *slog.Logger
 	metrics *Metrics
 	holder  string
+
+	mu    sync.Mutex
+	retry map[string]meta.Blob // objects a page could not check, by blob id
 }
 
 // NewBackstop returns the backstop over the given stores; metrics nil
@@ -119,6 +128,9 @@ func (bs *Backstop) Run(ctx context.Context, maxPages int) (res BackstopResult, 
 	cur, err := bs.meta.Cursor(ctx, BackstopCursor)
 	if err != nil {
 		return res, fmt.Errorf("sweep: backstop cursor: %w", err)
+	}
+	if err := bs.retryUnchecked(ctx, &res); err != nil {
+		return res, fmt.Errorf("sweep: backstop: %w", err)
 	}
 	phase, start, pos := parseCursor(cur)
 	if phase == "done" || phase == "" {
@@ -213,41 +225,15 @@ func (bs *Backstop) blobPage(ctx context.Context, after string, res *BackstopRes
 				Detail: fmt.Sprintf("state %s: refcount %d, live claims %d", f.State, f.Refcount, f.Live)})
 		}
 	}
-	missing, wrong, err := CheckObjects(ctx, bs.meta, bs.blobs, page)
+	found, err := CheckObjects(ctx, bs.meta, bs.blobs, page)
 	if err != nil {
 		return "", false, err
 	}
-	for _, b := range missing {
-		res.MissingObjects++
-		bs.metrics.GC.MissingObjects.Inc()
-		bs.log.Error("gc: a blob's object is missing; the row is kept", "blob", b.ID, "namespace", b.Namespace, "key", b.Key, "state", b.State)
-		events = append(events, meta.Event{At: now, Kind: meta.EventObjectMissing, Namespace: b.Namespace, BlobID: b.ID,
-			Detail: fmt.Sprintf("state %s, key %s: object not found", b.State, b.Key)})
-		// Damaged from now on: dedup stops sharing it, and the next put
-		// of its bytes repairs it (ADR 0095).
-		if _, err := integrity.MarkDamaged(ctx, bs.meta, bs.metrics.GC.Damaged, bs.log, b, integrity.Finding{Cause: meta.DamageMissing, Detail: "object not found"}, now); err != nil {
-			return "", false, fmt.Errorf("sweep: backstop: %w", err)
-		}
-	}
-	for _, w := range wrong {
-		f := integrity.Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
-		if _, err := integrity.MarkDamaged(ctx, bs.meta, bs.metrics.GC.Damaged, bs.log, w.Blob, f, now); err != nil {
-			return "", false, fmt.Errorf("sweep: backstop: %w", err)
-		}
-	}
+	events = append(events, bs.markFound(ctx, found, res, now)...)
 	if err := bs.meta.AppendEvents(ctx, events); err != nil {
 		return "", false, fmt.Errorf("sweep: backstop: %w", err)
 	}
 	return page[len(page)-1].ID, len(page) == bs.cfg.PageSize, nil
-}
-
-// MissingObjects returns the blobs of page that are committed, or
-// orphaned after being committed, and whose object does not exist. A blob whose row changed state in the
-// meantime (collected under us) is not missing: its row is reloaded
-// before it is reported.
-func MissingObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) ([]meta.Blob, error) {
-	missing, _, err := CheckObjects(ctx, m, b, page)
-	return missing, err
 }
 
 // WrongSize is a blob whose object exists with another size than the
@@ -257,12 +243,48 @@ type WrongSize struct {
 	ObjectSize int64     `json:"object_size"`
 }
 
-// CheckObjects makes the cheap check (one Attributes call, integrity.CheckSize) of
-// every blob of page that holds committed content, and returns the ones
-// whose object is missing and the ones whose object has another size than
-// the stored size. Each finding is re-checked against the reloaded row: a
-// blob collected or repaired meanwhile is not reported.
-func CheckObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) (missing []meta.Blob, wrong []WrongSize, err error) {
+// Unreadable is a blob whose object the storage keeps answering with an
+// error of its own while it answers other requests (ADR 0255).
+type Unreadable struct {
+	Blob   meta.Blob `json:"blob"`
+	Detail string    `json:"detail"`
+}
+
+// Unchecked is a blob whose object could not be checked: the storage did
+// not answer (an outage, a timeout). Nothing is known about the object;
+// it is checked again later.
+type Unchecked struct {
+	Blob  meta.Blob `json:"blob"`
+	Error string    `json:"error"`
+}
+
+// ObjectFinding is one object a backstop run found wrong, or could not
+// check (Cause "unchecked").
+type ObjectFinding struct {
+	BlobID    string `json:"blob_id"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Cause     string `json:"cause"`
+	Detail    string `json:"detail"`
+}
+
+// ObjectFindings are what the cheap checks of some blobs found.
+type ObjectFindings struct {
+	Missing    []meta.Blob
+	WrongSize  []WrongSize
+	Unreadable []Unreadable
+	Unchecked  []Unchecked
+}
+
+// CheckObjects makes the cheap check (one Attributes call under the rule
+// of ADR 0255, integrity.Attributes) of every blob of page that holds
+// committed content, and returns what it found: objects missing, of
+// another size than the stored size, unreadable, and the ones it could
+// not check. It goes on past every object it cannot read; only a failure
+// of the metadata store stops it. Each finding is re-checked against the
+// reloaded row: a blob collected or repaired meanwhile is not reported.
+func CheckObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) (ObjectFindings, error) {
+	var out ObjectFindings
 	for _, bl := range page {
 		// Without a digest the blob never held committed content: a
 		// staging blob orphaned by an aborted put (its object may never
@@ -271,26 +293,106 @@ func CheckObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.B
 		if !holdsContent(bl) {
 			continue
 		}
-		a, err := b.Attributes(ctx, bl.Key)
-		if err == nil && a.Size == bl.StoredSize {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		a, f, err := integrity.Attributes(ctx, b, bl.Key)
+		if err == nil && f.Cause == "" && a.Size == bl.StoredSize {
 			continue
-		} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
-			return nil, nil, fmt.Errorf("sweep: check object of blob %s: %w", bl.ID, err)
 		}
 		now, rerr := m.Blob(ctx, bl.ID)
 		if rerr != nil {
-			return nil, nil, fmt.Errorf("sweep: reload blob %s: %w", bl.ID, rerr)
+			return out, fmt.Errorf("sweep: reload blob %s: %w", bl.ID, rerr)
 		}
 		if !holdsContent(now) || now.Key != bl.Key {
 			continue
 		}
-		if err != nil {
-			missing = append(missing, now)
-		} else {
-			wrong = append(wrong, WrongSize{Blob: now, ObjectSize: a.Size})
+		switch {
+		case err != nil:
+			out.Unchecked = append(out.Unchecked, Unchecked{Blob: now, Error: err.Error()})
+		case f.Cause == meta.DamageMissing:
+			out.Missing = append(out.Missing, now)
+		case f.Cause != "":
+			out.Unreadable = append(out.Unreadable, Unreadable{Blob: now, Detail: f.Detail})
+		default:
+			out.WrongSize = append(out.WrongSize, WrongSize{Blob: now, ObjectSize: a.Size})
 		}
 	}
-	return missing, wrong, nil
+	return out, nil
+}
+
+// markFound marks damaged what found holds and returns the events of the
+// missing objects. An object that could not be checked (the storage did
+// not answer) is kept for a check of its own at the start of the next
+// run (retryUnchecked), so the pass moves on to the next page.
+func (bs *Backstop) markFound(ctx context.Context, found ObjectFindings, res *BackstopResult, now time.Time) []meta.Event {
+	var events []meta.Event
+	note := func(b meta.Blob, cause, detail string) {
+		res.Findings = append(res.Findings, ObjectFinding{BlobID: b.ID, Namespace: b.Namespace, Key: b.Key, Cause: cause, Detail: detail})
+	}
+	mark := func(b meta.Blob, f integrity.Finding) {
+		note(b, f.Cause, f.Detail)
+		if _, err := integrity.MarkDamaged(ctx, bs.meta, bs.metrics.GC.Damaged, bs.log, b, f, now); err != nil {
+			// Found again by the next pass.
+			bs.log.Warn("gc: could not mark a damaged blob; the next pass will", "blob", b.ID, "err", err)
+		}
+	}
+	for _, b := range found.Missing {
+		res.MissingObjects++
+		bs.metrics.GC.MissingObjects.Inc()
+		bs.log.Error("gc: a blob's object is missing; the row is kept", "blob", b.ID, "namespace", b.Namespace, "key", b.Key, "state", b.State)
+		events = append(events, meta.Event{At: now, Kind: meta.EventObjectMissing, Namespace: b.Namespace, BlobID: b.ID,
+			Detail: fmt.Sprintf("state %s, key %s: object not found", b.State, b.Key)})
+		// Damaged from now on: dedup stops sharing it, and the next put
+		// of its bytes repairs it (ADR 0095).
+		mark(b, integrity.Finding{Cause: meta.DamageMissing, Detail: "object not found"})
+	}
+	for _, w := range found.WrongSize {
+		mark(w.Blob, integrity.Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)})
+	}
+	for _, u := range found.Unreadable {
+		res.Unreadable++
+		mark(u.Blob, integrity.Finding{Cause: meta.DamageUnreadable, Detail: u.Detail})
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for _, u := range found.Unchecked {
+		res.Unchecked++
+		note(u.Blob, "unchecked", u.Error)
+		bs.log.Warn("gc: could not check a blob's object; checking it again next run", "blob", u.Blob.ID, "key", u.Blob.Key, "err", u.Error)
+		if bs.retry == nil {
+			bs.retry = map[string]meta.Blob{}
+		}
+		if len(bs.retry) < maxRetryChecks {
+			bs.retry[u.Blob.ID] = u.Blob
+		}
+	}
+	return events
+}
+
+// maxRetryChecks bounds the objects kept for a check of their own: in an
+// outage every object fails, and the next pass checks them all anyway.
+const maxRetryChecks = 1000
+
+// retryUnchecked checks again the objects a page could not check, before
+// the run goes on from its cursor: a failed object is retried on its own
+// schedule (every run), not by holding the pass on its page.
+func (bs *Backstop) retryUnchecked(ctx context.Context, res *BackstopResult) error {
+	bs.mu.Lock()
+	page := make([]meta.Blob, 0, len(bs.retry))
+	for _, b := range bs.retry {
+		page = append(page, b)
+	}
+	bs.retry = nil
+	bs.mu.Unlock()
+	if len(page) == 0 {
+		return nil
+	}
+	found, err := CheckObjects(ctx, bs.meta, bs.blobs, page)
+	if err != nil {
+		return err
+	}
+	return bs.meta.AppendEvents(ctx, bs.markFound(ctx, found, res, bs.clock.Now()))
 }
 
 // objectPage lists one page of the bucket after key after and collects
@@ -405,7 +507,7 @@ func newGCMetrics(reg prometheus.Registerer) *GCMetrics {
 		Help: "Blobs marked damaged (object altered, short or missing), by cause; a put of the same bytes repairs them."}, []string{"cause"})
 	// Every cause exported from the start (at 0), so an alert on an
 	// increase sees the first damage.
-	for _, cause := range []string{meta.DamageChecksum, meta.DamageSize, meta.DamageMissing} {
+	for _, cause := range []string{meta.DamageChecksum, meta.DamageSize, meta.DamageMissing, meta.DamageUnreadable} {
 		m.Damaged.WithLabelValues(cause)
 	}
 	m.Repaired = c("claimcheck_blobs_repaired_total", "Damaged blobs repaired by a put that brought their bytes.")

@@ -27,7 +27,13 @@ type Report struct {
 	// WrongSize lists blobs whose object's size is not the stored size
 	// (truncated or grown); Damaged the blobs marked damaged (ADR 0095)
 	// when the walk read them, found now or earlier.
-	WrongSize      []WrongSize   `json:"wrong_size"`
+	WrongSize []WrongSize `json:"wrong_size"`
+	// Unreadable lists blobs whose object the storage keeps answering
+	// with an error of its own (ADR 0255); Unchecked the ones whose
+	// object could not be checked at all (the storage did not answer).
+	// The walk goes on past both.
+	Unreadable     []Unreadable  `json:"unreadable"`
+	Unchecked      []Unchecked   `json:"unchecked"`
 	Damaged        []meta.Blob   `json:"damaged"`
 	StuckDeleting  []meta.Blob   `json:"stuck_deleting"`
 	Debris         []blob.Object `json:"debris"`
@@ -67,7 +73,8 @@ type Drift struct {
 // Problems reports whether fsck should fail: anything out of place.
 func (r Report) Problems() bool {
 	return len(r.Drift) > 0 || len(r.Missing) > 0 || len(r.StuckDeleting) > 0 || len(r.Debris) > 0 || len(r.QuotaDrift) > 0 ||
-		len(r.WrongSize) > 0 || len(r.Damaged) > 0 || (r.Scrub != nil && len(r.Scrub.Found) > 0)
+		len(r.WrongSize) > 0 || len(r.Damaged) > 0 || len(r.Unreadable) > 0 || len(r.Unchecked) > 0 ||
+		(r.Scrub != nil && (len(r.Scrub.Found) > 0 || len(r.Scrub.Unchecked) > 0))
 }
 
 // Inspect walks every blob row and the whole bucket, a page at a time, and
@@ -139,12 +146,14 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 			}
 		}
 		if withObjects {
-			missing, wrong, err := CheckObjects(ctx, m, b, page)
+			found, err := CheckObjects(ctx, m, b, page)
 			if err != nil {
 				return r, err
 			}
-			r.Missing = append(r.Missing, missing...)
-			r.WrongSize = append(r.WrongSize, wrong...)
+			r.Missing = append(r.Missing, found.Missing...)
+			r.WrongSize = append(r.WrongSize, found.WrongSize...)
+			r.Unreadable = append(r.Unreadable, found.Unreadable...)
+			r.Unchecked = append(r.Unchecked, found.Unchecked...)
 		}
 		if len(page) < pageSize {
 			break
@@ -217,6 +226,11 @@ func (s *Sweeper) MarkFindings(ctx context.Context, r Report) (int, error) {
 	for _, w := range r.WrongSize {
 		f := integrity.Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", w.ObjectSize, w.Blob.StoredSize)}
 		if err := mark(w.Blob, f); err != nil {
+			return n, err
+		}
+	}
+	for _, u := range r.Unreadable {
+		if err := mark(u.Blob, integrity.Finding{Cause: meta.DamageUnreadable, Detail: u.Detail}); err != nil {
 			return n, err
 		}
 	}

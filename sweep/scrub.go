@@ -89,6 +89,10 @@ type ScrubReport struct {
 	Bytes   int64          `json:"bytes_read"`
 	Found   []ScrubFinding `json:"damaged"`
 	Cleared []string       `json:"cleared"` // damaged blobs whose object read back good
+	// Unchecked lists blobs whose object could not be read (the storage
+	// did not answer, a data key could not be unwrapped): nothing is
+	// known about them; the step went on past them.
+	Unchecked []Unchecked `json:"unchecked"`
 	// PassDone: the step reached the last blob; the next step starts a
 	// new pass from the first.
 	PassDone bool `json:"pass_done"`
@@ -141,7 +145,14 @@ func (sc *Scrub) one(ctx context.Context, b meta.Blob, rep *ScrubReport) error {
 	f, n, err := integrity.Verify(ctx, sc.meta, sc.blobs, sc.keys, b)
 	rep.Bytes += n
 	if err != nil {
-		return fmt.Errorf("sweep: scrub blob %s: %w", b.ID, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Go on past it: one object that cannot be read must not hide
+		// the others' damage. Reported, and read again next pass.
+		sc.log.Warn("integrity: scrub could not read a blob's object; going on", "blob", b.ID, "key", b.Key, "err", err)
+		rep.Unchecked = append(rep.Unchecked, Unchecked{Blob: b, Error: err.Error()})
+		return nil
 	}
 	rep.Blobs++
 	sc.metrics.GC.ScrubBlobs.Inc()

@@ -1,8 +1,10 @@
 // Package gocloudbucket is the blob.Store over a gocloud.dev/blob
 // bucket, which the backends built on gocloud share (blob/filestore,
-// blob/memstore, blob/s3store, blob/gcsstore, blob/azurestore). It is the only place that sees gocloud's
-// errors: gcerrors.NotFound becomes blob.ErrNotFound, and every other
-// error is wrapped with the operation and key. A backend opens its
+// blob/memstore, blob/s3store, blob/gcsstore, blob/azurestore). It is
+// the only place that sees gocloud's errors: gcerrors.NotFound becomes
+// blob.ErrNotFound, gcerrors.Internal is marked blob.ErrObjectFault (the
+// service's own error about the object, ADR 0255), and every error is
+// wrapped with the operation and key. A backend opens its
 // gocloud bucket, hands it to New and adds what gocloud cannot do
 // (appends, presigning, lifecycle rules) on the type it returns.
 package gocloudbucket
@@ -48,6 +50,7 @@ type Bucket struct {
 	// exactly our token. The conformance suite's token tests catch a
 	// driver that changes this.
 	startAfter func(token string) func(as func(any) bool) error
+	status     func(err error) int
 }
 
 var _ blob.Store = (*Bucket)(nil)
@@ -60,11 +63,17 @@ type Options struct {
 	// sets GCS's startOffset, azurestore Azure's startFrom): List drops
 	// the token itself. Nil: the token is gocloud's page token.
 	StartAfter func(token string) func(as func(any) bool) error
+	// HTTPStatus, for a driver whose errors carry the service's HTTP
+	// status in a type of their own (not an HTTPStatusCode method, which
+	// blob.FaultOf reads by itself), returns it (0: none), so that a
+	// 500 about one object is told from an outage (blob.FaultOf,
+	// ADR 0255). The AWS SDK's errors need none.
+	HTTPStatus func(err error) int
 }
 
 // New returns the Store over b, which it owns: Close closes b.
 func New(b *gcblob.Bucket, o Options) *Bucket {
-	return &Bucket{b: b, startAfter: o.StartAfter}
+	return &Bucket{b: b, startAfter: o.StartAfter, status: o.HTTPStatus}
 }
 
 // Redact drops the query and user of a URL for error messages: they may
@@ -84,10 +93,23 @@ func Wrap(op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
 		err = blob.ErrNotFound
+	case gcerrors.Internal:
+		err = fmt.Errorf("%w: %w", blob.ErrObjectFault, err)
 	}
 	return fmt.Errorf("blob: %s %s: %w", op, key, err)
+}
+
+// wrap is Wrap with the driver's HTTP status attached (Options.HTTPStatus).
+func (b *Bucket) wrap(op, key string, err error) error {
+	if err != nil && b.status != nil {
+		if st := b.status(err); st != 0 {
+			err = &blob.StatusError{Status: st, Err: err}
+		}
+	}
+	return Wrap(op, key, err)
 }
 
 // NewWriter implements blob.Store. gocloud's writer checks ctx in Close and
@@ -125,23 +147,24 @@ func (w *writer) Close() error {
 func (b *Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
 	r, err := b.b.NewReader(ctx, key, nil)
 	if err != nil {
-		return nil, Wrap("read", key, err)
+		return nil, b.wrap("read", key, err)
 	}
-	return &reader{r: r, key: key}, nil
+	return &reader{r: r, key: key, wrap: b.wrap}, nil
 }
 
 // NewRangeReader implements blob.Store.
 func (b *Bucket) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	r, err := b.b.NewRangeReader(ctx, key, offset, length, nil)
 	if err != nil {
-		return nil, Wrap("read", key, err)
+		return nil, b.wrap("read", key, err)
 	}
-	return &reader{r: r, key: key}, nil
+	return &reader{r: r, key: key, wrap: b.wrap}, nil
 }
 
 type reader struct {
-	r   *gcblob.Reader
-	key string
+	r    *gcblob.Reader
+	key  string
+	wrap func(op, key string, err error) error
 }
 
 func (r *reader) Read(p []byte) (int, error) {
@@ -150,18 +173,18 @@ func (r *reader) Read(p []byte) (int, error) {
 		// io.EOF must reach the caller unwrapped (io.Copy, io.ReadAll).
 		return n, err
 	}
-	return n, Wrap("read", r.key, err)
+	return n, r.wrap("read", r.key, err)
 }
 
 func (r *reader) Close() error {
-	return Wrap("read", r.key, r.r.Close())
+	return r.wrap("read", r.key, r.r.Close())
 }
 
 // Attributes implements blob.Store.
 func (b *Bucket) Attributes(ctx context.Context, key string) (blob.Attributes, error) {
 	a, err := b.b.Attributes(ctx, key)
 	if err != nil {
-		return blob.Attributes{}, Wrap("attributes", key, err)
+		return blob.Attributes{}, b.wrap("attributes", key, err)
 	}
 	return blob.Attributes{Size: a.Size, ModTime: a.ModTime}, nil
 }

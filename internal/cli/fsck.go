@@ -34,13 +34,16 @@ serve). Walks every blob row and the whole bucket and reports: refcount drift
 (a refcount hint that disagrees with the live claims, or a committed blob no
 claim references), debris (objects without a row, older than backstop_grace),
 missing objects (rows whose object is gone), objects whose size is not the
-blob's stored size (truncated or grown), blobs marked damaged, blobs stuck in
+blob's stored size (truncated or grown), objects the storage keeps answering
+with an error of its own while it answers others (unreadable), objects it
+could not check because the storage did not answer, blobs marked damaged, blobs stuck in
 deleting for over an hour (dead letters among them) and namespaces whose
 quota counters disagree with their live claims. Exits 1 if it finds any of
 them.
 
-The one change fsck makes is to mark blobs with a missing, resized or (with
---verify) corrupt object damaged: redeems of them then answer
+fsck goes on past every object it cannot read and reports everything at the
+end. The one change fsck makes is to mark blobs with a missing, resized,
+unreadable or (with --verify) corrupt object damaged: redeems of them then answer
 checksum_mismatch at once, dedup stops sharing them, and the next put of the
 same bytes repairs them. 'claimcheck gc' repairs drift and debris; quota
 drift is a bug (please report it).
@@ -113,6 +116,7 @@ func scrubPaced(ctx context.Context, store *engine.Store, rate int64, restart bo
 		total.Bytes += step.Bytes
 		total.Found = append(total.Found, step.Found...)
 		total.Cleared = append(total.Cleared, step.Cleared...)
+		total.Unchecked = append(total.Unchecked, step.Unchecked...)
 		if err != nil {
 			return total, err
 		}
@@ -151,6 +155,14 @@ func printFsck(env Env, rep sweep.Report) {
 		fmt.Fprintf(w, "  blob %s (%s, namespace %s): object %s has %d bytes, stored size %d\n",
 			x.Blob.ID, x.Blob.State, x.Blob.Namespace, x.Blob.Key, x.ObjectSize, x.Blob.StoredSize)
 	}
+	fmt.Fprintf(w, "unreadable objects (the storage keeps answering them with errors): %d\n", len(rep.Unreadable))
+	for _, u := range rep.Unreadable {
+		fmt.Fprintf(w, "  blob %s (%s, namespace %s): object %s: %s\n", u.Blob.ID, u.Blob.State, u.Blob.Namespace, u.Blob.Key, u.Detail)
+	}
+	fmt.Fprintf(w, "objects not checked (the storage did not answer): %d\n", len(rep.Unchecked))
+	for _, u := range rep.Unchecked {
+		fmt.Fprintf(w, "  blob %s (namespace %s): object %s: %s\n", u.Blob.ID, u.Blob.Namespace, u.Blob.Key, u.Error)
+	}
 	fmt.Fprintf(w, "damaged blobs (marked before this run): %d\n", len(rep.Damaged))
 	for _, b := range rep.Damaged {
 		fmt.Fprintf(w, "  blob %s (%s, namespace %s) since %s: %s\n", b.ID, b.State, b.Namespace, b.DamagedAt.UTC().Format(time.RFC3339), b.Damage)
@@ -159,6 +171,10 @@ func printFsck(env Env, rep sweep.Report) {
 		fmt.Fprintf(w, "verified: %d blobs, %d object bytes read; corrupt: %d; found good again: %d\n", s.Blobs, s.Bytes, len(s.Found), len(s.Cleared))
 		for _, x := range s.Found {
 			fmt.Fprintf(w, "  blob %s (namespace %s): object %s: %s: %s\n", x.BlobID, x.Namespace, x.Key, x.Cause, x.Detail)
+		}
+		fmt.Fprintf(w, "not verified (could not be read): %d\n", len(s.Unchecked))
+		for _, u := range s.Unchecked {
+			fmt.Fprintf(w, "  blob %s (namespace %s): object %s: %s\n", u.Blob.ID, u.Blob.Namespace, u.Blob.Key, u.Error)
 		}
 	}
 	fmt.Fprintf(w, "quota drift: %d namespaces\n", len(rep.QuotaDrift))

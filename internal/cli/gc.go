@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,10 @@ type gcCmd struct {
 	dryRun bool
 	asJSON bool
 }
+
+// errGCFindings makes gc exit non-zero after its report: objects that are
+// damaged (marked now) or could not be checked.
+var errGCFindings = errors.New("gc found damaged objects or objects it could not check (listed above)")
 
 func newGCCmd(env Env) *cobra.Command {
 	g := &gcCmd{}
@@ -58,21 +63,31 @@ With --dry-run nothing changes: it prints what would be reclaimed now
 				return err
 			}
 			if g.asJSON {
-				return json.NewEncoder(env.Stdout).Encode(struct {
+				if err := json.NewEncoder(env.Stdout).Encode(struct {
 					ClaimsFinished int                  `json:"claims_finished"`
 					BlobsCollected int                  `json:"blobs_collected"`
 					DeleteFailures int                  `json:"delete_failures"`
 					Backstop       sweep.BackstopResult `json:"backstop"`
-				}{res.ClaimsFinished, res.BlobsCollected, res.DeleteFailures, bs})
+				}{res.ClaimsFinished, res.BlobsCollected, res.DeleteFailures, bs}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(env.Stdout, "claims finished: %d\nblobs collected: %d (delete failures: %d)\n",
+					res.ClaimsFinished, res.BlobsCollected, res.DeleteFailures)
+				if bs.Skipped {
+					fmt.Fprintln(env.Stdout, "backstop: skipped, another process is running it")
+					return nil
+				}
+				fmt.Fprintf(env.Stdout, "backstop: %d blobs checked, %d refcounts repaired, %d blobs orphaned, %d objects listed, %d debris objects deleted (%d bytes), %d missing objects, %d unreadable, %d not checked\n",
+					bs.BlobsScanned, bs.DriftFixed, bs.Orphaned, bs.ObjectsListed, bs.DebrisDeleted, bs.DebrisBytes, bs.MissingObjects, bs.Unreadable, bs.Unchecked)
+				for _, f := range bs.Findings {
+					fmt.Fprintf(env.Stdout, "  blob %s (namespace %s): object %s: %s: %s\n", f.BlobID, f.Namespace, f.Key, f.Cause, f.Detail)
+				}
 			}
-			fmt.Fprintf(env.Stdout, "claims finished: %d\nblobs collected: %d (delete failures: %d)\n",
-				res.ClaimsFinished, res.BlobsCollected, res.DeleteFailures)
-			if bs.Skipped {
-				fmt.Fprintln(env.Stdout, "backstop: skipped, another process is running it")
-				return nil
+			if len(bs.Findings) > 0 {
+				// Every finding is printed above; the exit status says there were some.
+				return errGCFindings
 			}
-			fmt.Fprintf(env.Stdout, "backstop: %d blobs checked, %d refcounts repaired, %d blobs orphaned, %d objects listed, %d debris objects deleted (%d bytes), %d missing objects\n",
-				bs.BlobsScanned, bs.DriftFixed, bs.Orphaned, bs.ObjectsListed, bs.DebrisDeleted, bs.DebrisBytes, bs.MissingObjects)
 			return nil
 		},
 	}

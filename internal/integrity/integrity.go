@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,15 +31,84 @@ type Finding struct {
 // copyBufferSize is the buffer Verify reads objects through.
 const copyBufferSize = 256 << 10
 
-// CheckSize is the cheap check: one Attributes call (a HEAD on S3, a stat
-// on files) that the object exists with the blob's stored size.
-func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error) {
-	a, err := bs.Attributes(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
+// RetryDelays are the waits before each new question about an object
+// the storage answered with an error of its own (blob.FaultObject): the
+// answer is damage only if it is the same after the last one.
+var RetryDelays = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
+// probeName is the object asked about to learn whether the storage
+// answers requests while it answers one object with errors. It never
+// exists: the store's "not found" is the answer that shows it works.
+const probeName = ".claimcheck-probe"
+
+// Attributes is bs.Attributes(key) under the rule that tells a damaged
+// object from an outage (ADR 0255). It returns the object's attributes;
+// or a finding: missing (not found), or unreadable (the storage answered
+// about this object with an error of its own, again after RetryDelays,
+// while it answered a request about another object in the same prefix);
+// or an error, which says nothing about the object (the storage is
+// unavailable: connection refused, timeouts, throttling, every request
+// failing). It makes one request when the object answers.
+func Attributes(ctx context.Context, bs blob.Store, key string) (blob.Attributes, Finding, error) {
+	a, err := bs.Attributes(ctx, key)
+	if err == nil {
+		return a, Finding{}, nil
 	}
+	for _, d := range RetryDelays {
+		if blob.FaultOf(err) != blob.FaultObject {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return blob.Attributes{}, Finding{}, ctx.Err()
+		case <-time.After(d):
+		}
+		if a, err = bs.Attributes(ctx, key); err == nil {
+			return a, Finding{}, nil
+		}
+	}
+	switch blob.FaultOf(err) {
+	case blob.FaultMissing:
+		return blob.Attributes{}, Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
+	case blob.FaultObject:
+		probe := probeName
+		if i := strings.LastIndexByte(key, '/'); i >= 0 {
+			probe = key[:i+1] + probeName
+		}
+		if _, perr := bs.Attributes(ctx, probe); perr == nil || blob.FaultOf(perr) == blob.FaultMissing {
+			return blob.Attributes{}, Finding{Cause: meta.DamageUnreadable,
+				Detail: fmt.Sprintf("the storage answers every request about the object with an error (%d tries) while it answers others: %v", len(RetryDelays)+1, err)}, nil
+		}
+	}
+	return blob.Attributes{}, Finding{}, fmt.Errorf("%w: %w", claimcheck.ErrUnavailable, err)
+}
+
+// Classify says what err, the failure of a read of key, means: the
+// finding Attributes makes about key (an object that answers now, or a
+// storage that answers nothing, is no finding and err is returned as
+// unavailable).
+func Classify(ctx context.Context, bs blob.Store, key string, err error) (Finding, error) {
+	switch blob.FaultOf(err) {
+	case blob.FaultMissing:
+		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, nil
+	case blob.FaultObject:
+		if _, f, aerr := Attributes(ctx, bs, key); aerr != nil || f.Cause != "" {
+			return f, aerr
+		}
+	}
+	return Finding{}, fmt.Errorf("%w: %w", claimcheck.ErrUnavailable, err)
+}
+
+// CheckSize is the cheap check: one Attributes call (a HEAD on S3, a stat
+// on files) that the object exists with the blob's stored size, under
+// the rule of Attributes.
+func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error) {
+	a, f, err := Attributes(ctx, bs, b.Key)
 	if err != nil {
 		return Finding{}, fmt.Errorf("check object of blob %s: %w", b.ID, err)
+	}
+	if f.Cause != "" {
+		return f, nil
 	}
 	if a.Size != b.StoredSize {
 		return Finding{Cause: meta.DamageSize, Detail: fmt.Sprintf("object has %d bytes, stored size is %d", a.Size, b.StoredSize)}, nil
@@ -114,11 +184,12 @@ var metaErr = meta.PublicError
 // wrote before that object repairs a damaged blob.
 func ReadBack(ctx context.Context, bs blob.Store, b meta.Blob, sk *storedform.Key) (Finding, int64, error) {
 	obj, err := bs.NewReader(ctx, b.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return Finding{Cause: meta.DamageMissing, Detail: "object not found"}, 0, nil
-	}
 	if err != nil {
-		return Finding{}, 0, fmt.Errorf("verify blob %s: %w: %v", b.ID, claimcheck.ErrUnavailable, err)
+		f, err := Classify(ctx, bs, b.Key, err)
+		if err != nil {
+			return Finding{}, 0, fmt.Errorf("verify blob %s: %w", b.ID, err)
+		}
+		return f, 0, nil
 	}
 	defer func() { _ = obj.Close() }()
 	src := &SourceReader{R: obj}

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +54,12 @@ type damageStore struct {
 	read   func(key string) []byte
 	write  func(key string, b []byte)
 	remove func(key string)
+	// damageAt damages the object at key one way picked by r (from a
+	// worker goroutine: errors, not t.Fatal) and says how.
+	damageAt func(r *mrand.Rand, key string) (string, error)
+	// cutMeta cuts the xl.meta of the MinIO object at key, so that MinIO
+	// answers 500 about it (nil unless on MinIO with TEST_S3_DATA_DIR).
+	cutMeta func(key string) error
 }
 
 func (d *damageStore) key(t *testing.T, ref claimcheck.Ref) string {
@@ -119,6 +130,21 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 				t.Fatal(err)
 			}
 		}
+		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
+			b, err := os.ReadFile(path(key))
+			if err != nil || len(b) < 20 {
+				return "", fmt.Errorf("already gone: %v", err)
+			}
+			switch r.IntN(3) {
+			case 0:
+				b[r.IntN(len(b))] ^= 0x20
+				return "flip", os.WriteFile(path(key), b, 0o600)
+			case 1:
+				return "truncate", os.WriteFile(path(key), b[:r.IntN(len(b))], 0o600)
+			default:
+				return "delete", os.Remove(path(key))
+			}
+		}
 		d.url = startServer(t, bin, dir, d.store...)
 		m, err := sqlmeta.Open(ctx, "sqlite:"+filepath.Join(data, "claimcheck.db"))
 		if err != nil {
@@ -154,6 +180,45 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 		d.remove = func(key string) {
 			if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
 				t.Fatal(err)
+			}
+		}
+		// MinIO's own data directory, when known: an object whose
+		// xl.meta is cut answers 500 to every request (ADR 0255).
+		xl := os.Getenv("TEST_S3_DATA_DIR")
+		if xl != "" {
+			d.cutMeta = func(key string) error {
+				return os.Truncate(filepath.Join(xl, bucket, filepath.FromSlash(key), "xl.meta"), 20)
+			}
+		}
+		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
+			out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+			if err != nil {
+				return "", err
+			}
+			b, err := io.ReadAll(out.Body)
+			_ = out.Body.Close()
+			if err != nil || len(b) < 20 {
+				return "", fmt.Errorf("unreadable already: %v", err)
+			}
+			put := func(b []byte) error {
+				_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b)})
+				return err
+			}
+			ways := 3
+			if xl != "" {
+				ways = 4
+			}
+			switch r.IntN(ways) {
+			case 0:
+				b[r.IntN(len(b))] ^= 0x20
+				return "flip", put(b)
+			case 1:
+				return "truncate", put(b[:r.IntN(len(b))])
+			case 2:
+				_, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+				return "delete", err
+			default:
+				return "500", d.cutMeta(key)
 			}
 		}
 		d.url = startServer(t, bin, dir, d.store...)
@@ -328,6 +393,53 @@ func TestIntegrityFsckFindsTruncationAndCorruption(t *testing.T) {
 	}
 }
 
+// fsck and gc go on past an object MinIO answers with 500 (its xl.meta
+// cut): they name it with the other damage at the end, in text and JSON,
+// and exit 1 (ADR 0255).
+func TestIntegrityFsckGoesOnPastUnreadable(t *testing.T) {
+	t.Parallel()
+	d := startDamageStore(t, true, integrityConfig)
+	if d.cutMeta == nil {
+		t.Skip("TEST_S3_DATA_DIR is not set: skipping (scripts/minio.sh prints it)")
+	}
+	unreadable := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
+	short := streamPut(t, d.c, "plain", randomPayload(t, 100<<10))
+	healthy := photosJSON(50 << 10)
+	good := streamPut(t, d.c, "zipped", healthy)
+	if err := d.cutMeta(d.key(t, unreadable)); err != nil {
+		t.Fatal(err)
+	}
+	d.damage(t, short, "truncate")
+
+	out, stderr, code := run(t, d.bin, nil, append([]string{"fsck", "--json"}, d.store...)...)
+	var rep struct {
+		Unreadable []struct {
+			Blob struct {
+				Key string `json:"Key"`
+			} `json:"blob"`
+		} `json:"unreadable"`
+		WrongSize []json.RawMessage `json:"wrong_size"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || len(rep.Unreadable) != 1 || len(rep.WrongSize) != 1 {
+		t.Fatalf("fsck --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	out, stderr, code = run(t, d.bin, nil, append([]string{"fsck"}, d.store...)...)
+	if code != 1 || !strings.Contains(out, "unreadable objects (the storage keeps answering them with errors): 1") ||
+		!strings.Contains(out, d.key(t, unreadable)) || !strings.Contains(out, "wrong object size: 1") {
+		t.Fatalf("fsck: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = run(t, d.bin, nil, append([]string{"gc"}, d.store...)...)
+	if code != 1 || !strings.Contains(out, "unreadable") || !strings.Contains(out, d.key(t, unreadable)) {
+		t.Fatalf("gc: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, err := redeemBytes(d.c, good); err != nil || !bytes.Equal(got, healthy) {
+		t.Fatalf("redeem of the healthy claim: %v", err)
+	}
+	if _, err := redeemBytes(d.c, unreadable); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+		t.Fatalf("redeem of the unreadable claim: %v; want checksum mismatch", err)
+	}
+}
+
 // A client that does not read trailers must not see a cleanly ended
 // download of bytes that failed verification: the connection is aborted.
 // The Go client, which reads the trailer, gets checksum_mismatch as before.
@@ -391,11 +503,46 @@ func TestIntegrityShredForensics(t *testing.T) {
 		t.Fatal(err)
 	}
 	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
+	// A resumable upload in progress: its bytes arrive in clear, and its
+	// declared sha256 is kept until it completes (ADR 0255).
+	upload := bytes.Repeat([]byte("medical record of patient 0815; "), 100)
+	uploadSum := sha256.Sum256(upload)
+	uploadHex := hex.EncodeToString(uploadSum[:])
+	loc := tusRequest(t, "POST", d.url+"/v1/namespaces/vault/tus", nil, http.StatusCreated,
+		"Upload-Length", strconv.Itoa(len(upload)), "Upload-Metadata", "sha256 "+base64Std([]byte(uploadHex))).Header.Get("Location")
+	tusRequest(t, "PATCH", loc, upload[:len(upload)/2], http.StatusNoContent,
+		"Upload-Offset", "0", "Content-Type", "application/offset+octet-stream")
 	secrets := map[string][]byte{
 		"wrapped key":          dk.Wrapped,
 		"wrapped key (base64)": []byte(base64Std(dk.Wrapped)),
 		"label value":          []byte(label),
 		"plaintext digest":     []byte(digestHex),
+		"upload's sha256":      []byte(uploadHex),
+	}
+	blobFiles := func() map[string][]byte {
+		out := map[string][]byte{}
+		root := filepath.Join(d.store[3], "blobs")
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				b, rerr := os.ReadFile(p)
+				if rerr == nil {
+					out[p] = b
+				}
+			}
+			return nil
+		})
+		return out
+	}
+	uploaded := func() bool {
+		for _, b := range blobFiles() {
+			if bytes.Contains(b, upload[:100]) {
+				return true
+			}
+		}
+		return false
+	}
+	if !uploaded() {
+		t.Fatal("before the shred no object holds the upload's bytes: the scan cannot see them")
 	}
 	files := func() map[string][]byte {
 		out := map[string][]byte{}
@@ -437,6 +584,38 @@ func TestIntegrityShredForensics(t *testing.T) {
 	if _, err := redeemBytes(d.c, ref); !errors.Is(err, claimcheck.ErrGone) {
 		t.Fatalf("redeem after the shred: %v, want gone", err)
 	}
+	if uploaded() {
+		t.Error("after destroy-key an object still holds the bytes of the upload in progress")
+	}
+	head := tusRequest(t, "HEAD", loc, nil, http.StatusGone)
+	if !strings.Contains(head.Header.Get("Claimcheck-Error"), "key_destroyed") || strings.Contains(head.Header.Get("Upload-Metadata"), "sha256") {
+		t.Errorf("HEAD of the upload after the shred: Claimcheck-Error %q, Upload-Metadata %q; want key_destroyed and no sha256",
+			head.Header.Get("Claimcheck-Error"), head.Header.Get("Upload-Metadata"))
+	}
+}
+
+// tusRequest sends one tus request and fails the test unless it is
+// answered want.
+func tusRequest(t *testing.T, method, url string, body []byte, want int, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %s %s; want %d", method, url, resp.Status, b, want)
+	}
+	return resp
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

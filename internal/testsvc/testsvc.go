@@ -153,3 +153,13 @@ func CountObjects(tb testing.TB, client *s3.Client, bucket string) int {
 	}
 	return n
 }
+
+// S3DataDir returns the directory where the MinIO of TEST_S3_URL keeps
+// its buckets (TEST_S3_DATA_DIR, printed by scripts/minio.sh), for tests
+// that damage an object the way a disk would, or skips the test: a
+// MinIO started elsewhere may not be reachable on this file system.
+func S3DataDir(tb testing.TB) string {
+	tb.Helper()
+	getenv(tb, "TEST_S3_URL", "MinIO")
+	return getenv(tb, "TEST_S3_DATA_DIR", "MinIO with its data directory")
+}

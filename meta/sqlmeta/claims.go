@@ -403,6 +403,11 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		res.FlipBack = cand.State == meta.BlobOrphaned
 		blobID = cand.ID
 	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
+		if p.CheckCandidate && (cand.ID != p.CheckedBlobID || cand.Key != p.CheckedKey) {
+			// Never acknowledge a put onto an object nobody checked:
+			// the caller checks this one and comes back (ADR 0255).
+			return meta.CommitResult{}, &meta.CandidateError{Blob: *cand}
+		}
 		// Hit: share the candidate. An orphaned one is live again
 		// (collect_at cleared, so collection no longer sees it).
 		//

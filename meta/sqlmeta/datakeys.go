@@ -173,6 +173,9 @@ func (s *Store) DestroyDataKey(ctx context.Context, ns string, now time.Time) (m
 			AND substr(object_key, length(object_key) - ? + 1) = ?`, ns, len(suffix), suffix); err != nil {
 			return err
 		}
+		if err := q.endUploadsOf(ns, now); err != nil {
+			return err
+		}
 		k.Wrapped, k.DestroyedAt = nil, now.UTC()
 		return q.appendEvents([]meta.Event{{At: now, Kind: meta.EventDataKeyDestroyed, Namespace: ns,
 			Actor: claimcheck.ActorFrom(q.ctx), Detail: "key " + k.ID}})
@@ -250,4 +253,56 @@ func (s *Store) RewrapDataKey(ctx context.Context, r meta.Rewrap) (bool, error) 
 		return false, fmt.Errorf("sqlmeta: rewrap data key %s: %w", r.ID, err)
 	}
 	return swapped, nil
+}
+
+// endUploadsOf ends the uploads in progress of ns with its key (ADR
+// 0255): a direct or resumable upload receives the payload in clear and
+// is sealed under the data key only when it completes, so its bytes, its
+// declared digest and its running hash would outlive the shred. Its
+// pending claim is finished with reason key_destroyed (the reservation
+// goes back, the staging blob is orphaned for collection now, which
+// deletes the bytes and aborts the storage's handle), and the digests
+// and hash states of every upload of ns are erased, in the shred's
+// erasing transaction.
+func (q *txq) endUploadsOf(ns string, now time.Time) error {
+	rows, err := q.query(`SELECT u.claim_id FROM uploads u JOIN claims c ON c.id = u.claim_id
+		WHERE u.namespace = ? AND c.state = 'pending' ORDER BY u.claim_id`, ns)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	cs := make([]meta.Claim, 0, len(ids))
+	reasons := make([]string, 0, len(ids))
+	for _, id := range ids {
+		c, err := q.loadClaim(id, true)
+		if err != nil {
+			return err
+		}
+		if c.State == meta.ClaimPending {
+			cs = append(cs, c)
+			reasons = append(reasons, meta.ReasonKeyDestroyed)
+		}
+	}
+	if len(cs) > 0 {
+		if _, err := q.finish(cs, reasons, now); err != nil {
+			return err
+		}
+	}
+	if _, err := q.exec(`UPDATE uploads SET digest = '' WHERE namespace = ? AND digest <> ''`, ns); err != nil {
+		return err
+	}
+	_, err = q.exec(`UPDATE upload_progress SET hash_state = '' WHERE hash_state <> ''
+		AND claim_id IN (SELECT claim_id FROM uploads WHERE namespace = ?)`, ns)
+	return err
 }

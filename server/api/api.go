@@ -43,9 +43,9 @@ const (
 	// HeaderRef carries the claim's reference (its JSON form). The client
 	// verifies the streamed bytes against its size and digest.
 	HeaderRef = "Claimcheck-Ref"
-	// HeaderSize is the payload's length in bytes. It is informational:
-	// the response has no Content-Length, because it is streamed with a
-	// trailer.
+	// HeaderSize is the payload's length in bytes, also in a ranged
+	// answer. A client that reads trailers gets no Content-Length (the
+	// answer is streamed with a trailer); any other gets one.
 	HeaderSize = "Claimcheck-Size"
 	// TrailerError is declared on every payload response. It stays empty
 	// when the whole payload was sent and verified by the server; when

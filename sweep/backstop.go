@@ -407,6 +407,9 @@ func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopR
 		return "", false, err
 	}
 	res.ObjectsListed += listed
+	if bs.sharedStorage(ctx) {
+		return next, next != "", nil
+	}
 	now := bs.clock.Now()
 	var events []meta.Event
 	for _, o := range debris {
@@ -425,6 +428,19 @@ func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopR
 		return "", false, fmt.Errorf("sweep: backstop: %w", err)
 	}
 	return next, next != "", nil
+}
+
+// sharedStorage reports whether another store shares the storage on
+// purpose (a sharer's marker is there, blob.IsSharerMarker): then objects
+// without a row here may be that store's, and none is collected. Asked
+// at every page (one listing of at most one key), so a store that starts
+// sharing during a pass stops the collection at once.
+func (bs *Backstop) sharedStorage(ctx context.Context) bool {
+	objs, _, err := bs.blobs.List(ctx, blob.OwnerKey+".", "", 1)
+	if errors.Is(err, blob.ErrNotFound) {
+		return false // the file backend's directory does not exist yet
+	}
+	return err != nil || len(objs) > 0 // unknown: keep everything
 }
 
 // Debris lists one page of the bucket after key after and returns the
@@ -448,6 +464,9 @@ func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageS
 		return nil, "", 0, fmt.Errorf("sweep: look up object owners: %w", err)
 	}
 	for _, o := range objs {
+		if blob.IsOwnerMarker(o.Key) {
+			continue // a store's marker (internal/bucketsetup), never debris
+		}
 		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(olderThan) {
 			continue
 		}

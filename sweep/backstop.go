@@ -402,7 +402,8 @@ func (bs *Backstop) retryUnchecked(ctx context.Context, res *BackstopResult) err
 // the age check also spares the temp files of writes in progress (the
 // file backend's "<key>.<hex>.tmp", whose time moves while written).
 func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopResult) (string, bool, error) {
-	debris, next, listed, err := Debris(ctx, bs.meta, bs.blobs, after, bs.cfg.PageSize, bs.clock.Now().Add(-bs.cfg.BackstopGrace))
+	now := bs.clock.Now()
+	debris, next, listed, err := Debris(ctx, bs.meta, bs.blobs, after, bs.cfg.PageSize, now.Add(-bs.cfg.BackstopGrace), now.Add(-bs.cfg.TempGrace()))
 	if err != nil {
 		return "", false, err
 	}
@@ -410,7 +411,6 @@ func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopR
 	if bs.sharedStorage(ctx) {
 		return next, next != "", nil
 	}
-	now := bs.clock.Now()
 	var events []meta.Event
 	for _, o := range debris {
 		if err := bs.blobs.Delete(ctx, o.Key); err != nil {
@@ -445,9 +445,10 @@ func (bs *Backstop) sharedStorage(ctx context.Context) bool {
 
 // Debris lists one page of the bucket after key after and returns the
 // objects that no live blob row owns and that were last modified before
-// olderThan, the token of the next page ("" at the end) and the number
+// olderThan (temp files of writes, IsTempKey: before tempOlderThan), the
+// token of the next page ("" at the end) and the number
 // of objects listed. It changes nothing (fsck uses it too).
-func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
+func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan, tempOlderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
 	objs, next, err := b.List(ctx, "", after, pageSize)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, "", 0, nil // the file backend's directory does not exist yet: nothing stored
@@ -467,7 +468,11 @@ func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageS
 		if blob.IsOwnerMarker(o.Key) {
 			continue // a store's marker (internal/bucketsetup), never debris
 		}
-		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(olderThan) {
+		before := olderThan
+		if IsTempKey(o.Key) {
+			before = tempOlderThan
+		}
+		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(before) {
 			continue
 		}
 		debris = append(debris, o)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
@@ -117,7 +118,7 @@ func (b *bundle) objects(t *testing.T) []string {
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
 	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
 		}

@@ -128,7 +128,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
-	id, own, err := s.claimStorage(ctx, cfg)
+	id, own, err := s.claimStorage(ctx, cfg, blobStore)
 	if err != nil {
 		_ = s.Close() // opening failed; that error is the one to report
 		return nil, err
@@ -168,7 +168,9 @@ const storeIDName = "store_id"
 // claimStorage makes sure the storage is this store's, or shared on
 // purpose (bucketsetup.ClaimStorage), and returns the store's id and
 // whether the storage's owner marker names it.
-func (s *Store) claimStorage(ctx context.Context, cfg Config) (id string, own bool, err error) {
+// The marker is read and written on the storage as opened (bs), not
+// through the metrics wrapper: the storage metrics count payload work.
+func (s *Store) claimStorage(ctx context.Context, cfg Config, bs blob.Store) (id string, own bool, err error) {
 	candidate := make([]byte, 8)
 	_, _ = rand.Read(candidate)
 	b, err := s.meta.Secret(ctx, storeIDName, candidate)
@@ -184,7 +186,7 @@ func (s *Store) claimStorage(ctx context.Context, cfg Config) (id string, own bo
 	if cfg.BlobStore != nil {
 		storage = "given by the embedding program"
 	}
-	own, err = bucketsetup.ClaimStorage(ctx, s.blobs, storage,
+	own, err = bucketsetup.ClaimStorage(ctx, bs, storage,
 		bucketsetup.Owner{ID: id, Metadata: md, Since: s.clock.Now().UTC()}, cfg.StorageShared, s.log)
 	if err != nil {
 		return "", false, fmt.Errorf("open storage %s: %w", storage, err)

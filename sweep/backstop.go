@@ -464,9 +464,11 @@ func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageS
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("sweep: look up object owners: %w", err)
 	}
+	listed = len(objs)
 	for _, o := range objs {
 		if blob.IsOwnerMarker(o.Key) {
-			continue // a store's marker (internal/bucketsetup), never debris
+			listed-- // a store's marker (internal/bucketsetup): not an object, never debris
+			continue
 		}
 		before := olderThan
 		if IsTempKey(o.Key) {
@@ -477,7 +479,7 @@ func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageS
 		}
 		debris = append(debris, o)
 	}
-	return debris, next, len(objs), nil
+	return debris, next, listed, nil
 }
 
 func formatCursor(phase string, at time.Time, pos string) string {

@@ -283,13 +283,14 @@ func TestChecksGoOnPastUnreadableObjects(t *testing.T) {
 	}
 }
 
-// fullDisk is a store whose writes fail at Close, as on a full disk.
+// fullDisk is a store whose writes of payloads fail at Close, as on a
+// disk that filled up after the store's owner marker was written.
 type fullDisk struct{ blob.Store }
 
 func (f fullDisk) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
 	w, err := f.Store.NewWriter(ctx, key)
-	if err != nil {
-		return nil, err
+	if err != nil || blob.IsOwnerMarker(key) {
+		return w, err
 	}
 	return failingClose{w}, nil
 }

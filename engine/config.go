@@ -47,6 +47,14 @@ type Config struct {
 	// Storage is the blob storage URL: file:///DIR (default
 	// <data>/blobs), mem://, or s3://BUCKET?endpoint=…&region=….
 	Storage string `yaml:"storage"`
+	// StorageShared lets this store start on storage whose owner marker
+	// names another store (a different metadata store): sharing on
+	// purpose. It leaves a marker of its own beside the owner's, and
+	// while one is there no store's backstop collects debris (each one's
+	// objects look like debris to the other); the lifecycle set-up changes
+	// only this store's rules, as always. Without it such a start fails,
+	// naming both stores (internal/bucketsetup/owner.go, ADR 0255).
+	StorageShared bool `yaml:"storage_shared"`
 	// Defaults is the policy of namespaces the config does not name, and
 	// the base every named namespace inherits unset fields from.
 	Defaults Defaults `yaml:"defaults"`

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
@@ -346,7 +347,7 @@ func gcStress(t *testing.T, metadata string) {
 	}
 	var files []string
 	if err := filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 			files = append(files, p)
 		}
 		return nil

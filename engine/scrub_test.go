@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -38,7 +39,7 @@ func TestBackgroundScrub(t *testing.T) {
 	// tells).
 	var objects []string
 	if err := filepath.WalkDir(filepath.Join(b.dir, "blobs"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 			objects = append(objects, p)
 		}
 		return nil

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -139,9 +141,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 
+	id, own, err := s.claimStorage(ctx, cfg, blobStore)
+	if err != nil {
+		_ = s.Close() // opening failed; that error is the one to report
+		return nil, err
+	}
 	set, err := bucketsetup.Run(ctx, s.blobs, bucketsetup.Config{
 		Lifecycle: cfg.Lifecycle, Policies: s.policies, Defaults: s.defaults, ObjectKey: objectKey,
 		BucketCORS: cfg.BucketCORS, BrowserOrigins: cfg.BrowserOrigins, Logger: s.log,
+		StoreID: id, OwnsStorage: own,
 	})
 	if err != nil {
 		_ = s.Close() // opening failed; that error is the one to report
@@ -174,6 +182,40 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.dispatcher.Start(ctx)
 	}
 	return s, nil
+}
+
+// storeIDName names the store's id in the metadata store's secrets:
+// generated once, shared by every replica on the database, so replicas
+// are one store and another database is another store.
+const storeIDName = "store_id"
+
+// claimStorage makes sure the storage is this store's, or shared on
+// purpose (bucketsetup.ClaimStorage), and returns the store's id and
+// whether the storage's owner marker names it.
+// The marker is read and written on the storage as opened (bs), not
+// through the metrics wrapper: the storage metrics count payload work.
+func (s *Store) claimStorage(ctx context.Context, cfg Config, bs blob.Store) (id string, own bool, err error) {
+	candidate := make([]byte, 8)
+	_, _ = rand.Read(candidate)
+	b, err := s.meta.Secret(ctx, storeIDName, candidate)
+	if err != nil {
+		return "", false, fmt.Errorf("store id: %w", err)
+	}
+	id = hex.EncodeToString(b)
+	md := RedactURL(cfg.Metadata)
+	if cfg.MetaStore != nil {
+		md = "given by the embedding program"
+	}
+	storage := RedactURL(cfg.Storage)
+	if cfg.BlobStore != nil {
+		storage = "given by the embedding program"
+	}
+	own, err = bucketsetup.ClaimStorage(ctx, bs, storage,
+		bucketsetup.Owner{ID: id, Metadata: md, Since: s.clock.Now().UTC()}, cfg.StorageShared, s.log)
+	if err != nil {
+		return "", false, fmt.Errorf("open storage %s: %w", storage, err)
+	}
+	return id, own, nil
 }
 
 // SweepOnce does up to maxOps items of due work now (maxOps <= 0: until

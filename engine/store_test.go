@@ -95,7 +95,7 @@ func (b *bundle) objects(t *testing.T) []string {
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
 	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".attrs") {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) && !strings.HasSuffix(path, ".attrs") {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
 		}

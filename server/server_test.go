@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
@@ -121,7 +122,7 @@ func (b *bundle) objects(t *testing.T) []string {
 	var keys []string
 	root := filepath.Join(b.dir, "blobs")
 	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 			rel, _ := filepath.Rel(root, path)
 			keys = append(keys, rel)
 		}

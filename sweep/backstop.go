@@ -402,12 +402,15 @@ func (bs *Backstop) retryUnchecked(ctx context.Context, res *BackstopResult) err
 // the age check also spares the temp files of writes in progress (the
 // file backend's "<key>.<hex>.tmp", whose time moves while written).
 func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopResult) (string, bool, error) {
-	debris, next, listed, err := Debris(ctx, bs.meta, bs.blobs, after, bs.cfg.PageSize, bs.clock.Now().Add(-bs.cfg.BackstopGrace))
+	now := bs.clock.Now()
+	debris, next, listed, err := Debris(ctx, bs.meta, bs.blobs, after, bs.cfg.PageSize, now.Add(-bs.cfg.BackstopGrace), now.Add(-bs.cfg.TempGrace()))
 	if err != nil {
 		return "", false, err
 	}
 	res.ObjectsListed += listed
-	now := bs.clock.Now()
+	if bs.sharedStorage(ctx) {
+		return next, next != "", nil
+	}
 	var events []meta.Event
 	for _, o := range debris {
 		if err := bs.blobs.Delete(ctx, o.Key); err != nil {
@@ -427,11 +430,25 @@ func (bs *Backstop) objectPage(ctx context.Context, after string, res *BackstopR
 	return next, next != "", nil
 }
 
+// sharedStorage reports whether another store shares the storage on
+// purpose (a sharer's marker is there, blob.IsSharerMarker): then objects
+// without a row here may be that store's, and none is collected. Asked
+// at every page (one listing of at most one key), so a store that starts
+// sharing during a pass stops the collection at once.
+func (bs *Backstop) sharedStorage(ctx context.Context) bool {
+	objs, _, err := bs.blobs.List(ctx, blob.OwnerKey+".", "", 1)
+	if errors.Is(err, blob.ErrNotFound) {
+		return false // the file backend's directory does not exist yet
+	}
+	return err != nil || len(objs) > 0 // unknown: keep everything
+}
+
 // Debris lists one page of the bucket after key after and returns the
 // objects that no live blob row owns and that were last modified before
-// olderThan, the token of the next page ("" at the end) and the number
+// olderThan (temp files of writes, IsTempKey: before tempOlderThan), the
+// token of the next page ("" at the end) and the number
 // of objects listed. It changes nothing (fsck uses it too).
-func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
+func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan, tempOlderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
 	objs, next, err := b.List(ctx, "", after, pageSize)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, "", 0, nil // the file backend's directory does not exist yet: nothing stored
@@ -447,13 +464,22 @@ func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageS
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("sweep: look up object owners: %w", err)
 	}
+	listed = len(objs)
 	for _, o := range objs {
-		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(olderThan) {
+		if blob.IsOwnerMarker(o.Key) {
+			listed-- // a store's marker (internal/bucketsetup): not an object, never debris
+			continue
+		}
+		before := olderThan
+		if IsTempKey(o.Key) {
+			before = tempOlderThan
+		}
+		if _, owned := owners[o.Key]; owned || !o.ModTime.Before(before) {
 			continue
 		}
 		debris = append(debris, o)
 	}
-	return debris, next, len(objs), nil
+	return debris, next, listed, nil
 }
 
 func formatCursor(phase string, at time.Time, pos string) string {

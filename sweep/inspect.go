@@ -81,8 +81,8 @@ func (r Report) Problems() bool {
 // reports without changing anything. A deleting blob counts as stuck once
 // it has been deleting longer than stuckAfter; objects without a row count
 // as debris once older than grace (younger ones may be writes in
-// progress). withObjects=false skips the object checks (gc --dry-run).
-func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, grace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
+// progress), temp files of writes once older than tempGrace. withObjects=false skips the object checks (gc --dry-run).
+func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, grace, tempGrace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
 	r := Report{At: now.UTC(), StuckThreshold: stuckAfter.String()}
 	qd, err := m.QuotaDrift(ctx)
 	if err != nil {
@@ -164,7 +164,7 @@ func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, gra
 	}
 	token := ""
 	for {
-		debris, next, listed, err := Debris(ctx, m, b, token, pageSize, now.Add(-grace))
+		debris, next, listed, err := Debris(ctx, m, b, token, pageSize, now.Add(-grace), now.Add(-tempGrace))
 		if err != nil {
 			return r, err
 		}
@@ -202,7 +202,7 @@ const StuckDeletingAfter = time.Hour
 // Inspect reports on the sweeper's stores with its configuration (grace
 // for debris: backstop_grace); see the package function Inspect.
 func (s *Sweeper) Inspect(ctx context.Context, withObjects bool) (Report, error) {
-	return Inspect(ctx, s.meta, s.blobs, s.clock.Now(), s.cfg.BackstopGrace, StuckDeletingAfter, s.cfg.PageSize, withObjects)
+	return Inspect(ctx, s.meta, s.blobs, s.clock.Now(), s.cfg.BackstopGrace, s.cfg.TempGrace(), StuckDeletingAfter, s.cfg.PageSize, withObjects)
 }
 
 // MarkFindings marks damaged the blobs a report found missing or of the

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,13 @@ type Config struct {
 	// this, and an object without a row only once it is this old
 	// (default 1h).
 	BackstopGrace time.Duration `yaml:"backstop_grace"`
+	// WriteStall is the longest a put in progress goes without writing:
+	// the server's http.read_timeout (the longest pause of a request
+	// body; serve and the operator commands set it from the same config
+	// file), default DefaultWriteStall. A temp file of a write in
+	// progress (the file backend's "<key>.<hex>.tmp") untouched for
+	// TempGrace is debris: no put still writes it (ADR 0255).
+	WriteStall time.Duration `yaml:"-"`
 	// MaxAttempts is how many failed deletes of a blob's object are made
 	// before the blob is parked as a dead letter (deadletter.go; default
 	// 10). A parked blob keeps its row and object until an operator runs
@@ -109,6 +117,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.RetryDelay, 30*time.Second)
 	def(&c.BackstopInterval, 6*time.Hour)
 	def(&c.BackstopGrace, time.Hour)
+	def(&c.WriteStall, DefaultWriteStall)
 	if c.MaxOpsPerRun == 0 {
 		c.MaxOpsPerRun = 1000
 	}
@@ -126,6 +135,26 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
+
+// DefaultWriteStall is WriteStall when none is given: the server's
+// default http.read_timeout.
+const DefaultWriteStall = time.Minute
+
+// TempGrace is the age past which a temp file of a write (IsTempKey) is
+// debris: twice WriteStall (a put's engine may hold bytes a little
+// before writing them), never more than BackstopGrace. A put that does
+// stall longer loses its temp file and fails at its end (the rename finds
+// no file); it is never acknowledged.
+func (c Config) TempGrace() time.Duration {
+	c = c.WithDefaults()
+	return min(2*c.WriteStall, c.BackstopGrace)
+}
+
+// IsTempKey reports whether a listed key is the temp file of a write in
+// progress or of one killed mid-write: the file backend writes
+// "<key>.<hex>.tmp" and renames it at the end. The engine's own keys
+// ("<namespace>/<blob id>") never end in ".tmp".
+func IsTempKey(key string) bool { return strings.HasSuffix(key, ".tmp") }
 
 // Validate refuses negative bounds, naming the field.
 func (c Config) Validate() error {

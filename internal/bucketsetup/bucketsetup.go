@@ -13,7 +13,9 @@
 //
 // Both read the bucket's rules, compare them with what the configuration
 // calls for, and in manage mode write the store's own rules (their IDs
-// start with "claimcheck:"), keeping everybody else's. The engine calls
+// start with "claimcheck:<store id>:"), keeping everybody else's, other
+// stores' on the same bucket included. Before them, ClaimStorage (owner.go)
+// makes sure the storage is this store's, or shared on purpose. The engine calls
 // Run from engine.Open with its metered store: the abilities used here
 // (blob.Lifecycler, blob.CORSConfigurer) come from blob.AbilitiesOf, and a
 // bucket without them is left alone.
@@ -48,6 +50,14 @@ type Config struct {
 	// BrowserOrigins are the origins whose pages may PUT direct uploads
 	// (http.cors.allowed_origins).
 	BrowserOrigins []string
+
+	// StoreID is the store's id (ClaimStorage): its lifecycle rules'
+	// IDs carry it, and only rules carrying it are changed.
+	StoreID string
+	// OwnsStorage: the owner marker names this store, so claimcheck
+	// rules without a store id, written before IDs carried one, are
+	// this store's too.
+	OwnsStorage bool
 
 	Logger *slog.Logger
 }

@@ -21,6 +21,7 @@ type corsBucket struct {
 	rules       []blob.CORSRule
 	puts        int
 	unsupported bool
+	data        string // the data directory of the store that owns the bucket
 }
 
 func (b *corsBucket) CORSRequestHeaders() []string {
@@ -43,7 +44,10 @@ func (b *corsBucket) PutCORSRules(_ context.Context, rules []blob.CORSRule) erro
 func openCORS(t *testing.T, b *corsBucket, mode string, origins ...string) string {
 	t.Helper()
 	var log bytes.Buffer
-	s, err := engine.Open(t.Context(), engine.Config{Data: t.TempDir(), BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
+	if b.data == "" {
+		b.data = t.TempDir() // one store on the bucket, opened again and again
+	}
+	s, err := engine.Open(t.Context(), engine.Config{Data: b.data, BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +87,7 @@ func TestBucketCORS(t *testing.T) {
 	}
 
 	// Off, or no origins: not even read.
-	b2 := &corsBucket{Store: mem}
+	b2 := &corsBucket{Store: mem, data: b.data}
 	if log := openCORS(t, b2, engine.BucketCORSOff, origins...); strings.Contains(log, "bucket CORS") {
 		t.Fatalf("off: %s", log)
 	}
@@ -92,7 +96,7 @@ func TestBucketCORS(t *testing.T) {
 	}
 
 	// A service that cannot write rules: said plainly, naming MinIO's own setting; the store opens.
-	b3 := &corsBucket{Store: mem, unsupported: true}
+	b3 := &corsBucket{Store: mem, unsupported: true, data: b.data}
 	if log := openCORS(t, b3, engine.BucketCORSManage, origins...); !strings.Contains(log, "MINIO_API_CORS_ALLOW_ORIGIN") {
 		t.Fatalf("unsupported: %s", log)
 	}

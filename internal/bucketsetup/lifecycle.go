@@ -48,13 +48,48 @@ const (
 	// abortMultipartDays aborts uploads nobody completed or aborted (a
 	// process killed mid-put).
 	abortMultipartDays = 1
-	// ruleIDPrefix marks the rules (and the CORS rule) this store owns;
-	// others are kept.
+	// ruleIDPrefix marks claimcheck's rules (and the CORS rule). A
+	// lifecycle rule's ID carries the id of the store that wrote it after
+	// it, "claimcheck:<store id>:ns:<namespace>", and a store changes only
+	// its own (ownRules); rules of other stores sharing the bucket are
+	// kept like everybody else's.
 	ruleIDPrefix    = "claimcheck:"
-	ruleIDDefault   = ruleIDPrefix + "default"
-	ruleIDAbort     = ruleIDPrefix + "abort-multipart"
-	ruleIDNamespace = ruleIDPrefix + "ns:"
+	ruleIDDefault   = "default"
+	ruleIDAbort     = "abort-multipart"
+	ruleIDNamespace = "ns:"
 )
+
+// ownRules tells a store's lifecycle rules from everybody else's.
+type ownRules struct {
+	prefix string // "claimcheck:<store id>:"
+	// legacy: the store owns the storage alone (its owner marker), so
+	// rules written before IDs carried a store id ("claimcheck:ns:x")
+	// are its own too, and are replaced by its scoped ones.
+	legacy bool
+}
+
+func newOwnRules(storeID string, ownsStorage bool) ownRules {
+	return ownRules{prefix: ruleIDPrefix + storeID + ":", legacy: ownsStorage}
+}
+
+func (o ownRules) id(name string) string { return o.prefix + name }
+
+func (o ownRules) mine(id string) bool {
+	if strings.HasPrefix(id, o.prefix) {
+		return true
+	}
+	return o.legacy && isLegacyRuleID(id)
+}
+
+// isLegacyRuleID reports a claimcheck rule without a store id: its part
+// after "claimcheck:" is one of the names, not "<store id>:<name>".
+func isLegacyRuleID(id string) bool {
+	rest, ok := strings.CutPrefix(id, ruleIDPrefix)
+	if !ok {
+		return false
+	}
+	return rest == ruleIDDefault || rest == ruleIDAbort || strings.HasPrefix(rest, ruleIDNamespace)
+}
 
 // lifecycleDays is the age in days after which a namespace's rule
 // expires objects: ceil(lifetime + grace_period + margin), where lifetime
@@ -68,19 +103,19 @@ func lifecycleDays(p claimcheck.Policy) int {
 }
 
 // desiredRules are the rules the policies call for, sorted by ID.
-func desiredRules(policies map[string]claimcheck.Policy, defaults *claimcheck.Policy, objectKey func(ns, blobID string) string) []blob.LifecycleRule {
-	rules := []blob.LifecycleRule{{ID: ruleIDAbort, AbortMultipartDays: abortMultipartDays}}
+func desiredRules(own ownRules, policies map[string]claimcheck.Policy, defaults *claimcheck.Policy, objectKey func(ns, blobID string) string) []blob.LifecycleRule {
+	rules := []blob.LifecycleRule{{ID: own.id(ruleIDAbort), AbortMultipartDays: abortMultipartDays}}
 	longest := 0
 	for ns, p := range policies {
 		days := lifecycleDays(p)
 		longest = max(longest, days)
-		rules = append(rules, blob.LifecycleRule{ID: ruleIDNamespace + ns, Prefix: objectKey(ns, ""), ExpireDays: days})
+		rules = append(rules, blob.LifecycleRule{ID: own.id(ruleIDNamespace + ns), Prefix: objectKey(ns, ""), ExpireDays: days})
 	}
 	if defaults != nil {
 		// The catch-all covers the configured prefixes too, and S3 applies
 		// the earliest expiration of overlapping rules: it must be at
 		// least as long as every namespace's own rule.
-		rules = append(rules, blob.LifecycleRule{ID: ruleIDDefault, Prefix: "", ExpireDays: max(longest, lifecycleDays(*defaults))})
+		rules = append(rules, blob.LifecycleRule{ID: own.id(ruleIDDefault), Prefix: "", ExpireDays: max(longest, lifecycleDays(*defaults))})
 	}
 	sort.Slice(rules, func(i, j int) bool { return rules[i].ID < rules[j].ID })
 	return rules
@@ -93,7 +128,7 @@ type driftItem struct {
 }
 
 // checkDrift compares the bucket's rules with want.
-func checkDrift(actual, want []blob.LifecycleRule) []driftItem {
+func checkDrift(own ownRules, actual, want []blob.LifecycleRule) []driftItem {
 	var items []driftItem
 	byID := map[string]blob.LifecycleRule{}
 	for _, r := range actual {
@@ -111,14 +146,15 @@ func checkDrift(actual, want []blob.LifecycleRule) []driftItem {
 		}
 	}
 	for _, a := range actual {
-		if strings.HasPrefix(a.ID, ruleIDPrefix) && !wanted[a.ID] {
+		if own.mine(a.ID) && !wanted[a.ID] {
 			items = append(items, driftItem{a.ID, "no longer configured", true})
 		}
 	}
-	// A foreign rule that expires our objects sooner than ours would is
-	// not ours to change; dedupNotBefore honours it.
+	// A foreign rule (another store's too) that expires our objects
+	// sooner than ours would is not ours to change; dedupNotBefore
+	// honours it.
 	for _, a := range actual {
-		if strings.HasPrefix(a.ID, ruleIDPrefix) || a.ExpireDays == 0 {
+		if own.mine(a.ID) || a.ExpireDays == 0 {
 			continue
 		}
 		for _, w := range want {
@@ -142,8 +178,9 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 	if err != nil {
 		return nil, 0, fmt.Errorf("lifecycle: %w (set \"lifecycle: off\" if these credentials may not read the bucket's lifecycle configuration)", err)
 	}
-	want := desiredRules(cfg.Policies, cfg.Defaults, cfg.ObjectKey)
-	items := checkDrift(actual, want)
+	own := newOwnRules(cfg.StoreID, cfg.OwnsStorage)
+	want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.ObjectKey)
+	items := checkDrift(own, actual, want)
 	if mode == LifecycleCheck || len(items) == 0 {
 		for _, it := range items {
 			log.Warn("lifecycle rule drift", "rule", it.id, "drift", it.what, "mode", mode)
@@ -153,7 +190,7 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 	// Manage: our rules as wanted, everybody else's as they are.
 	next := append([]blob.LifecycleRule(nil), want...)
 	for _, a := range actual {
-		if !strings.HasPrefix(a.ID, ruleIDPrefix) {
+		if !own.mine(a.ID) {
 			next = append(next, a)
 		}
 	}
@@ -163,7 +200,7 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 		// uploads on its own); keep the expiration rules anyway.
 		without := next[:0:0]
 		for _, r := range next {
-			if r.ID != ruleIDAbort {
+			if r.ID != own.id(ruleIDAbort) {
 				without = append(without, r)
 			}
 		}
@@ -176,7 +213,7 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 	unrepaired := 0
 	for _, it := range items {
 		switch {
-		case it.id == ruleIDAbort && !hasRule(next, ruleIDAbort):
+		case it.id == own.id(ruleIDAbort) && !hasRule(next, own.id(ruleIDAbort)):
 			// Not drift: the service cannot have this rule.
 		case it.repairable && it.what == "missing":
 			log.Info("lifecycle rule created", "rule", it.id)

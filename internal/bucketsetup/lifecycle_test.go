@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,8 +46,8 @@ func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
 
 	// The rules the store wrote: ceil(48h + 1h grace + 1h margin) = 3 days.
 	rules, _ := sim.LifecycleRules(context.Background())
-	if i := slices.IndexFunc(rules, func(r blob.LifecycleRule) bool { return r.ID == "claimcheck:ns:lc" }); i < 0 || rules[i].ExpireDays != 3 || rules[i].Prefix != "lc/" {
-		t.Fatalf("rules = %+v, want claimcheck:ns:lc on lc/ after 3 days", rules)
+	if i := slices.IndexFunc(rules, func(r blob.LifecycleRule) bool { return strings.HasSuffix(r.ID, ":ns:lc") }); i < 0 || rules[i].ExpireDays != 3 || rules[i].Prefix != "lc/" {
+		t.Fatalf("rules = %+v, want claimcheck:<store id>:ns:lc on lc/ after 3 days", rules)
 	}
 
 	payloads := [][]byte{bytes.Repeat([]byte("a"), 4096), bytes.Repeat([]byte("b"), 4096), bytes.Repeat([]byte("c"), 4096)}
@@ -100,8 +101,10 @@ func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
 }
 
 // TestLifecycleDrift checks the start-up check against a bucket with a
-// stale rule of ours, a drifted one and a foreign rule that expires
-// objects too soon: check mode changes nothing and counts all three;
+// stale rule of ours, a drifted one (both written before rule IDs carried
+// the store's id, so the store that owns the bucket takes them over) and
+// a foreign rule that expires objects too soon: check mode changes
+// nothing and counts them all;
 // manage mode repairs ours, keeps the foreign rules, counts what it
 // cannot repair, and dedup honours the foreign rule.
 func TestLifecycleDrift(t *testing.T) {
@@ -148,9 +151,10 @@ func TestLifecycleDrift(t *testing.T) {
 		if puts := sim.Puts(); puts != 0 {
 			t.Errorf("check mode wrote the rules %d times", puts)
 		}
-		// stale old, drifted lc, missing abort, foreign too short.
-		if got := drift(t, reg); got != 4 {
-			t.Errorf("drift = %v, want 4", got)
+		// stale old, the unscoped lc, the scoped lc and abort missing,
+		// foreign too short.
+		if got := drift(t, reg); got != 5 {
+			t.Errorf("drift = %v, want 5", got)
 		}
 	})
 	t.Run("Manage", func(t *testing.T) {
@@ -161,11 +165,19 @@ func TestLifecycleDrift(t *testing.T) {
 		for _, r := range rules {
 			ids[r.ID] = r
 		}
-		if _, ok := ids["claimcheck:ns:old"]; ok {
-			t.Error("stale rule claimcheck:ns:old kept")
+		for _, old := range []string{"claimcheck:ns:old", "claimcheck:ns:lc"} {
+			if _, ok := ids[old]; ok {
+				t.Errorf("rule %s without a store id kept by the store owning the bucket", old)
+			}
 		}
-		if r := ids["claimcheck:ns:lc"]; r.ExpireDays != 2 {
-			t.Errorf("claimcheck:ns:lc = %+v, want 2 days", r)
+		var lc []blob.LifecycleRule
+		for id, r := range ids {
+			if strings.HasPrefix(id, "claimcheck:") && strings.HasSuffix(id, ":ns:lc") {
+				lc = append(lc, r)
+			}
+		}
+		if len(lc) != 1 || lc[0].ExpireDays != 2 {
+			t.Errorf("claimcheck:<store id>:ns:lc = %+v, want one, 2 days", lc)
 		}
 		if ids["ops:tmp"] != foreign || ids["ops:logs"] != unrelated {
 			t.Errorf("foreign rules not kept: %+v", rules)
@@ -187,8 +199,8 @@ func TestLifecycleDrift(t *testing.T) {
 		}
 		_ = r1
 		n := sim.Written()
-		if n != 2 {
-			t.Errorf("%d objects written, want 2 (no dedup onto an object a 1-day rule may expire first)", n)
+		if n != 3 {
+			t.Errorf("%d objects written, want 2 and the owner marker (no dedup onto an object a 1-day rule may expire first)", n)
 		}
 	})
 }

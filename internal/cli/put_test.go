@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
 	"github.com/claimcheck/claimcheck/server"
@@ -97,7 +98,7 @@ func TestPutFileSendsDigestFirst(t *testing.T) {
 	}
 	var objects int
 	if err := filepath.WalkDir(filepath.Join(dir, "blobs"), func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 			objects++
 		}
 		return nil

@@ -74,7 +74,20 @@ func (f *storeFlags) openOffline(ctx context.Context, env Env) (*engine.Store, e
 	cfg := fc.Config
 	cfg.Sweeper.Disabled = true
 	cfg.Subscriptions.Disabled = true
+	cfg.Sweeper.WriteStall = fc.writeStall()
 	return engine.Open(ctx, cfg)
+}
+
+// writeStall is the longest a put in progress goes without writing: the
+// server's read timeout on request bodies, which the backstop, gc and
+// fsck of the same config file use to tell a temp file of a dead write
+// from one in progress (sweep.Config.WriteStall). With the read timeout
+// off, the backstop's grace period bounds it.
+func (fc fileConfig) writeStall() time.Duration {
+	if d := time.Duration(fc.HTTP.Limits.WithDefaults().ReadTimeout); d > 0 {
+		return d
+	}
+	return fc.Sweeper.WithDefaults().BackstopGrace
 }
 
 type serveCmd struct {
@@ -148,6 +161,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	cfg.BrowserOrigins, _ = limits.CORS.NormalOrigins()
 	cfg.Registerer = reg
 	cfg.TracerProvider = tp.TracerProvider
+	cfg.Sweeper.WriteStall = fc.writeStall()
 	store, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
@@ -121,7 +122,7 @@ func TestGCChaosKillBetweenWriteAndCommit(t *testing.T) {
 	objects := func() []string {
 		var out []string
 		if err := filepath.WalkDir(filepath.Join(data, "blobs"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
+			if err == nil && !d.IsDir() && !blob.IsOwnerMarker(d.Name()) {
 				out = append(out, p)
 			}
 			return nil

@@ -17,7 +17,9 @@ import (
 )
 
 // TestIntegrityDamageChaos: a bounded concurrent load of puts of a small
-// set of payloads and redeems (Go client, CLI, curl whole and ranged)
+// set of payloads and redeems (the Go client whole and ranged, the CLI,
+// curl whole and ranged, the Python client whole and ranged, the
+// JavaScript client whole)
 // runs while objects are flipped, truncated and deleted at random
 // underneath the server, on SQLite + files and on PostgreSQL + MinIO,
 // where objects are also made to answer 500 (their xl.meta cut, when
@@ -79,16 +81,35 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 	}
 	wrong := func(format string, args ...any) { t.Errorf(format, args...) }
 	tmp := t.TempDir()
+	others := newOtherClients(t)
 
 	// Counts for docs/OPERATIONS.md.
 	var (
 		kinds                             = map[string]int{}
 		redeems, rangedWrong, rangedReads int
+		byClient                          = map[string]int{}
 	)
+	countClient := func(name string) {
+		mu.Lock()
+		byClient[name]++
+		mu.Unlock()
+	}
 	count := func(p *int) {
 		mu.Lock()
 		*p++
 		mu.Unlock()
+	}
+	// checkRange judges a ranged answer that ended successfully: wrong
+	// bytes are counted, and fail the test outside plain objects, whose
+	// ranges are verified by count only (docs/HTTP.md).
+	checkRange := func(who, id string, k int, got, want []byte) {
+		if bytes.Equal(got, want) {
+			return
+		}
+		count(&rangedWrong)
+		if payloads[k].ns != "plain" {
+			wrong("%s range of %s (namespace %s) ended successfully with wrong bytes", who, id, payloads[k].ns)
+		}
 	}
 
 	// damage flips, truncates or deletes the object of a random
@@ -121,7 +142,55 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), 7))
 			for i := range ops {
-				switch op := r.IntN(11); {
+				switch op := r.IntN(14); {
+				case op >= 11: // Go client ranged, Python whole or ranged, JavaScript whole
+					ref, k, ok := pick(r)
+					if !ok {
+						continue
+					}
+					data := payloads[k].data
+					from := r.IntN(len(data) - 1)
+					n := 1 + r.IntN(len(data)-from)
+					out := filepath.Join(tmp, fmt.Sprintf("client-%d-%d", w, i))
+					var err error
+					switch {
+					case op == 11:
+						countClient("go ranged")
+						count(&rangedReads)
+						var got []byte
+						got, err = redeemRangeBytes(d.c, ref, int64(from), int64(n))
+						if err == nil {
+							checkRange("Go client", ref.ID, k, got, data[from:from+n])
+						}
+					case op == 12 && others.py != nil:
+						if r.IntN(2) == 0 {
+							countClient("python")
+							count(&redeems)
+							if err = others.redeemPython(d.url, ref.ID, 0, -1, out); err == nil {
+								if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+									wrong("Python client redeem of %s ended successfully with wrong bytes", ref.ID)
+								}
+							}
+						} else {
+							countClient("python ranged")
+							count(&rangedReads)
+							if err = others.redeemPython(d.url, ref.ID, from, n, out); err == nil {
+								got, _ := os.ReadFile(out)
+								checkRange("Python client", ref.ID, k, got, data[from:from+n])
+							}
+						}
+					case op == 13 && others.js != nil:
+						countClient("js")
+						count(&redeems)
+						if err = others.redeemJS(d.url, ref.ID, out); err == nil {
+							if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+								wrong("JavaScript client redeem of %s ended successfully with wrong bytes", ref.ID)
+							}
+						}
+					}
+					if err != nil && !errors.Is(err, claimcheck.ErrChecksumMismatch) && !errors.Is(err, errMismatch) {
+						wrong("redeem of %s: %v, want success or checksum mismatch", ref.ID, err)
+					}
 				case op == 10: // damage an object
 					damage(r)
 				case op < 4: // put, streamed or digest-first
@@ -180,12 +249,8 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 					to := from + r.IntN(len(data)-from)
 					count(&rangedReads)
 					if err := exec.Command("curl", "-sSf", "-r", fmt.Sprintf("%d-%d", from, to), "-o", out, d.url+"/v1/claims/"+ref.ID).Run(); err == nil {
-						if got, _ := os.ReadFile(out); !bytes.Equal(got, data[from:to+1]) {
-							count(&rangedWrong)
-							if payloads[k].ns != "plain" {
-								wrong("curl range of %s (namespace %s) ended successfully with wrong bytes", ref.ID, payloads[k].ns)
-							}
-						}
+						got, _ := os.ReadFile(out)
+						checkRange("curl", ref.ID, k, got, data[from:to+1])
 					}
 				default: // CLI
 					ref, k, ok := pick(r)
@@ -250,8 +315,8 @@ func damageChaos(t *testing.T, d *damageStore, ops int) {
 			t.Errorf("redeem of %s after the repairing puts: %d bytes, %v", ref.ID, len(got), err)
 		}
 	}
-	t.Logf("damage chaos: %d claims acknowledged, %d redeems (Go client, CLI, curl whole and ranged), %d damages of %d blobs %v; "+
+	t.Logf("damage chaos: %d claims acknowledged, %d redeems (Go client, CLI, curl whole and ranged; Go ranged, Python and JavaScript clients %v), %d damages of %d blobs %v; "+
 		"whole redeems with wrong bytes accepted: 0 (any fails the test); acknowledged puts not redeeming after one repair round: %d; "+
 		"damaged objects not named by one fsck --verify: %d; ranged reads %d, wrong ranged answers (plain objects) %d",
-		len(refs), redeems, damages, len(injected), kinds, lost, unnamed, rangedReads, rangedWrong)
+		len(refs), redeems, byClient, damages, len(injected), kinds, lost, unnamed, rangedReads, rangedWrong)
 }

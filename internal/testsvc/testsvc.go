@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"github.com/claimcheck/claimcheck/blob"
 	"net/url"
 	"os"
 	"strings"
@@ -139,7 +140,8 @@ func Client(tb testing.TB, u *url.URL) *s3.Client {
 	})
 }
 
-// CountObjects returns how many objects the bucket holds.
+// CountObjects returns how many objects the bucket holds, not counting
+// the stores' owner markers (blob.IsOwnerMarker).
 func CountObjects(tb testing.TB, client *s3.Client, bucket string) int {
 	tb.Helper()
 	n := 0
@@ -149,7 +151,11 @@ func CountObjects(tb testing.TB, client *s3.Client, bucket string) int {
 		if err != nil {
 			tb.Fatalf("list %s: %v", bucket, err)
 		}
-		n += len(page.Contents)
+		for _, o := range page.Contents {
+			if !blob.IsOwnerMarker(aws.ToString(o.Key)) {
+				n++
+			}
+		}
 	}
 	return n
 }

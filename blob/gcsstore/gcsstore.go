@@ -140,7 +140,7 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 		gb = gcblob.PrefixedBucket(gb, prefix)
 	}
 	b := &Bucket{
-		Bucket: gocloudbucket.New(gb, gocloudbucket.Options{StartAfter: startOffset(prefix)}),
+		Bucket: gocloudbucket.New(gb, gocloudbucket.Options{StartAfter: startOffset(prefix), HTTPStatus: httpStatus}),
 		client: client, bucket: client.Bucket(u.Host), name: u.Host, prefix: prefix, sign: sign,
 	}
 	if err := b.checkAccess(ctx); err != nil {

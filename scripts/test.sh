@@ -86,6 +86,14 @@ fi
 # Every go test run's output also goes to one log, summed up at the end.
 log="$work/test.log"
 
+# The JavaScript client's dependencies from its lockfile, for the system
+# tests that run it as one of their clients (the damage chaos test);
+# scripts/js-test.sh below runs its own suites.
+if command -v npm >/dev/null; then
+  (cd clients/js && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 \
+    npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 echo "== go test -race $short"
 for i in "${!modules[@]}"; do
   echo "-- ${paths[$i]}"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -356,6 +357,9 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		return claimcheck.ResumableUpload{}, s.refuseResumable(ctx, op, r, fmt.Errorf("%w: the payload hashes to %s, sha256 %s was declared", claimcheck.ErrChecksumMismatch, w.digest, r.Digest))
 	}
 
+	if err := s.saveBlocks(ctx, w); err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", op, err)
+	}
 	cp := meta.CommitParams{
 		ClaimID: c.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
@@ -410,19 +414,21 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 // covers every byte (no read), else from reading the object whole
 // (verified then).
 func (s *Store) appendedAsIs(ctx context.Context, r meta.ResumableUpload) (written, bool, error) {
-	if h := resumeHash(r); h != nil && r.HashedTo == r.Size {
+	// A payload of more than one block is read once here to compute its
+	// block table (ADR 0257), and its sha256 with it.
+	if h := resumeHash(r); h != nil && r.HashedTo == r.Size && r.Size <= storedform.BlockSize {
 		a, err := s.blobs.Attributes(ctx, r.Key)
 		if err != nil {
 			return written{}, false, fmt.Errorf("%w: stat the stored payload: %v", claimcheck.ErrUnavailable, err)
 		}
 		digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
-		return written{digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}, false, nil
+		return written{key: r.Key, digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}, false, nil
 	}
-	size, digest, err := s.hashObject(ctx, r.Upload)
+	size, digest, blocks, err := s.hashObjectBlocks(ctx, r.Upload)
 	if err != nil {
 		return written{}, false, err
 	}
-	return written{digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone)}, true, nil
+	return written{key: r.Key, digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone), blocks: blocks}, true, nil
 }
 
 // resumeHash is the running sha256 of upload r, continued from its

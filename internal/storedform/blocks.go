@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 )
@@ -32,31 +31,60 @@ var ErrNoBlockTable = errors.New("no usable block table")
 
 // BlockTable computes the block table of a payload written through it:
 // the CRC32C of every BlockSize bytes, the last block shorter. It is an
-// io.Writer that never fails.
+// io.Writer that never fails. Its state can be saved and resumed
+// (MarshalBinary, UnmarshalBinary), so a payload received in several
+// requests gets its table without being read again.
 type BlockTable struct {
 	sums []uint32
-	crc  hash.Hash32
-	in   int // bytes of the current block written
+	cur  uint32 // CRC32C of the current block so far
+	in   int    // bytes of the current block written
 }
 
 // NewBlockTable starts a table for a payload written from its first byte.
-func NewBlockTable() *BlockTable { return &BlockTable{crc: crc32.New(castagnoli)} }
+func NewBlockTable() *BlockTable { return &BlockTable{} }
 
 // Write adds p to the payload.
 func (t *BlockTable) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		m := min(len(p), BlockSize-t.in)
-		t.crc.Write(p[:m]) //nolint:errcheck // a hash never fails
+		t.cur = crc32.Update(t.cur, castagnoli, p[:m])
 		t.in += m
 		p = p[m:]
 		if t.in == BlockSize {
-			t.sums = append(t.sums, t.crc.Sum32())
-			t.crc.Reset()
-			t.in = 0
+			t.sums = append(t.sums, t.cur)
+			t.cur, t.in = 0, 0
 		}
 	}
 	return n, nil
+}
+
+// Blocks is how many whole blocks were written.
+func (t *BlockTable) Blocks() int { return len(t.sums) }
+
+// MarshalBinary saves the table's state: the CRC of the current block,
+// its length, then the sums of the whole blocks, little endian.
+func (t *BlockTable) MarshalBinary() ([]byte, error) {
+	out := make([]byte, 8, 8+4*len(t.sums))
+	binary.LittleEndian.PutUint32(out, t.cur)
+	binary.LittleEndian.PutUint32(out[4:], uint32(t.in))
+	for _, s := range t.sums {
+		out = binary.LittleEndian.AppendUint32(out, s)
+	}
+	return out, nil
+}
+
+// UnmarshalBinary resumes a state saved by MarshalBinary.
+func (t *BlockTable) UnmarshalBinary(b []byte) error {
+	if len(b) < 8 || len(b)%4 != 0 || binary.LittleEndian.Uint32(b[4:]) >= BlockSize {
+		return errors.New("storedform: not a block table state")
+	}
+	t.cur, t.in = binary.LittleEndian.Uint32(b), int(binary.LittleEndian.Uint32(b[4:]))
+	t.sums = t.sums[:0]
+	for b = b[8:]; len(b) > 0; b = b[4:] {
+		t.sums = append(t.sums, binary.LittleEndian.Uint32(b))
+	}
+	return nil
 }
 
 // Encoded is the table of the payload written so far, to be recorded
@@ -66,7 +94,7 @@ func (t *BlockTable) Write(p []byte) (int, error) {
 func (t *BlockTable) Encoded() []byte {
 	sums := t.sums
 	if t.in > 0 {
-		sums = append(sums[:len(sums):len(sums)], t.crc.Sum32())
+		sums = append(sums[:len(sums):len(sums)], t.cur)
 	}
 	if len(sums) <= 1 {
 		return nil

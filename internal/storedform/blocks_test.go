@@ -100,3 +100,29 @@ func TestBlockRangeDetectsDamage(t *testing.T) {
 		t.Fatalf("table of another size: %v", err)
 	}
 }
+
+// A table saved and resumed in the middle of a block ends as one
+// computed in one go.
+func TestBlockTableResumes(t *testing.T) {
+	p := payload(3*storedform.BlockSize + 999)
+	whole := blockTableOf(t, p)
+	for _, cut := range []int{0, 1, storedform.BlockSize, storedform.BlockSize + 7, len(p)} {
+		a := storedform.NewBlockTable()
+		_, _ = a.Write(p[:cut])
+		state, err := a.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := storedform.NewBlockTable()
+		if err := b.UnmarshalBinary(state); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = b.Write(p[cut:])
+		if !bytes.Equal(b.Encoded(), whole) {
+			t.Fatalf("resumed at %d: another table", cut)
+		}
+	}
+	if err := storedform.NewBlockTable().UnmarshalBinary([]byte{1, 2, 3}); err == nil {
+		t.Fatal("a state of 3 bytes was accepted")
+	}
+}

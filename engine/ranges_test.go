@@ -309,21 +309,22 @@ func TestRedeemRangeSingleFrameZstd(t *testing.T) {
 	}
 }
 
-// A truncated plain object: a range reaching into the missing part fails
-// (and marks the blob damaged, so the next redeem fails at once); one
-// before the cut is served.
+// A truncated plain object: a range reaching into the missing part, or
+// into the 64 KiB block the cut falls in (which its table cannot check
+// any more, ADR 0257), fails (and marks the blob damaged, so the next
+// redeem fails at once); one in the blocks before the cut is served.
 func TestRedeemRangeTruncatedPlain(t *testing.T) {
 	b := setup(t, ranged)
 	data := jsonDoc(100_000)
 	ref := b.put(t, "plain", data)
 	f := b.objectFiles(t, "plain")[0]
-	if err := os.Truncate(f, 50_000); err != nil {
+	if err := os.Truncate(f, 70_000); err != nil {
 		t.Fatal(err)
 	}
 	if _, got, err := b.redeemRange(t, ref, 0, 1000); err != nil || !bytes.Equal(got, data[:1000]) {
 		t.Fatalf("range before the cut: %v", err)
 	}
-	if _, _, err := b.redeemRange(t, ref, 49_000, 2000); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+	if _, _, err := b.redeemRange(t, ref, 66_000, 100); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 		t.Fatalf("range across the cut: %v, want ErrChecksumMismatch", err)
 	}
 	if _, _, err := b.redeemRange(t, ref, 0, 10); !errors.Is(err, claimcheck.ErrChecksumMismatch) {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -206,6 +208,9 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 		DedupNotBefore: keyFloor(s.dedupNotBefore(ns, latestExpiry(pol, claim.CreatedAt, expires)), sk),
 		DiscardRetry:   s.discardRetry,
 	}
+	if err := s.saveBlocks(ctx, w); err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
+	}
 	res, err := s.commitShared(ctx, cp, func(ctx context.Context) error {
 		return s.verifyWritten(ctx, ns, staging.Key, w, sk)
 	})
@@ -310,10 +315,40 @@ func checkPutOptions(opts *claimcheck.PutOptions, pol claimcheck.Policy) (int, e
 
 // written describes an object that was written completely.
 type written struct {
+	key         string // the object's key
 	digest      string
 	size        int64 // original bytes
 	stored      int64 // object bytes
 	compression string
+	// blocks is the block table of a plain object of more than one
+	// block (storedform.BlockTable, ADR 0257), nil otherwise; saveBlocks
+	// records it before the commit.
+	blocks []byte
+}
+
+// saveBlocks records the block table of the object w describes, if it
+// has one, before the commit that makes it redeemable (ADR 0257): a
+// plain object committed since block tables has its table.
+func (s *Store) saveBlocks(ctx context.Context, w written) error {
+	if w.blocks == nil {
+		return nil
+	}
+	if err := s.meta.SaveBlockTable(ctx, w.key, w.blocks); err != nil {
+		return fmt.Errorf("%w: %v", claimcheck.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// blockHash is the payload's sha256 that also feeds the block table of
+// the object, for an object that may be stored plain.
+type blockHash struct {
+	hash.Hash
+	t *storedform.BlockTable
+}
+
+func (b blockHash) Write(p []byte) (int, error) {
+	_, _ = b.t.Write(p) // never fails
+	return b.Hash.Write(p)
 }
 
 // writeObject streams body into the object at key: sha256 and a byte
@@ -439,7 +474,15 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	} else if alg == compress.None {
 		announce()
 	}
-	h := sha256.New()
+	var (
+		h      hash.Hash = sha256.New()
+		blocks *storedform.BlockTable
+	)
+	if sk == nil && (alg == compress.None || alg == compress.Zstd) {
+		// It may be stored as it is: its ranged reads check the blocks.
+		blocks = storedform.NewBlockTable()
+		h = blockHash{h, blocks}
+	}
 	limit := int64(pol.MaxSize)
 	src := io.LimitReader(io.MultiReader(bytes.NewReader(sample), body), limit+1)
 	if announced {
@@ -501,7 +544,11 @@ func (s *Store) writeOpenedObject(ctx context.Context, o *openingObject, key str
 	if err := obj.Close(); err != nil {
 		return written{}, fmt.Errorf("%w: write object: %v", claimcheck.ErrUnavailable, err)
 	}
-	return written{digest: digest, size: size, stored: objCount.n, compression: alg}, nil
+	w := written{key: key, digest: digest, size: size, stored: objCount.n, compression: alg}
+	if blocks != nil && alg == compress.None {
+		w.blocks = blocks.Encoded()
+	}
+	return w, nil
 }
 
 // bodyErr marks a failure to read the caller's body (a client that

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/compress"
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -238,7 +239,7 @@ func (s *Store) appendChunk(ctx context.Context, op string, r meta.ResumableUplo
 	// anyway, which hashes them.
 	run := &runningHash{r: body}
 	if !pol.Encrypted() && (pol.Compression == claimcheck.CompressionNone || pol.Compression == claimcheck.CompressionAuto) {
-		run.h = resumeHash(r)
+		run.h, run.bt = resumeHash(r)
 	}
 	body = run
 	body = &pendingProgress{r: body, ctx: ctx, s: s, claimID: c.ID, blobID: r.BlobID,
@@ -373,6 +374,9 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		return claimcheck.ResumableUpload{}, s.refuseResumable(ctx, op, r, fmt.Errorf("%w: the payload hashes to %s, sha256 %s was declared", claimcheck.ErrChecksumMismatch, w.digest, r.Digest))
 	}
 
+	if err := s.saveBlocks(ctx, w); err != nil {
+		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", op, err)
+	}
 	cp := meta.CommitParams{
 		ClaimID: c.ID, BlobID: blobID,
 		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
@@ -427,60 +431,89 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 // covers every byte (no read), else from reading the object whole
 // (verified then).
 func (s *Store) appendedAsIs(ctx context.Context, r meta.ResumableUpload) (written, bool, error) {
-	if h := resumeHash(r); h != nil && r.HashedTo == r.Size {
+	// The block table (ADR 0257) runs beside the hash; a payload of more
+	// than one block whose table did not run to its end is read once
+	// here for it, and its sha256 with it.
+	if h, bt := resumeHash(r); h != nil && r.HashedTo == r.Size && (bt != nil || r.Size <= storedform.BlockSize) {
 		a, err := s.blobs.Attributes(ctx, r.Key)
 		if err != nil {
 			return written{}, false, fmt.Errorf("%w: stat the stored payload: %v", claimcheck.ErrUnavailable, err)
 		}
 		digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
-		return written{digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}, false, nil
+		w := written{key: r.Key, digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}
+		if bt != nil && a.Size == r.Size {
+			w.blocks = bt.Encoded()
+		}
+		return w, false, nil
 	}
-	size, digest, err := s.hashObject(ctx, r.Upload)
+	size, digest, blocks, err := s.hashObjectBlocks(ctx, r.Upload)
 	if err != nil {
 		return written{}, false, err
 	}
-	return written{digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone)}, true, nil
+	return written{key: r.Key, digest: digest, size: size, stored: size, compression: string(claimcheck.CompressionNone), blocks: blocks}, true, nil
 }
 
 // resumeHash is the running sha256 of upload r, continued from its
-// saved state, or nil when the saved state does not cover the bytes
-// received.
-func resumeHash(r meta.ResumableUpload) hash.Hash {
+// saved state, with the running block table of the payload (ADR 0257)
+// when the state carries it; nil when the saved state does not cover
+// the bytes received.
+func resumeHash(r meta.ResumableUpload) (hash.Hash, *storedform.BlockTable) {
 	if r.HashedTo != r.Received {
-		return nil
+		return nil, nil
 	}
-	h := sha256.New()
+	h, bt := sha256.New(), storedform.NewBlockTable()
 	if len(r.HashState) == 0 {
 		if r.Received != 0 {
-			return nil
+			return nil, nil
 		}
-		return h
+		return h, bt
 	}
-	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(r.HashState); err != nil {
-		return nil
+	n := min(len(r.HashState), sha256StateLen)
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(r.HashState[:n]); err != nil {
+		return nil, nil
 	}
-	return h
+	if len(r.HashState) == n || bt.UnmarshalBinary(r.HashState[n:]) != nil {
+		return h, nil // a state saved without the table, or after it was dropped
+	}
+	return h, bt
 }
 
+// sha256StateLen is the length of a saved sha256 state, which the block
+// table's state follows.
+var sha256StateLen = func() int {
+	b, _ := sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
+	return len(b)
+}()
+
+// maxCarriedBlocks bounds the block table a resumable upload saves with
+// every recorded offset (4 bytes a block: 64 KiB for 1 GiB of payload).
+// Past it the table is dropped, and completion reads the object once to
+// compute it.
+const maxCarriedBlocks = 16384
+
 // runningHash feeds what an append reads to the payload's running
-// hash (nil: none), counting the bytes.
+// hash and block table (nil: none), counting the bytes.
 type runningHash struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	r  io.Reader
+	h  hash.Hash
+	bt *storedform.BlockTable
+	n  int64
 }
 
 func (rh *runningHash) Read(p []byte) (int, error) {
 	n, err := rh.r.Read(p)
 	if rh.h != nil {
 		rh.h.Write(p[:n])
+		if rh.bt != nil {
+			_, _ = rh.bt.Write(p[:n]) // never fails
+		}
 	}
 	rh.n += int64(n)
 	return n, err
 }
 
-// stateAt is the hash's saved state if it has seen exactly n bytes,
-// else nil.
+// stateAt is the hash's saved state (and the block table's after it)
+// if it has seen exactly n bytes, else nil.
 func (rh *runningHash) stateAt(n int64) []byte {
 	if rh.h == nil || rh.n != n {
 		return nil
@@ -488,6 +521,13 @@ func (rh *runningHash) stateAt(n int64) []byte {
 	b, err := rh.h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return nil
+	}
+	if rh.bt != nil && rh.bt.Blocks() > maxCarriedBlocks {
+		rh.bt = nil
+	}
+	if rh.bt != nil {
+		t, _ := rh.bt.MarshalBinary() // never fails
+		b = append(b, t...)
 	}
 	return b
 }

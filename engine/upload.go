@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -333,7 +334,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return s.confirmedRef(ctx, op, c)
 	}
 
-	size, digest, err := s.hashObject(ctx, up)
+	size, digest, blocks, err := s.hashObjectBlocks(ctx, up)
 	if err != nil || size != up.Size || digest != up.Digest {
 		// The reaper may have finished the upload and deleted its object
 		// while we read it: then the answer is gone, not a mismatch.
@@ -363,6 +364,9 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 			op, claimcheck.ErrChecksumMismatch, digest, up.Digest, retry)
 	}
 
+	if err := s.saveBlocks(ctx, written{key: up.Key, blocks: blocks}); err != nil {
+		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
+	}
 	now := s.clock.Now()
 	res, err := s.commitShared(ctx, meta.CommitParams{
 		ClaimID: id, BlobID: up.BlobID,
@@ -416,30 +420,37 @@ func (s *Store) confirmedRef(ctx context.Context, op string, c meta.Claim) (clai
 // It stops one byte past the declared size: that is enough to tell the
 // object is too large, and a huge wrong upload is not read to its end.
 func (s *Store) hashObject(ctx context.Context, up meta.Upload) (int64, string, error) {
+	n, digest, _, err := s.hashObjectBlocks(ctx, up)
+	return n, digest, err
+}
+
+// hashObjectBlocks is hashObject that also computes the object's block
+// table (storedform.BlockTable, ADR 0257; nil for at most one block).
+func (s *Store) hashObjectBlocks(ctx context.Context, up meta.Upload) (int64, string, []byte, error) {
 	attrs, err := s.blobs.Attributes(ctx, up.Key)
 	if errors.Is(err, blob.ErrNotFound) {
-		return 0, "", invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
+		return 0, "", nil, invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: stat uploaded object: %v", claimcheck.ErrUnavailable, err)
+		return 0, "", nil, fmt.Errorf("%w: stat uploaded object: %v", claimcheck.ErrUnavailable, err)
 	}
 	if attrs.Size != up.Size {
-		return attrs.Size, "", nil // the size tells already; not worth reading
+		return attrs.Size, "", nil, nil // the size tells already; not worth reading
 	}
 	r, err := s.blobs.NewReader(ctx, up.Key)
 	if errors.Is(err, blob.ErrNotFound) {
-		return 0, "", invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
+		return 0, "", nil, invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
+		return 0, "", nil, fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
 	}
 	defer func() { _ = r.Close() }() // read only
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, readerOnly{io.LimitReader(r, up.Size+1)}, make([]byte, copyBufferSize))
+	h, blocks := sha256.New(), storedform.NewBlockTable()
+	n, err := io.CopyBuffer(io.MultiWriter(h, blocks), readerOnly{io.LimitReader(r, up.Size+1)}, make([]byte, copyBufferSize))
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
+		return 0, "", nil, fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
 	}
-	return n, "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return n, "sha256:" + hex.EncodeToString(h.Sum(nil)), blocks.Encoded(), nil
 }
 
 // checkIdempotencyKey validates an idempotency key: 1 to 255 printable

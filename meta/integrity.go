@@ -81,4 +81,18 @@ type IntegrityStore interface {
 	// dedup mark, damaged or not. ErrNotFound if there is none. Read-only:
 	// the digest-first put checks its object before CommitExisting.
 	DedupCandidate(ctx context.Context, ns, digest string) (Blob, error)
+
+	// SaveBlockTable records the block table of the plain object at key
+	// (ADR 0257), replacing any table recorded for that key before. A
+	// write path saves it after the object is complete and before the
+	// commit that makes the object's claim redeemable. The table belongs
+	// to the object, not to a blob row, so a repair that hands the object
+	// to another blob keeps it; it is removed when the blob owning the
+	// object is collected (FinishCollect).
+	SaveBlockTable(ctx context.Context, key string, table []byte) error
+
+	// BlockTable returns the block table recorded for the object at key;
+	// ok is false when it has none (written before block tables, not
+	// plain, or at most one block long).
+	BlockTable(ctx context.Context, key string) (table []byte, ok bool, err error)
 }

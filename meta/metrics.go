@@ -86,6 +86,7 @@ type ops struct {
 	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
 	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
 	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
+	SaveBlockTable, BlockTable                                         opMetrics
 	ListClaims, ExtendClaim, ClaimWithBlob                             opMetrics
 	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
 	RequestLeaseRelease, CheckLease                                    opMetrics
@@ -462,6 +463,14 @@ func (m *metered) UploadByKey(ctx context.Context, ns string, key string) (Uploa
 
 func (m *metered) MarkDamaged(ctx context.Context, d Damage) (bool, error) {
 	return timer1[bool](m.ops.MarkDamaged.start()).end(m.next.MarkDamaged(ctx, d))
+}
+
+func (m *metered) SaveBlockTable(ctx context.Context, key string, table []byte) error {
+	return m.ops.SaveBlockTable.start().end(m.next.SaveBlockTable(ctx, key, table))
+}
+
+func (m *metered) BlockTable(ctx context.Context, key string) ([]byte, bool, error) {
+	return timer2[[]byte, bool](m.ops.BlockTable.start()).end(m.next.BlockTable(ctx, key))
 }
 
 func (m *metered) ClearDamage(ctx context.Context, blobID, key string, now time.Time) (bool, error) {

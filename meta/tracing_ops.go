@@ -93,6 +93,8 @@ const (
 	opAdvanceSubscription
 	opMarkLagging
 	opFeedEvents
+	opSaveBlockTable
+	opBlockTable
 	numOps
 )
 
@@ -590,4 +592,15 @@ func (t *traced) MarkLagging(ctx context.Context, bound time.Time) (int, error) 
 func (t *traced) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error) {
 	ctx, sp := t.start(ctx, opFeedEvents)
 	return spanEnd1[[]FeedEvent]{t, sp}.end(t.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit))
+}
+
+func (t *traced) SaveBlockTable(ctx context.Context, key string, table []byte) error {
+	ctx, sp := t.start(ctx, opSaveBlockTable)
+	return t.end(sp, t.next.SaveBlockTable(ctx, key, table))
+}
+
+func (t *traced) BlockTable(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, sp := t.start(ctx, opBlockTable)
+	table, ok, err := t.next.BlockTable(ctx, key)
+	return table, ok, t.end(sp, err)
 }

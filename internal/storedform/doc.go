@@ -42,8 +42,13 @@
 //     (errors wrap compress.ErrCorrupt). An object without a usable
 //     table answers ErrNoSeekTable, and the caller reads it from the
 //     start;
-//   - for a plain object, the object store's own range read of those
-//     bytes.
+//   - BlockRange for a plain object with a block table (BlockTable,
+//     ADR 0257: the CRC32C of every BlockSize bytes of payload, recorded
+//     in the metadata store when the object is written): it reads the
+//     whole blocks the range touches and releases a block's bytes only
+//     after its checksum matched (errors wrap ErrBlock);
+//   - for a plain object written before block tables, the object store's
+//     own range read of those bytes.
 //
 // Objects are read through Objects, the one method of blob.Store this
 // package needs. Which form an object has, and what it must hold, the

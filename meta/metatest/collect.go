@@ -118,9 +118,31 @@ func testFinishCollect(t *testing.T, h *harness) {
 	if got := h.beginCollect(10, time.Minute); len(got) != 2 {
 		t.Fatalf("BeginCollect = %v, want 2 blobs", blobIDs(got))
 	}
+	// Block tables (ADR 0257) follow the object: saved, read, replaced,
+	// and gone with the collected blob's object only.
+	for _, k := range []string{b1.Key, live.Blob.Key} {
+		if err := h.s.SaveBlockTable(h.ctx(), k, []byte("old")); err != nil {
+			t.Fatalf("SaveBlockTable: %v", err)
+		}
+		if err := h.s.SaveBlockTable(h.ctx(), k, []byte{1, 2, 3}); err != nil {
+			t.Fatalf("SaveBlockTable again: %v", err)
+		}
+	}
+	if table, ok, err := h.s.BlockTable(h.ctx(), live.Blob.Key); err != nil || !ok || !slices.Equal(table, []byte{1, 2, 3}) {
+		t.Fatalf("BlockTable = %v, %v, %v; want the table saved last", table, ok, err)
+	}
+	if _, ok, err := h.s.BlockTable(h.ctx(), "no/such/object"); err != nil || ok {
+		t.Fatalf("BlockTable of an object without one = %v, %v", ok, err)
+	}
 	h.clock.Advance(time.Second)
 	if err := h.s.FinishCollect(h.ctx(), []string{b1.ID, live.Blob.ID, "b_missing"}, h.now()); err != nil {
 		t.Fatalf("FinishCollect: %v", err)
+	}
+	if _, ok, err := h.s.BlockTable(h.ctx(), b1.Key); err != nil || ok {
+		t.Errorf("block table of a collected object: ok %v, %v", ok, err)
+	}
+	if _, ok, err := h.s.BlockTable(h.ctx(), live.Blob.Key); err != nil || !ok {
+		t.Errorf("block table of a live object after FinishCollect of others: ok %v, %v", ok, err)
 	}
 	b := h.blob(b1.ID)
 	if b.State != meta.BlobDeleted || !b.CollectAt.IsZero() {

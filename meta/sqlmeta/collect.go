@@ -116,6 +116,11 @@ func (s *Store) FinishCollect(ctx context.Context, ids []string, now time.Time) 
 	}
 	err := s.write(ctx, func(q *txq) error {
 		return chunks(ids, func(part []string) error {
+			// The block tables of the objects go with them (ADR 0257).
+			if _, err := q.exec(`DELETE FROM object_blocks WHERE object_key IN
+				(SELECT object_key FROM blobs WHERE id IN (`+placeholders(len(part))+`) AND state = 'deleting')`, anys(part)...); err != nil {
+				return err
+			}
 			args := append([]any{now.UnixNano()}, anys(part)...)
 			_, err := q.exec(`UPDATE blobs SET state = 'deleted', dedupable = 0, collect_at = NULL, state_at = ?, version = version + 1
 				WHERE id IN (`+placeholders(len(part))+`) AND state = 'deleting'`, args...)

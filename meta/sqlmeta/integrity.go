@@ -3,6 +3,7 @@ package sqlmeta
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -150,4 +151,40 @@ func (q *txq) repair(p meta.CommitParams, cand, staging meta.Blob) (meta.Blob, e
 	return d, q.appendEvents([]meta.Event{{At: p.Now, Kind: meta.EventBlobRepaired, Namespace: cand.Namespace, BlobID: cand.ID,
 		ClaimID: p.ClaimID, Actor: claimcheck.ActorFrom(q.ctx),
 		Detail: fmt.Sprintf("object %s replaces damaged %s (was: %s)", staging.Key, cand.Key, cand.Damage)}})
+}
+
+// Block tables of plain objects (meta.IntegrityStore, migration 0050, ADR 0257).
+
+// SaveBlockTable records the block table of the object at key; see
+// meta.IntegrityStore.
+func (s *Store) SaveBlockTable(ctx context.Context, key string, table []byte) error {
+	err := s.write(ctx, func(q *txq) error {
+		_, err := q.exec(`INSERT INTO object_blocks (object_key, sums) VALUES (?, ?)
+			ON CONFLICT (object_key) DO UPDATE SET sums = excluded.sums`, key, hex.EncodeToString(table))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlmeta: save the block table of %s: %w", key, err)
+	}
+	return nil
+}
+
+// BlockTable returns the block table of the object at key; see
+// meta.IntegrityStore.
+func (s *Store) BlockTable(ctx context.Context, key string) ([]byte, bool, error) {
+	var sums string
+	err := s.read(ctx, func(q *txq) error {
+		return q.queryRow(`SELECT sums FROM object_blocks WHERE object_key = ?`, key).Scan(&sums)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlmeta: load the block table of %s: %w", key, err)
+	}
+	table, err := hex.DecodeString(sums)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlmeta: the block table of %s is not hex: %w", key, err)
+	}
+	return table, true, nil
 }

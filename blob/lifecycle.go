@@ -2,8 +2,15 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
+
+// ErrNoLifecycle is wrapped by a Lifecycler that cannot reach its
+// bucket's lifecycle rules as configured (Azure without the storage
+// account's resource): the safety net is absent, and the start-up
+// set-up says so loudly rather than failing the start.
+var ErrNoLifecycle = errors.New("lifecycle rules not reachable")
 
 // LifecycleRule is one rule of a bucket's lifecycle configuration, reduced
 // to what claimcheck manages and checks: objects whose keys start with

@@ -2,14 +2,16 @@
 // Blob Storage, and its emulator Azurite. Its optional abilities, each
 // the way Azure offers it (ADR 0230): SAS URLs for direct uploads, with
 // the least permissions and the upload's url_ttl; appends as staged
-// blocks of a block blob, committed at the end; and the CORS rules of
-// the storage account's blob service. Azure's lifecycle management
-// policies belong to the account's management API (Azure Resource
-// Manager), not to the blob service a container URL names, so the store
-// has no lifecycle rules of its own. Importing the package registers its
-// scheme with blob.Open.
+// blocks of a block blob, committed at the end; the CORS rules of the
+// storage account's blob service; and lifecycle rules in the account's
+// lifecycle management policy. That policy belongs to the account's
+// management API (Azure Resource Manager), not to the blob service a
+// container URL names: the URL's account_resource_id names the account
+// there, and without it the lifecycle rules are unreachable (the
+// start-up set-up warns that the safety net is absent). Importing the
+// package registers its scheme with blob.Open.
 //
-// URL form: azblob://CONTAINER?prefix=P&endpoint=URL&storage_account=A.
+// URL form: azblob://CONTAINER?prefix=P&endpoint=URL&storage_account=A&account_resource_id=ID.
 // Credentials, in this order: a connection string
 // (AZURE_STORAGE_CONNECTION_STRING), an account key
 // (AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY), else Azure's default
@@ -19,7 +21,9 @@
 // http://127.0.0.1:10000/devstoreaccount1), by default the connection
 // string's or https://ACCOUNT.blob.core.windows.net; storage_account
 // names the account when no variable does. prefix puts every key under
-// P.
+// P. account_resource_id is the account's Azure resource ID
+// (/subscriptions/SUB/resourceGroups/GROUP/providers/Microsoft.Storage/storageAccounts/ACCOUNT),
+// reached with Azure AD credentials from the default chain.
 package azurestore
 
 import (
@@ -69,6 +73,11 @@ type Bucket struct {
 	delegationMu sync.Mutex
 	delegation   *service.UserDelegationCredential
 	delegationTo time.Time // when the delegation key expires
+
+	// policies is the account's lifecycle management policy, nil when
+	// the URL names no account_resource_id (LifecycleRules then says
+	// so, wrapping blob.ErrNoLifecycle).
+	policies *policies
 }
 
 var (
@@ -76,9 +85,10 @@ var (
 	_ blob.Presigner      = (*Bucket)(nil)
 	_ blob.Appender       = (*Bucket)(nil)
 	_ blob.CORSConfigurer = (*Bucket)(nil)
+	_ blob.Lifecycler     = (*Bucket)(nil)
 )
 
-var params = []string{"prefix", "endpoint", "storage_account"}
+var params = []string{"prefix", "endpoint", "storage_account", "account_resource_id"}
 
 // open opens an azblob:// URL: the service client from the credentials
 // found, gocloud's bucket over its container client, and a check that
@@ -114,6 +124,17 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 		Bucket:  gocloudbucket.New(gb, gocloudbucket.Options{StartAfter: startFrom(prefix)}),
 		service: svc, container: cc, name: u.Host, prefix: prefix, sharedKey: key,
 		https: strings.HasPrefix(strings.ToLower(svc.URL()), "https://"),
+	}
+	if rid := q.Get("account_resource_id"); rid != "" {
+		// The management plane takes Azure AD tokens only, whatever
+		// credentials the blob service uses.
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return fail(fmt.Errorf("account_resource_id: no Azure AD credentials for the management API (a service principal, workload or managed identity, or the Azure CLI's login): %w", err))
+		}
+		if b.policies, err = newPolicies(rid, cred, nil, u.Host, prefix); err != nil {
+			return fail(err)
+		}
 	}
 	if err := b.checkAccess(ctx); err != nil {
 		_ = b.Close()

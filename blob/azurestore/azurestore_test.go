@@ -1,9 +1,11 @@
 package azurestore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	_ "github.com/claimcheck/claimcheck/blob/azurestore"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -94,5 +98,43 @@ func TestAzureOpenErrors(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", wrong)
 	if _, err := blob.Open(t.Context(), u); err == nil || !strings.Contains(err.Error(), "the credentials were refused") {
 		t.Errorf("Open with a wrong key = %v", err)
+	}
+}
+
+// TestAzureLifecycleAbsentOnAzurite opens the engine on Azurite with no
+// account_resource_id. Azurite has no management plane (no lifecycle
+// management policies at all; the policy requests are checked against
+// a recording ARM endpoint in lifecycle_test.go), and without the
+// account's resource the store cannot reach one anyway: the start says
+// so loudly, naming what to set and grant, and check mode counts every
+// rule the policies call for as drift.
+func TestAzureLifecycleAbsentOnAzurite(t *testing.T) {
+	u := testsvc.AzureURL(t)
+	for _, mode := range []string{engine.LifecycleCheck, engine.LifecycleManage} {
+		var log bytes.Buffer
+		s, err := engine.Open(t.Context(), engine.Config{
+			Data: t.TempDir(), Storage: u, Lifecycle: mode,
+			Namespaces: map[string]claimcheck.Policy{"orders": {}},
+			Logger:     slog.New(slog.NewTextHandler(&log, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		for _, part := range []string{"level=WARN", "lifecycle safety net absent", "account_resource_id=", "Storage Account Contributor", "managementPolicies/write", "rules=3"} {
+			if !strings.Contains(log.String(), part) {
+				t.Errorf("%s mode: the start-up log lacks %q:\n%s", mode, part, log.String())
+			}
+		}
+	}
+}
+
+// TestAzureAccountResourceID checks that a malformed account resource
+// is refused at open, naming the parameter and the form it takes.
+func TestAzureAccountResourceID(t *testing.T) {
+	u := testsvc.AzureURL(t)
+	_, err := blob.Open(t.Context(), u+"?account_resource_id=/subscriptions/s/resourceGroups/g")
+	if err == nil || !strings.Contains(err.Error(), "account_resource_id") || !strings.Contains(err.Error(), "Microsoft.Storage/storageAccounts/ACCOUNT") {
+		t.Errorf("err = %v, want account_resource_id's form named", err)
 	}
 }

@@ -2,6 +2,7 @@ package bucketsetup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -174,11 +175,21 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 	if lc == nil || mode == LifecycleOff {
 		return nil, 0, nil
 	}
+	own := newOwnRules(cfg.StoreID, cfg.OwnsStorage)
 	actual, err := lc.LifecycleRules(ctx)
+	if errors.Is(err, blob.ErrNoLifecycle) {
+		// The store cannot reach its rules as configured (Azure without
+		// the account's resource): not fatal, since the backstop still
+		// collects, but never silent. Every wanted rule counts as drift
+		// left as it is, so the gauge shows it too.
+		want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.ObjectKey)
+		log.Warn("lifecycle safety net absent: the store's lifecycle rules cannot be read or written; objects the protocol fails to delete stay until the backstop collects them",
+			"mode", mode, "rules", len(want), "err", err)
+		return nil, len(want), nil
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("lifecycle: %w (set \"lifecycle: off\" if these credentials may not read the bucket's lifecycle configuration)", err)
 	}
-	own := newOwnRules(cfg.StoreID, cfg.OwnsStorage)
 	want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.ObjectKey)
 	items := checkDrift(own, actual, want)
 	if mode == LifecycleCheck || len(items) == 0 {

@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -121,7 +122,7 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 		gb = gcblob.PrefixedBucket(gb, prefix)
 	}
 	b := &Bucket{
-		Bucket:  gocloudbucket.New(gb, gocloudbucket.Options{StartAfter: startFrom(prefix)}),
+		Bucket:  gocloudbucket.New(gb, gocloudbucket.Options{StartAfter: startFrom(prefix), HTTPStatus: httpStatus}),
 		service: svc, container: cc, name: u.Host, prefix: prefix, sharedKey: key,
 		https: strings.HasPrefix(strings.ToLower(svc.URL()), "https://"),
 	}
@@ -304,4 +305,13 @@ func ptr[T any](v T) *T { return &v }
 // blockBlob is the client of key's block blob, under the URL's prefix.
 func (b *Bucket) blockBlob(key string) *blockblob.Client {
 	return b.container.NewBlockBlobClient(b.prefix + key)
+}
+
+// httpStatus is the HTTP status of a blob service error, 0 if none: it
+// lets blob.FaultOf tell a 500 about one blob from an outage (ADR 0255).
+func httpStatus(err error) int {
+	if respErr, ok := errors.AsType[*azcore.ResponseError](err); ok {
+		return respErr.StatusCode
+	}
+	return 0
 }

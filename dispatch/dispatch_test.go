@@ -254,6 +254,14 @@ func testEveryClaimEvent(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	unread := e.put(t, "orders", claimcheck.PutOptions{})
+	up, err := e.store.StartResumable(ctx, "orders", claimcheck.ResumableRequest{Size: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up, err = e.store.AppendResumable(ctx, up.ID, 0, bytes.NewReader(bytes.Repeat([]byte("u"), 1024)), claimcheck.ChunkChecksum{}); err != nil || up.Ref == nil {
+		t.Fatalf("resumable upload: ref %v, %v", up.Ref, err)
+	}
+	uploaded := *up.Ref
 	e.clock.Advance(25 * time.Hour) // past the default max_age of 24h
 	if _, err := e.store.SweepOnce(ctx, 0); err != nil {
 		t.Fatal(err)
@@ -263,9 +271,10 @@ func testEveryClaimEvent(t *testing.T, e *env) {
 	want := map[string][]string{
 		// Released by every consumer, it is finished at once
 		// (retention_after_read 0) when the sweeper comes by.
-		fanout.ID:  {"created", "redeemed", "released", "released", "all_released", "deleted"},
-		deleted.ID: {"created", "extended", "deleted"},
-		unread.ID:  {"created", "expired", "expired_unread"},
+		fanout.ID:   {"created", "redeemed", "first_redeemed", "released", "released", "all_released", "deleted"},
+		deleted.ID:  {"created", "extended", "deleted"},
+		unread.ID:   {"created", "expired", "expired_unread"},
+		uploaded.ID: {"created", "confirmed", "expired", "expired_unread"},
 	}
 	r.wait("every event", func() bool {
 		n := 0
@@ -274,7 +283,7 @@ func testEveryClaimEvent(t *testing.T, e *env) {
 				n++
 			}
 		}
-		return n >= 12
+		return n >= 17
 	})
 	r.check()
 	got := r.kinds()

@@ -367,6 +367,7 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		// An object read whole that matched may repair a damaged blob of
 		// the same content (integrity.go).
 		RepairVerified: verified,
+		Confirmed:      true,
 	}
 	res, err := s.meta.Commit(ctx, cp)
 	if errors.Is(err, meta.ErrDamagedCandidate) {

@@ -338,6 +338,7 @@ func (s *Store) ConfirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		// The object was just read whole and matched size and digest:
 		// it may repair a damaged blob of the same content (integrity.go).
 		RepairVerified: true,
+		Confirmed:      true,
 	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a

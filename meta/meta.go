@@ -253,6 +253,10 @@ type CommitParams struct {
 	// deletes the bad object. Without it, a damaged candidate with Dedup
 	// on answers ErrDamagedCandidate and nothing changes.
 	RepairVerified bool
+	// Confirmed says an upload becomes the claim (a direct upload
+	// confirmed, a resumable upload completed): a confirmed event is
+	// logged after the created one, in the same transaction (ADR 0240).
+	Confirmed bool
 }
 
 // CommitResult says which blob the committed claim points at.

@@ -91,15 +91,32 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if _, err := strconv.ParseInt(ts, 10, 64); err != nil {
 		r.bad = append(r.bad, "timestamp "+ts)
 	}
-	if ct := req.Header.Get("Content-Type"); ct != "application/cloudevents+json" {
+	var ces []dispatch.CloudEvent
+	switch ct := req.Header.Get("Content-Type"); ct {
+	case "application/cloudevents+json":
+		var ce dispatch.CloudEvent
+		if err := json.Unmarshal(body, &ce); err != nil || ce.ID != id {
+			r.bad = append(r.bad, "cloud event "+string(body))
+		}
+		ces = append(ces, ce)
+	case "application/cloudevents-batch+json":
+		// The batched mode: an array; the webhook-id names its first
+		// and last events.
+		if err := json.Unmarshal(body, &ces); err != nil || len(ces) == 0 {
+			r.bad = append(r.bad, "cloud event batch "+string(body))
+		} else if want := ces[0].ID + "-" + ces[len(ces)-1].ID; id != want && (len(ces) > 1 || id != ces[0].ID) {
+			r.bad = append(r.bad, "webhook-id "+id+" of a batch "+want)
+		}
+	default:
 		r.bad = append(r.bad, "content type "+ct)
 	}
-	var ce dispatch.CloudEvent
-	if err := json.Unmarshal(body, &ce); err != nil || ce.SpecVersion != "1.0" || ce.ID != id || ce.Source == "" || ce.Type == "" {
-		r.bad = append(r.bad, "cloud event "+string(body))
+	for _, ce := range ces {
+		if ce.SpecVersion != "1.0" || ce.Source == "" || ce.Type == "" {
+			r.bad = append(r.bad, "cloud event "+ce.ID)
+		}
+		r.got = append(r.got, ce)
+		r.ids = append(r.ids, ce.ID)
 	}
-	r.got = append(r.got, ce)
-	r.ids = append(r.ids, id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -222,6 +239,18 @@ func TestEveryClaimEventArrivesSigned(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			testEveryClaimEvent(t, setupOn(t, backend, nil))
+		})
+	}
+}
+
+// In the batched mode every event arrives as in the structured one, in
+// the same order per claim, under a signature over the whole array.
+func TestEveryClaimEventArrivesBatched(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testEveryClaimEvent(t, setupOn(t, backend, func(c *engine.Config) { c.Subscriptions.EventsPerRequest = 5 }))
 		})
 	}
 }

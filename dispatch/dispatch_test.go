@@ -250,12 +250,17 @@ func TestEveryClaimEventArrivesBatched(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			testEveryClaimEvent(t, setupOn(t, backend, func(c *engine.Config) { c.Subscriptions.EventsPerRequest = 5 }))
+			r := testEveryClaimEvent(t, setupOn(t, backend, func(c *engine.Config) { c.Subscriptions.EventsPerRequest = 5 }))
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.tries >= len(r.got) {
+				t.Errorf("%d requests for %d events: none carried more than one", r.tries, len(r.got))
+			}
 		})
 	}
 }
 
-func testEveryClaimEvent(t *testing.T, e *env) {
+func testEveryClaimEvent(t *testing.T, e *env) *receiver {
 	r := newReceiver(t)
 	e.subscribe(t, claimcheck.DefaultTenant, r, claimcheck.EventFilter{})
 	ctx := context.Background()
@@ -326,6 +331,7 @@ func testEveryClaimEvent(t *testing.T, e *env) {
 			t.Errorf("events of an unknown subject %q", id)
 		}
 	}
+	return r
 }
 
 func TestReceiverDownThenBack(t *testing.T) {

@@ -9,14 +9,17 @@ import "time"
 
 // Event kinds a subscription or the live stream may name. A claim's life:
 // created (a put committed, a direct or resumable upload confirmed, a
-// dedup hit), redeemed, released (one consumer), all_released (the last
+// dedup hit), confirmed (after created, when the claim came from a
+// direct upload confirmed or a resumable upload completed), redeemed,
+// first_redeemed (after the redeemed event that took the read count from
+// zero), released (one consumer), all_released (the last
 // expected consumer), extended, expired, expired_unread (expired without
 // a single read, beside expired), deleted, reaped (a pending upload never
 // confirmed or aborted); holds; the garbage collector's findings and dead
 // letters; damage; crypto-shredding (data_key_destroyed: every claim of
 // the namespace gone); API keys and failed authentications.
 var EventKinds = []string{
-	"created", "redeemed", "released", "all_released", "extended", "expired", "expired_unread", "deleted", "reaped",
+	"created", "confirmed", "redeemed", "first_redeemed", "released", "all_released", "extended", "expired", "expired_unread", "deleted", "reaped",
 	"hold_set", "hold_cleared",
 	"dead_letter", "dead_letter_retry", "object_missing", "refcount_drift", "debris_deleted",
 	"blob_damaged", "blob_repaired", "blob_verified",

@@ -84,10 +84,10 @@ func testEvents(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := kinds(es); !slices.Equal(got, []string{"created", "redeemed", "released", "all_released", "deleted"}) {
+	if got := kinds(es); !slices.Equal(got, []string{"created", "redeemed", "first_redeemed", "released", "all_released", "deleted"}) {
 		t.Fatalf("events of the claim: %q", got)
 	}
-	if es[0].ClaimID != ref.ID || es[0].Namespace != "plain" || es[2].Detail != "billing" || es[4].Reason != "deleted" {
+	if es[0].ClaimID != ref.ID || es[0].Namespace != "plain" || es[3].Detail != "billing" || es[5].Reason != "deleted" {
 		t.Errorf("events %+v", es)
 	}
 	for i := 1; i < len(es); i++ {
@@ -105,7 +105,7 @@ func testEvents(t *testing.T, e *env) {
 	wantErr(t, "events with a negative limit", err, claimcheck.ErrInvalidArgument)
 
 	ns, err := au.NamespaceEvents(ctx, "plain", claimcheck.EventQuery{Since: e.now().Add(-time.Hour)})
-	if err != nil || len(ns) != 5 {
+	if err != nil || len(ns) != 6 {
 		t.Errorf("namespace events: %+v, %v", ns, err)
 	}
 	if ns, err := au.NamespaceEvents(ctx, "plain", claimcheck.EventQuery{Since: e.now().Add(time.Second)}); err != nil || len(ns) != 0 {

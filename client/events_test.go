@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,19 +34,19 @@ func TestEventsOverHTTP(t *testing.T) {
 	for _, e := range es {
 		kinds = append(kinds, e.Kind)
 	}
-	if len(kinds) != 5 || kinds[0] != "created" || kinds[1] != "redeemed" || kinds[2] != "released" || kinds[3] != "all_released" || kinds[4] != "deleted" ||
-		es[2].Detail != "billing" || es[4].Reason != "deleted" || es[0].ClaimID != ref.ID {
+	if !slices.Equal(kinds, []string{"created", "redeemed", "first_redeemed", "released", "all_released", "deleted"}) ||
+		es[3].Detail != "billing" || es[5].Reason != "deleted" || es[0].ClaimID != ref.ID {
 		t.Fatalf("events %+v", es)
 	}
-	page, err := b.client.ClaimEvents(ctx, ref, claimcheck.EventQuery{After: es[1].Seq, Limit: 1})
-	if err != nil || len(page) != 1 || page[0].Seq != es[2].Seq {
-		t.Errorf("page after the second event: %+v, %v", page, err)
+	page, err := b.client.ClaimEvents(ctx, ref, claimcheck.EventQuery{After: es[2].Seq, Limit: 1})
+	if err != nil || len(page) != 1 || page[0].Seq != es[3].Seq {
+		t.Errorf("page after the third event: %+v, %v", page, err)
 	}
 	if _, err := b.client.ClaimEvents(ctx, claimcheck.Ref{ID: ref.ID, Namespace: "short"}, claimcheck.EventQuery{}); !errors.Is(err, claimcheck.ErrNotFound) {
 		t.Errorf("events with the wrong namespace: %v, want not found", err)
 	}
 	ns, err := b.client.NamespaceEvents(ctx, "raw", claimcheck.EventQuery{Since: t0.Add(-time.Hour)})
-	if err != nil || len(ns) != 5 {
+	if err != nil || len(ns) != 6 {
 		t.Errorf("namespace events: %+v, %v", ns, err)
 	}
 	for _, q := range []string{"?limit=0", "?limit=x", "?after=-1", "?since=yesterday", "?bogus=1", "?limit=1&limit=2"} {

@@ -19,6 +19,10 @@ import (
 // ContentType is the media type of a delivery's body.
 const ContentType = "application/cloudevents+json"
 
+// BatchContentType is the media type of a delivery in the batched mode
+// (Config.EventsPerRequest above 1): a JSON array of CloudEvents.
+const BatchContentType = "application/cloudevents-batch+json"
+
 // TypePrefix starts every CloudEvents type: "claimcheck." and the event's
 // kind (claimcheck.EventKinds).
 const TypePrefix = "claimcheck."
@@ -60,6 +64,19 @@ func NewCloudEvent(e meta.FeedEvent) CloudEvent {
 func (c CloudEvent) Marshal() []byte {
 	b, _ := json.Marshal(c) // strings and times only: it always marshals
 	return b
+}
+
+// MarshalBatch is the body of a batched delivery: the events' CloudEvents
+// as one JSON array, in the order given.
+func MarshalBatch(es []meta.FeedEvent) []byte {
+	b := []byte{'['}
+	for i, e := range es {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, NewCloudEvent(e).Marshal()...)
+	}
+	return append(b, ']')
 }
 
 // Match reports whether filter selects e. Events of another tenant never

@@ -15,6 +15,7 @@ import (
 //	  timeout: 10s            # one delivery, connection to answer
 //	  dead_letter_after: 24h  # an event failing this long stops its subscription
 //	  lag_bound: 72h          # a cursor older than this no longer holds back event pruning
+//	  events_per_request: 1   # above 1: CloudEvents batched mode, events per request
 //	  targets:                # the operator's own receivers
 //	    - id: ops-expired
 //	      tenant: default
@@ -56,6 +57,12 @@ type Config struct {
 	// 100); the cursor is stored after each, so it bounds what a killed
 	// dispatcher had in flight and its successor sends again.
 	Batch int `yaml:"batch"`
+	// EventsPerRequest is how many events one delivery carries (default
+	// 1: a structured-mode CloudEvent per request). Above 1, deliveries
+	// are in the batched mode, application/cloudevents-batch+json, a JSON
+	// array of up to this many events of one lane in seq order, signed as
+	// one body; a receiver deduplicates by each event's id (ADR 0240).
+	EventsPerRequest int `yaml:"events_per_request"`
 	// Targets are subscriptions the operator names here; they are made,
 	// changed and removed with the config, and listed with source config.
 	Targets []Target `yaml:"targets"`
@@ -90,6 +97,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Batch <= 0 {
 		c.Batch = 100
+	}
+	if c.EventsPerRequest <= 0 {
+		c.EventsPerRequest = 1
 	}
 	return c
 }

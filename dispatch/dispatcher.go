@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,10 +265,17 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range lane {
+			// EventsPerRequest at a time, in the lane's order: a request
+			// that fails stops the lane, so nothing of a claim goes
+			// ahead of an earlier event of it.
+			for part := range slices.Chunk(lane, d.cfg.EventsPerRequest) {
+				batch := make([]meta.FeedEvent, len(part))
+				for j, i := range part {
+					batch[j] = es[i]
+				}
 				err := keyErr
 				if err == nil {
-					err = d.deliver(ctx, s, key, es[i])
+					err = d.deliver(ctx, s, key, batch)
 				}
 				mu.Lock()
 				if err != nil {
@@ -277,7 +285,9 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 					mu.Unlock()
 					return
 				}
-				st.sent[es[i].Seq] = true
+				for _, e := range batch {
+					st.sent[e.Seq] = true
+				}
 				mu.Unlock()
 			}
 		}()
@@ -347,17 +357,27 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 	return min(b, d.cfg.BackoffMax)
 }
 
-// deliver posts one event. Any 2xx is delivered; everything else (3xx
-// included: redirects are not followed) is a failure to retry.
-func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byte, e meta.FeedEvent) error {
-	body := NewCloudEvent(e).Marshal()
-	id := EventID(e.Seq)
+// deliver posts events in one request: one structured-mode CloudEvent,
+// or with EventsPerRequest above 1 a batch (webhook-id: the first and
+// last event ids, FIRST-LAST, or the one id of a batch of one). Any 2xx
+// is delivered; everything else (3xx included: redirects are not
+// followed) is a failure to retry.
+func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byte, es []meta.FeedEvent) error {
+	contentType, body, id := ContentType, []byte(nil), EventID(es[0].Seq)
+	if d.cfg.EventsPerRequest > 1 {
+		contentType, body = BatchContentType, MarshalBatch(es)
+		if len(es) > 1 {
+			id += "-" + EventID(es[len(es)-1].Seq)
+		}
+	} else {
+		body = NewCloudEvent(es[0]).Marshal()
+	}
 	now := d.clock.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("event %s: %w", id, err)
 	}
-	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", "claimcheck-dispatch")
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, fmt.Sprint(now.Unix()))
@@ -373,8 +393,11 @@ func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byt
 		d.metrics.deliveries.WithLabelValues("refused").Inc()
 		return fmt.Errorf("event %s: %w: the receiver answered %s", id, errRefused, resp.Status)
 	}
-	d.metrics.deliveries.WithLabelValues("ok").Inc()
-	d.metrics.lag.Observe(d.clock.Now().Sub(e.At).Seconds())
+	done := d.clock.Now()
+	for _, e := range es {
+		d.metrics.deliveries.WithLabelValues("ok").Inc()
+		d.metrics.lag.Observe(done.Sub(e.At).Seconds())
+	}
 	return nil
 }
 

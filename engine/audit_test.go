@@ -76,7 +76,7 @@ func TestAuditTrailEveryPath(t *testing.T) {
 	b.clock.Advance(25 * time.Hour)
 	b.sweep(t)
 	wantEventList(t, "released claim", b.events(t, ref),
-		"created/key-producer", "redeemed/key-consumer", "released/key-consumer/billing", "all_released/key-consumer/billing", "deleted/sweeper/released")
+		"created/key-producer", "redeemed/key-consumer", "first_redeemed/key-consumer", "released/key-consumer/billing", "all_released/key-consumer/billing", "deleted/sweeper/released")
 	wantEventList(t, "dedup claim", b.events(t, dup), "created/key-producer2/dedup", "expired/sweeper/expired", "expired_unread/sweeper/expired")
 
 	// delete after read: the read starts the window, the sweeper ends it.
@@ -93,7 +93,7 @@ func TestAuditTrailEveryPath(t *testing.T) {
 	b.clock.Advance(6 * time.Minute)
 	b.sweep(t)
 	wantEventList(t, "delete-after-read claim", b.events(t, dar),
-		"created/key-producer", "redeemed/", "deleted/sweeper/read_retention_over")
+		"created/key-producer", "redeemed/", "first_redeemed/", "deleted/sweeper/read_retention_over")
 
 	// explicit delete; a redeem of the deleted claim changes nothing.
 	del := b.put(t, "keep", []byte("delete me"))
@@ -171,7 +171,7 @@ func TestAuditEventsLookup(t *testing.T) {
 		}
 		q.After = page[len(page)-1].Seq
 	}
-	if len(all) != 6 || all[0].Kind != "created" {
+	if len(all) != 7 || all[0].Kind != "created" || all[2].Kind != "first_redeemed" {
 		t.Fatalf("paged events: %q", eventStrings(all))
 	}
 	// Reads were served at +0s, +1s, +3s, +6s and +10s.

@@ -388,6 +388,7 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		// An object read whole that matched may repair a damaged blob of
 		// the same content (integrity.go).
 		RepairVerified: verified,
+		Confirmed:      true,
 	}
 	res, err := s.commitShared(ctx, cp, func(ctx context.Context) error {
 		// The blob of these bytes is damaged: this object may repair it

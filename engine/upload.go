@@ -379,6 +379,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		// The object was just read whole and matched size and digest:
 		// it may repair a damaged blob of the same content (integrity.go).
 		RepairVerified: true,
+		Confirmed:      true,
 	}, nil)
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -312,6 +313,18 @@ func TestUploadHappyPath(t *testing.T) {
 		again, err := b.s.ConfirmUpload(ctx, u.ID)
 		if err != nil || again != ref {
 			t.Errorf("second confirm = %+v, %v", again, err)
+		}
+		// The confirmed upload logged created then confirmed, once: the
+		// repeated confirm changed nothing.
+		es, err := b.s.ClaimEvents(ctx, ref, claimcheck.EventQuery{})
+		var kinds []string
+		for _, e := range es {
+			if e.Kind == "created" || e.Kind == "confirmed" {
+				kinds = append(kinds, e.Kind)
+			}
+		}
+		if err != nil || !slices.Equal(kinds, []string{"created", "confirmed"}) {
+			t.Errorf("events of the confirmed upload: %q, %v", kinds, err)
 		}
 		// The upload no longer takes bytes. (A presigned S3 URL stays
 		// valid until it expires, but it only ever writes these very

@@ -27,6 +27,14 @@ const (
 	// beside the expired event of a claim nobody read (ADR 0240).
 	EventAllReleased   = "all_released"
 	EventExpiredUnread = "expired_unread"
+
+	// EventConfirmed follows the created event of a claim whose upload
+	// was confirmed (direct) or completed (resumable); a plain put logs
+	// created alone. EventFirstRedeemed follows the redeemed event that
+	// takes a claim's read count from zero, written with it in the
+	// batched read receipts (ADR 0240).
+	EventConfirmed     = "confirmed"
+	EventFirstRedeemed = "first_redeemed"
 )
 
 // ActorSweeper is the actor of work the background sweeper does by itself.

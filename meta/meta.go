@@ -270,6 +270,10 @@ type CommitParams struct {
 	CheckCandidate bool
 	CheckedBlobID  string
 	CheckedKey     string
+	// Confirmed says an upload becomes the claim (a direct upload
+	// confirmed, a resumable upload completed): a confirmed event is
+	// logged after the created one, in the same transaction (ADR 0240).
+	Confirmed bool
 }
 
 // CommitResult says which blob the committed claim points at.

@@ -56,7 +56,7 @@ func TestAuditActorsOverHTTP(t *testing.T) {
 	if err := json.Unmarshal(body, &page); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"created/" + id(producer), "redeemed/" + id(consumer), "released/" + id(consumer), "all_released/" + id(consumer), "deleted/" + id(admin)}
+	want := []string{"created/" + id(producer), "redeemed/" + id(consumer), "first_redeemed/" + id(consumer), "released/" + id(consumer), "all_released/" + id(consumer), "deleted/" + id(admin)}
 	var got []string
 	for _, e := range page.Events {
 		got = append(got, e.Kind+"/"+e.Actor)

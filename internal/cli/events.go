@@ -32,7 +32,9 @@ func newEventsCmd(env Env) *cobra.Command {
 and why it ended; who set and lifted legal holds; who created and revoked
 API keys. One JSON object per line, oldest first. Kinds:
 
-  created, redeemed, released, expired, deleted, reaped   a claim's life
+  created, confirmed, redeemed, first_redeemed, released, expired,
+  deleted, reaped   a claim's life (confirmed: after created, for an
+      upload confirmed or completed; first_redeemed: after the first read)
       (reason: expired, released, read_retention_over, deleted,
       never_confirmed, aborted)
   hold_set, hold_cleared   a legal hold (reason: its scope, claim or

@@ -35,27 +35,34 @@ func TestMeasurePushedEvents(t *testing.T) {
 	bin := buildBinary(t)
 	rec := newLagReceiver(t)
 
-	// Throughput, SQLite, one server with and one without.
-	with := benchServer(t, bin, "sqlite", rec.url, true)
-	without := benchServer(t, bin, "sqlite", "", false)
-	var opsWith, opsWithout float64
+	// Throughput, SQLite: one server without a subscription, one with a
+	// subscription delivered an event per request, one delivered in the
+	// batched mode (up to 100 events per request).
+	without := benchServer(t, bin, "sqlite", "", 0)
+	with := benchServer(t, bin, "sqlite", rec.url, 1)
+	batched := benchServer(t, bin, "sqlite", newLagReceiver(t).url, 100)
+	var opsWith, opsWithout, opsBatched float64
 	for range 3 {
 		opsWithout += putRate(t, without, 16, 5*time.Second)
 		opsWith += putRate(t, with, 16, 5*time.Second)
+		opsBatched += putRate(t, batched, 16, 5*time.Second)
 	}
-	t.Logf("put 1 KiB x16 on SQLite: without %.0f/s, with a subscription to every event %.0f/s, ratio %.3f",
-		opsWithout/3, opsWith/3, opsWith/opsWithout)
+	t.Logf("put 1 KiB x16 on SQLite: without %.0f/s, with a subscription to every event %.0f/s (ratio %.3f), batched %.0f/s (ratio %.3f)",
+		opsWithout/3, opsWith/3, opsWith/opsWithout, opsBatched/3, opsBatched/opsWithout)
 
-	// Lag under a steady load, each store.
+	// Lag under a steady load, each store and mode.
 	for _, backend := range []string{"sqlite", "postgres"} {
-		// A receiver of its own: the throughput round's server may still
-		// be delivering its backlog to the first.
-		rec := newLagReceiver(t)
-		u := benchServer(t, bin, backend, rec.url, true)
-		puts := steady(t, u, 200, 10*time.Second)
-		time.Sleep(2 * time.Second) // the last events' deliveries
-		p50, p99, n := rec.quantiles()
-		t.Logf("delivery lag on %s at 200 puts/s: %d puts, %d events delivered, p50 %s, p99 %s", backend, puts, n, p50, p99)
+		for _, per := range []int{1, 100} {
+			// A receiver of its own: the throughput round's server may
+			// still be delivering its backlog to the first.
+			rec := newLagReceiver(t)
+			u := benchServer(t, bin, backend, rec.url, per)
+			puts := steady(t, u, 200, 10*time.Second)
+			time.Sleep(2 * time.Second) // the last events' deliveries
+			p50, p99, n := rec.quantiles()
+			t.Logf("delivery lag on %s at 200 puts/s, up to %d events per request: %d puts, %d events delivered, p50 %s, p99 %s",
+				backend, per, puts, n, p50, p99)
+		}
 	}
 }
 
@@ -69,12 +76,20 @@ func newLagReceiver(t *testing.T) *lagReceiver {
 	r := &lagReceiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		var ce struct {
+		type event struct {
 			Time time.Time `json:"time"`
 		}
-		_ = json.Unmarshal(body, &ce)
+		var ces []event
+		if req.Header.Get("Content-Type") == "application/cloudevents-batch+json" {
+			_ = json.Unmarshal(body, &ces)
+		} else {
+			ces = make([]event, 1)
+			_ = json.Unmarshal(body, &ces[0])
+		}
 		r.mu.Lock()
-		r.lags = append(r.lags, time.Since(ce.Time))
+		for _, ce := range ces {
+			r.lags = append(r.lags, time.Since(ce.Time))
+		}
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -95,16 +110,18 @@ func (r *lagReceiver) quantiles() (p50, p99 time.Duration, n int) {
 }
 
 // benchServer starts a server on SQLite or PostgreSQL, with a
-// subscription to every event at url when sub is set.
-func benchServer(t *testing.T, bin, backend, url string, sub bool) string {
+// subscription to every event at url when perRequest is above 0,
+// delivered that many events per request at most.
+func benchServer(t *testing.T, bin, backend, url string, perRequest int) string {
 	t.Helper()
 	dir := t.TempDir()
 	metadata := "sqlite:" + filepath.Join(dir, "meta.db")
 	if backend == "postgres" {
 		metadata, _ = testsvc.Postgres(t)
 	}
-	cfg := fmt.Sprintf("metadata: %q\nstorage: %q\nsubscriptions:\n  allow_loopback_targets: true\n", metadata, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
-	if sub {
+	cfg := fmt.Sprintf("metadata: %q\nstorage: %q\nsubscriptions:\n  allow_loopback_targets: true\n  events_per_request: %d\n",
+		metadata, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")), max(perRequest, 1))
+	if perRequest > 0 {
 		cfg += fmt.Sprintf("  targets:\n    - {id: all, url: %q, secret: %q}\n", url, "whsec_"+"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	}
 	path := filepath.Join(dir, "claimcheck.yaml")

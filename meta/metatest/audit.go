@@ -106,7 +106,7 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 		t.Fatalf("second finish: done %v, %v", done, err)
 	}
 	wantEvents(t, "fan-out claim", h.claimEvents(id),
-		"created/producer", "redeemed/reader", "released/consumer-a/a", "released/consumer-b/b",
+		"created/producer", "redeemed/reader", "first_redeemed/reader", "released/consumer-a/a", "released/consumer-b/b",
 		"all_released/consumer-b/b", "deleted/sweeper/released")
 
 	// Explicit delete, and a dedup hit (created with detail dedup).
@@ -132,6 +132,29 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 	}
 	h.track(c.ID, second.Blob.ID)
 	wantEvents(t, "digest-first claim", h.claimEvents(c.ID), "created/producer3/dedup")
+
+	// An upload that becomes the claim logs confirmed after created;
+	// reads in two batches log first_redeemed once,
+	// after the redeemed event that took the count from zero.
+	up := put{}.withDefaults()
+	cp3 := h.pending(up)
+	params := h.commitParams(cp3, up)
+	params.Confirmed = true
+	confirmed, err := h.s.Commit(as("uploader"), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid := confirmed.Claim.ID
+	for _, batch := range [][]meta.Read{
+		{{ClaimID: cid, At: h.now(), Actor: "r1"}, {ClaimID: cid, At: h.now(), Actor: "r2"}},
+		{{ClaimID: cid, At: h.now().Add(time.Millisecond), Actor: "r3"}},
+	} {
+		if _, err := h.s.RecordReads(h.ctx(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantEvents(t, "confirmed upload", h.claimEvents(cid), "created/uploader", "confirmed/uploader",
+		"redeemed/r1", "first_redeemed/r1", "redeemed/r2", "redeemed/r3")
 
 	// Expiry, never confirmed and aborted.
 	exp := h.put(put{MaxAge: time.Hour})

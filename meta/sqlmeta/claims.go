@@ -256,7 +256,9 @@ func validatePending(c meta.Claim, b meta.Blob) error {
 
 // Commit turns a pending claim active (put step 3); see meta.Store.
 func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitResult, error) {
-	if s.d.writableCTEs && !p.RepairVerified {
+	// A confirmed upload logs two events: the transaction below writes
+	// them in one appendEvents call, which keeps their order.
+	if s.d.writableCTEs && !p.RepairVerified && !p.Confirmed {
 		res, done, err := s.commitGrouped(ctx, p)
 		if err != nil {
 			return meta.CommitResult{}, fmt.Errorf("sqlmeta: commit claim %s: %w", p.ClaimID, err)
@@ -361,7 +363,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		claimDone, counted = true, true
 		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
 		event := `SELECT 0 AS seq WHERE false`
-		if !auditOff.Load() {
+		if !auditOff.Load() && !p.Confirmed {
 			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
 			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (seq) DO NOTHING RETURNING seq`
@@ -488,7 +490,13 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		}
 	}
 	if !claimDone || logged != 1 {
-		if err := q.appendEvents([]meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)}); err != nil {
+		events := []meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)}
+		if p.Confirmed {
+			e := events[0]
+			e.Kind, e.Detail = meta.EventConfirmed, ""
+			events = append(events, e)
+		}
+		if err := q.appendEvents(events); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
@@ -714,6 +722,7 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 				skipped = append(skipped, r.ClaimID)
 				continue
 			}
+			first := c.Reads == 0
 			c.Reads++
 			if c.FirstReadAt.IsZero() || r.At.Before(c.FirstReadAt) {
 				c.FirstReadAt = r.At
@@ -729,6 +738,13 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 			}
 			events = append(events, meta.Event{At: r.At, Kind: meta.EventRedeemed, Namespace: c.Namespace,
 				ClaimID: c.ID, BlobID: c.BlobID, Actor: r.Actor})
+			if first {
+				// The read count leaves zero in this transaction: the
+				// claim's first redeem, logged with the update that
+				// records it (ADR 0240).
+				events = append(events, meta.Event{At: r.At, Kind: meta.EventFirstRedeemed, Namespace: c.Namespace,
+					ClaimID: c.ID, BlobID: c.BlobID, Actor: r.Actor})
+			}
 		}
 		// One UPDATE from a list of new values (CAST: a bare parameter
 		// in VALUES has no type on PostgreSQL).

@@ -21,16 +21,19 @@ import (
 // the first, the latest the last, delete_after_read lowering the due time
 // to first read + retention — in SQL, locks the claims in id order first
 // (the order of every multi-claim writer), and inserts one redeemed event
-// per read of an active claim. An event number already taken (two events
-// in one nanosecond) fails the statement as a whole through its guard,
-// and the batch goes to the transaction, which renumbers (audit.go).
+// per read of an active claim, and a first_redeemed event after the
+// first read of a claim whose count was zero before (ADR 0240). An event
+// number already taken (two events in one nanosecond) fails the statement
+// as a whole through its guard, and the batch goes to the transaction,
+// which renumbers (audit.go).
 // Reads of claims that are not active change nothing and come back as
 // skipped, as from the transaction.
 
-const recordReadsOnceQuery = `WITH r (claim_id, at, seq, actor) AS (
-		SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]))),
+const recordReadsOnceQuery = `WITH r (claim_id, at, seq, actor, fseq) AS (
+		SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))),
 	a AS (SELECT claim_id, count(*) AS n, min(at) AS first_at, max(at) AS last_at FROM r GROUP BY claim_id),
-	l AS (SELECT id FROM claims WHERE id IN (SELECT claim_id FROM a) AND state = 'active' ORDER BY id FOR UPDATE),
+	f AS (SELECT DISTINCT ON (claim_id) claim_id, at, fseq, actor FROM r ORDER BY claim_id, seq),
+	l AS (SELECT id, reads FROM claims WHERE id IN (SELECT claim_id FROM a) AND state = 'active' ORDER BY id FOR UPDATE),
 	u AS (
 		UPDATE claims SET reads = claims.reads + a.n,
 			first_read_at = LEAST(claims.first_read_at, a.first_at),
@@ -42,13 +45,17 @@ const recordReadsOnceQuery = `WITH r (claim_id, at, seq, actor) AS (
 					OR LEAST(claims.first_read_at, a.first_at) + claims.retention_after_read < claims.due_at)
 				THEN ? ELSE claims.due_reason END
 		FROM a, l WHERE claims.id = a.claim_id AND claims.id = l.id AND claims.state = 'active'
-		RETURNING claims.id, claims.namespace, claims.blob_id),
+		RETURNING claims.id, claims.namespace, claims.blob_id, l.reads AS before),
+	w AS (
+		SELECT r.seq, r.at, CAST(? AS TEXT) AS kind, u.namespace, u.id, u.blob_id, r.actor FROM r JOIN u ON u.id = r.claim_id
+		UNION ALL
+		SELECT f.fseq, f.at, CAST(? AS TEXT), u.namespace, u.id, u.blob_id, f.actor FROM f JOIN u ON u.id = f.claim_id WHERE u.before = 0),
 	e AS (
 		INSERT INTO events (` + eventColumns + `)
-		SELECT r.seq, r.at, ?, u.namespace, u.id, u.blob_id, '', r.actor, '', '' FROM r JOIN u ON u.id = r.claim_id
+		SELECT w.seq, w.at, w.kind, w.namespace, w.id, w.blob_id, '', w.actor, '', '' FROM w
 		ON CONFLICT (seq) DO NOTHING RETURNING seq)
 	SELECT u.id FROM u
-	WHERE 1 / CASE WHEN (SELECT count(*) FROM e) = (SELECT count(*) FROM r JOIN u ON u.id = r.claim_id) THEN 1 ELSE 0 END = 1`
+	WHERE 1 / CASE WHEN (SELECT count(*) FROM e) = (SELECT count(*) FROM w) THEN 1 ELSE 0 END = 1`
 
 // recordReadsOnce tries reads as one statement; done is false when the
 // statement changed nothing because an event number was taken: the
@@ -57,19 +64,23 @@ func (s *Store) recordReadsOnce(ctx context.Context, reads []meta.Read) (skipped
 	ids := make([]string, len(reads))
 	ats := make([]int64, len(reads))
 	seqs := make([]int64, len(reads))
+	fseqs := make([]int64, len(reads))
 	actors := make([]string, len(reads))
 	// Event numbers as appendEvents gives them: the read's time, moved up
-	// past the previous one of the batch.
+	// past the previous one of the batch. Each read keeps the number
+	// after its own for a first_redeemed event, used by the first read
+	// of a claim whose count was zero.
 	var last int64
 	for i, r := range reads {
 		ids[i], ats[i], actors[i] = r.ClaimID, r.At.UnixNano(), r.Actor
 		seq := max(ats[i], last+1)
-		seqs[i], last = seq, seq
+		seqs[i], fseqs[i], last = seq, seq+1, seq+1
 	}
 	updated := map[string]bool{}
 	err = s.once(ctx, func(q *txq) error {
 		clear(updated) // a retried statement answers anew
-		return q.execReturningIDs(updated, recordReadsOnceQuery, ids, ats, seqs, actors, meta.ReasonReadRetention, meta.EventRedeemed)
+		return q.execReturningIDs(updated, recordReadsOnceQuery, ids, ats, seqs, actors, fseqs,
+			meta.ReasonReadRetention, meta.EventRedeemed, meta.EventFirstRedeemed)
 	})
 	if pgCode(err) == errLostSwap {
 		return nil, false, nil

@@ -92,7 +92,7 @@
  * @property {number} seq Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
  * @property {string} id The stream's id of the event, exact: give it as lastEventId to resume after it.
  * @property {string} at
- * @property {string} kind created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
+ * @property {string} kind created, confirmed, redeemed, first_redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
  * @property {string} [ns]
  * @property {string} [tenant]
  * @property {string} [claim_id]

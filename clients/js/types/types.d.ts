@@ -96,7 +96,7 @@ export type ClaimEvent = {
     id: string;
     at: string;
     /**
-     * created, redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
+     * created, confirmed, redeemed, first_redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
      */
     kind: string;
     ns?: string | undefined;

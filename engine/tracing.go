@@ -85,9 +85,10 @@ func (s *Store) traceClaim(ctx context.Context, c meta.Claim, b *meta.Blob) {
 	if c.State == meta.ClaimDeleted && c.DeleteReason != "" {
 		sp.SetAttributes(tracing.GoneReason.String(c.DeleteReason))
 	}
-	if pc := tracing.SpanContextOf(c.TraceParent); pc.IsValid() && pc.TraceID() != sp.SpanContext().TraceID() {
-		// A link within the put's own trace would add nothing: the put
-		// is its ancestor.
+	if pc := tracing.SpanContextOf(c.TraceParent); pc.IsValid() && pc.SpanID() != sp.SpanContext().SpanID() {
+		// Within the put's own trace too: there the put is a sibling's
+		// descendant, not an ancestor, and only the link says which put
+		// made the claim this span works on.
 		sp.AddLink(trace.Link{SpanContext: pc, Attributes: []attribute.KeyValue{attribute.String(linkCreatedByClaim, "created_by")}})
 	}
 }

@@ -146,6 +146,34 @@ func TestTracingRedeemLinksToItsPut(t *testing.T) {
 	tracingtest.WantAttr(t, release, "claimcheck.consumer", "billing")
 }
 
+func TestTracingRedeemInThePutsTraceLinksToIt(t *testing.T) {
+	tr := setupTraced(t)
+	// The consumer continues the producer's trace (the message carried
+	// its headers): the redeem is in the put's trace, and still says
+	// which put made the claim.
+	ctx, producer := tr.tracer.Start(context.Background(), "producer")
+	ref, err := tr.store.Put(ctx, "plain", bytes.NewReader(jsonDoc(1024)), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tr.store.Redeem(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Bytes(); err != nil {
+		t.Fatal(err)
+	}
+	producer.End()
+	spans := tr.take()
+	put, redeem := spans.Named(t, "claimcheck.put"), spans.Named(t, "claimcheck.redeem")
+	if redeem.SpanContext.TraceID() != put.SpanContext.TraceID() {
+		t.Fatal("the redeem ran in another trace than the put; the test needs the same")
+	}
+	if len(redeem.Links) != 1 || !tracingtest.Linked(redeem, put) {
+		t.Fatalf("redeem links %v, want one to the put's span %v", redeem.Links, put.SpanContext)
+	}
+}
+
 func TestTracingFailedRedeem(t *testing.T) {
 	tr := setupTraced(t)
 	ref, _ := tr.putTraced(t, "short", []byte("expires in an hour"))

@@ -106,12 +106,16 @@ start() {
       sleep 0.1 # polling a starting server
     done
     if curl -fs "http://127.0.0.1:$query/api/services" >/dev/null 2>&1; then break; fi
+    # Not answering: a port taken meanwhile, or a slow start. Retry on
+    # new ports a few times, then fail with the server's own words.
     kill "$pid" 2>/dev/null || true
     tries=$((tries + 1))
     if [ $tries -ge 5 ]; then
+      log "Jaeger $JAEGER_VERSION did not answer on 127.0.0.1 (query API /api/services, OTLP /v1/traces) after $tries starts of 30s; its log ($dir/jaeger/server.log):"
       cat "$dir/jaeger/server.log" >&2
       return 1
     fi
+    log "Jaeger did not answer (start $tries of 5); retrying on new ports"
   done
   log "Jaeger on 127.0.0.1: OTLP/HTTP $otlp, query $query"
   echo "export TEST_JAEGER_OTLP='http://127.0.0.1:$otlp' TEST_JAEGER_QUERY='http://127.0.0.1:$query'"

@@ -33,15 +33,11 @@ type jaegerTrace struct {
 	Data []struct {
 		TraceID string `json:"traceID"`
 		Spans   []struct {
-			SpanID        string `json:"spanID"`
-			OperationName string `json:"operationName"`
-			ProcessID     string `json:"processID"`
-			References    []struct {
-				RefType string `json:"refType"`
-				TraceID string `json:"traceID"`
-				SpanID  string `json:"spanID"`
-			} `json:"references"`
-			Tags []struct {
+			SpanID        string      `json:"spanID"`
+			OperationName string      `json:"operationName"`
+			ProcessID     string      `json:"processID"`
+			References    []jaegerRef `json:"references"`
+			Tags          []struct {
 				Key   string `json:"key"`
 				Value any    `json:"value"`
 			} `json:"tags"`
@@ -196,6 +192,21 @@ print(len(data), hashlib.sha256(data).hexdigest())
 	if !services[service] || !services[service+"-producer"] {
 		t.Fatalf("the trace's services %v lack the producer's or the server's", services)
 	}
+	// The consumer's request continues the producer's span (the
+	// traceparent the message carried), and its redeem links to the put.
+	produceSpan := produce.SpanContext().SpanID().String()
+	for _, s := range tr.Data[0].Spans {
+		switch s.OperationName {
+		case "GET /v1/claims/{id}":
+			if !hasRef(s.References, "CHILD_OF", traceID, produceSpan) {
+				t.Errorf("the consumer's request %s is not a child of the producer's span %s: %+v", s.SpanID, produceSpan, s.References)
+			}
+		case "claimcheck.redeem":
+			if !hasRef(s.References, "FOLLOWS_FROM", traceID, putSpan) {
+				t.Errorf("the consumer's redeem %s has no link to the put %s: %+v", s.SpanID, putSpan, s.References)
+			}
+		}
+	}
 
 	// A consumer whose message lost its headers: its redeem starts a new
 	// trace, which links to the put.
@@ -203,9 +214,7 @@ print(len(data), hashlib.sha256(data).hexdigest())
 	redeemTrace := findRedeemTrace(t, query, service, traceID)
 	linked := false
 	for _, s := range redeemTrace.Data[0].Spans {
-		for _, r := range s.References {
-			linked = linked || (s.OperationName == "claimcheck.redeem" && r.RefType == "FOLLOWS_FROM" && r.TraceID == traceID && r.SpanID == putSpan)
-		}
+		linked = linked || (s.OperationName == "claimcheck.redeem" && hasRef(s.References, "FOLLOWS_FROM", traceID, putSpan))
 	}
 	if !linked {
 		t.Fatalf("the headerless redeem's trace %s has no link to the put %s/%s", redeemTrace.Data[0].TraceID, traceID, putSpan)
@@ -234,4 +243,23 @@ func findRedeemTrace(t *testing.T, query, service, notTrace string) jaegerTrace 
 		}
 		time.Sleep(200 * time.Millisecond) // polling another process's store
 	}
+}
+
+// jaegerRef is a span's reference in Jaeger's answer: its parent
+// (CHILD_OF) or a span link (FOLLOWS_FROM).
+type jaegerRef = struct {
+	RefType string `json:"refType"`
+	TraceID string `json:"traceID"`
+	SpanID  string `json:"spanID"`
+}
+
+// hasRef reports whether refs holds a reference of refType to the span
+// traceID/spanID.
+func hasRef(refs []jaegerRef, refType, traceID, spanID string) bool {
+	for _, r := range refs {
+		if r.RefType == refType && r.TraceID == traceID && r.SpanID == spanID {
+			return true
+		}
+	}
+	return false
 }

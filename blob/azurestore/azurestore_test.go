@@ -110,10 +110,13 @@ func TestAzureOpenErrors(t *testing.T) {
 // rule the policies call for as drift.
 func TestAzureLifecycleAbsentOnAzurite(t *testing.T) {
 	u := testsvc.AzureURL(t)
+	// One store (one metadata database) started twice: the container is
+	// its own (.claimcheck-store).
+	data := t.TempDir()
 	for _, mode := range []string{engine.LifecycleCheck, engine.LifecycleManage} {
 		var log bytes.Buffer
 		s, err := engine.Open(t.Context(), engine.Config{
-			Data: t.TempDir(), Storage: u, Lifecycle: mode,
+			Data: data, Storage: u, Lifecycle: mode,
 			Namespaces: map[string]claimcheck.Policy{"orders": {}},
 			Logger:     slog.New(slog.NewTextHandler(&log, nil)),
 		})

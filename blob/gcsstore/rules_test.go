@@ -127,7 +127,8 @@ func TestGCSLifecycleCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, id := range []string{"claimcheck:ns:orders", "claimcheck:default"} {
+	// Rule IDs are scoped to the store (claimcheck:<store id>:…).
+	for _, id := range []string{":ns:orders drift=missing", ":default drift=missing"} {
 		if !strings.Contains(log.String(), "lifecycle rule drift") || !strings.Contains(log.String(), id) {
 			t.Errorf("check mode did not report %s missing:\n%s", id, log.String())
 		}

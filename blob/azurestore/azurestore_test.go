@@ -109,7 +109,7 @@ func TestAzureOpenErrors(t *testing.T) {
 // so loudly, naming what to set and grant, and check mode counts every
 // rule the policies call for as drift.
 func TestAzureLifecycleAbsentOnAzurite(t *testing.T) {
-	u := testsvc.AzureURL(t)
+	u := testsvc.Azure(t) // a container of its own: the store marks it as its own
 	// One store (one metadata database) started twice: the container is
 	// its own (.claimcheck-store).
 	data := t.TempDir()

@@ -177,7 +177,7 @@ if (s3) {
   scenario(
     'S3 storage (MinIO): the PUT goes to the bucket',
     {
-      CLAIMCHECK_STORAGE: s3,
+      CLAIMCHECK_STORAGE: s3, CLAIMCHECK_STORAGE_SHARED: 'true',
       CLAIMCHECK_LIFECYCLE: 'off', // the bucket is shared with other suites
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
       AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
@@ -197,7 +197,7 @@ if (gcs) {
   const endpoint = new URL(gcs.replace(/^gs:/, 'http:')).searchParams.get('endpoint');
   scenario(
     'Google Cloud Storage (fake-gcs-server): the PUT goes to the bucket',
-    { CLAIMCHECK_STORAGE: gcs, CLAIMCHECK_LIFECYCLE: 'off', CLAIMCHECK_BUCKET_CORS: 'manage' },
+    { CLAIMCHECK_STORAGE: gcs, CLAIMCHECK_STORAGE_SHARED: 'true', CLAIMCHECK_LIFECYCLE: 'off', CLAIMCHECK_BUCKET_CORS: 'manage' },
     { putsTo: () => endpoint + '/' },
   );
 } else {
@@ -213,7 +213,7 @@ if (azure && azureConn) {
   const endpoint = /BlobEndpoint=([^;]+)/.exec(azureConn)[1].replace(/\/$/, '');
   scenario(
     'Azure Blob Storage (Azurite): the PUT goes to the container',
-    { CLAIMCHECK_STORAGE: azure, CLAIMCHECK_BUCKET_CORS: 'manage', AZURE_STORAGE_CONNECTION_STRING: azureConn },
+    { CLAIMCHECK_STORAGE: azure, CLAIMCHECK_STORAGE_SHARED: 'true', CLAIMCHECK_BUCKET_CORS: 'manage', AZURE_STORAGE_CONNECTION_STRING: azureConn },
     { putsTo: () => endpoint + '/' },
   );
 } else {

@@ -306,7 +306,7 @@ scenario('tus on file storage', {});
 const s3 = process.env.TEST_S3_URL;
 if (s3) {
   scenario('tus on S3 storage (MinIO)', {
-    CLAIMCHECK_STORAGE: s3,
+    CLAIMCHECK_STORAGE: s3, CLAIMCHECK_STORAGE_SHARED: 'true',
     CLAIMCHECK_LIFECYCLE: 'off', // the bucket is shared with other suites
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,

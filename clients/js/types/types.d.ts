@@ -47,6 +47,10 @@ export type ClaimInfo = {
     deleted_at?: string | undefined;
     delete_reason?: GoneReason | undefined;
     holds?: Hold[] | undefined;
+    /**
+     * the key of the claim's object in the store's blob storage when it is the payload as it is (uncompressed, unencrypted)
+     */
+    object?: string | undefined;
 };
 export type NamespaceUsage = {
     used_bytes: number;

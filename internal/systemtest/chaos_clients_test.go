@@ -52,7 +52,12 @@ try {
   writeFileSync(out, await p.bytes());
 } catch (e) {
   console.error(String(e));
-  process.exit(e instanceof ChecksumMismatchError ? 5 : 1);
+  // Node's fetch sends no TE: trailers, so the server answers with a
+  // Content-Length and cuts the connection when the payload fails its
+  // check (ADR 0255): the body ends early ("terminated"). Nothing else
+  // cuts connections in this run, so a cut is the server's refusal.
+  const cut = e instanceof TypeError && String(e.message).includes('terminated');
+  process.exit(e instanceof ChecksumMismatchError || cut ? 5 : 1);
 }
 `
 

@@ -77,19 +77,7 @@ start() {
 }
 
 stop() {
-  local dir=$1
-  [ -f "$dir/fakegcs/pid" ] || return 0
-  local pid; pid=$(cat "$dir/fakegcs/pid")
-  # Only the server this script started (its recorded pid).
-  if kill "$pid" 2>/dev/null; then
-    local i
-    for i in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1 # waiting for our own server to exit
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/fakegcs/pid"
+  stop_recorded "$1/fakegcs/pid"
 }
 
 case "${1:-}" in

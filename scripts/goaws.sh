@@ -85,19 +85,7 @@ YAML
 }
 
 stop() {
-  local dir=$1
-  [ -f "$dir/goaws/pid" ] || return 0
-  local pid; pid=$(cat "$dir/goaws/pid")
-  # Only the server this script started (its recorded pid).
-  if kill "$pid" 2>/dev/null; then
-    local i
-    for i in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1 # waiting for our own server to exit
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/goaws/pid"
+  stop_recorded "$1/goaws/pid"
 }
 
 case "${1:-}" in

@@ -27,3 +27,20 @@ serve_url() {
   cat "$1" >&2
   return 1
 }
+
+# stop_recorded PIDFILE ends the server whose pid a start recorded in
+# PIDFILE (only that one): TERM, up to 10 s for it to exit, then KILL;
+# the file is removed. Nothing recorded: nothing to do.
+stop_recorded() {
+  [ -f "$1" ] || return 0
+  local pid; pid=$(cat "$1")
+  if kill "$pid" 2>/dev/null; then
+    local i
+    for i in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1 # waiting for our own server to exit
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$1"
+}

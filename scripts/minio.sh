@@ -88,19 +88,7 @@ start() {
 }
 
 stop() {
-  local dir=$1
-  [ -f "$dir/minio/pid" ] || return 0
-  local pid; pid=$(cat "$dir/minio/pid")
-  # Only the server this script started (its recorded pid).
-  if kill "$pid" 2>/dev/null; then
-    local i
-    for i in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1 # waiting for our own server to exit
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/minio/pid"
+  stop_recorded "$1/minio/pid"
 }
 
 case "${1:-}" in

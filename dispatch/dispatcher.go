@@ -3,14 +3,12 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -66,11 +64,8 @@ func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog
 	if log == nil {
 		log = slog.Default()
 	}
-	host, _ := os.Hostname()
-	var b [6]byte
-	rand.Read(b[:])
 	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, client: cfg.Client(cfg.Timeout),
-		holder: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b), metrics: newMetrics(reg), subs: map[string]*subState{}}
+		holder: meta.LeaseHolder(), metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
 
 // Start runs the dispatcher in the background and returns at once.

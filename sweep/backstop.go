@@ -88,7 +88,7 @@ func NewBackstop(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *s
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Backstop{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
+	return &Backstop{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: meta.LeaseHolder()}
 }
 
 // Due reports whether a pass should run at now: one is in progress, or

@@ -15,11 +15,9 @@ package sweep
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,7 +222,7 @@ func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: holderName()}
+	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: meta.LeaseHolder()}
 	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)
 	s.scrub = NewScrub(m, b, keys, clk, log, metrics, s.cfg.PageSize)
 	s.lastOp.Store(clk.Now().UnixNano())
@@ -325,14 +323,6 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 
 // MaintenanceLease is the lease a sweeper holds during a maintenance run.
 const MaintenanceLease = "sweeper-maintenance"
-
-// holderName names this process in leases: host, pid and a random part.
-func holderName() string {
-	host, _ := os.Hostname()
-	var b [6]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
-}
 
 // Result counts the work of one run.
 type Result struct {

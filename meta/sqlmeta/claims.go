@@ -793,8 +793,8 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 		if slices.Contains(c.ReleasedBy, consumer) {
 			return nil // idempotent per name
 		}
-		if _, err := q.exec(`INSERT INTO claim_releases (claim_id, consumer, released_at, seq) VALUES (?, ?, ?, ?)`,
-			id, consumer, now.UnixNano(), len(c.ReleasedBy)+1); err != nil {
+		if _, err := q.exec(`INSERT INTO claim_releases (claim_id, consumer, released_at, seq, namespace) VALUES (?, ?, ?, ?, ?)`,
+			id, consumer, now.UnixNano(), len(c.ReleasedBy)+1, c.Namespace); err != nil {
 			return err
 		}
 		c.ReleasedBy = append(c.ReleasedBy, consumer)

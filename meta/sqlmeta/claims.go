@@ -350,7 +350,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	// CONFLICT DO NOTHING inserts nothing) is logged again by
 	// appendEvents, which renumbers it.
 	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
-		WHERE id = ? AND state = 'pending'`
+		WHERE id = ? AND state = 'pending' AND namespace = ?`
 	claimDone := false
 	var (
 		logged                          int64
@@ -361,7 +361,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			return update, args
 		}
 		claimDone, counted = true, true
-		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
+		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace}
 		event := `SELECT 0 AS seq WHERE false`
 		if !auditOff.Load() && !p.Confirmed {
 			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
@@ -421,13 +421,13 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
 		discard := `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
 			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'`
-		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID}
+			WHERE id = ? AND state = 'staging' AND namespace = ?`
+		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID, c.Namespace}
 		query, args := withClaim(cand.ID, true, discard, discardArgs, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
-			WHERE id = ? AND state = ?
+			WHERE id = ? AND state = ? AND namespace = ?
 			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State))
+			now, cand.ID, string(cand.State), c.Namespace)
 		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
@@ -453,7 +453,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			// The candidate may not be reused (dedup off, or too old for
 			// the lifecycle rule): the new blob, which lives longest,
 			// becomes the candidate.
-			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ?`, cand.ID); err != nil {
+			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ? AND namespace = ?`, cand.ID, c.Namespace); err != nil {
 				return meta.CommitResult{}, err
 			}
 		}
@@ -461,9 +461,9 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		// finds it.
 		query, args := withClaim(staging.ID, false, "", nil, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'
+			WHERE id = ? AND state = 'staging' AND namespace = ?
 			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID, c.Namespace)
 		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
@@ -476,7 +476,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	}
 
 	if !claimDone {
-		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
+		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
@@ -585,9 +585,10 @@ func (s *Store) claimWithBlob(ctx context.Context, id string) (meta.Claim, meta.
 		c, b, ok = meta.Claim{}, meta.Blob{}, false
 		// The claim's columns, its releases, then the blob's: scanClaim
 		// takes the first ones, scanBlob the rest.
+		in, args := q.inNamespace("namespace", id)
 		row := q.queryRow(`SELECT c.*, b.* FROM (SELECT `+claimColumns+`, `+q.d.releasesOf+` AS released
-				FROM claims WHERE id = ?) c
-			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id`, id)
+				FROM claims WHERE id = ?`+in+`) c
+			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id AND b.namespace = c.namespace`, args...)
 		var bs blobScan
 		var err error
 		c, err = scanClaim(extraColumns{row, append([]any{&released}, bs.dest()...)})

@@ -61,14 +61,20 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 	if dueAt.IsZero() {
 		due, dueArgs, dueReason = `expires_at`, nil, meta.ReasonExpired
 	}
+	// A commit that names its namespace (meta.WithNamespace) names it
+	// in its writes too.
+	in, inArgs := "", []any(nil)
+	if ns := meta.NamespaceFrom(ctx); ns != "" {
+		in, inArgs = ` AND namespace = ?`, []any{ns}
+	}
 	add("c", `UPDATE claims SET state = 'active', size = ?, due_at = `+due+`, due_reason = ?
-		WHERE id = ? AND state = 'pending' AND blob_id = ? RETURNING `+claimColumns,
-		slices.Concat([]any{p.Size}, dueArgs, []any{dueReason, p.ClaimID, p.BlobID})...)
+		WHERE id = ? AND state = 'pending' AND blob_id = ?`+in+` RETURNING `+claimColumns,
+		slices.Concat([]any{p.Size}, dueArgs, []any{dueReason, p.ClaimID, p.BlobID}, inArgs)...)
 	add("u", `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 		compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-		WHERE id = ? AND state = 'staging' AND EXISTS (SELECT 1 FROM c)
+		WHERE id = ? AND state = 'staging'`+in+` AND EXISTS (SELECT 1 FROM c)
 		RETURNING `+blobColumns,
-		nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, p.BlobID)
+		slices.Concat([]any{nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, p.BlobID}, inArgs)...)
 	if !auditOff.Load() {
 		// An event whose number is taken (rare) fails the guard too:
 		// the transaction renumbers it (appendEvents).

@@ -284,6 +284,9 @@ type querier interface {
 // the pool's cache has it prepared, else nil and the rebound text.
 func (q *txq) prepared(query string) (*sql.Stmt, string) {
 	text := q.d.rebind(query)
+	if q.d.observe != nil {
+		q.d.observe(text)
+	}
 	if q.stmts == nil || q.tx == nil {
 		return nil, text
 	}

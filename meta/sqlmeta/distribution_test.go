@@ -271,3 +271,106 @@ func TestPostgresHotPathNamesNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestDistributionKeysMigration: migrations 0060 and 0061 run on a store
+// with data. The namespace is copied into the rows that did not carry
+// it, the keys change (PostgreSQL), and the claims work as before.
+func TestDistributionKeysMigration(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := open(t.Context(), "sqlite:"+t.TempDir()+"/meta.db", 59)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		testDistributionKeysMigration(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("TEST_DATABASE_URL")
+		if dsn == "" {
+			t.Skip("TEST_DATABASE_URL is not set: skipping the PostgreSQL run of the migration")
+		}
+		s := openPostgresStoreThrough(t, dsn, 59)
+		defer s.Close()
+		testDistributionKeysMigration(t, s)
+		checkDistributionKeys(t, s)
+	})
+}
+
+func testDistributionKeysMigration(t *testing.T, s *Store) {
+	ctx := t.Context()
+	// As a store of the schema before 0060 holds them: a claim with a
+	// release, an upload with its progress, a block table.
+	for _, stmt := range []string{
+		`INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims, tenant) VALUES ('ns', 10, 10, 1, 1, 'acme')`,
+		`INSERT INTO blobs (id, namespace, digest, dedupable, size, object_key, state, refcount, created_at, state_at)
+			VALUES ('b_1', 'ns', 'sha256:x', 1, 10, 'ns/b_1', 'committed', 1, 1, 1)`,
+		`INSERT INTO claims (id, namespace, blob_id, state, size, created_at, expires_at, due_at, consumers)
+			VALUES ('c_1', 'ns', 'b_1', 'active', 10, 1, 9000000000000000000, 9000000000000000000, 2)`,
+		`INSERT INTO claim_releases (claim_id, consumer, released_at, seq) VALUES ('c_1', 'one', 2, 1)`,
+		`INSERT INTO claim_labels (claim_id, namespace, label_key, label_value, created_at) VALUES ('c_1', 'ns', 'k', 'v', 1)`,
+		`INSERT INTO blobs (id, namespace, size, object_key, state, refcount, created_at, state_at, collect_at)
+			VALUES ('b_2', 'ns', 10, 'ns/b_2', 'staging', 1, 1, 1, 9000000000000000000)`,
+		`INSERT INTO claims (id, namespace, blob_id, state, reserved_bytes, created_at, expires_at, due_at)
+			VALUES ('c_2', 'ns', 'b_2', 'pending', 10, 1, 9000000000000000000, 9000000000000000000)`,
+		`INSERT INTO uploads (claim_id, namespace, blob_id, object_key, size, digest, created_at)
+			VALUES ('c_2', 'ns', 'b_2', 'ns/b_2', 10, 'sha256:y', 1)`,
+		`INSERT INTO upload_progress (claim_id, received, updated_at) VALUES ('c_2', 4, 1)`,
+		`INSERT INTO object_blocks (object_key, sums) VALUES ('ns/b_1', '00')`,
+		`INSERT INTO object_blocks (object_key, sums) VALUES ('gone/b_9', '00')`,
+	} {
+		if _, err := s.w.ExecContext(ctx, s.d.rebind(stmt)); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := s.migrate(ctx, 0); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	for _, c := range []struct{ query, want string }{
+		{`SELECT namespace FROM claim_releases WHERE claim_id = 'c_1'`, "ns"},
+		{`SELECT namespace FROM upload_progress WHERE claim_id = 'c_2'`, "ns"},
+		{`SELECT namespace FROM object_blocks WHERE object_key = 'ns/b_1'`, "ns"},
+		{`SELECT namespace FROM object_blocks WHERE object_key = 'gone/b_9'`, ""},
+		{`SELECT allot_key FROM namespaces WHERE name = 'ns'`, ""},
+	} {
+		var got string
+		if err := s.r.QueryRowContext(ctx, c.query).Scan(&got); err != nil || got != c.want {
+			t.Errorf("%s = %q (%v), want %q", c.query, got, err, c.want)
+		}
+	}
+	// The claims work as before, by id alone and with their namespace.
+	hinted := meta.WithNamespace(ctx, "ns")
+	now := time.Unix(0, 3)
+	c, err := s.Claim(ctx, "c_1")
+	if err != nil || !slices.Equal(c.ReleasedBy, []string{"one"}) {
+		t.Fatalf("claim after the migration: %+v, %v", c, err)
+	}
+	if _, err := s.Claim(meta.WithNamespace(ctx, "other"), "c_1"); err == nil {
+		t.Errorf("claim c_1 found in namespace other")
+	}
+	if c, err = s.Release(hinted, "c_1", "two", now); err != nil || len(c.ReleasedBy) != 2 {
+		t.Fatalf("release after the migration: %+v, %v", c, err)
+	}
+	if table, ok, err := s.BlockTable(ctx, "ns/b_1"); err != nil || !ok || len(table) != 1 {
+		t.Errorf("block table after the migration: %v %v %v", table, ok, err)
+	}
+	if _, done, err := s.FinishClaim(hinted, "c_2", meta.ReasonAborted, now, false); err != nil || !done {
+		t.Fatalf("finish of the upload's claim after the migration: %v %v", done, err)
+	}
+	if _, _, _, err := s.ClaimWithBlob(hinted, "c_1"); err != nil {
+		t.Fatalf("claim with blob after the migration: %v", err)
+	}
+	// A put in the namespace of a tenant with a quota draws its allotment.
+	if err := s.CreatePending(hinted, meta.CreatePendingParams{
+		Claim: meta.Claim{ID: "c_3", Namespace: "ns", BlobID: "b_3", State: meta.ClaimPending, Size: 5, ReservedBytes: 5,
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour), DueAt: now.Add(time.Minute), DueReason: meta.ReasonNeverConfirmed},
+		Blob: meta.Blob{ID: "b_3", Namespace: "ns", Key: "ns/b_3", State: meta.BlobStaging, CreatedAt: now, StateAt: now,
+			CollectAt: now.Add(time.Minute)},
+		Now: now, Tenant: meta.TenantQuota{Tenant: "acme", Bytes: 20},
+	}); err != nil {
+		t.Fatalf("put after the migration: %v", err)
+	}
+	var allot int64
+	if err := s.r.QueryRowContext(ctx, `SELECT allot_bytes FROM namespaces WHERE name = 'ns'`).Scan(&allot); err != nil || allot < 15 || allot > 20 {
+		t.Errorf("allotment of ns after a put of 5 bytes with 10 in use of 20: %d (%v), want 15 to 20", allot, err)
+	}
+}

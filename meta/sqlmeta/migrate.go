@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,11 +118,15 @@ func loadMigrations() ([]migration, error) {
 // migrate applies the migrations the database does not have yet. Several
 // processes may run it at once: on SQLite the write transaction (BEGIN
 // IMMEDIATE) serialises them, on PostgreSQL an advisory lock does, and each
-// checks schema_migrations again after it holds the lock.
-func (s *Store) migrate(ctx context.Context) error {
+// checks schema_migrations again after it holds the lock. A through
+// other than 0 stops after that version (tests of a migration).
+func (s *Store) migrate(ctx context.Context, through int64) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("sqlmeta: %w", err)
+	}
+	if through > 0 {
+		ms = slices.DeleteFunc(ms, func(m migration) bool { return m.version > through })
 	}
 	for _, m := range ms {
 		err := s.write(ctx, func(q *txq) error {

@@ -74,6 +74,12 @@ type Store struct {
 //	sqlite::memory:      a private in-memory database (tests, experiments)
 //	postgres://...       PostgreSQL, any DSN pgx accepts (also postgresql://)
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, 0)
+}
+
+// open is Open that applies the migrations up to through only (0: all),
+// for tests of a migration on the data of the schema before it.
+func open(ctx context.Context, dsn string, through int64) (*Store, error) {
 	d, target, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -90,7 +96,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			s.rc = statement.NewCache(r)
 		}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, through); err != nil {
 		_ = s.Close() // the migration's error is the one to report
 		return nil, err
 	}

@@ -54,9 +54,11 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
 		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)}
 	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
+	once := s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0
+	if once {
 		err = s.createPendingOnce(ctx, p, delta, blobValues, blobArgs, claimArgs)
-	} else {
+	}
+	if !once || errors.Is(err, errNeedsDraw) {
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
 		err = s.write(ctx, func(q *txq) error {
@@ -197,6 +199,7 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		only += ` AND NOT EXISTS (SELECT 1 FROM blobs WHERE ` + candidateOf + `)`
 		onlyArgs = []any{c.Namespace, p.UnlessDigest}
 	}
+	only, onlyArgs, where, whereArgs = allotmentWhere(p.Tenant, c.Namespace, c.ReservedBytes, 1, only, onlyArgs, where, whereArgs)
 	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, where, whereArgs...)
 	query := `WITH b AS (` + blobInsert + `), c AS (` + claimInsert + `), n AS (` + count + `)
 		SELECT 1 / (SELECT count(*) FROM n)`
@@ -223,6 +226,10 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 			}
 			if err := pendingQuota(p, n); err != nil {
 				return err
+			}
+			if needsSum(p.Tenant, c.ReservedBytes, 1) {
+				// Perhaps refused by the allotment: the transaction draws.
+				return errNeedsDraw
 			}
 			return errRetry
 		})

@@ -37,18 +37,15 @@ type commitReq struct {
 // Commits that name their namespace (meta.WithNamespace) are grouped
 // with commits of that namespace only, and the statement names it.
 type commitKey struct {
-	tenant     string
+	tenant     meta.TenantQuota
 	quotaBytes int64
 	ns         string
 }
 
 // commitGrouped is commitOnce, alone or in a group.
 func (s *Store) commitGrouped(ctx context.Context, p meta.CommitParams) (meta.CommitResult, bool, error) {
-	if p.Tenant.Tenant != "" && p.Tenant.Bytes > 0 {
-		return meta.CommitResult{}, false, nil // the tenant's usage is summed under its lock
-	}
 	r := &commitReq{ctx: ctx, p: p}
-	s.commitGroups.Do(commitKey{p.Tenant.Tenant, p.QuotaBytes, meta.NamespaceFrom(ctx)}, r,
+	s.commitGroups.Do(commitKey{p.Tenant, p.QuotaBytes, meta.NamespaceFrom(ctx)}, r,
 		func(r *commitReq) { r.res, r.done, r.err = s.commitOnce(r.ctx, r.p) },
 		func(rs []*commitReq) bool { return s.commitGroupOnce(rs) == nil })
 	return r.res, r.done, r.err
@@ -96,7 +93,7 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 			ON CONFLICT (seq) DO NOTHING RETURNING seq),`
 		eventsGuard = ` AND (SELECT count(*) FROM e) = ?`
 	}
-	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant.Tenant, first.QuotaBytes)
+	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant, first.QuotaBytes)
 	claimsIn, blobsIn, inArgs := "", "", []any(nil)
 	if ns := meta.NamespaceFrom(batch[0].ctx); ns != "" {
 		claimsIn, blobsIn, inArgs = ` AND claims.namespace = ?`, ` AND blobs.namespace = ?`, []any{ns, ns}

@@ -2,7 +2,9 @@ package sqlmeta
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -33,6 +35,38 @@ type needTenantLock struct{ tenant string }
 
 func (e *needTenantLock) Error() string {
 	return "sqlmeta: the allotment of tenant " + e.tenant + " must be drawn under its lock"
+}
+
+// errNeedsDraw: a statement that admits a put only within its
+// namespace's allotment (allotmentWhere) did not admit it; the put runs
+// as a transaction, which draws (checkTenant).
+var errNeedsDraw = errors.New("sqlmeta: the namespace's allotment of its tenant's quota does not admit the put")
+
+// allotmentWhere adds to the only and where of a counter change that
+// adds addBytes and addClaims (nsChange) the conditions that admit it
+// within the namespace's allotment of t, when t has a limit that
+// applies: the namespace has a row with an allotment of t's key (a new
+// namespace draws first), and its usage after the change fits it. A
+// change they refuse is a draw's to make (errNeedsDraw).
+func allotmentWhere(t meta.TenantQuota, ns string, addBytes, addClaims int64, only string, onlyArgs []any, where string, whereArgs []any) (string, []any, string, []any) {
+	if !needsSum(t, addBytes, addClaims) {
+		return only, onlyArgs, where, whereArgs
+	}
+	key := allotKey(t)
+	only += ` AND EXISTS (SELECT 1 FROM namespaces WHERE name = ? AND allot_key = ?)`
+	onlyArgs = append(onlyArgs, ns, key)
+	conds := []string{`namespaces.allot_key = ?`}
+	if where != "" {
+		conds = append([]string{where}, conds...)
+	}
+	whereArgs = append(whereArgs, key)
+	if t.Bytes > 0 {
+		conds = append(conds, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.reserved_bytes <= namespaces.allot_bytes`)
+	}
+	if t.Claims > 0 {
+		conds = append(conds, `namespaces.active_claims + namespaces.pending_claims + excluded.pending_claims <= namespaces.allot_claims`)
+	}
+	return only, onlyArgs, strings.Join(conds, ` AND `), whereArgs
 }
 
 // lockTenant locks tenant's row, creating it on first use, in one

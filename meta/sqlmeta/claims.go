@@ -171,8 +171,10 @@ func namespaceQuota(ns string, quotaBytes, quotaClaims int64, n meta.Namespace, 
 }
 
 // createPendingOnce is CreatePending as one statement outside a
-// transaction block (Store.once), for PostgreSQL when no label rows and
-// no tenant sum are needed. The blob and claim rows go in first (b, c),
+// transaction block (Store.once), for PostgreSQL when no label rows are
+// needed. A tenant quota admits it within the namespace's allotment only
+// (allotmentWhere); errNeedsDraw sends it to the transaction, which
+// draws. The blob and claim rows go in first (b, c),
 // then the counter change (n), made only if the namespace quota admits
 // it (its WHERE) and, with UnlessDigest, only if there is no candidate
 // to share; a guard divides by zero when it was not made, which fails

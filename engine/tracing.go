@@ -34,9 +34,16 @@ const (
 
 // startOp starts the span of one engine operation on namespace ns ("":
 // not known yet; the claim's, once loaded, is added by traceClaim). With
-// tracing off it returns ctx and a span that records nothing, at no
-// allocation.
+// tracing off it returns a span that records nothing, at no allocation
+// of its own.
+//
+// The returned context also names ns as the namespace of the metadata
+// calls the operation makes (meta.WithNamespace): a store distributed by
+// namespace sends them to that namespace's shard alone (ADR 0264).
 func (s *Store) startOp(ctx context.Context, name, ns string) (context.Context, trace.Span) {
+	if ns != "" {
+		ctx = meta.WithNamespace(ctx, ns)
+	}
 	ctx, sp := s.tracer.Start(ctx, name)
 	if ns != "" && sp.IsRecording() {
 		s.traceNamespace(sp, ns)

@@ -5,10 +5,13 @@ import "context"
 // TenantQuota is the quota of the tenant a namespace belongs to. The
 // operations that add to a namespace's usage (CreatePending, Commit when
 // the payload outgrows its reservation, CommitExisting) check it in the
-// same transaction as the namespace's own quota, against the usage summed
-// over all the tenant's namespaces. They also record Tenant as the
-// namespace's tenant, so a namespace the config moved to another tenant
-// counts for the new one from its next put on.
+// same transaction as the namespace's own quota: an operation is refused
+// exactly when the usage summed over all the tenant's namespaces would
+// pass a limit. (A store may admit most of them from a share of the
+// quota the namespace holds, without reading the other namespaces: ADR
+// 0264.) They also record Tenant as the namespace's tenant, so a
+// namespace the config moved to another tenant counts for the new one
+// from its next put on.
 type TenantQuota struct {
 	// Tenant owns the namespace; "" checks nothing and leaves the
 	// namespace's recorded tenant as it is.

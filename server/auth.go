@@ -132,12 +132,16 @@ func (s *Server) authorize(r *http.Request, rt route, key auth.Key) error {
 			return nil // the handler answers invalid_argument
 		}
 		notFound := fmt.Errorf("%w: claim %s", claimcheck.ErrNotFound, id)
-		ns, err := s.namespaceOf(r.Context(), id)
-		if errors.Is(err, claimcheck.ErrNotFound) {
-			return notFound
-		}
-		if err != nil {
-			return err
+		ns := r.URL.Query().Get("ns")
+		if !rt.claimNS || ns == "" || claimcheck.ValidateNamespace(ns) != nil {
+			var err error
+			ns, err = s.namespaceOf(r.Context(), id)
+			if errors.Is(err, claimcheck.ErrNotFound) {
+				return notFound
+			}
+			if err != nil {
+				return err
+			}
 		}
 		pol, err := s.claims.Policy(r.Context(), ns)
 		if errors.Is(err, claimcheck.ErrNotFound) {

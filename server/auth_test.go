@@ -550,3 +550,40 @@ func TestStreamLimit(t *testing.T) {
 		t.Fatalf("after the first stream ended: %s %s", resp.Status, body)
 	}
 }
+
+// TestClaimNamespaceFromQuery: a redeem, release or delete that names
+// its namespace (?ns=, as the clients send a ref's) is authorised
+// against that namespace without looking the claim up, and a claim that
+// is not in it is not_found, with the answer a claim that does not exist
+// gets: naming a namespace the key covers reaches no claim outside it.
+func TestClaimNamespaceFromQuery(t *testing.T) {
+	b := setupAuth(t, server.Limits{})
+	token := b.key(t, "acme", auth.RoleAdmin, "a1")
+	other, foreign := b.claim(t, "a2"), b.claim(t, "b1")
+	unknown := "cc_" + strings.Repeat("A", 22)
+	for _, c := range []struct {
+		method, suffix string
+		ok             int
+	}{
+		{http.MethodGet, "", http.StatusOK},
+		{http.MethodPost, "/release", http.StatusNoContent},
+		{http.MethodDelete, "", http.StatusNoContent},
+	} {
+		var bodies []string
+		for _, id := range []string{other.ID, foreign.ID, unknown} {
+			resp, body := b.do(t, token, c.method, "/v1/claims/"+id+c.suffix+"?ns=a1", strings.NewReader(`{}`), "Content-Type", "application/json")
+			if resp.StatusCode != http.StatusNotFound || codeOf(body) != "not_found" {
+				t.Errorf("%s %s of a claim outside a1, named as in a1: %d %s, want 404 not_found", c.method, c.suffix, resp.StatusCode, body)
+			}
+			bodies = append(bodies, strings.ReplaceAll(string(body), id, "ID"))
+		}
+		if bodies[0] != bodies[2] || bodies[1] != bodies[2] {
+			t.Errorf("%s %s: answers differ between claims of another namespace, another tenant and none: %q", c.method, c.suffix, bodies)
+		}
+		mine := b.claim(t, "a1")
+		resp, body := b.do(t, token, c.method, "/v1/claims/"+mine.ID+c.suffix+"?ns=a1", strings.NewReader(`{}`), "Content-Type", "application/json")
+		if resp.StatusCode != c.ok {
+			t.Errorf("%s %s of a claim in a1: %d %s, want %d", c.method, c.suffix, resp.StatusCode, body, c.ok)
+		}
+	}
+}

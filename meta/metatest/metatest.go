@@ -106,6 +106,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"TenantQuota", testTenantQuota},
 		{"TenantMove", testTenantMove},
 		{"TenantQuotaConcurrent", testTenantQuotaConcurrent},
+		{"TenantAllotmentGivenBack", testTenantAllotmentGivenBack},
+		{"TenantAllotmentConcurrent", testTenantAllotmentConcurrent},
 		{"ReaperRacesCommit", testReaperRacesCommit},
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"UploadNotFound", testUploadNotFound},

@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,4 +178,142 @@ func testTenantQuotaConcurrent(t *testing.T, h *harness) {
 	if admitted.Load() != 10 || denied.Load() != 14 {
 		t.Errorf("admitted %d, denied %d; want 10 and 14 (1000 bytes of tenant quota, 100 each)", admitted.Load(), denied.Load())
 	}
+}
+
+// testTenantAllotmentGivenBack: room a namespace drew from its tenant's
+// quota and no longer uses goes to another namespace that needs it, so a
+// tenant's usage can reach its limit whichever namespaces use it; a put
+// past the limit is still refused, in any namespace, and a lowered limit
+// is not passed on the strength of room drawn under the old one.
+func testTenantAllotmentGivenBack(t *testing.T, h *harness) {
+	acme := meta.TenantQuota{Tenant: "acme", Bytes: 1000, Claims: 10}
+	a1, err := h.pendingInTenant(put{NS: "a", Size: 100}, acme)
+	if err != nil {
+		t.Fatalf("put in a: %v", err)
+	}
+	h.finish(a1.Claim.ID, meta.ReasonDeleted)
+	// Namespace a uses nothing now: b may use the whole quota.
+	var last meta.CreatePendingParams
+	for i := range 10 {
+		if last, err = h.pendingInTenant(put{NS: "b", Size: 100}, acme); err != nil {
+			t.Fatalf("put %d of 10 in b (the tenant's whole quota): %v", i+1, err)
+		}
+	}
+	_, err = h.pendingInTenant(put{NS: "a", Size: 1}, acme)
+	wantTenantQuotaError(t, "put in a with the tenant full", err, "acme", "bytes")
+	_, err = h.pendingInTenant(put{NS: "b", Size: 1}, acme)
+	wantTenantQuotaError(t, "put in b with the tenant full", err, "acme", "bytes")
+	h.wantCounters("a", counters{})
+
+	// A finish in b frees room that a can draw.
+	h.finish(last.Claim.ID, meta.ReasonDeleted)
+	if _, err := h.pendingInTenant(put{NS: "a", Size: 100}, acme); err != nil {
+		t.Fatalf("put in a after a finish in b: %v", err)
+	}
+
+	// Lowered limits count at once: 1000 bytes are in use.
+	_, err = h.pendingInTenant(put{NS: "b", Size: 1}, acme)
+	wantTenantQuotaError(t, "put at the limit", err, "acme", "bytes")
+	_, err = h.pendingInTenant(put{NS: "b", Size: 1, Reserve: -1}, meta.TenantQuota{Tenant: "acme", Claims: 5})
+	wantTenantQuotaError(t, "put past a lowered claims limit", err, "acme", "claims")
+	if _, err := h.pendingInTenant(put{NS: "b", Size: 100}, meta.TenantQuota{Tenant: "acme", Bytes: 2000}); err != nil {
+		t.Fatalf("put under a raised limit: %v", err)
+	}
+}
+
+// testTenantAllotmentConcurrent: puts and finishes in many namespaces
+// of one tenant at once. The tenant's usage is never seen past its limit,
+// refusals are quota errors and nothing else, no more claims are live at
+// the end than the limit holds, and once every claim is
+// finished one namespace can use the whole quota: no allotment is left
+// stranded in the others.
+func testTenantAllotmentConcurrent(t *testing.T, h *harness) {
+	const limit = 2000
+	acme := meta.TenantQuota{Tenant: "acme", Bytes: limit}
+	workers, rounds := 8, 12
+	if testing.Short() {
+		rounds = 6
+	}
+	var (
+		wg               sync.WaitGroup
+		admitted, denied atomic.Int64
+		done             = make(chan struct{})
+		watching         sync.WaitGroup
+		live             sync.Mutex
+		left             []string // claims live once every worker is done
+	)
+	watching.Add(1)
+	go func() { // the usage, as often as it can be read
+		defer watching.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			us, err := h.s.Tenants(h.ctx())
+			if err != nil {
+				t.Errorf("Tenants: %v", err)
+				return
+			}
+			for _, u := range us {
+				if u.Name == "acme" && u.UsedBytes+u.ReservedBytes > limit {
+					t.Errorf("tenant usage %d+%d passed its limit %d", u.UsedBytes, u.ReservedBytes, limit)
+				}
+			}
+		}
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns := fmt.Sprintf("n%d", w)
+			var mine []string
+			for r := range rounds {
+				cp, err := h.pendingInTenant(put{NS: ns, Size: 100}, acme)
+				var qe *meta.QuotaError
+				switch {
+				case err == nil:
+					admitted.Add(1)
+					mine = append(mine, cp.Claim.ID)
+				case errors.As(err, &qe) && qe.Tenant == "acme":
+					denied.Add(1)
+				default:
+					t.Errorf("put: %v", err)
+					return
+				}
+				if r%3 == 2 && len(mine) > 0 { // finish one of every three
+					if _, _, err := h.s.FinishClaim(h.ctx(), mine[0], meta.ReasonDeleted, h.now(), false); err != nil {
+						t.Errorf("finish: %v", err)
+						return
+					}
+					mine = mine[1:]
+				}
+			}
+			live.Lock()
+			left = append(left, mine...)
+			live.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(done)
+	watching.Wait()
+	// Had every put been admitted, workers*(rounds-rounds/3) claims of
+	// 100 bytes would be live now: more than the limit holds.
+	if len(left)*100 > limit || denied.Load() == 0 {
+		t.Errorf("%d claims live, %d admitted, %d denied: want at most %d live and some denied",
+			len(left), admitted.Load(), denied.Load(), limit/100)
+	}
+	for _, id := range left {
+		if _, _, err := h.s.FinishClaim(h.ctx(), id, meta.ReasonDeleted, h.now(), false); err != nil {
+			t.Errorf("finish: %v", err)
+		}
+	}
+	for i := range limit / 100 {
+		if _, err := h.pendingInTenant(put{NS: "n0", Size: 100}, acme); err != nil {
+			t.Fatalf("put %d of %d in one namespace after every claim finished: %v", i+1, limit/100, err)
+		}
+	}
+	_, err := h.pendingInTenant(put{NS: "n1", Size: 1}, acme)
+	wantTenantQuotaError(t, "put past the limit", err, "acme", "bytes")
 }

@@ -54,9 +54,11 @@ func (s *Store) CreatePending(ctx context.Context, p meta.CreatePendingParams) e
 		boolInt(c.DeleteAfterRead), int64(c.RetentionAfterRead), int64(c.GracePeriod),
 		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)}
 	delta := nsDelta{reserved: c.ReservedBytes, pending: 1}
-	if s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0 && !needsSum(p.Tenant, c.ReservedBytes, 1) {
+	once := s.d.writableCTEs && s.d.deferredNamespaceKeys && len(c.Labels) == 0
+	if once {
 		err = s.createPendingOnce(ctx, p, delta, blobValues, blobArgs, claimArgs)
-	} else {
+	}
+	if !once || errors.Is(err, errNeedsDraw) {
 		blobInsert += `VALUES (` + blobValues + `)`
 		claimInsert += `VALUES (` + claimValues + `)`
 		err = s.write(ctx, func(q *txq) error {
@@ -169,8 +171,10 @@ func namespaceQuota(ns string, quotaBytes, quotaClaims int64, n meta.Namespace, 
 }
 
 // createPendingOnce is CreatePending as one statement outside a
-// transaction block (Store.once), for PostgreSQL when no label rows and
-// no tenant sum are needed. The blob and claim rows go in first (b, c),
+// transaction block (Store.once), for PostgreSQL when no label rows are
+// needed. A tenant quota admits it within the namespace's allotment only
+// (allotmentWhere); errNeedsDraw sends it to the transaction, which
+// draws. The blob and claim rows go in first (b, c),
 // then the counter change (n), made only if the namespace quota admits
 // it (its WHERE) and, with UnlessDigest, only if there is no candidate
 // to share; a guard divides by zero when it was not made, which fails
@@ -197,6 +201,7 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 		only += ` AND NOT EXISTS (SELECT 1 FROM blobs WHERE ` + candidateOf + `)`
 		onlyArgs = []any{c.Namespace, p.UnlessDigest}
 	}
+	only, onlyArgs, where, whereArgs = allotmentWhere(p.Tenant, c.Namespace, c.ReservedBytes, 1, only, onlyArgs, where, whereArgs)
 	count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, only, onlyArgs, where, whereArgs...)
 	query := `WITH b AS (` + blobInsert + `), c AS (` + claimInsert + `), n AS (` + count + `)
 		SELECT 1 / (SELECT count(*) FROM n)`
@@ -223,6 +228,10 @@ func (s *Store) createPendingOnce(ctx context.Context, p meta.CreatePendingParam
 			}
 			if err := pendingQuota(p, n); err != nil {
 				return err
+			}
+			if needsSum(p.Tenant, c.ReservedBytes, 1) {
+				// Perhaps refused by the allotment: the transaction draws.
+				return errNeedsDraw
 			}
 			return errRetry
 		})
@@ -350,7 +359,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	// CONFLICT DO NOTHING inserts nothing) is logged again by
 	// appendEvents, which renumbers it.
 	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
-		WHERE id = ? AND state = 'pending'`
+		WHERE id = ? AND state = 'pending' AND namespace = ?`
 	claimDone := false
 	var (
 		logged                          int64
@@ -361,7 +370,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			return update, args
 		}
 		claimDone, counted = true, true
-		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID}
+		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace}
 		event := `SELECT 0 AS seq WHERE false`
 		if !auditOff.Load() && !p.Confirmed {
 			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
@@ -421,13 +430,13 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
 		discard := `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
 			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'`
-		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID}
+			WHERE id = ? AND state = 'staging' AND namespace = ?`
+		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID, c.Namespace}
 		query, args := withClaim(cand.ID, true, discard, discardArgs, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
-			WHERE id = ? AND state = ?
+			WHERE id = ? AND state = ? AND namespace = ?
 			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State))
+			now, cand.ID, string(cand.State), c.Namespace)
 		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
@@ -453,7 +462,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 			// The candidate may not be reused (dedup off, or too old for
 			// the lifecycle rule): the new blob, which lives longest,
 			// becomes the candidate.
-			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ?`, cand.ID); err != nil {
+			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ? AND namespace = ?`, cand.ID, c.Namespace); err != nil {
 				return meta.CommitResult{}, err
 			}
 		}
@@ -461,9 +470,9 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		// finds it.
 		query, args := withClaim(staging.ID, false, "", nil, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-			WHERE id = ? AND state = 'staging'
+			WHERE id = ? AND state = 'staging' AND namespace = ?
 			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID)
+			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID, c.Namespace)
 		res.Blob, err = scanCommitted(q.queryRow(query, args...))
 		if q.d.isUniqueViolation(err) {
 			// A concurrent commit of the same digest got the index entry
@@ -476,7 +485,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	}
 
 	if !claimDone {
-		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID); err != nil {
+		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
@@ -585,9 +594,10 @@ func (s *Store) claimWithBlob(ctx context.Context, id string) (meta.Claim, meta.
 		c, b, ok = meta.Claim{}, meta.Blob{}, false
 		// The claim's columns, its releases, then the blob's: scanClaim
 		// takes the first ones, scanBlob the rest.
+		in, args := q.inNamespace("namespace", id)
 		row := q.queryRow(`SELECT c.*, b.* FROM (SELECT `+claimColumns+`, `+q.d.releasesOf+` AS released
-				FROM claims WHERE id = ?) c
-			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id`, id)
+				FROM claims WHERE id = ?`+in+`) c
+			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id AND b.namespace = c.namespace`, args...)
 		var bs blobScan
 		var err error
 		c, err = scanClaim(extraColumns{row, append([]any{&released}, bs.dest()...)})
@@ -793,8 +803,8 @@ func (s *Store) Release(ctx context.Context, id, consumer string, now time.Time)
 		if slices.Contains(c.ReleasedBy, consumer) {
 			return nil // idempotent per name
 		}
-		if _, err := q.exec(`INSERT INTO claim_releases (claim_id, consumer, released_at, seq) VALUES (?, ?, ?, ?)`,
-			id, consumer, now.UnixNano(), len(c.ReleasedBy)+1); err != nil {
+		if _, err := q.exec(`INSERT INTO claim_releases (claim_id, consumer, released_at, seq, namespace) VALUES (?, ?, ?, ?, ?)`,
+			id, consumer, now.UnixNano(), len(c.ReleasedBy)+1, c.Namespace); err != nil {
 			return err
 		}
 		c.ReleasedBy = append(c.ReleasedBy, consumer)

@@ -79,6 +79,10 @@ type dialect struct {
 	// (serialisation failures, deadlocks detected by the server).
 	isUniqueViolation func(error) bool
 	retryable         func(error) bool
+
+	// observe, when set, is given the text of every statement the store
+	// runs: a test's view of what an operation sends (distribution_test.go).
+	observe func(query string)
 }
 
 // rebind rewrites the ? placeholders of q for the dialect. Queries never
@@ -113,7 +117,7 @@ var sqliteDialect = &dialect{
 	open: openSQLite,
 	// Aggregate ORDER BY: SQLite 3.44 and later.
 	releasesOf: `(SELECT json_group_array(consumer ORDER BY seq)
-		FROM claim_releases WHERE claim_id = claims.id)`,
+		FROM claim_releases WHERE claim_id = claims.id AND claim_releases.namespace = claims.namespace)`,
 	snapshotReads:       true,
 	cacheStatements:     true,
 	uninterruptedWrites: true,
@@ -135,7 +139,7 @@ var postgresDialect = &dialect{
 	deferredNamespaceKeys: true,
 	writableCTEs:          true,
 	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
-		FROM claim_releases WHERE claim_id = claims.id)`,
+		FROM claim_releases WHERE claim_id = claims.id AND claim_releases.namespace = claims.namespace)`,
 	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },
 	retryable: func(err error) bool {
 		c := pgCode(err)

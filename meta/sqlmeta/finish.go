@@ -117,6 +117,11 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		return nil, err
 	}
 
+	// Claims of one namespace (a FinishClaim, a page of one namespace)
+	// are written by statements that name it, so that each goes to one
+	// shard of a PostgreSQL distributed by namespace (ADR 0264); the
+	// sweeper's pages of many namespaces are statements of their shards.
+	in, inArgs := oneNamespace(cs)
 	// Claims → deleted, grouped by (reason, state).
 	type claimGroup struct {
 		reason string
@@ -137,9 +142,9 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			guard = holdGuard
 		}
 		err := chunks(ids, func(part []string) error {
-			args := append([]any{nowNS, k.reason, string(k.state)}, anys(part)...)
+			args := slices.Concat([]any{nowNS, k.reason, string(k.state)}, anys(part), inArgs)
 			return q.execReturningIDs(finished, `UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
-				WHERE state = ? AND id IN (`+placeholders(len(part))+`)`+guard+` RETURNING id`, args...)
+				WHERE state = ? AND id IN (`+placeholders(len(part))+`)`+in+guard+` RETURNING id`, args...)
 		})
 		if err != nil {
 			return nil, err
@@ -187,9 +192,9 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 
 	orphaned := make(map[string]bool)
 	err := chunks(slices.Sorted(maps.Keys(staging)), func(part []string) error {
-		args := append([]any{nowNS, nowNS}, anys(part)...)
+		args := slices.Concat([]any{nowNS, nowNS}, anys(part), inArgs)
 		return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE state = 'staging' AND id IN (`+placeholders(len(part))+`) RETURNING id`, args...)
+			WHERE state = 'staging' AND id IN (`+placeholders(len(part))+`)`+in+` RETURNING id`, args...)
 	})
 	if err != nil {
 		return nil, err
@@ -205,7 +210,8 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		// its lock until it commits, and the question below is a new
 		// statement, so it sees that commit's claim.
 		err := chunks(ids, func(part []string) error {
-			rows, err := q.query(`SELECT id FROM blobs WHERE id IN (`+placeholders(len(part))+`) ORDER BY id`+q.d.lockRow, anys(part)...)
+			rows, err := q.query(`SELECT id FROM blobs WHERE id IN (`+placeholders(len(part))+`)`+in+` ORDER BY id`+q.d.lockRow,
+				append(anys(part), inArgs...)...)
 			if err != nil {
 				return err
 			}
@@ -236,10 +242,10 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	clear(orphaned)
 	for k, ids := range groupsOf {
 		err := chunks(ids, func(part []string) error {
-			args := append([]any{k.claims, k.claims, now.Add(k.grace).UnixNano(), nowNS}, anys(part)...)
+			args := slices.Concat([]any{k.claims, k.claims, now.Add(k.grace).UnixNano(), nowNS}, anys(part), inArgs)
 			return q.execReturningIDs(orphaned, `UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END,
 				state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
-				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)
+				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)`+in+`
 				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
 				RETURNING id`, args...)
 		})
@@ -255,9 +261,9 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	}
 	for n, ids := range byCount {
 		err := chunks(ids, func(part []string) error {
-			args := append([]any{n, n}, anys(part)...)
+			args := slices.Concat([]any{n, n}, anys(part), inArgs)
 			_, err := q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
-				WHERE id IN (`+placeholders(len(part))+`)`, args...)
+				WHERE id IN (`+placeholders(len(part))+`)`+in, args...)
 			return err
 		})
 		if err != nil {
@@ -283,4 +289,19 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		return nil, err
 	}
 	return res, nil
+}
+
+// oneNamespace is the condition that a row is in the namespace of every
+// claim of cs, and its argument, when they have one; "" and none when
+// they are of several.
+func oneNamespace(cs []meta.Claim) (string, []any) {
+	if len(cs) == 0 {
+		return "", nil
+	}
+	for _, c := range cs[1:] {
+		if c.Namespace != cs[0].Namespace {
+			return "", nil
+		}
+	}
+	return ` AND namespace = ?`, []any{cs[0].Namespace}
 }

@@ -31,14 +31,19 @@ type readReq struct {
 
 // readKey spreads reads over readShards groups, so that reads of
 // different claims still run side by side on the pool, as they did one
-// statement each.
-type readKey struct{ shard int }
+// statement each. Reads that name their namespace (meta.WithNamespace)
+// are grouped with reads of the same namespace only, so that the
+// group's statement names it too, and it is read on the one context.
+type readKey struct {
+	shard int
+	ns    string
+}
 
 const readShards = 4
 
 func (s *Store) claimWithBlobGrouped(ctx context.Context, id string) (meta.Claim, meta.Blob, bool, error) {
 	r := &readReq{ctx: ctx, id: id}
-	key := readKey{}
+	key := readKey{ns: meta.NamespaceFrom(ctx)}
 	if id != "" {
 		key.shard = int(id[len(id)-1]) % readShards
 	}
@@ -63,9 +68,10 @@ func (s *Store) readGroupOnce(batch []*readReq) error {
 	rows := map[string]found{}
 	err := s.read(batch[0].ctx, func(q *txq) error {
 		clear(rows)
+		in, args := q.inNamespace("namespace", ids)
 		rs, err := q.query(`SELECT c.*, b.* FROM (SELECT `+claimColumns+`, `+q.d.releasesOf+` AS released
-				FROM claims WHERE id = ANY(CAST(? AS TEXT[]))) c
-			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id`, ids)
+				FROM claims WHERE id = ANY(CAST(? AS TEXT[]))`+in+`) c
+			JOIN (SELECT `+blobColumns+` FROM blobs) b ON b.id = c.blob_id AND b.namespace = c.namespace`, args...)
 		if err != nil {
 			return err
 		}

@@ -34,18 +34,18 @@ type commitReq struct {
 // commitKey is what the commits of one statement share: the limits of
 // the counter change. Commits of other namespaces may share it; each
 // namespace gets its own sum.
+// Commits that name their namespace (meta.WithNamespace) are grouped
+// with commits of that namespace only, and the statement names it.
 type commitKey struct {
-	tenant     string
+	tenant     meta.TenantQuota
 	quotaBytes int64
+	ns         string
 }
 
 // commitGrouped is commitOnce, alone or in a group.
 func (s *Store) commitGrouped(ctx context.Context, p meta.CommitParams) (meta.CommitResult, bool, error) {
-	if p.Tenant.Tenant != "" && p.Tenant.Bytes > 0 {
-		return meta.CommitResult{}, false, nil // the tenant's usage is summed under its lock
-	}
 	r := &commitReq{ctx: ctx, p: p}
-	s.commitGroups.Do(commitKey{p.Tenant.Tenant, p.QuotaBytes}, r,
+	s.commitGroups.Do(commitKey{p.Tenant, p.QuotaBytes, meta.NamespaceFrom(ctx)}, r,
 		func(r *commitReq) { r.res, r.done, r.err = s.commitOnce(r.ctx, r.p) },
 		func(rs []*commitReq) bool { return s.commitGroupOnce(rs) == nil })
 	return r.res, r.done, r.err
@@ -93,7 +93,11 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 			ON CONFLICT (seq) DO NOTHING RETURNING seq),`
 		eventsGuard = ` AND (SELECT count(*) FROM e) = ?`
 	}
-	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant.Tenant, first.QuotaBytes)
+	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant, first.QuotaBytes)
+	claimsIn, blobsIn, inArgs := "", "", []any(nil)
+	if ns := meta.NamespaceFrom(batch[0].ctx); ns != "" {
+		claimsIn, blobsIn, inArgs = ` AND claims.namespace = ?`, ` AND blobs.namespace = ?`, []any{ns, ns}
+	}
 	// Writes in commitOnce's order: claims, blobs, event, then the
 	// counters of each namespace (in name order), from the claims' rows;
 	// the limit is checked only where the total grows.
@@ -103,12 +107,12 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 		AS v (claim_id, blob_id, size, due_at, due_reason, digest, dedupable, stored_size, compression, state_at, actor)),
 	c AS (UPDATE claims SET state = 'active', size = v.size, due_at = COALESCE(v.due_at, claims.expires_at),
 			due_reason = v.due_reason
-		FROM v WHERE claims.id = v.claim_id AND claims.state = 'pending' AND claims.blob_id = v.blob_id
+		FROM v WHERE claims.id = v.claim_id AND claims.state = 'pending' AND claims.blob_id = v.blob_id` + claimsIn + `
 		RETURNING ` + qualified("claims", claimColumns) + `),
 	u AS (UPDATE blobs SET state = 'committed', digest = v.digest, dedupable = v.dedupable, size = v.size,
 			stored_size = v.stored_size, compression = v.compression, refcount = 1, collect_at = NULL,
 			state_at = v.state_at, version = blobs.version + 1
-		FROM v JOIN c ON c.id = v.claim_id WHERE blobs.id = v.blob_id AND blobs.state = 'staging'
+		FROM v JOIN c ON c.id = v.claim_id WHERE blobs.id = v.blob_id AND blobs.state = 'staging'` + blobsIn + `
 		RETURNING ` + qualified("blobs", blobColumns) + `),
 	` + events + `
 	x AS (SELECT c.namespace, c.reserved_bytes, v.size FROM v JOIN c ON c.id = v.claim_id JOIN u ON u.id = v.blob_id),
@@ -124,6 +128,7 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 		AND (SELECT count(*) FROM n) = (SELECT count(DISTINCT namespace) FROM x) THEN 1 ELSE 0 END) AS ok)
 	SELECT c.*, u.* FROM g, c JOIN u ON u.id = c.blob_id`
 	args := []any{claimIDs, blobIDs, sizes, dueAts, dueReasons, digests, dedupables, storedSizes, compressions, stateAts, actors}
+	args = append(args, inArgs...)
 	args = append(args, nsArgs...)
 	args = append(args, n, n)
 	if eventsGuard != "" {

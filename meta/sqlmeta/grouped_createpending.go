@@ -38,13 +38,14 @@ type pendingReq struct {
 // pendingKey is what the puts of one statement share: the namespace row
 // and the limits checked on it.
 type pendingKey struct {
-	namespace, tenant       string
+	namespace               string
+	tenant                  meta.TenantQuota
 	quotaBytes, quotaClaims int64
 }
 
 // createPendingGrouped runs r, alone or in a group.
 func (s *Store) createPendingGrouped(r *pendingReq) error {
-	key := pendingKey{r.p.Claim.Namespace, r.p.Tenant.Tenant, r.p.QuotaBytes, r.p.QuotaClaims}
+	key := pendingKey{r.p.Claim.Namespace, r.p.Tenant, r.p.QuotaBytes, r.p.QuotaClaims}
 	s.pendingGroups.Do(key, r,
 		func(r *pendingReq) { r.err = r.single(r.ctx) },
 		func(rs []*pendingReq) bool { return s.pendingGroupOnce(rs) == nil })
@@ -99,6 +100,8 @@ func (s *Store) pendingGroupOnce(batch []*pendingReq) error {
 			AND dedupable = 1 AND state IN ('committed', 'orphaned'))`
 	onlyArgs := []any{len(batch), len(batch), first.Claim.Namespace, digests}
 	where, whereArgs := pendingQuotaWhere(first.QuotaBytes, first.QuotaClaims)
+	only, onlyArgs, where, whereArgs = allotmentWhere(first.Tenant, first.Claim.Namespace, reserved, int64(len(batch)),
+		only, onlyArgs, where, whereArgs)
 	delta := nsDelta{reserved: reserved, pending: int64(len(batch))}
 	count, countArgs := nsChange(first.Claim.Namespace, delta, first.Tenant.Tenant, only, onlyArgs,
 		where, whereArgs...)

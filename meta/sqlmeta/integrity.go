@@ -159,8 +159,17 @@ func (q *txq) repair(p meta.CommitParams, cand, staging meta.Blob) (meta.Blob, e
 // meta.IntegrityStore.
 func (s *Store) SaveBlockTable(ctx context.Context, key string, table []byte) error {
 	err := s.write(ctx, func(q *txq) error {
-		_, err := q.exec(`INSERT INTO object_blocks (object_key, sums) VALUES (?, ?)
-			ON CONFLICT (object_key) DO UPDATE SET sums = excluded.sums`, key, hex.EncodeToString(table))
+		// The namespace of the object's blob: the caller's routing hint,
+		// else the blob that owns the key (a lookup every shard answers on
+		// a distributed store, so the engine's puts give the hint).
+		if ns := meta.NamespaceFrom(ctx); ns != "" {
+			_, err := q.exec(`INSERT INTO object_blocks (object_key, namespace, sums) VALUES (?, ?, ?)
+				ON CONFLICT (object_key, namespace) DO UPDATE SET sums = excluded.sums`, key, ns, hex.EncodeToString(table))
+			return err
+		}
+		_, err := q.exec(`INSERT INTO object_blocks (object_key, namespace, sums)
+			SELECT ?, COALESCE((SELECT MIN(namespace) FROM blobs WHERE object_key = ? AND state <> 'deleted'), ''), ?
+			ON CONFLICT (object_key, namespace) DO UPDATE SET sums = excluded.sums`, key, key, hex.EncodeToString(table))
 		return err
 	})
 	if err != nil {

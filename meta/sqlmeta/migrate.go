@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,43 @@ var migrationFiles embed.FS
 var afterMigration = map[int64]func(q *txq) error{
 	22: backfillLabels, // claim_labels from claims.labels (0022_claim_labels.sql)
 	31: deferNamespaceKeys,
+	60: distributionKeys, // (id, namespace) keys on PostgreSQL (0060_distribution_keys.sql)
+}
+
+// distributionKeys puts the namespace into every primary key of the
+// tables that grow with claims, and into the foreign keys between them,
+// on PostgreSQL (0060_distribution_keys.sql, ADR 0264): the keys a
+// distributed PostgreSQL needs to distribute them by namespace. The
+// foreign keys are dropped before the keys they reference and added
+// back after, as (id, namespace) pairs: a claim and its blob, and a
+// claim and its release, upload and progress rows, are in one namespace.
+func distributionKeys(q *txq) error {
+	if !q.d.writableCTEs { // PostgreSQL's syntax; SQLite keeps its keys
+		return nil
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE claim_releases DROP CONSTRAINT claim_releases_claim_id_fkey`,
+		`ALTER TABLE uploads DROP CONSTRAINT uploads_claim_id_fkey`,
+		`ALTER TABLE upload_progress DROP CONSTRAINT upload_progress_claim_id_fkey`,
+		`ALTER TABLE claims DROP CONSTRAINT claims_blob_id_fkey`,
+		`ALTER TABLE blobs DROP CONSTRAINT blobs_pkey, ADD PRIMARY KEY (id, namespace)`,
+		`ALTER TABLE claims DROP CONSTRAINT claims_pkey, ADD PRIMARY KEY (id, namespace),
+			ADD FOREIGN KEY (blob_id, namespace) REFERENCES blobs (id, namespace)`,
+		`ALTER TABLE claim_releases DROP CONSTRAINT claim_releases_pkey, ADD PRIMARY KEY (claim_id, consumer, namespace),
+			ADD FOREIGN KEY (claim_id, namespace) REFERENCES claims (id, namespace)`,
+		`ALTER TABLE uploads DROP CONSTRAINT uploads_pkey, ADD PRIMARY KEY (claim_id, namespace),
+			ADD FOREIGN KEY (claim_id, namespace) REFERENCES claims (id, namespace)`,
+		`ALTER TABLE upload_progress DROP CONSTRAINT upload_progress_pkey, ADD PRIMARY KEY (claim_id, namespace),
+			ADD FOREIGN KEY (claim_id, namespace) REFERENCES claims (id, namespace)`,
+		`ALTER TABLE claim_labels DROP CONSTRAINT claim_labels_pkey, ADD PRIMARY KEY (claim_id, label_key, namespace)`,
+		`ALTER TABLE object_blocks DROP CONSTRAINT object_blocks_pkey,
+			ADD CONSTRAINT object_blocks_pkey PRIMARY KEY USING INDEX object_blocks_key_ns`,
+	} {
+		if _, err := q.exec(stmt); err != nil {
+			return fmt.Errorf("%s: %w", strings.Fields(stmt)[2], err)
+		}
+	}
+	return nil
 }
 
 // deferNamespaceKeys makes the namespace foreign keys of claims and blobs
@@ -80,11 +118,15 @@ func loadMigrations() ([]migration, error) {
 // migrate applies the migrations the database does not have yet. Several
 // processes may run it at once: on SQLite the write transaction (BEGIN
 // IMMEDIATE) serialises them, on PostgreSQL an advisory lock does, and each
-// checks schema_migrations again after it holds the lock.
-func (s *Store) migrate(ctx context.Context) error {
+// checks schema_migrations again after it holds the lock. A through
+// other than 0 stops after that version (tests of a migration).
+func (s *Store) migrate(ctx context.Context, through int64) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("sqlmeta: %w", err)
+	}
+	if through > 0 {
+		ms = slices.DeleteFunc(ms, func(m migration) bool { return m.version > through })
 	}
 	for _, m := range ms {
 		err := s.write(ctx, func(q *txq) error {

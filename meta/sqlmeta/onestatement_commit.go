@@ -41,9 +41,6 @@ const errLostSwap = "22012"
 // did not commit it (and changed nothing): the caller commits in a
 // transaction then.
 func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.CommitResult, done bool, err error) {
-	if p.Tenant.Tenant != "" && p.Tenant.Bytes > 0 {
-		return res, false, nil // the tenant's usage is summed under its lock
-	}
 	now := p.Now.UnixNano()
 	dueAt, dueReason := p.DueAt, p.DueReason
 	var (
@@ -61,14 +58,20 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 	if dueAt.IsZero() {
 		due, dueArgs, dueReason = `expires_at`, nil, meta.ReasonExpired
 	}
+	// A commit that names its namespace (meta.WithNamespace) names it
+	// in its writes too.
+	in, inArgs := "", []any(nil)
+	if ns := meta.NamespaceFrom(ctx); ns != "" {
+		in, inArgs = ` AND namespace = ?`, []any{ns}
+	}
 	add("c", `UPDATE claims SET state = 'active', size = ?, due_at = `+due+`, due_reason = ?
-		WHERE id = ? AND state = 'pending' AND blob_id = ? RETURNING `+claimColumns,
-		slices.Concat([]any{p.Size}, dueArgs, []any{dueReason, p.ClaimID, p.BlobID})...)
+		WHERE id = ? AND state = 'pending' AND blob_id = ?`+in+` RETURNING `+claimColumns,
+		slices.Concat([]any{p.Size}, dueArgs, []any{dueReason, p.ClaimID, p.BlobID}, inArgs)...)
 	add("u", `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 		compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
-		WHERE id = ? AND state = 'staging' AND EXISTS (SELECT 1 FROM c)
+		WHERE id = ? AND state = 'staging'`+in+` AND EXISTS (SELECT 1 FROM c)
 		RETURNING `+blobColumns,
-		nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, p.BlobID)
+		slices.Concat([]any{nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, p.BlobID}, inArgs)...)
 	if !auditOff.Load() {
 		// An event whose number is taken (rare) fails the guard too:
 		// the transaction renumbers it (appendEvents).
@@ -82,7 +85,7 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 	// payload is larger than its reservation; only then is the limit
 	// checked, so a lowered quota never strands an upload whose bytes
 	// were reserved.
-	cols, vals, set, where, clauseArgs := commitCounterClauses(p.Tenant.Tenant, p.QuotaBytes)
+	cols, vals, set, where, clauseArgs := commitCounterClauses(p.Tenant, p.QuotaBytes)
 	nsArgs := append([]any{p.Size}, clauseArgs...)
 	add("n", `INSERT INTO namespaces (name, used_bytes, reserved_bytes, active_claims, pending_claims`+cols+`)
 		SELECT x.namespace, ?, -x.reserved_bytes, 1, -1`+vals+` FROM (SELECT c.namespace, c.reserved_bytes FROM c, u) x
@@ -118,21 +121,32 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 }
 
 // commitCounterClauses are the parts of a commit's counter upsert that
-// depend on the namespace's tenant and byte limit: the tenant column
-// (cols, vals, set) when tenant is set, and a WHERE that checks the limit
-// only where the total grows (so a lowered quota never strands an upload
-// whose bytes were reserved); args are their placeholders' values, in
-// that order.
-func commitCounterClauses(tenant string, quotaBytes int64) (cols, vals, set, where string, args []any) {
-	if tenant != "" {
+// depend on the namespace's tenant and byte limits: the tenant column
+// (cols, vals, set) when t names a tenant, and a WHERE that checks the
+// limits only where the total grows (so a lowered quota never strands an
+// upload whose bytes were reserved): the namespace's quotaBytes, and the
+// namespace's allotment of its tenant's byte quota (tenants.go), which a
+// commit that outgrows it draws on in a transaction; args are their
+// placeholders' values, in that order.
+func commitCounterClauses(t meta.TenantQuota, quotaBytes int64) (cols, vals, set, where string, args []any) {
+	if t.Tenant != "" {
 		cols, vals, set = ", tenant", ", ?", ", tenant = excluded.tenant"
-		args = append(args, tenant)
+		args = append(args, t.Tenant)
 	}
+	var limits []string
 	if quotaBytes > 0 {
+		limits = append(limits, `namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`)
+		args = append(args, quotaBytes)
+	}
+	if t.Tenant != "" && t.Bytes > 0 {
+		limits = append(limits, `namespaces.allot_key = ?
+			AND namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= namespaces.allot_bytes`)
+		args = append(args, allotKey(t))
+	}
+	if len(limits) > 0 {
 		where = `
 		WHERE excluded.used_bytes + excluded.reserved_bytes <= 0
-			OR namespaces.used_bytes + namespaces.reserved_bytes + excluded.used_bytes + excluded.reserved_bytes <= ?`
-		args = append(args, quotaBytes)
+			OR (` + strings.Join(limits, " AND ") + `)`
 	}
 	return cols, vals, set, where, args
 }

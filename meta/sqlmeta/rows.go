@@ -153,16 +153,30 @@ func jsonOrNull[T any](v T, empty bool) (any, error) {
 	return string(b), nil
 }
 
+// inNamespace is the condition that the column col holds the namespace
+// the caller named (meta.WithNamespace), to append to a WHERE, and args
+// followed by that namespace; "" and args when the caller named none.
+// A lookup by claim id that names its namespace is read from one shard
+// of a PostgreSQL distributed by namespace; one that does not asks every
+// shard (ADR 0264).
+func (q *txq) inNamespace(col string, args ...any) (string, []any) {
+	if ns := meta.NamespaceFrom(q.ctx); ns != "" {
+		return ` AND ` + col + ` = ?`, append(args, ns)
+	}
+	return "", args
+}
+
 // loadClaim reads one claim with its releases; lock locks the row on
 // databases with row locks. The releases come in the same statement, as
 // a JSON array (dialect.releasesOf): one round trip, not two.
 func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
-	query := `SELECT ` + claimColumns + `, ` + q.d.releasesOf + ` FROM claims WHERE id = ?`
+	in, args := q.inNamespace("namespace", id)
+	query := `SELECT ` + claimColumns + `, ` + q.d.releasesOf + ` FROM claims WHERE id = ?` + in
 	if lock {
 		query += q.d.lockRow
 	}
 	var released sql.NullString
-	c, err := scanClaim(extraColumns{q.queryRow(query, id), []any{&released}})
+	c, err := scanClaim(extraColumns{q.queryRow(query, args...), []any{&released}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
 	}
@@ -204,11 +218,12 @@ func (e extraColumns) Scan(dest ...any) error {
 // loadClaimRow is loadClaim without the releases, for callers that know
 // the claim has none (a pending claim: only live claims are released).
 func (q *txq) loadClaimRow(id string, lock bool) (meta.Claim, error) {
-	query := `SELECT ` + claimColumns + ` FROM claims WHERE id = ?`
+	in, args := q.inNamespace("namespace", id)
+	query := `SELECT ` + claimColumns + ` FROM claims WHERE id = ?` + in
 	if lock {
 		query += q.d.lockRow
 	}
-	c, err := scanClaim(q.queryRow(query, id))
+	c, err := scanClaim(q.queryRow(query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
 	}

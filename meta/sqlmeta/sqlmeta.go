@@ -74,6 +74,12 @@ type Store struct {
 //	sqlite::memory:      a private in-memory database (tests, experiments)
 //	postgres://...       PostgreSQL, any DSN pgx accepts (also postgresql://)
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, 0)
+}
+
+// open is Open that applies the migrations up to through only (0: all),
+// for tests of a migration on the data of the schema before it.
+func open(ctx context.Context, dsn string, through int64) (*Store, error) {
 	d, target, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -90,7 +96,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			s.rc = statement.NewCache(r)
 		}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, through); err != nil {
 		_ = s.Close() // the migration's error is the one to report
 		return nil, err
 	}
@@ -135,10 +141,32 @@ var errRetry = errors.New("sqlmeta: transaction must be retried")
 // write runs fn in a write transaction and commits it, running it again
 // when it fails in a way that a fresh attempt can fix. fn must only
 // assign its results, so that a repeated run starts clean.
+//
+// A transaction whose namespace must draw on its tenant's quota
+// (needTenantLock, tenants.go) is run again with the tenant's row locked
+// before anything else, so that the lock is always taken first.
 func (s *Store) write(ctx context.Context, fn func(q *txq) error) error {
-	var err error
+	var (
+		err        error
+		lockTenant string
+	)
 	for range maxAttempts {
-		err = s.runTx(ctx, s.w, s.wc, nil, fn)
+		run := fn
+		if tenant := lockTenant; tenant != "" {
+			run = func(q *txq) error {
+				if err := q.lockTenant(tenant); err != nil {
+					return err
+				}
+				q.tenantLocked = tenant
+				return fn(q)
+			}
+		}
+		err = s.runTx(ctx, s.w, s.wc, nil, run)
+		var need *needTenantLock
+		if errors.As(err, &need) && lockTenant == "" {
+			lockTenant = need.tenant
+			continue
+		}
 		if err == nil || ctx.Err() != nil || !(errors.Is(err, errRetry) || s.d.retryable(err)) {
 			return err
 		}
@@ -238,6 +266,9 @@ type txq struct {
 	tx     *sql.Tx // db as a transaction; nil for a read without one
 	d      *dialect
 	stmts  *statement.Cache // nil: every statement is compiled where it runs
+	// tenantLocked is the tenant whose row the transaction locked first,
+	// to draw on its quota (Store.write); "" for none.
+	tenantLocked string
 }
 
 // callerCtx is the caller's context, with its cancellation (see txq).
@@ -259,6 +290,9 @@ type querier interface {
 // the pool's cache has it prepared, else nil and the rebound text.
 func (q *txq) prepared(query string) (*sql.Stmt, string) {
 	text := q.d.rebind(query)
+	if q.d.observe != nil {
+		q.d.observe(text)
+	}
 	if q.stmts == nil || q.tx == nil {
 		return nil, text
 	}

@@ -57,6 +57,13 @@ func TestPostgresConformance(t *testing.T) {
 
 func openPostgresStore(t testing.TB, dsn string) *Store {
 	t.Helper()
+	return openPostgresStoreThrough(t, dsn, 0)
+}
+
+// openPostgresStoreThrough is openPostgresStore with the migrations up to
+// through only (0: all).
+func openPostgresStoreThrough(t testing.TB, dsn string, through int64) *Store {
+	t.Helper()
 	ctx := context.Background()
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -84,7 +91,7 @@ func openPostgresStore(t testing.TB, dsn string) *Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := Open(ctx, u.String())
+	s, err := open(ctx, u.String(), through)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,8 +153,8 @@ func (s *Store) CreateResumable(ctx context.Context, u meta.Upload, handle strin
 		if n != 1 {
 			return fmt.Errorf("claim %s already has an upload: %w", u.ClaimID, meta.ErrConflict)
 		}
-		if _, err := q.exec(`INSERT INTO upload_progress (claim_id, received, updated_at) VALUES (?, 0, ?)`,
-			u.ClaimID, u.CreatedAt.UnixNano()); err != nil {
+		if _, err := q.exec(`INSERT INTO upload_progress (claim_id, received, updated_at, namespace) VALUES (?, 0, ?, ?)`,
+			u.ClaimID, u.CreatedAt.UnixNano(), u.Namespace); err != nil {
 			return err
 		}
 		_, err = q.exec(`UPDATE blobs SET append_handle = ? WHERE id = ?`, handle, u.BlobID)

@@ -214,7 +214,7 @@ func TestAzureLifecycleManage(t *testing.T) {
 	cfg := bucketsetup.Config{
 		Lifecycle: bucketsetup.LifecycleManage,
 		Policies:  map[string]claimcheck.Policy{"orders": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
-		ObjectKey: func(ns, id string) string { return ns + "/" + id },
+		NamespacePrefix: func(ns string) string { return ns + "/" },
 		Logger:    slog.New(slog.DiscardHandler),
 	}
 	res, err := bucketsetup.Run(t.Context(), b, cfg)

@@ -43,3 +43,30 @@ func TestServeWarnsWithoutAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRateLimitByAuth: serve's http.rate_limit left unset is the
+// per-key default with auth on and no limit with auth off (ADR 0262); a
+// value the operator sets holds either way, and a bad burst is refused
+// naming the field.
+func TestServeRateLimitByAuth(t *testing.T) {
+	for _, tc := range []struct {
+		auth bool
+		set  float64
+		want float64
+	}{
+		{true, 0, server.DefaultRateLimit},
+		{false, 0, 0},
+		{false, 50, 50},
+		{true, 50, 50},
+		{false, -1, 0},
+	} {
+		limits, _, err := httpConfig{Limits: server.Limits{RateLimit: tc.set}}.load(tc.auth)
+		if err != nil || limits.RateLimit != tc.want {
+			t.Errorf("auth %v, rate_limit %g: effective %g (%v), want %g", tc.auth, tc.set, limits.RateLimit, err, tc.want)
+		}
+	}
+	_, _, err := httpConfig{Limits: server.Limits{RateLimit: 10, RateBurst: -1}}.load(false)
+	if err == nil || !strings.Contains(err.Error(), "http.rate_burst") {
+		t.Errorf("rate_limit with burst off: %v, want an error naming http.rate_burst", err)
+	}
+}

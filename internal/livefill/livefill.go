@@ -49,7 +49,9 @@ type Options struct {
 	// span) that get an object and are returned for redeeming.
 	Sample int
 	// Span is the time the clones' creation times cover, ending at the
-	// template's (default 24h): rows are laid out as a day of puts would.
+	// template's (default: half the template's lifetime, so every clone
+	// is live for at least that long): rows are laid out as that much
+	// time of steady puts would lay them out.
 	Span time.Duration
 	// BlobDir is the file store's root directory (file:// URL's path),
 	// where the sample's objects are linked. Empty: no objects.
@@ -67,8 +69,12 @@ type Options struct {
 // Fill adds opts.N clones of the template claim to db and returns the
 // refs of the sample, in random order.
 func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options) ([]claimcheck.Ref, error) {
+	lifetime := template.ExpiresAt.Sub(template.CreatedAt)
 	if opts.Span <= 0 {
-		opts.Span = 24 * time.Hour
+		opts.Span = lifetime / 2
+	}
+	if opts.Span >= lifetime {
+		return nil, fmt.Errorf("livefill: span %s: must be shorter than the template's lifetime %s, or the oldest clones are expired", opts.Span, lifetime)
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 500

@@ -132,7 +132,7 @@ func TestDLQCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"blobs_collected":1`) {
 		t.Fatalf("sweep --once = %d\n%s%s", code, out, errOut)
 	}
-	filepath.WalkDir(filepath.Join(dir, "blobs", "photos"), func(p string, e os.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(dir, "blobs", "photos"), func(p string, e os.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
 			t.Errorf("object %s left behind after the retried collection", p)
 		}

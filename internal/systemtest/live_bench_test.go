@@ -40,22 +40,8 @@ import (
 //
 //	CLAIMCHECK_BENCH_LIVE=1000000 go test -run '^$' -bench LiveClaims -benchtime 1x -timeout 3h ./internal/systemtest
 func BenchmarkLiveClaims(b *testing.B) {
-	live := 100_000
-	if v := os.Getenv("CLAIMCHECK_BENCH_LIVE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10_000 {
-			b.Fatalf("CLAIMCHECK_BENCH_LIVE=%q: want a number of claims of at least 10000", v)
-		}
-		live = n
-	}
-	rounds := 1000
-	if v := os.Getenv("CLAIMCHECK_BENCH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("CLAIMCHECK_BENCH_ROUNDS=%q: want a positive number of rounds", v)
-		}
-		rounds = n
-	}
+	live := envCount(b, "CLAIMCHECK_BENCH_LIVE", 100_000, 10_000)
+	rounds := envCount(b, "CLAIMCHECK_BENCH_ROUNDS", 1000, 1)
 	const reference = 10_000
 	bin := buildBinary(b)
 	for _, backend := range []string{"sqlite", "postgres"} {
@@ -87,6 +73,20 @@ func BenchmarkLiveClaims(b *testing.B) {
 			}
 		})
 	}
+}
+
+// envCount is the number in the environment variable name, at least
+// least; def when it is unset.
+func envCount(b *testing.B, name string, def, least int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want a number of at least %d", name, v, least)
+	}
+	return n
 }
 
 // liveServer is one filled store behind a running serve.

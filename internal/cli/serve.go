@@ -178,9 +178,6 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 		scheme = "https://"
 	}
 	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
-	if !fc.Auth && limits.RateLimit == 0 {
-		logger.Info("no per-address request rate limit while auth is off: one producer host (or a NAT) carries many clients; set http.rate_limit to limit each client address")
-	}
 	scfg := server.Config{
 		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
 		TracerProvider: tp.TracerProvider,

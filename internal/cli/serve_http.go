@@ -82,9 +82,13 @@ func (f *httpFlags) apply(fc *fileConfig) {
 
 // secureServer switches auth on in cfg when on is set. With auth off it
 // warns loudly, on stderr and in the log, if addr is reachable from
-// other machines: every claim would be open to anyone who can connect.
+// other machines: every claim would be open to anyone who can connect;
+// and it says when requests are not rate limited (ADR 0262).
 func secureServer(ctx context.Context, cfg *server.Config, store *engine.Store, on bool, addr net.Addr, stderr io.Writer, logger *slog.Logger) error {
 	if !on {
+		if cfg.Limits.RateLimit == 0 {
+			logger.Info("no per-address request rate limit while auth is off: one producer host (or a NAT) carries many clients; set http.rate_limit to limit each client address")
+		}
 		if !loopback(addr) {
 			fmt.Fprintf(stderr, "\n"+
 				"WARNING: authentication is OFF and claimcheck is listening on %s.\n"+

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -63,6 +64,19 @@ func TestServeRateLimitByAuth(t *testing.T) {
 		limits, _, err := httpConfig{Limits: server.Limits{RateLimit: tc.set}}.load(tc.auth)
 		if err != nil || limits.RateLimit != tc.want {
 			t.Errorf("auth %v, rate_limit %g: effective %g (%v), want %g", tc.auth, tc.set, limits.RateLimit, err, tc.want)
+		}
+	}
+	// serve says at start why requests are not rate limited, and only
+	// then.
+	for _, rate := range []float64{0, 50} {
+		var logs bytes.Buffer
+		cfg := server.Config{Limits: server.Limits{RateLimit: rate}}
+		addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+		if err := secureServer(t.Context(), &cfg, nil, false, addr, io.Discard, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(logs.String(), "no per-address request rate limit") && strings.Contains(logs.String(), "http.rate_limit"); said != (rate == 0) {
+			t.Errorf("rate_limit %g: start-up log %q", rate, logs.String())
 		}
 	}
 	_, _, err := httpConfig{Limits: server.Limits{RateLimit: 10, RateBurst: -1}}.load(false)

@@ -8,7 +8,8 @@
 // the engine or the server, and Fill copies its claims and blobs rows n
 // times with fresh time-ordered ids, creation times spread evenly over a
 // span ending at the template's, and expiry, due and state times shifted
-// with them, in multi-row INSERTs of one transaction per batch. Columns
+// with them: by COPY on PostgreSQL, multi-row INSERTs on SQLite, in
+// transactions of 20 batches. Columns
 // are copied by name from the template rows, so columns the schema gains
 // later are filled without changes here. The namespace's counters are
 // raised by what the clones add, so quota and listings see them as live.
@@ -37,6 +38,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -112,13 +116,17 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 	for len(sample) < opts.Sample {
 		sample[mrand.IntN(opts.N)] = true
 	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
 	var refs []claimcheck.Ref
 	step := opts.Span / time.Duration(opts.N)
 	start := time.Unix(0, created).Add(-opts.Span)
 	for lo := 0; lo < opts.N; lo += 20 * opts.Batch {
 		hi := min(lo+20*opts.Batch, opts.N)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
+		if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 			return nil, err
 		}
 		var blobs, claims [][]any
@@ -140,10 +148,10 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 				if opts.BlobDir != "" {
 					dst := filepath.Join(opts.BlobDir, filepath.FromSlash(key))
 					if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-						return nil, rollback(tx, err)
+						return nil, rollback(ctx, conn, err)
 					}
 					if err := os.Link(filepath.Join(opts.BlobDir, filepath.FromSlash(templateKey)), dst); err != nil {
-						return nil, rollback(tx, fmt.Errorf("livefill: link the object of a sampled clone: %w", err))
+						return nil, rollback(ctx, conn, fmt.Errorf("livefill: link the object of a sampled clone: %w", err))
 					}
 				}
 				r := template
@@ -151,21 +159,23 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 				r.ExpiresAt = template.ExpiresAt.Add(time.Duration(shift))
 				refs = append(refs, r)
 			}
-			if len(claims) == opts.Batch || i == hi-1 {
-				if err := insert(ctx, tx, opts.Postgres, "blobs", blobCols, blobs); err != nil {
-					return nil, rollback(tx, err)
+			// PostgreSQL takes the whole transaction's rows by COPY; SQLite
+			// a multi-row INSERT per batch.
+			if (!opts.Postgres && len(claims) == opts.Batch) || i == hi-1 {
+				if err := write(ctx, conn, opts.Postgres, "blobs", blobCols, blobs); err != nil {
+					return nil, rollback(ctx, conn, err)
 				}
-				if err := insert(ctx, tx, opts.Postgres, "claims", claimCols, claims); err != nil {
-					return nil, rollback(tx, err)
+				if err := write(ctx, conn, opts.Postgres, "claims", claimCols, claims); err != nil {
+					return nil, rollback(ctx, conn, err)
 				}
 				blobs, claims = blobs[:0], claims[:0]
 			}
 		}
-		if _, err := tx.ExecContext(ctx, rebind(opts.Postgres, `UPDATE namespaces SET active_claims = active_claims + ?, used_bytes = used_bytes + ? WHERE name = ?`),
+		if _, err := conn.ExecContext(ctx, rebind(opts.Postgres, `UPDATE namespaces SET active_claims = active_claims + ?, used_bytes = used_bytes + ? WHERE name = ?`),
 			int64(hi-lo), int64(hi-lo)*size, template.Namespace); err != nil {
-			return nil, rollback(tx, fmt.Errorf("livefill: namespace counters: %w", err))
+			return nil, rollback(ctx, conn, fmt.Errorf("livefill: namespace counters: %w", err))
 		}
-		if err := tx.Commit(); err != nil {
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 			return nil, err
 		}
 		if opts.Progress != nil {
@@ -226,9 +236,24 @@ func clone(cols []string, tmpl []any, shift int64, set map[string]any) []any {
 	return out
 }
 
-// insert writes rows in one multi-row INSERT.
-func insert(ctx context.Context, tx *sql.Tx, pg bool, table string, cols []string, rows [][]any) error {
+// write adds rows to table: by COPY on PostgreSQL, else in one
+// multi-row INSERT.
+func write(ctx context.Context, conn *sql.Conn, pg bool, table string, cols []string, rows [][]any) error {
 	if len(rows) == 0 {
+		return nil
+	}
+	if pg {
+		err := conn.Raw(func(dc any) error {
+			c, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("livefill: a PostgreSQL connection is %T, not pgx's", dc)
+			}
+			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("livefill: copy %d %s rows: %w", len(rows), table, err)
+		}
 		return nil
 	}
 	var b strings.Builder
@@ -242,7 +267,7 @@ func insert(ctx context.Context, tx *sql.Tx, pg bool, table string, cols []strin
 		b.WriteString(one)
 		args = append(args, r...)
 	}
-	if _, err := tx.ExecContext(ctx, rebind(pg, b.String()), args...); err != nil {
+	if _, err := conn.ExecContext(ctx, b.String(), args...); err != nil {
 		return fmt.Errorf("livefill: insert %d %s rows: %w", len(rows), table, err)
 	}
 	return nil
@@ -266,8 +291,8 @@ func rebind(pg bool, q string) string {
 	return b.String()
 }
 
-func rollback(tx *sql.Tx, err error) error {
-	_ = tx.Rollback()
+func rollback(ctx context.Context, conn *sql.Conn, err error) error {
+	_, _ = conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
 

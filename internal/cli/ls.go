@@ -121,7 +121,7 @@ Needs a producer or admin key of the namespace's tenant.`,
 					if err := tw.Flush(); err != nil {
 						return err
 					}
-					fmt.Fprintf(env.Stderr, "more claims may follow: claimcheck ls %s --cursor %s (or --all for every claim)\n", args[0], page.Next)
+					fmt.Fprintf(env.Stderr, "more claims may follow: go on with claimcheck ls %s --cursor %s (and the same filters), or list every claim with --all\n", args[0], page.Next)
 					return nil
 				}
 				opts.Cursor = page.Next

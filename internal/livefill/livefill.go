@@ -120,7 +120,7 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	var refs []claimcheck.Ref
 	step := opts.Span / time.Duration(opts.N)
 	start := time.Unix(0, created).Add(-opts.Span)

@@ -165,7 +165,7 @@ func removeObjects(t *testing.T, b *bundle) {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && filepath.Base(filepath.Dir(p)) == "plain" && strings.HasPrefix(d.Name(), "b_") {
+		if !d.IsDir() && strings.Contains(filepath.ToSlash(strings.TrimPrefix(p, root)), "/plain/") && strings.HasPrefix(d.Name(), "b_") {
 			n++
 			return os.Remove(p)
 		}

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"time"
 )
 
@@ -32,7 +34,29 @@ func newID(prefix string, now time.Time) string {
 func newClaimID(now time.Time) string { return newID("cc_", now) }
 func newBlobID(now time.Time) string  { return newID("b_", now) }
 
-// objectKey is where a blob's bytes live: under the namespace's prefix
-// (so lifecycle rules and listings can be scoped to a namespace) and named
-// by the blob id, which is known before a single byte is written.
-func objectKey(ns, blobID string) string { return ns + "/" + blobID }
+// objectKey is where a blob's bytes live (ADR 0261):
+// <namespace>/<spread>/<blob id>. The namespace leads, so lifecycle rules,
+// listings and operators can still scope to a namespace by its prefix
+// (namespacePrefix). The spread is two hex digits of a hash of the blob
+// id: the id itself is time-ordered, so without it every write of a
+// namespace lands at the end of one key range, which an object store
+// serves from one partition; with it, writes fall evenly over 256
+// ranges. The key is stored in the blob row and never parsed back, so
+// objects written under the older <namespace>/<blob id> layout keep
+// working beside the new ones.
+func objectKey(ns, blobID string) string {
+	return namespacePrefix(ns) + keySpread(blobID) + "/" + blobID
+}
+
+// namespacePrefix is the prefix every object key of namespace ns starts
+// with, in either layout.
+func namespacePrefix(ns string) string { return ns + "/" }
+
+// keySpread is the spreading element of a blob's object key: the first
+// byte of the SHA-256 of the blob id, as two lowercase hex digits (256
+// values). It is a function of the id alone, so an operator can find a
+// blob's object from its id.
+func keySpread(blobID string) string {
+	sum := sha256.Sum256([]byte(blobID))
+	return hex.EncodeToString(sum[:1])
+}

@@ -13,8 +13,8 @@ import (
 )
 
 // FuzzNamespaceAndKey: a namespace name that validates yields object keys
-// that stay under its own prefix — a clean relative path of exactly two
-// elements, the namespace first — so no name reaches another namespace's
+// that stay under its own prefix — a clean relative path of exactly three
+// elements, the namespace first, then the spread — so no name reaches another namespace's
 // objects or outside the bucket prefix; every refusal is
 // ErrInvalidArgument.
 func FuzzNamespaceAndKey(f *testing.F) {
@@ -32,8 +32,8 @@ func FuzzNamespaceAndKey(f *testing.F) {
 		if path.Clean(key) != key || path.IsAbs(key) || strings.Contains(key, "\\") {
 			t.Fatalf("namespace %q gives the unclean key %q", ns, key)
 		}
-		first, rest, ok := strings.Cut(key, "/")
-		if !ok || first != ns || strings.Contains(rest, "/") || first == "." || first == ".." {
+		parts := strings.Split(key, "/")
+		if len(parts) != 3 || parts[0] != ns || parts[0] == "." || parts[0] == ".." || len(parts[1]) != 2 {
 			t.Fatalf("namespace %q gives the key %q outside its prefix", ns, key)
 		}
 		for _, r := range ns {

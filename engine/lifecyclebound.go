@@ -46,7 +46,7 @@ const (
 // days from the write, so a blob created at or after the bound outlives
 // the claim. The zero time (no bound) when no rule covers the namespace.
 func (s *Store) dedupNotBefore(ns string, expires time.Time) time.Time {
-	prefix := objectKey(ns, "")
+	prefix := namespacePrefix(ns)
 	days := 0
 	for _, r := range s.rules {
 		if r.ExpireDays > 0 && r.Covers(prefix) && (days == 0 || r.ExpireDays < days) {

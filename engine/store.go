@@ -147,7 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	set, err := bucketsetup.Run(ctx, s.blobs, bucketsetup.Config{
-		Lifecycle: cfg.Lifecycle, Policies: s.policies, Defaults: s.defaults, ObjectKey: objectKey,
+		Lifecycle: cfg.Lifecycle, Policies: s.policies, Defaults: s.defaults, NamespacePrefix: namespacePrefix,
 		BucketCORS: cfg.BucketCORS, BrowserOrigins: cfg.BrowserOrigins, Logger: s.log,
 		StoreID: id, OwnsStorage: own,
 	})

@@ -55,7 +55,11 @@ type Limits struct {
 	// RateLimit is the requests per second one key (or client address;
 	// always the address for PUTs to signed upload URLs) may make on /v1
 	// on average, with bursts of RateBurst (defaults 1000 and 2000: they
-	// stop a runaway client, they do not shape normal traffic).
+	// stop a runaway client, they do not shape normal traffic). With auth
+	// off and RateLimit unset there is no per-address rate limit
+	// (WithAuthDefaults, ADR 0262): an address is not an identity, and
+	// one producer host or a NAT in front of many would be held below
+	// what the server can do.
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
 	// MaxConnsPerAddr bounds the connections one client address (the
@@ -121,6 +125,17 @@ const (
 	DefaultMaxConnsPerAddr                           = 256
 	DefaultMaxPendingBytesPerKey claimcheck.Size     = 16 << 30
 )
+
+// WithAuthDefaults is WithDefaults for a server whose auth is on or off:
+// with auth off, a RateLimit left unset means no rate limit (ADR 0262),
+// since requests are then counted per client address; a RateLimit the
+// operator set applies either way.
+func (l Limits) WithAuthDefaults(authOn bool) Limits {
+	if !authOn && l.RateLimit == 0 {
+		l.RateLimit = -1
+	}
+	return l.WithDefaults()
+}
 
 // WithDefaults fills the zero fields with the defaults and turns negative
 // ones (switched off) into zero.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
+	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -199,4 +200,59 @@ func TestStalledDownloadIsCutOff(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, small) {
 		t.Fatalf("redeem after the stalled one: %s, %d bytes, %v", resp.Status, len(got), err)
 	}
+}
+
+// TestRateLimitWithoutAuth: with auth off, requests count per client
+// address, and one address is often a whole producer host or a NAT: a
+// rate_limit left unset is no limit then (ADR 0262), while one the
+// operator sets still applies per address. With auth on the default
+// stays.
+func TestRateLimitWithoutAuth(t *testing.T) {
+	if on := (server.Limits{}).WithAuthDefaults(true); on.RateLimit != server.DefaultRateLimit {
+		t.Fatalf("auth on: rate_limit %g, want the default %g", on.RateLimit, server.DefaultRateLimit)
+	}
+	for _, tc := range []struct {
+		name    string
+		limits  server.Limits
+		refused bool
+	}{
+		{"unset", server.Limits{RateBurst: 3}, false},
+		{"set", server.Limits{RateLimit: 1.0 / 3600, RateBurst: 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limits := tc.limits.WithAuthDefaults(false)
+			store := openStore(t)
+			srv := httptest.NewServer(server.New(server.Config{Claims: store, Ready: store.Ready, Limits: limits}))
+			t.Cleanup(srv.Close)
+			refused := 0
+			for range 10 {
+				resp, err := srv.Client().Get(srv.URL + "/v1/namespaces/orders")
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusTooManyRequests {
+					refused++
+					if !strings.Contains(string(body), "http.rate_limit") || !strings.Contains(string(body), "per client address") {
+						t.Fatalf("refusal %s, want it to name http.rate_limit per client address", body)
+					}
+				}
+			}
+			if (refused > 0) != tc.refused {
+				t.Fatalf("%d of 10 requests from one address refused; want refusals: %v", refused, tc.refused)
+			}
+		})
+	}
+}
+
+// openStore is the embedded store in a temporary directory.
+func openStore(t *testing.T) *engine.Store {
+	t.Helper()
+	store, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }

@@ -212,10 +212,10 @@ func TestAzureLifecycleManage(t *testing.T) {
 	f, opts := newFakeARM(t, "")
 	b := managedBucket(t, opts, "cont", "")
 	cfg := bucketsetup.Config{
-		Lifecycle: bucketsetup.LifecycleManage,
-		Policies:  map[string]claimcheck.Policy{"orders": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
-		ObjectKey: func(ns, id string) string { return ns + "/" + id },
-		Logger:    slog.New(slog.DiscardHandler),
+		Lifecycle:       bucketsetup.LifecycleManage,
+		Policies:        map[string]claimcheck.Policy{"orders": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
+		NamespacePrefix: func(ns string) string { return ns + "/" },
+		Logger:          slog.New(slog.DiscardHandler),
 	}
 	res, err := bucketsetup.Run(t.Context(), b, cfg)
 	if err != nil {

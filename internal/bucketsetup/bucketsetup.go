@@ -40,9 +40,10 @@ type Config struct {
 	// exist).
 	Policies map[string]claimcheck.Policy
 	Defaults *claimcheck.Policy
-	// ObjectKey is the engine's key of a blob's object; ObjectKey(ns, "")
-	// is the prefix of namespace ns's objects.
-	ObjectKey func(ns, blobID string) string
+	// NamespacePrefix is the prefix every object key of namespace ns
+	// starts with (the engine's layout, ADR 0261): what a namespace's
+	// lifecycle rule covers.
+	NamespacePrefix func(ns string) string
 
 	// BucketCORS is the bucket CORS mode: BucketCORSManage,
 	// BucketCORSCheck or BucketCORSOff.

@@ -104,13 +104,13 @@ func lifecycleDays(p claimcheck.Policy) int {
 }
 
 // desiredRules are the rules the policies call for, sorted by ID.
-func desiredRules(own ownRules, policies map[string]claimcheck.Policy, defaults *claimcheck.Policy, objectKey func(ns, blobID string) string) []blob.LifecycleRule {
+func desiredRules(own ownRules, policies map[string]claimcheck.Policy, defaults *claimcheck.Policy, nsPrefix func(ns string) string) []blob.LifecycleRule {
 	rules := []blob.LifecycleRule{{ID: own.id(ruleIDAbort), AbortMultipartDays: abortMultipartDays}}
 	longest := 0
 	for ns, p := range policies {
 		days := lifecycleDays(p)
 		longest = max(longest, days)
-		rules = append(rules, blob.LifecycleRule{ID: own.id(ruleIDNamespace + ns), Prefix: objectKey(ns, ""), ExpireDays: days})
+		rules = append(rules, blob.LifecycleRule{ID: own.id(ruleIDNamespace + ns), Prefix: nsPrefix(ns), ExpireDays: days})
 	}
 	if defaults != nil {
 		// The catch-all covers the configured prefixes too, and S3 applies
@@ -182,7 +182,7 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 		// the account's resource): not fatal, since the backstop still
 		// collects, but never silent. Every wanted rule counts as drift
 		// left as it is, so the gauge shows it too.
-		want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.ObjectKey)
+		want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.NamespacePrefix)
 		log.Warn("lifecycle safety net absent: the store's lifecycle rules cannot be read or written; objects the protocol fails to delete stay until the backstop collects them",
 			"mode", mode, "rules", len(want), "err", err)
 		return nil, len(want), nil
@@ -190,7 +190,7 @@ func setupLifecycle(ctx context.Context, log *slog.Logger, lc blob.Lifecycler, c
 	if err != nil {
 		return nil, 0, fmt.Errorf("lifecycle: %w (set \"lifecycle: off\" if these credentials may not read the bucket's lifecycle configuration)", err)
 	}
-	want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.ObjectKey)
+	want := desiredRules(own, cfg.Policies, cfg.Defaults, cfg.NamespacePrefix)
 	items := checkDrift(own, actual, want)
 	if mode == LifecycleCheck || len(items) == 0 {
 		for _, it := range items {

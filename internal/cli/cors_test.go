@@ -23,7 +23,7 @@ func TestCORSConfig(t *testing.T) {
 		if err := config.Decode([]byte(tc.yaml), tc.env, &fc); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		limits, _, err := fc.HTTP.load()
+		limits, _, err := fc.HTTP.load(false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -36,7 +36,7 @@ func TestCORSConfig(t *testing.T) {
 	if err := config.Decode(nil, []string{"CLAIMCHECK_HTTP__CORS__ALLOWED_ORIGINS=https://ok.example.com,https://app.example.com/"}, &fc); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := fc.HTTP.load(); err == nil || !strings.Contains(err.Error(), `http.cors.allowed_origins[1] "https://app.example.com/"`) {
+	if _, _, err := fc.HTTP.load(false); err == nil || !strings.Contains(err.Error(), `http.cors.allowed_origins[1] "https://app.example.com/"`) {
 		t.Errorf("a bad origin: %v", err)
 	}
 }

@@ -12,9 +12,11 @@ import (
 )
 
 // ls lists a namespace's claims (GET /v1/namespaces/{ns}/claims): a table
-// by default, JSON lines with --json. It follows the cursor until --limit
-// claims are printed (0: all), a page at a time, so a large namespace
-// never sits in memory whole.
+// by default, JSON lines with --json. It prints one page by default
+// (--limit, DefaultListLimit claims) and says on stderr how to go on
+// (--cursor) when there are more, since a namespace of 10^7 claims takes
+// minutes to walk (ADR 0262); --all follows the cursor to the end, a page
+// at a time, so a large namespace never sits in memory whole.
 type lsCmd struct {
 	client         clientFlags
 	labels         []string
@@ -22,7 +24,9 @@ type lsCmd struct {
 	expiresWithin  time.Duration
 	expiresBefore  string
 	expiresAfter   string
+	cursor         string
 	limit, pageLen int
+	all            bool
 	json           bool
 }
 
@@ -32,7 +36,9 @@ func newLsCmd(env Env) *cobra.Command {
 		Use:   "ls NS",
 		Short: "List a namespace's claims, newest first (label selector, state, expiry window)",
 		Long: `List the claims of namespace NS, newest first (or --order expiring: live
-claims, soonest expiry first). Filters combine (AND):
+claims, soonest expiry first). One page of --limit claims (default 100) is
+printed; when more may follow, stderr says how to go on (--cursor), and
+--all walks the whole namespace. Filters combine (AND):
 
   claimcheck ls temporal -l temporal.workflow_id=order-42 -l temporal.run_id=8f1c…
   claimcheck ls orders --state active --expires-within 1h --order expiring
@@ -68,6 +74,13 @@ Needs a producer or admin key of the namespace's tenant.`,
 			if l.limit < 0 {
 				return usageError{fmt.Errorf("--limit %d: must not be negative", l.limit)}
 			}
+			if l.all {
+				if cmd.Flags().Changed("limit") {
+					return usageError{fmt.Errorf("--all and --limit: give one")}
+				}
+				l.limit = 0
+			}
+			opts.Cursor = l.cursor
 			if l.limit > 0 && l.limit < opts.Limit {
 				opts.Limit = l.limit
 			}
@@ -90,9 +103,6 @@ Needs a producer or admin key of the namespace's tenant.`,
 					return err
 				}
 				for _, ci := range page.Claims {
-					if l.limit > 0 && printed == l.limit {
-						return tw.Flush()
-					}
 					printed++
 					if l.json {
 						if err := enc.Encode(ci); err != nil {
@@ -104,10 +114,22 @@ Needs a producer or admin key of the namespace's tenant.`,
 						ci.Ref.CreatedAt.UTC().Format(time.RFC3339), ci.Ref.ExpiresAt.UTC().Format(time.RFC3339),
 						fmtTime(ci.DeleteAt), fmtLabels(ci.Labels))
 				}
-				if page.Next == "" || (l.limit > 0 && printed >= l.limit) {
+				if page.Next == "" {
 					return tw.Flush()
 				}
+				if l.limit > 0 && printed >= l.limit {
+					if err := tw.Flush(); err != nil {
+						return err
+					}
+					fmt.Fprintf(env.Stderr, "more claims may follow: go on with claimcheck ls %s --cursor %s (and the same filters), or list every claim with --all\n", args[0], page.Next)
+					return nil
+				}
 				opts.Cursor = page.Next
+				// Every page ends where the printing stops, so the cursor
+				// given on stderr resumes exactly after the last claim.
+				if l.limit > 0 {
+					opts.Limit = min(opts.Limit, l.limit-printed)
+				}
 			}
 		},
 	}
@@ -118,7 +140,9 @@ Needs a producer or admin key of the namespace's tenant.`,
 	f.DurationVar(&l.expiresWithin, "expires-within", 0, "only claims expiring within this duration from now")
 	f.StringVar(&l.expiresBefore, "expires-before", "", "only claims expiring before this RFC 3339 time")
 	f.StringVar(&l.expiresAfter, "expires-after", "", "only claims expiring at or after this RFC 3339 time")
-	f.IntVar(&l.limit, "limit", 0, "print at most this many claims (0: all)")
+	f.IntVar(&l.limit, "limit", claimcheck.DefaultListLimit, "print at most this many claims, then the cursor to go on with on stderr (0: all, as --all)")
+	f.BoolVar(&l.all, "all", false, "print every claim, following the cursor page by page")
+	f.StringVar(&l.cursor, "cursor", "", "go on from this cursor (printed on stderr by a listing that stopped at --limit)")
 	f.IntVar(&l.pageLen, "page", claimcheck.DefaultListLimit, fmt.Sprintf("claims per request, 1 to %d", claimcheck.MaxListLimit))
 	f.BoolVar(&l.json, "json", false, "one ClaimInfo JSON object per line instead of a table")
 	l.client.register(cmd, env)

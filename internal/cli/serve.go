@@ -128,7 +128,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 		fc.Listen = DefaultListen
 	}
 	s.http.apply(&fc)
-	limits, tlsConf, err := fc.HTTP.load()
+	limits, tlsConf, err := fc.HTTP.load(fc.Auth)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 //
 //	http:
 //	  tls: { cert_file: /etc/claimcheck/tls.crt, key_file: /etc/claimcheck/tls.key }
-//	  rate_limit: 100        # requests/s per API key; -1: off
+//	  rate_limit: 100        # requests/s per API key (per address without auth: off unless set); -1: off
 //	  max_streams_per_key: 32
 //	  public_url: https://claims.example.com   # behind a reverse proxy
 type httpConfig struct {
@@ -35,9 +35,10 @@ type tlsFiles struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// load returns the effective limits and the TLS config (nil: plain HTTP).
-func (h httpConfig) load() (server.Limits, *tls.Config, error) {
-	limits := h.Limits.WithDefaults()
+// load returns the effective limits of a server with auth on or off and
+// the TLS config (nil: plain HTTP).
+func (h httpConfig) load(authOn bool) (server.Limits, *tls.Config, error) {
+	limits := h.Limits.WithAuthDefaults(authOn)
 	if err := limits.Validate(); err != nil {
 		return limits, nil, fmt.Errorf("http: %w", err)
 	}
@@ -81,9 +82,13 @@ func (f *httpFlags) apply(fc *fileConfig) {
 
 // secureServer switches auth on in cfg when on is set. With auth off it
 // warns loudly, on stderr and in the log, if addr is reachable from
-// other machines: every claim would be open to anyone who can connect.
+// other machines: every claim would be open to anyone who can connect;
+// and it says when requests are not rate limited (ADR 0262).
 func secureServer(ctx context.Context, cfg *server.Config, store *engine.Store, on bool, addr net.Addr, stderr io.Writer, logger *slog.Logger) error {
 	if !on {
+		if cfg.Limits.RateLimit == 0 {
+			logger.Info("no per-address request rate limit while auth is off: one producer host (or a NAT) carries many clients; set http.rate_limit to limit each client address")
+		}
 		if !loopback(addr) {
 			fmt.Fprintf(stderr, "\n"+
 				"WARNING: authentication is OFF and claimcheck is listening on %s.\n"+

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -41,5 +42,45 @@ func TestServeWarnsWithoutAuth(t *testing.T) {
 		if cfg.Auth != nil {
 			t.Errorf("%s: auth off must leave Config.Auth nil", tc.addr)
 		}
+	}
+}
+
+// TestServeRateLimitByAuth: serve's http.rate_limit left unset is the
+// per-key default with auth on and no limit with auth off (ADR 0262); a
+// value the operator sets holds either way, and a bad burst is refused
+// naming the field.
+func TestServeRateLimitByAuth(t *testing.T) {
+	for _, tc := range []struct {
+		auth bool
+		set  float64
+		want float64
+	}{
+		{true, 0, server.DefaultRateLimit},
+		{false, 0, 0},
+		{false, 50, 50},
+		{true, 50, 50},
+		{false, -1, 0},
+	} {
+		limits, _, err := httpConfig{Limits: server.Limits{RateLimit: tc.set}}.load(tc.auth)
+		if err != nil || limits.RateLimit != tc.want {
+			t.Errorf("auth %v, rate_limit %g: effective %g (%v), want %g", tc.auth, tc.set, limits.RateLimit, err, tc.want)
+		}
+	}
+	// serve says at start why requests are not rate limited, and only
+	// then.
+	for _, rate := range []float64{0, 50} {
+		var logs bytes.Buffer
+		cfg := server.Config{Limits: server.Limits{RateLimit: rate}}
+		addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+		if err := secureServer(t.Context(), &cfg, nil, false, addr, io.Discard, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(logs.String(), "no per-address request rate limit") && strings.Contains(logs.String(), "http.rate_limit"); said != (rate == 0) {
+			t.Errorf("rate_limit %g: start-up log %q", rate, logs.String())
+		}
+	}
+	_, _, err := httpConfig{Limits: server.Limits{RateLimit: 10, RateBurst: -1}}.load(false)
+	if err == nil || !strings.Contains(err.Error(), "http.rate_burst") {
+		t.Errorf("rate_limit with burst off: %v, want an error naming http.rate_burst", err)
 	}
 }

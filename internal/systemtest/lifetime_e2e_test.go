@@ -52,6 +52,27 @@ func TestCLIListAndExtend(t *testing.T) {
 	if stdout, _, code := run(t, bin, nil, "ls", server, "wf"); code != 0 || strings.Count(stdout, "\ncc_") != 3 || !strings.HasPrefix(stdout, "ID") {
 		t.Fatalf("ls table: exit %d:\n%s", code, stdout)
 	}
+	// One page by default; stderr says how to go on, and the cursor
+	// resumes right after the last claim printed.
+	stdout, stderr, code = run(t, bin, nil, "ls", server, "wf", "--limit", "2", "--json")
+	_, cursor, found := strings.Cut(strings.TrimSpace(stderr), "--cursor ")
+	cursor, _, _ = strings.Cut(cursor, " ")
+	if code != 0 || strings.Count(stdout, "\n") != 2 || !found || cursor == "" {
+		t.Fatalf("ls --limit 2: exit %d, want 2 claims and a cursor on stderr:\n%s%s", code, stdout, stderr)
+	}
+	rest, stderr, code := run(t, bin, nil, "ls", server, "wf", "--cursor", cursor, "--json")
+	if code != 0 || strings.Count(rest, "\n") != 1 || stderr != "" || strings.Contains(stdout, strings.TrimSpace(rest)) {
+		t.Fatalf("ls --cursor: exit %d, want the third claim only:\n%s%s", code, rest, stderr)
+	}
+	if stdout, _, code := run(t, bin, nil, "ls", server, "wf", "--all", "--page", "1"); code != 0 || strings.Count(stdout, "\ncc_") != 3 {
+		t.Fatalf("ls --all: exit %d:\n%s", code, stdout)
+	}
+	if _, stderr, code := run(t, bin, nil, "ls", server, "wf", "--all", "--limit", "5"); code != 2 || !strings.Contains(stderr, "--all and --limit") {
+		t.Fatalf("ls --all --limit: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := run(t, bin, nil, "ls", server, "wf", "--cursor", "garbage"); code == 0 || !strings.Contains(stderr, "cursor") {
+		t.Fatalf("ls --cursor garbage: exit %d: %s", code, stderr)
+	}
 	if _, stderr, code := run(t, bin, nil, "ls", server, "wf", "-l", "run"); code != 2 || !strings.Contains(stderr, "--label") {
 		t.Fatalf("ls -l run: exit %d: %s", code, stderr)
 	}

@@ -391,9 +391,12 @@ class VerificationTest(unittest.TestCase):
 
     def corrupt_new_object(self, ns: str, data: bytes) -> Ref:
         root = Path(server.data) / "blobs" / ns
-        before = set(root.glob("*")) if root.exists() else set()
+        def objects() -> set[Path]:
+            return {p for p in root.rglob("*") if p.is_file()} if root.exists() else set()
+
+        before = objects()
         ref = self.c.put(ns, data)
-        (obj,) = set(root.glob("*")) - before
+        (obj,) = objects() - before
         b = bytearray(obj.read_bytes())
         b[-1] ^= 0xFF
         obj.write_bytes(bytes(b))

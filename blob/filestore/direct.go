@@ -70,11 +70,14 @@ func (b *Bucket) NewRangeReader(ctx context.Context, key string, offset, length 
 		_ = f.Close()
 		return nil, readErr(key, err)
 	}
-	r := &fileReader{f: f, r: f, key: key}
+	// An object's file does not change once renamed into place: reading
+	// up to the size the stat saw ends the stream without one more read
+	// that only finds the end.
+	n := max(info.Size()-offset, 0)
 	if length >= 0 {
-		r.r = io.LimitReader(f, length)
+		n = min(n, length)
 	}
-	return r, nil
+	return &fileReader{f: f, r: io.LimitReader(f, n), key: key}, nil
 }
 
 // readErr is the read's error as the driver's path reports it: a missing

@@ -155,22 +155,9 @@ func TestFileDirect(t *testing.T) {
 		b, err := io.ReadAll(r)
 		return string(b), err
 	}
-	write := func(nw func(ctx context.Context, key string) (io.WriteCloser, error), key, body string) {
-		t.Helper()
-		w, err := nw(t.Context(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, key := range []string{"plain", "ns/b_x-Y.z", "new/dir/obj", "dots../after", "sp ace/obj", "end."} {
-		write(fb.NewWriter, key, "written here: "+key)
-		write(fb.Bucket.NewWriter, key+"-driver", "written by the driver: "+key)
+		blobtest.Put(t, fb, key, "written here: "+key)
+		blobtest.Put(t, fb.Bucket, key+"-driver", "written by the driver: "+key)
 		for _, c := range []struct{ key, body string }{{key, "written here: " + key}, {key + "-driver", "written by the driver: " + key}} {
 			for _, rng := range [][2]int64{{0, -1}, {3, 5}, {int64(len(c.body)) - 2, -1}, {int64(len(c.body)) + 5, -1}, {0, 0}} {
 				got, err := read(fb.NewRangeReader, c.key, rng[0], rng[1])

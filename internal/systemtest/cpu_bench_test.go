@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -53,38 +52,21 @@ func BenchmarkServeCPU(b *testing.B) {
 	}
 	setups := []struct {
 		name   string
-		config func(dir string) string
-	}{{"embedded", func(string) string { return "" }}}
+		config func() string
+	}{{"embedded", func() string { return "" }}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		setups = append(setups, struct {
 			name   string
-			config func(dir string) string
-		}{"postgres", func(dir string) string {
+			config func() string
+		}{"postgres", func() string {
 			dsn, _ := testsvc.Postgres(b)
-			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(filepath.Join(dir, "blobs")))
+			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(b.TempDir()))
 		}})
 	}
-	serve := func(name, bin string, config func(string) string) served {
-		dir := b.TempDir()
-		args := []string{"--data", dir}
-		if cfg := config(dir); cfg != "" {
-			file := filepath.Join(dir, "claimcheck.yaml")
-			if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-				b.Fatal(err)
-			}
-			args = append(args, "--config", file)
-		}
-		u, pid := startServerProcess(b, bin, dir, args...)
-		c, err := client.New(u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return served{name, c, pid}
-	}
 	for _, setup := range setups {
-		servers := []served{serve("", bin, setup.config)}
+		servers := []served{serveBench(b, "", bin, setup.config())}
 		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-			servers = append(servers, serve(filepath.Base(other), other, setup.config))
+			servers = append(servers, serveBench(b, filepath.Base(other), other, setup.config()))
 		}
 		b.Run(setup.name, func(b *testing.B) { benchServeCPU(b, servers, batch) })
 	}

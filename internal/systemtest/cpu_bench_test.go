@@ -40,6 +40,9 @@ import (
 // (default 500 requests of each kind per server and round).
 //
 //	go test -run '^$' -bench ServeCPU -benchtime 20x ./internal/systemtest
+//
+// scripts/bench-cpu.sh builds the server at a base commit and runs it
+// as the baseline.
 func BenchmarkServeCPU(b *testing.B) {
 	bin := buildBinary(b)
 	batch := 500

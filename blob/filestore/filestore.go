@@ -17,7 +17,9 @@
 // its temp file behind; List shows it like any object, so the backstop
 // collects it as debris once it is older than the grace period (an
 // active write keeps touching its modification time). No ".attrs"
-// sidecar files are written: the store keeps no metadata.
+// sidecar files are written: the store keeps no metadata. Plain keys are
+// read and written on their files directly, as the driver would
+// (direct.go).
 package filestore
 
 import (
@@ -44,6 +46,9 @@ func init() { blob.Register(Scheme, open) }
 type Bucket struct {
 	*gocloudbucket.Bucket
 	dir string // absolute: the bucket's root, as the file driver resolved it
+	// sidecars: the URL asked the driver for ".attrs" files
+	// ("metadata="), so writes go through it (direct.go).
+	sidecars bool
 }
 
 var (
@@ -85,5 +90,7 @@ func open(ctx context.Context, u *url.URL) (blob.Store, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("blob: open %s: %w", u, err)
 	}
-	return &Bucket{Bucket: gocloudbucket.New(b, gocloudbucket.Options{}), dir: abs}, nil
+	md, set := u.Query()["metadata"]
+	sidecars := set && md[0] == string(fileblob.MetadataInSidecar)
+	return &Bucket{Bucket: gocloudbucket.New(b, gocloudbucket.Options{}), dir: abs, sidecars: sidecars}, nil
 }

@@ -78,23 +78,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)
 		}})
 	}
-	serve := func(name, bin, config string) served {
-		dir := b.TempDir()
-		args := []string{"--data", dir}
-		if config != "" {
-			cfg := filepath.Join(dir, "claimcheck.yaml")
-			if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-				b.Fatal(err)
-			}
-			args = append(args, "--config", cfg)
-		}
-		u, pid := startServerProcess(b, bin, dir, args...)
-		c, err := client.New(u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return served{name, c, pid}
-	}
+	serve := func(name, bin, config string) served { return serveBench(b, name, bin, config) }
 	for _, setup := range setups {
 		servers := []served{serve("", bin, setup.config())}
 		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
@@ -131,6 +115,26 @@ type served struct {
 	name string
 	c    *client.Client
 	pid  int
+}
+
+// serveBench starts bin's server on a data directory of its own, with
+// config (YAML; empty: the defaults), and a Go client of it.
+func serveBench(b *testing.B, name, bin, config string) served {
+	dir := b.TempDir()
+	args := []string{"--data", dir}
+	if config != "" {
+		cfg := filepath.Join(dir, "claimcheck.yaml")
+		if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		args = append(args, "--config", cfg)
+	}
+	u, pid := startServerProcess(b, bin, dir, args...)
+	c, err := client.New(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return served{name, c, pid}
 }
 
 // benchSeq numbers the payloads of every BenchmarkVersusMinIO run in the

@@ -34,6 +34,21 @@ func (s *Store) CommitExisting(ctx context.Context, p meta.CommitExistingParams)
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = p.Now
 	}
+	if p.BlobID == "" && s.d.snapshotReads {
+		// The digest-first question of content the namespace holds no
+		// candidate for, as most puts' content: one read on the read
+		// pool answers it, without the writer lock (SQLite's one) and a
+		// transaction that would only roll back. The transaction looks
+		// the candidate up again under the lock; a candidate committed
+		// after this read is one the put would have missed by arriving a
+		// moment earlier, and its upload's commit shares it then.
+		var one int
+		err := s.readOne(ctx).queryRow(`SELECT 1 FROM blobs WHERE `+candidateOf+` LIMIT 1`, c.Namespace, p.Digest).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return meta.CommitResult{}, false, nil
+		}
+		// Otherwise the transaction answers, errors too.
+	}
 	var res meta.CommitResult
 	err := s.write(ctx, func(q *txq) error {
 		var err error

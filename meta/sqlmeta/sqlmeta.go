@@ -210,6 +210,14 @@ func (s *Store) read(ctx context.Context, fn func(q *txq) error) error {
 	return fn(&txq{ctx: ctx, db: conn, d: s.d})
 }
 
+// readOne is where a read of one statement runs without a transaction:
+// the read pool itself, with its prepared statements. One statement
+// reads one snapshot on every dialect, so on SQLite this saves the BEGIN
+// and COMMIT that read puts around a multi-statement read.
+func (s *Store) readOne(ctx context.Context) *txq {
+	return &txq{ctx: ctx, db: s.r, d: s.d, stmts: s.rc}
+}
+
 // beginner is what a transaction starts on: a pool, or one connection of
 // it (shred.go).
 type beginner interface {
@@ -286,20 +294,26 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// prepared returns the statement of query bound to the transaction when
-// the pool's cache has it prepared, else nil and the rebound text.
+// prepared returns the statement of query, bound to the transaction if
+// there is one, when the pool's cache has it prepared, else nil and the
+// rebound text.
 func (q *txq) prepared(query string) (*sql.Stmt, string) {
 	text := q.d.rebind(query)
 	if q.d.observe != nil {
 		q.d.observe(text)
 	}
-	if q.stmts == nil || q.tx == nil {
+	if q.stmts == nil {
 		return nil, text
 	}
-	if st := q.stmts.Lookup(text); st != nil {
+	st := q.stmts.Lookup(text)
+	switch {
+	case st == nil:
+		return nil, text
+	case q.tx != nil:
 		return q.tx.StmtContext(q.ctx, st), text
+	default: // q.db is the cache's own pool (readOne)
+		return st, text
 	}
-	return nil, text
 }
 
 func (q *txq) exec(query string, args ...any) (int64, error) {

@@ -1,0 +1,148 @@
+package systemtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testsvc"
+)
+
+// BenchmarkServeCPU measures the CPU time a running `claimcheck serve`
+// spends per 1 KiB put and per redeem over HTTP with the Go client: the
+// server process's user + system time (/proc, in the kernel's 10 ms
+// ticks) over a batch of requests, divided by the batch. CPU time, not
+// wall time, because it is what bounds a CPU-bound server's throughput
+// and what a shared machine's load moves least.
+//
+// Each round puts a batch of fresh 1 KiB payloads (random bytes: no
+// dedup, nothing to compress) from four concurrent workers, then redeems
+// every one of them, against each server in turn. "embedded" runs on the
+// defaults (SQLite and files); "postgres" on TEST_DATABASE_URL and files,
+// when it is set.
+//
+// CLAIMCHECK_BENCH_BASELINE lists claimcheck binaries built from other
+// commits (separated like PATH), each run beside this tree's server in
+// the same rounds on its own data directory and schema. Metrics, per
+// server (NAME: "claimcheck" for this tree, else the binary's file):
+// NAME-put-us and NAME-redeem-us, the server's CPU microseconds per
+// request; put-ratio-NAME and redeem-ratio-NAME, this tree's CPU per
+// request ÷ that binary's. CLAIMCHECK_BENCH_CPU_BATCH sets the batch
+// (default 500 requests of each kind per server and round).
+//
+//	go test -run '^$' -bench ServeCPU -benchtime 20x ./internal/systemtest
+//
+// scripts/bench-cpu.sh builds the server at a base commit and runs it
+// as the baseline.
+func BenchmarkServeCPU(b *testing.B) {
+	bin := buildBinary(b)
+	batch := 500
+	if v := os.Getenv("CLAIMCHECK_BENCH_CPU_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CLAIMCHECK_BENCH_CPU_BATCH=%q: want a positive number of requests", v)
+		}
+		batch = n
+	}
+	setups := []struct {
+		name   string
+		config func() string
+	}{{"embedded", func() string { return "" }}}
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		setups = append(setups, struct {
+			name   string
+			config func() string
+		}{"postgres", func() string {
+			dsn, _ := testsvc.Postgres(b)
+			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(b.TempDir()))
+		}})
+	}
+	for _, setup := range setups {
+		servers := []served{serveBench(b, "", bin, setup.config())}
+		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
+			servers = append(servers, serveBench(b, filepath.Base(other), other, setup.config()))
+		}
+		b.Run(setup.name, func(b *testing.B) { benchServeCPU(b, servers, batch) })
+	}
+}
+
+// cpuWorkers is how many clients put and redeem at once.
+const cpuWorkers = 4
+
+func benchServeCPU(b *testing.B, servers []served, batch int) {
+	if _, ok := processCPU(servers[0].pid); !ok {
+		b.Skip("the server's CPU time is measured on Linux only")
+	}
+	ctx := context.Background()
+	payload := make([]byte, 1<<10)
+	rand.Read(payload)
+	// each runs op(i) for i in [0, batch) on cpuWorkers workers and
+	// returns the server's CPU time meanwhile.
+	each := func(s served, op func(int) error) time.Duration {
+		c0, _ := processCPU(s.pid)
+		var wg sync.WaitGroup
+		errs := make([]error, cpuWorkers)
+		for w := range cpuWorkers {
+			wg.Go(func() {
+				for i := w; i < batch; i += cpuWorkers {
+					if err := op(i); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		c1, _ := processCPU(s.pid)
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		return c1 - c0
+	}
+	putCPU := make([]time.Duration, len(servers))
+	redeemCPU := make([]time.Duration, len(servers))
+	requests := 0
+	refs := make([]claimcheck.Ref, batch)
+	for b.Loop() {
+		for i, s := range servers {
+			putCPU[i] += each(s, func(j int) error {
+				p := bytes.Clone(payload) // distinct bytes every put: no dedup
+				binary.LittleEndian.PutUint64(p, benchSeq.Add(1))
+				ref, err := s.c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
+				refs[j] = ref
+				return err
+			})
+			redeemCPU[i] += each(s, func(j int) error {
+				r, err := s.c.Redeem(ctx, refs[j])
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				return readAll(r, len(payload))
+			})
+		}
+		requests += batch
+	}
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(requests) }
+	for i, s := range servers {
+		name := "claimcheck"
+		if s.name != "" {
+			name = s.name
+			b.ReportMetric(float64(putCPU[0])/float64(putCPU[i]), "put-ratio-"+name)
+			b.ReportMetric(float64(redeemCPU[0])/float64(redeemCPU[i]), "redeem-ratio-"+name)
+		}
+		b.ReportMetric(us(putCPU[i]), name+"-put-us")
+		b.ReportMetric(us(redeemCPU[i]), name+"-redeem-us")
+	}
+}

@@ -1,15 +1,12 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,7 +36,7 @@ type Dispatcher struct {
 	open    SecretOpener
 	clock   clock.Clock
 	log     *slog.Logger
-	client  *http.Client
+	post    *poster
 	holder  string
 	metrics *metrics
 
@@ -56,6 +53,19 @@ type subState struct {
 	next     time.Time      // no attempt before (backoff)
 	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
 	failures int
+	lanes    []*lane // reused by every round (one round at a time)
+}
+
+// lane is what one lane of a round writes its deliveries with: reused
+// buffers, so a delivery allocates next to nothing.
+type lane struct {
+	idx   []int            // the round's events in this lane, in seq order
+	batch []meta.FeedEvent // one request's events
+	sign  *signer          // the round's key
+	id    []byte           // webhook-id
+	body  []byte           // CloudEvent(s)
+	sig   []byte           // webhook-signature
+	req   []byte           // the whole request
 }
 
 // New returns a dispatcher; Start runs it.
@@ -64,7 +74,7 @@ func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, client: cfg.Client(cfg.Timeout),
+	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
 		holder: meta.LeaseHolder(), metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
 
@@ -92,6 +102,7 @@ func (d *Dispatcher) Stop() {
 	}
 	cancel()
 	<-done
+	d.post.closeIdle()
 }
 
 func (d *Dispatcher) run(ctx context.Context) {
@@ -231,47 +242,51 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		return s, false
 	}
 	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
-	lanes := make([][]int, d.cfg.Concurrency)
+	if len(st.lanes) != d.cfg.Concurrency {
+		st.lanes = make([]*lane, d.cfg.Concurrency)
+		for i := range st.lanes {
+			st.lanes[i] = &lane{}
+		}
+	}
+	lanes := st.lanes
+	for _, ln := range lanes {
+		ln.idx = ln.idx[:0]
+	}
 	for i, e := range es {
 		if !Match(filter, e) || st.sent[e.Seq] {
 			continue
 		}
-		h := fnv.New32a()
-		if e.ClaimID != "" {
-			h.Write([]byte(e.ClaimID))
-		} else {
-			h.Write([]byte(EventID(e.Seq)))
-		}
-		l := int(h.Sum32() % uint32(len(lanes)))
-		lanes[l] = append(lanes[l], i)
+		ln := lanes[laneOf(e, len(lanes))]
+		ln.idx = append(ln.idx, i)
 	}
-	var key []byte
-	var keyErr error
-	if key, keyErr = d.open(s); keyErr != nil {
-		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", keyErr)
+	key, err := d.open(s)
+	if err != nil {
+		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", err)
+	}
+	t, terr := newTarget(s.URL)
+	if err == nil && terr != nil {
+		err = fmt.Errorf("url: %w", terr)
 	}
 	var mu sync.Mutex
-	var firstErr error
+	firstErr := err
 	var wg sync.WaitGroup
-	for _, lane := range lanes {
-		if len(lane) == 0 {
+	for _, ln := range lanes {
+		if len(ln.idx) == 0 || err != nil {
 			continue
 		}
+		ln.sign = newSigner(key)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// EventsPerRequest at a time, in the lane's order: a request
 			// that fails stops the lane, so nothing of a claim goes
 			// ahead of an earlier event of it.
-			for part := range slices.Chunk(lane, d.cfg.EventsPerRequest) {
-				batch := make([]meta.FeedEvent, len(part))
-				for j, i := range part {
-					batch[j] = es[i]
+			for part := range slices.Chunk(ln.idx, d.cfg.EventsPerRequest) {
+				ln.batch = ln.batch[:0]
+				for _, i := range part {
+					ln.batch = append(ln.batch, es[i])
 				}
-				err := keyErr
-				if err == nil {
-					err = d.deliver(ctx, s, key, batch)
-				}
+				err := d.deliver(ctx, t, ln)
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -280,7 +295,7 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 					mu.Unlock()
 					return
 				}
-				for _, e := range batch {
+				for _, e := range ln.batch {
 					st.sent[e.Seq] = true
 				}
 				mu.Unlock()
@@ -352,45 +367,52 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 	return min(b, d.cfg.BackoffMax)
 }
 
-// deliver posts events in one request: one structured-mode CloudEvent,
-// or with EventsPerRequest above 1 a batch (webhook-id: the first and
-// last event ids, FIRST-LAST, or the one id of a batch of one). Any 2xx
-// is delivered; everything else (3xx included: redirects are not
-// followed) is a failure to retry.
-func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byte, es []meta.FeedEvent) error {
-	contentType, body, id := ContentType, []byte(nil), EventID(es[0].Seq)
+// laneOf spreads events over n lanes by claim (FNV-1a of its id), so a
+// claim's events share a lane; events without a claim by seq.
+func laneOf(e meta.FeedEvent, n int) int {
+	if e.ClaimID == "" {
+		return int(uint64(e.Seq) % uint64(n))
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(e.ClaimID); i++ {
+		h ^= uint32(e.ClaimID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// deliver posts the lane's batch in one request: one structured-mode
+// CloudEvent, or with EventsPerRequest above 1 a batch (webhook-id: the
+// first and last event ids, FIRST-LAST, or the one id of a batch of
+// one). Any 2xx is delivered; everything else (3xx included: redirects
+// are not followed) is a failure to retry.
+func (d *Dispatcher) deliver(ctx context.Context, t *target, ln *lane) error {
+	es := ln.batch
+	contentType := ContentType
+	ln.id = strconv.AppendInt(ln.id[:0], es[0].Seq, 10)
 	if d.cfg.EventsPerRequest > 1 {
-		contentType, body = BatchContentType, MarshalBatch(es)
+		contentType, ln.body = BatchContentType, appendBatch(ln.body[:0], es)
 		if len(es) > 1 {
-			id += "-" + EventID(es[len(es)-1].Seq)
+			ln.id = strconv.AppendInt(append(ln.id, '-'), es[len(es)-1].Seq, 10)
 		}
 	} else {
-		body = NewCloudEvent(es[0]).Marshal()
+		ln.body = appendCloudEvent(ln.body[:0], es[0])
 	}
-	now := d.clock.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
+	now := d.clock.Now().Unix()
+	ln.sig = ln.sign.append(ln.sig[:0], ln.id, now, ln.body)
+	ln.req = t.request(ln.req, contentType, ln.id, now, ln.sig, ln.body)
+	a, err := d.post.post(ctx, t, ln.req)
 	if err != nil {
-		return fmt.Errorf("event %s: %w", id, err)
+		d.metrics.errored.Inc()
+		return fmt.Errorf("event %s: %w", ln.id, err)
 	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", "claimcheck-dispatch")
-	req.Header.Set(HeaderID, id)
-	req.Header.Set(HeaderTimestamp, fmt.Sprint(now.Unix()))
-	req.Header.Set(HeaderSignature, Sign(key, id, now, body))
-	resp, err := d.client.Do(req)
-	if err != nil {
-		d.metrics.deliveries.WithLabelValues("error").Inc()
-		return fmt.Errorf("event %s: %w", id, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is kept
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		d.metrics.deliveries.WithLabelValues("refused").Inc()
-		return fmt.Errorf("event %s: %w: the receiver answered %s", id, errRefused, resp.Status)
+	if a.code < 200 || a.code > 299 {
+		d.metrics.refused.Inc()
+		return fmt.Errorf("event %s: %w: the receiver answered %s", ln.id, errRefused, a.status)
 	}
 	done := d.clock.Now()
+	d.metrics.ok.Add(float64(len(es)))
 	for _, e := range es {
-		d.metrics.deliveries.WithLabelValues("ok").Inc()
 		d.metrics.lag.Observe(done.Sub(e.At).Seconds())
 	}
 	return nil

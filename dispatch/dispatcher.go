@@ -231,7 +231,7 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 	if upTo <= s.Cursor {
 		return s, false
 	}
-	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch)
+	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)

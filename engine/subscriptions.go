@@ -223,7 +223,7 @@ func (s *Store) StreamEvents(ctx context.Context, tenant string, f claimcheck.Ev
 	if upTo <= after {
 		return nil, after, nil
 	}
-	es, err := s.meta.FeedEvents(ctx, tenant, after, upTo, limit)
+	es, err := s.meta.FeedEvents(ctx, tenant, after, upTo, limit, len(f.Labels) > 0)
 	if err != nil {
 		return nil, after, metaErr("events stream", err)
 	}

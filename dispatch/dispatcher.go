@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,14 @@ import (
 
 // DispatchLease is the lease the delivering replica holds.
 const DispatchLease = "events-dispatch"
+
+// relist is how often the holder reads the subscriptions again while
+// nothing in this process changed them: a change made on another replica
+// is seen within it (a new subscription starts at its creation, so it
+// misses nothing for it). Between reads, rounds go on from the cursors
+// the holder stored itself; every tick reading the table cost each
+// replica a read transaction ten times a second.
+const relist = time.Second
 
 // leaseTTL is how long a dispatcher that stopped renewing keeps the
 // lease: a replica killed mid-delivery is replaced after at most this.
@@ -40,11 +49,15 @@ type Dispatcher struct {
 	holder  string
 	metrics *metrics
 
-	mu      sync.Mutex
-	subs    map[string]*subState // by subscription id
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped bool
+	relistNow atomic.Bool // a subscription changed in this process
+
+	mu       sync.Mutex
+	subs     map[string]*subState // by subscription id
+	listed   []meta.Subscription  // as last read
+	listedAt time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopped  bool
 }
 
 // subState is what the holder keeps of a subscription between rounds.
@@ -53,7 +66,8 @@ type subState struct {
 	next     time.Time      // no attempt before (backoff)
 	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
 	failures int
-	lanes    []*lane // reused by every round (one round at a time)
+	lanes    []*lane            // reused by every round (one round at a time)
+	sub      *meta.Subscription // as its last round left it, or as last read
 }
 
 // lane is what one lane of a round writes its deliveries with: reused
@@ -77,6 +91,11 @@ func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog
 	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
 		holder: meta.LeaseHolder(), metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
+
+// SubscriptionsChanged tells the dispatcher that a subscription was
+// made, removed or resumed in this process: the next tick reads them
+// again instead of waiting for relist.
+func (d *Dispatcher) SubscriptionsChanged() { d.relistNow.Store(true) }
 
 // Start runs the dispatcher in the background and returns at once.
 func (d *Dispatcher) Start(ctx context.Context) {
@@ -125,6 +144,9 @@ func (d *Dispatcher) run(ctx context.Context) {
 			if ok && !held {
 				d.forget() // a new term: what another holder sent is in the cursors
 			}
+			// Read again after a new term (another holder moved the
+			// cursors) and after MarkLagging (it moves states).
+			d.relistNow.Store(true)
 			held, renewed = ok, now
 			if held {
 				if n, err := d.meta.MarkLagging(ctx, now.Add(-d.cfg.LagBound)); err == nil {
@@ -164,30 +186,44 @@ func (d *Dispatcher) forget() {
 // tick starts a round for every subscription that is due and not in a
 // round already: a slow receiver holds up only its own subscription.
 func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
-	subs, err := d.meta.Subscriptions(ctx, "")
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log.Warn("dispatch: read subscriptions", "err", err)
+	fresh := d.relistNow.Swap(false) || time.Since(d.listedAt) >= relist
+	if fresh {
+		subs, err := d.meta.Subscriptions(ctx, "")
+		if err != nil {
+			d.relistNow.Store(true)
+			if ctx.Err() == nil {
+				d.log.Warn("dispatch: read subscriptions", "err", err)
+			}
+			return
 		}
-		return
+		d.listed, d.listedAt = subs, time.Now()
 	}
 	now := d.clock.Now()
 	dead := 0
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	live := map[string]bool{}
-	for _, s := range subs {
+	for _, s := range d.listed {
 		live[s.ID] = true
+		st := d.subs[s.ID]
+		if st == nil {
+			st = &subState{sent: map[int64]bool{}}
+			d.subs[s.ID] = st
+		}
+		switch {
+		case st.running:
+			// Its round leaves the subscription as it stands after it.
+		case fresh || st.sub == nil:
+			c := s
+			st.sub = &c
+		default:
+			s = *st.sub // as its last round left it
+		}
 		if s.State == meta.SubscriptionDeadLettered {
 			dead++
 		}
 		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
 			continue
-		}
-		st := d.subs[s.ID]
-		if st == nil {
-			st = &subState{sent: map[int64]bool{}}
-			d.subs[s.ID] = st
 		}
 		if st.running || now.Before(st.next) {
 			continue
@@ -203,7 +239,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 				s, more = d.round(ctx, s, st)
 			}
 			d.mu.Lock()
-			st.running = false
+			st.running, st.sub = false, &s
 			d.mu.Unlock()
 		}()
 	}

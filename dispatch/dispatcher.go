@@ -29,6 +29,11 @@ const DispatchLease = "events-dispatch"
 // replica a read transaction ten times a second.
 const relist = time.Second
 
+// quietLooks bounds the wait between looks for events of a subscription
+// whose last looks found none, in poll intervals: with the defaults an
+// event after a quiet spell is looked for within 400ms of settling.
+const quietLooks = 4
+
 // leaseTTL is how long a dispatcher that stopped renewing keeps the
 // lease: a replica killed mid-delivery is replaced after at most this.
 const leaseTTL = 10 * time.Second
@@ -66,6 +71,8 @@ type subState struct {
 	next     time.Time      // no attempt before (backoff)
 	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
 	failures int
+	idle     int                // looks in a row that found no event
+	quietTil time.Time          // wall time: no look before (idle)
 	lanes    []*lane            // reused by every round (one round at a time)
 	sub      *meta.Subscription // as its last round left it, or as last read
 }
@@ -225,7 +232,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
 			continue
 		}
-		if st.running || now.Before(st.next) {
+		if st.running || now.Before(st.next) || time.Now().Before(st.quietTil) {
 			continue
 		}
 		st.running = true
@@ -275,8 +282,15 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		return s, false
 	}
 	if len(es) == 0 {
+		// Nothing new: look again after twice the wait of the last
+		// empty look, up to quietLooks intervals, so an idle replica
+		// does not read the table ten times a second for nothing, and
+		// the first event after a quiet spell still waits at most that.
+		st.idle = min(st.idle+1, 8)
+		st.quietTil = time.Now().Add(min(d.cfg.Interval<<(st.idle-1), quietLooks*d.cfg.Interval) - d.cfg.Interval)
 		return s, false
 	}
+	st.idle, st.quietTil = 0, time.Time{}
 	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
 	if len(st.lanes) != d.cfg.Concurrency {
 		st.lanes = make([]*lane, d.cfg.Concurrency)

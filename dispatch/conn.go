@@ -141,6 +141,11 @@ func (p *poster) exchange(ctx context.Context, c *hconn, t *target, req []byte) 
 		return answer{}, fmt.Errorf("%s: %w: %w", t.origin, errNoAnswer, err)
 	}
 	resp, err := http.ReadResponse(c.br, nil)
+	// An informational answer (103 Early Hints, say) comes before the
+	// real one, which is read next, as net/http does.
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp, err = http.ReadResponse(c.br, nil)
+	}
 	if err != nil {
 		_ = c.nc.Close()
 		return answer{}, fmt.Errorf("%s: reading the answer: %w", t.origin, err)

@@ -63,8 +63,10 @@ func TestSignerReused(t *testing.T) {
 }
 
 // Kept connections: a receiver that closed one while it was idle, one
-// that answers Connection: close, and one with a long answer all get
-// every delivery, and a connection is reused when the receiver keeps it.
+// that answers Connection: close, one with a long answer and one that
+// sends an informational answer first all get every delivery, each
+// answered by its own response, and a connection is reused when the
+// receiver keeps it.
 func TestPosterConnections(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -81,6 +83,9 @@ func TestPosterConnections(t *testing.T) {
 			return
 		}
 		switch string(b) {
+		case "hints":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
 		case "close":
 			w.Header().Set("Connection", "close")
 		case "long":
@@ -117,10 +122,11 @@ func TestPosterConnections(t *testing.T) {
 	send("close")
 	send("four")
 	send("long")
+	send("hints")
 	send("five")
 	mu.Lock()
 	defer mu.Unlock()
-	if got := strings.Join(bodies, " "); got != "one two three close four long five" {
+	if got := strings.Join(bodies, " "); got != "one two three close four long hints five" {
 		t.Errorf("receiver got %q", got)
 	}
 }

@@ -46,8 +46,11 @@ type Config struct {
 	// a cursor may only pass times every transaction that could still
 	// write there has committed by (default 250ms; ADR 0240).
 	Settle time.Duration `yaml:"settle"`
-	// Interval is how often the dispatcher looks for new events (default
-	// 100ms).
+	// Interval is how often the dispatcher looks for new events while
+	// they keep coming (default 100ms). After looks that found none, a
+	// subscription is looked at less often, down to every 4 intervals,
+	// so an idle replica does not poll for nothing. Subscriptions are
+	// read again every second (at once after a change in this process).
 	Interval time.Duration `yaml:"interval"`
 	// BackoffMin and BackoffMax bound the wait before a failed delivery
 	// is tried again; it doubles per failure (defaults 1s and 5m).

@@ -550,3 +550,29 @@ func TestSubscriptionInput(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A filter naming labels selects the events of the claims that carry
+// them (the feed reads the claims' labels only for such a filter);
+// beside it, a subscription without labels gets every event.
+func TestLabelFilter(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	billing, all := newReceiver(t), newReceiver(t)
+	e.subscribe(t, claimcheck.DefaultTenant, billing, claimcheck.EventFilter{Labels: map[string]string{"team": "billing"}})
+	e.subscribe(t, claimcheck.DefaultTenant, all, claimcheck.EventFilter{})
+	theirs := e.put(t, "orders", claimcheck.PutOptions{Labels: map[string]string{"team": "billing", "run": "1"}})
+	other := e.put(t, "orders", claimcheck.PutOptions{Labels: map[string]string{"team": "ops"}})
+	plain := e.put(t, "orders", claimcheck.PutOptions{})
+	e.clock.Advance(tick)
+	all.wait("every claim's event", func() bool { return len(all.got) >= 3 })
+	billing.wait("the labelled claim's event", func() bool { return len(billing.got) >= 1 })
+	e.clock.Advance(tick)
+	if got := billing.kinds(); len(got) != 1 || len(got[theirs.ID]) != 1 {
+		t.Errorf("the billing subscription received %v, want only %s's event", got, theirs.ID)
+	}
+	if got := all.kinds(); len(got[theirs.ID]) != 1 || len(got[other.ID]) != 1 || len(got[plain.ID]) != 1 {
+		t.Errorf("the subscription without labels received %v", got)
+	}
+	billing.check()
+	all.check()
+}

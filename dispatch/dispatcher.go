@@ -1,16 +1,14 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +20,19 @@ import (
 
 // DispatchLease is the lease the delivering replica holds.
 const DispatchLease = "events-dispatch"
+
+// relist is how often the holder reads the subscriptions again while
+// nothing in this process changed them: a change made on another replica
+// is seen within it (a new subscription starts at its creation, so it
+// misses nothing for it). Between reads, rounds go on from the cursors
+// the holder stored itself; every tick reading the table cost each
+// replica a read transaction ten times a second.
+const relist = time.Second
+
+// quietLooks bounds the wait between looks for events of a subscription
+// whose last looks found none, in poll intervals: with the defaults an
+// event after a quiet spell is looked for within 400ms of settling.
+const quietLooks = 4
 
 // leaseTTL is how long a dispatcher that stopped renewing keeps the
 // lease: a replica killed mid-delivery is replaced after at most this.
@@ -39,15 +50,19 @@ type Dispatcher struct {
 	open    SecretOpener
 	clock   clock.Clock
 	log     *slog.Logger
-	client  *http.Client
+	post    *poster
 	holder  string
 	metrics *metrics
 
-	mu      sync.Mutex
-	subs    map[string]*subState // by subscription id
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped bool
+	relistNow atomic.Bool // a subscription changed in this process
+
+	mu       sync.Mutex
+	subs     map[string]*subState // by subscription id
+	listed   []meta.Subscription  // as last read
+	listedAt time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopped  bool
 }
 
 // subState is what the holder keeps of a subscription between rounds.
@@ -56,6 +71,22 @@ type subState struct {
 	next     time.Time      // no attempt before (backoff)
 	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
 	failures int
+	idle     int                // looks in a row that found no event
+	quietTil time.Time          // wall time: no look before (idle)
+	lanes    []*lane            // reused by every round (one round at a time)
+	sub      *meta.Subscription // as its last round left it, or as last read
+}
+
+// lane is what one lane of a round writes its deliveries with: reused
+// buffers, so a delivery allocates next to nothing.
+type lane struct {
+	idx   []int            // the round's events in this lane, in seq order
+	batch []meta.FeedEvent // one request's events
+	sign  *signer          // the round's key
+	id    []byte           // webhook-id
+	body  []byte           // CloudEvent(s)
+	sig   []byte           // webhook-signature
+	req   []byte           // the whole request
 }
 
 // New returns a dispatcher; Start runs it.
@@ -64,9 +95,14 @@ func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, client: cfg.Client(cfg.Timeout),
+	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
 		holder: meta.LeaseHolder(), metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
+
+// SubscriptionsChanged tells the dispatcher that a subscription was
+// made, removed or resumed in this process: the next tick reads them
+// again instead of waiting for relist.
+func (d *Dispatcher) SubscriptionsChanged() { d.relistNow.Store(true) }
 
 // Start runs the dispatcher in the background and returns at once.
 func (d *Dispatcher) Start(ctx context.Context) {
@@ -92,6 +128,7 @@ func (d *Dispatcher) Stop() {
 	}
 	cancel()
 	<-done
+	d.post.closeIdle()
 }
 
 func (d *Dispatcher) run(ctx context.Context) {
@@ -114,6 +151,9 @@ func (d *Dispatcher) run(ctx context.Context) {
 			if ok && !held {
 				d.forget() // a new term: what another holder sent is in the cursors
 			}
+			// Read again after a new term (another holder moved the
+			// cursors) and after MarkLagging (it moves states).
+			d.relistNow.Store(true)
 			held, renewed = ok, now
 			if held {
 				if n, err := d.meta.MarkLagging(ctx, now.Add(-d.cfg.LagBound)); err == nil {
@@ -153,32 +193,46 @@ func (d *Dispatcher) forget() {
 // tick starts a round for every subscription that is due and not in a
 // round already: a slow receiver holds up only its own subscription.
 func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
-	subs, err := d.meta.Subscriptions(ctx, "")
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log.Warn("dispatch: read subscriptions", "err", err)
+	fresh := d.relistNow.Swap(false) || time.Since(d.listedAt) >= relist
+	if fresh {
+		subs, err := d.meta.Subscriptions(ctx, "")
+		if err != nil {
+			d.relistNow.Store(true)
+			if ctx.Err() == nil {
+				d.log.Warn("dispatch: read subscriptions", "err", err)
+			}
+			return
 		}
-		return
+		d.listed, d.listedAt = subs, time.Now()
 	}
 	now := d.clock.Now()
 	dead := 0
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	live := map[string]bool{}
-	for _, s := range subs {
+	for _, s := range d.listed {
 		live[s.ID] = true
+		st := d.subs[s.ID]
+		if st == nil {
+			st = &subState{sent: map[int64]bool{}}
+			d.subs[s.ID] = st
+		}
+		switch {
+		case st.running:
+			// Its round leaves the subscription as it stands after it.
+		case fresh || st.sub == nil:
+			c := s
+			st.sub = &c
+		default:
+			s = *st.sub // as its last round left it
+		}
 		if s.State == meta.SubscriptionDeadLettered {
 			dead++
 		}
 		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
 			continue
 		}
-		st := d.subs[s.ID]
-		if st == nil {
-			st = &subState{sent: map[int64]bool{}}
-			d.subs[s.ID] = st
-		}
-		if st.running || now.Before(st.next) {
+		if st.running || now.Before(st.next) || time.Now().Before(st.quietTil) {
 			continue
 		}
 		st.running = true
@@ -192,7 +246,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 				s, more = d.round(ctx, s, st)
 			}
 			d.mu.Lock()
-			st.running = false
+			st.running, st.sub = false, &s
 			d.mu.Unlock()
 		}()
 	}
@@ -220,7 +274,7 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 	if upTo <= s.Cursor {
 		return s, false
 	}
-	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch)
+	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
@@ -228,50 +282,61 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		return s, false
 	}
 	if len(es) == 0 {
+		// Nothing new: look again after twice the wait of the last
+		// empty look, up to quietLooks intervals, so an idle replica
+		// does not read the table ten times a second for nothing, and
+		// the first event after a quiet spell still waits at most that.
+		st.idle = min(st.idle+1, 8)
+		st.quietTil = time.Now().Add(min(d.cfg.Interval<<(st.idle-1), quietLooks*d.cfg.Interval) - d.cfg.Interval)
 		return s, false
 	}
+	st.idle, st.quietTil = 0, time.Time{}
 	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
-	lanes := make([][]int, d.cfg.Concurrency)
+	if len(st.lanes) != d.cfg.Concurrency {
+		st.lanes = make([]*lane, d.cfg.Concurrency)
+		for i := range st.lanes {
+			st.lanes[i] = &lane{}
+		}
+	}
+	lanes := st.lanes
+	for _, ln := range lanes {
+		ln.idx = ln.idx[:0]
+	}
 	for i, e := range es {
 		if !Match(filter, e) || st.sent[e.Seq] {
 			continue
 		}
-		h := fnv.New32a()
-		if e.ClaimID != "" {
-			h.Write([]byte(e.ClaimID))
-		} else {
-			h.Write([]byte(EventID(e.Seq)))
-		}
-		l := int(h.Sum32() % uint32(len(lanes)))
-		lanes[l] = append(lanes[l], i)
+		ln := lanes[laneOf(e, len(lanes))]
+		ln.idx = append(ln.idx, i)
 	}
-	var key []byte
-	var keyErr error
-	if key, keyErr = d.open(s); keyErr != nil {
-		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", keyErr)
+	key, err := d.open(s)
+	if err != nil {
+		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", err)
+	}
+	t, terr := newTarget(s.URL)
+	if err == nil && terr != nil {
+		err = fmt.Errorf("url: %w", terr)
 	}
 	var mu sync.Mutex
-	var firstErr error
+	firstErr := err
 	var wg sync.WaitGroup
-	for _, lane := range lanes {
-		if len(lane) == 0 {
+	for _, ln := range lanes {
+		if len(ln.idx) == 0 || err != nil {
 			continue
 		}
+		ln.sign = newSigner(key)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// EventsPerRequest at a time, in the lane's order: a request
 			// that fails stops the lane, so nothing of a claim goes
 			// ahead of an earlier event of it.
-			for part := range slices.Chunk(lane, d.cfg.EventsPerRequest) {
-				batch := make([]meta.FeedEvent, len(part))
-				for j, i := range part {
-					batch[j] = es[i]
+			for part := range slices.Chunk(ln.idx, d.cfg.EventsPerRequest) {
+				ln.batch = ln.batch[:0]
+				for _, i := range part {
+					ln.batch = append(ln.batch, es[i])
 				}
-				err := keyErr
-				if err == nil {
-					err = d.deliver(ctx, s, key, batch)
-				}
+				err := d.deliver(ctx, t, ln)
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -280,7 +345,7 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 					mu.Unlock()
 					return
 				}
-				for _, e := range batch {
+				for _, e := range ln.batch {
 					st.sent[e.Seq] = true
 				}
 				mu.Unlock()
@@ -352,45 +417,52 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 	return min(b, d.cfg.BackoffMax)
 }
 
-// deliver posts events in one request: one structured-mode CloudEvent,
-// or with EventsPerRequest above 1 a batch (webhook-id: the first and
-// last event ids, FIRST-LAST, or the one id of a batch of one). Any 2xx
-// is delivered; everything else (3xx included: redirects are not
-// followed) is a failure to retry.
-func (d *Dispatcher) deliver(ctx context.Context, s meta.Subscription, key []byte, es []meta.FeedEvent) error {
-	contentType, body, id := ContentType, []byte(nil), EventID(es[0].Seq)
+// laneOf spreads events over n lanes by claim (FNV-1a of its id), so a
+// claim's events share a lane; events without a claim by seq.
+func laneOf(e meta.FeedEvent, n int) int {
+	if e.ClaimID == "" {
+		return int(uint64(e.Seq) % uint64(n))
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(e.ClaimID); i++ {
+		h ^= uint32(e.ClaimID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// deliver posts the lane's batch in one request: one structured-mode
+// CloudEvent, or with EventsPerRequest above 1 a batch (webhook-id: the
+// first and last event ids, FIRST-LAST, or the one id of a batch of
+// one). Any 2xx is delivered; everything else (3xx included: redirects
+// are not followed) is a failure to retry.
+func (d *Dispatcher) deliver(ctx context.Context, t *target, ln *lane) error {
+	es := ln.batch
+	contentType := ContentType
+	ln.id = strconv.AppendInt(ln.id[:0], es[0].Seq, 10)
 	if d.cfg.EventsPerRequest > 1 {
-		contentType, body = BatchContentType, MarshalBatch(es)
+		contentType, ln.body = BatchContentType, appendBatch(ln.body[:0], es)
 		if len(es) > 1 {
-			id += "-" + EventID(es[len(es)-1].Seq)
+			ln.id = strconv.AppendInt(append(ln.id, '-'), es[len(es)-1].Seq, 10)
 		}
 	} else {
-		body = NewCloudEvent(es[0]).Marshal()
+		ln.body = appendCloudEvent(ln.body[:0], es[0])
 	}
-	now := d.clock.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
+	now := d.clock.Now().Unix()
+	ln.sig = ln.sign.append(ln.sig[:0], ln.id, now, ln.body)
+	ln.req = t.request(ln.req, contentType, ln.id, now, ln.sig, ln.body)
+	a, err := d.post.post(ctx, t, ln.req)
 	if err != nil {
-		return fmt.Errorf("event %s: %w", id, err)
+		d.metrics.errored.Inc()
+		return fmt.Errorf("event %s: %w", ln.id, err)
 	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", "claimcheck-dispatch")
-	req.Header.Set(HeaderID, id)
-	req.Header.Set(HeaderTimestamp, fmt.Sprint(now.Unix()))
-	req.Header.Set(HeaderSignature, Sign(key, id, now, body))
-	resp, err := d.client.Do(req)
-	if err != nil {
-		d.metrics.deliveries.WithLabelValues("error").Inc()
-		return fmt.Errorf("event %s: %w", id, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is kept
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		d.metrics.deliveries.WithLabelValues("refused").Inc()
-		return fmt.Errorf("event %s: %w: the receiver answered %s", id, errRefused, resp.Status)
+	if a.code < 200 || a.code > 299 {
+		d.metrics.refused.Inc()
+		return fmt.Errorf("event %s: %w: the receiver answered %s", ln.id, errRefused, a.status)
 	}
 	done := d.clock.Now()
+	d.metrics.ok.Add(float64(len(es)))
 	for _, e := range es {
-		d.metrics.deliveries.WithLabelValues("ok").Inc()
 		d.metrics.lag.Observe(done.Sub(e.At).Seconds())
 	}
 	return nil

@@ -4,6 +4,8 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	deliveries   *prometheus.CounterVec
+	ok, refused  prometheus.Counter // of deliveries, looked up once
+	errored      prometheus.Counter
 	lag          prometheus.Histogram
 	lagging      prometheus.Gauge
 	deadLettered prometheus.Gauge
@@ -36,9 +38,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Subscriptions whose delivery stopped after an event kept failing past subscriptions.dead_letter_after.",
 		}),
 	}
-	for _, r := range []string{"ok", "refused", "error"} {
-		m.deliveries.WithLabelValues(r)
-	}
+	m.ok, m.refused, m.errored = m.deliveries.WithLabelValues("ok"), m.deliveries.WithLabelValues("refused"),
+		m.deliveries.WithLabelValues("error")
 	if reg != nil {
 		reg.MustRegister(m.deliveries, m.lag, m.lagging, m.deadLettered)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -55,10 +56,29 @@ func ParseSecret(field, s string) ([]byte, error) {
 
 // Sign returns the webhook-signature value of a delivery.
 func Sign(key []byte, id string, at time.Time, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(id + "." + strconv.FormatInt(at.Unix(), 10) + "."))
-	m.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return string(newSigner(key).append(nil, []byte(id), at.Unix(), body))
+}
+
+// signer signs deliveries under one key, reusing its HMAC state and
+// buffers (one per lane: not safe for concurrent use).
+type signer struct {
+	mac hash.Hash
+	pre []byte
+	sum []byte
+}
+
+func newSigner(key []byte) *signer { return &signer{mac: hmac.New(sha256.New, key)} }
+
+// append appends the webhook-signature value of a delivery to b.
+func (s *signer) append(b, id []byte, unix int64, body []byte) []byte {
+	s.mac.Reset()
+	s.pre = append(append(s.pre[:0], id...), '.')
+	s.pre = append(strconv.AppendInt(s.pre, unix, 10), '.')
+	s.mac.Write(s.pre)
+	s.mac.Write(body)
+	s.sum = s.mac.Sum(s.sum[:0])
+	b = append(b, "v1,"...)
+	return base64.StdEncoding.AppendEncode(b, s.sum)
 }
 
 // ErrBadSignature is Verify's answer to a delivery that is not signed by

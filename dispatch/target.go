@@ -81,12 +81,10 @@ func (p TargetPolicy) CheckURL(field, raw string) error {
 	return nil
 }
 
-// Client returns the HTTP client deliveries go out on: no proxy from
-// the environment (it would connect on the targets' behalf, unchecked),
-// every address checked as the connection is made, redirects answered
-// as they are (a 3xx is a failed delivery, never followed).
-func (p TargetPolicy) Client(timeout time.Duration) *http.Client {
-	d := &net.Dialer{
+// dialer connects only to addresses the policy allows: each one is
+// checked as the connection is made.
+func (p TargetPolicy) dialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{
 		Timeout: timeout,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -96,6 +94,14 @@ func (p TargetPolicy) Client(timeout time.Duration) *http.Client {
 			return p.checkAddr(ap.Addr())
 		},
 	}
+}
+
+// Client returns the HTTP client deliveries go out on: no proxy from
+// the environment (it would connect on the targets' behalf, unchecked),
+// every address checked as the connection is made, redirects answered
+// as they are (a 3xx is a failed delivery, never followed).
+func (p TargetPolicy) Client(timeout time.Duration) *http.Client {
+	d := p.dialer(timeout)
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -89,6 +89,7 @@ func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec clai
 		}
 		return claimcheck.Subscription{}, metaErr("create subscription", err)
 	}
+	s.subscriptionsChanged()
 	out := publicSubscription(sub)
 	out.Secret = spec.Secret
 	return out, nil
@@ -144,6 +145,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 	if err := s.meta.DeleteSubscription(ctx, tenant, id); err != nil {
 		return metaErr("delete subscription "+id, err)
 	}
+	s.subscriptionsChanged()
 	return nil
 }
 
@@ -153,7 +155,17 @@ func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error
 	if err := s.meta.ResumeSubscription(ctx, tenant, id); err != nil {
 		return metaErr("resume subscription "+id, err)
 	}
+	s.subscriptionsChanged()
 	return nil
+}
+
+// subscriptionsChanged has this process's dispatcher read the
+// subscriptions at its next tick (another replica's sees the change
+// within its relist interval).
+func (s *Store) subscriptionsChanged() {
+	if s.dispatcher != nil {
+		s.dispatcher.SubscriptionsChanged()
+	}
 }
 
 func publicSubscription(sub meta.Subscription) claimcheck.Subscription {
@@ -223,7 +235,7 @@ func (s *Store) StreamEvents(ctx context.Context, tenant string, f claimcheck.Ev
 	if upTo <= after {
 		return nil, after, nil
 	}
-	es, err := s.meta.FeedEvents(ctx, tenant, after, upTo, limit)
+	es, err := s.meta.FeedEvents(ctx, tenant, after, upTo, limit, len(f.Labels) > 0)
 	if err != nil {
 		return nil, after, metaErr("events stream", err)
 	}

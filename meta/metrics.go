@@ -521,6 +521,6 @@ func (m *metered) MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	return timer1[int](m.ops.MarkLagging.start()).end(m.next.MarkLagging(ctx, bound))
 }
 
-func (m *metered) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error) {
-	return timer1[[]FeedEvent](m.ops.FeedEvents.start()).end(m.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit))
+func (m *metered) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]FeedEvent, error) {
+	return timer1[[]FeedEvent](m.ops.FeedEvents.start()).end(m.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit, labels))
 }

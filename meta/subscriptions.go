@@ -110,7 +110,8 @@ type SubscriptionStore interface {
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 
 	// FeedEvents returns up to limit events with afterSeq < seq <= upTo,
-	// in seq order, with their tenant and labels. tenant "" reads every
-	// tenant's.
-	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error)
+	// in seq order, with their tenant, and their claims' labels when
+	// labels is set (a filter names labels; without one, the claims are
+	// not read). tenant "" reads every tenant's.
+	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]FeedEvent, error)
 }

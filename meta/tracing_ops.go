@@ -589,9 +589,9 @@ func (t *traced) MarkLagging(ctx context.Context, bound time.Time) (int, error) 
 	return spanEnd1[int]{t, sp}.end(t.next.MarkLagging(ctx, bound))
 }
 
-func (t *traced) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]FeedEvent, error) {
+func (t *traced) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]FeedEvent, error) {
 	ctx, sp := t.start(ctx, opFeedEvents)
-	return spanEnd1[[]FeedEvent]{t, sp}.end(t.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit))
+	return spanEnd1[[]FeedEvent]{t, sp}.end(t.next.FeedEvents(ctx, tenant, afterSeq, upTo, limit, labels))
 }
 
 func (t *traced) SaveBlockTable(ctx context.Context, key string, table []byte) error {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,9 @@ import (
 // every event and one without, side by side in alternating rounds; and
 // the delivery lag (event time to the receiver's answer) at p99 under a
 // steady load the receiver keeps up with, on SQLite and PostgreSQL. It
-// runs only with CLAIMCHECK_BENCH_EVENTS=1.
+// runs only with CLAIMCHECK_BENCH_EVENTS=1 (=throughput: the
+// throughput rounds alone; CLAIMCHECK_BENCH_EVENTS_ROUNDS sets their
+// number, 10 of 3 seconds by default).
 func TestMeasurePushedEvents(t *testing.T) {
 	if os.Getenv("CLAIMCHECK_BENCH_EVENTS") == "" {
 		t.Skip("a measurement: set CLAIMCHECK_BENCH_EVENTS=1")
@@ -37,26 +40,65 @@ func TestMeasurePushedEvents(t *testing.T) {
 
 	// Throughput, SQLite: one server without a subscription, one with a
 	// subscription delivered an event per request, one delivered in the
-	// batched mode (up to 100 events per request).
-	without := benchServer(t, bin, "sqlite", "", 0)
-	with := benchServer(t, bin, "sqlite", rec.url, 1)
-	batched := benchServer(t, bin, "sqlite", newLagReceiver(t).url, 100)
-	var opsWith, opsWithout, opsBatched float64
-	for range 3 {
-		opsWithout += putRate(t, without, 16, 5*time.Second)
-		opsWith += putRate(t, with, 16, 5*time.Second)
-		opsBatched += putRate(t, batched, 16, 5*time.Second)
+	// batched mode (up to 100 events per request). Short rounds, the
+	// three servers one after another in a rotating order, so a change
+	// of the machine's load (it is shared) falls on all three alike.
+	servers := []*replica{
+		benchServer(t, bin, "sqlite", "", 0),
+		benchServer(t, bin, "sqlite", rec.url, 1),
+		benchServer(t, bin, "sqlite", newLagReceiver(t).url, 100),
 	}
-	t.Logf("put 1 KiB x16 on SQLite: without %.0f/s, with a subscription to every event %.0f/s (ratio %.3f), batched %.0f/s (ratio %.3f)",
-		opsWithout/3, opsWith/3, opsWith/opsWithout, opsBatched/3, opsBatched/opsWithout)
+	rounds, per := 10, 3*time.Second
+	if n, err := strconv.Atoi(os.Getenv("CLAIMCHECK_BENCH_EVENTS_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	var puts, secs [3]float64
+	ratios := [3][]float64{}
+	cpu0 := [3]time.Duration{}
+	for i, r := range servers {
+		cpu0[i], _ = processCPU(r.cmd.Process.Pid)
+	}
+	for round := range rounds {
+		var rate [3]float64
+		for k := range 3 {
+			i := (round + k) % 3
+			n, d := putCount(t, servers[i].url, 16, per)
+			puts[i] += float64(n)
+			secs[i] += d.Seconds()
+			rate[i] = float64(n) / d.Seconds()
+		}
+		for i := range 3 {
+			ratios[i] = append(ratios[i], rate[i]/rate[0])
+		}
+	}
+	time.Sleep(2 * time.Second) // the last deliveries, so their CPU is counted
+	var cpuPerPut [3]time.Duration
+	for i, r := range servers {
+		c, _ := processCPU(r.cmd.Process.Pid)
+		cpuPerPut[i] = (c - cpu0[i]) / time.Duration(max(puts[i], 1))
+	}
+	rate := func(i int) float64 { return puts[i] / secs[i] }
+	spread := func(i int) string {
+		r := slices.Clone(ratios[i])
+		slices.Sort(r)
+		return fmt.Sprintf("median %.3f, rounds %.3f to %.3f", r[len(r)/2], r[0], r[len(r)-1])
+	}
+	t.Logf("put 1 KiB x16 on SQLite, %d rounds of %s: without %.0f/s; with a subscription to every event %.0f/s (ratio %.3f; %s); batched %.0f/s (ratio %.3f; %s)",
+		rounds, per, rate(0), rate(1), rate(1)/rate(0), spread(1), rate(2), rate(2)/rate(0), spread(2))
+	t.Logf("server CPU per put (user+system, deliveries included): without %s, one event per request %s (%+.1f%%), batched %s (%+.1f%%)",
+		cpuPerPut[0], cpuPerPut[1], 100*(float64(cpuPerPut[1])/float64(cpuPerPut[0])-1),
+		cpuPerPut[2], 100*(float64(cpuPerPut[2])/float64(cpuPerPut[0])-1))
 
+	if os.Getenv("CLAIMCHECK_BENCH_EVENTS") == "throughput" {
+		return
+	}
 	// Lag under a steady load, each store and mode.
 	for _, backend := range []string{"sqlite", "postgres"} {
 		for _, per := range []int{1, 100} {
 			// A receiver of its own: the throughput round's server may
 			// still be delivering its backlog to the first.
 			rec := newLagReceiver(t)
-			u := benchServer(t, bin, backend, rec.url, per)
+			u := benchServer(t, bin, backend, rec.url, per).url
 			puts := steady(t, u, 200, 10*time.Second)
 			time.Sleep(2 * time.Second) // the last events' deliveries
 			p50, p99, n := rec.quantiles()
@@ -112,7 +154,7 @@ func (r *lagReceiver) quantiles() (p50, p99 time.Duration, n int) {
 // benchServer starts a server on SQLite or PostgreSQL, with a
 // subscription to every event at url when perRequest is above 0,
 // delivered that many events per request at most.
-func benchServer(t *testing.T, bin, backend, url string, perRequest int) string {
+func benchServer(t *testing.T, bin, backend, url string, perRequest int) *replica {
 	t.Helper()
 	dir := t.TempDir()
 	metadata := "sqlite:" + filepath.Join(dir, "meta.db")
@@ -128,11 +170,12 @@ func benchServer(t *testing.T, bin, backend, url string, perRequest int) string 
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startReplica(t, bin, path).url
+	return startReplica(t, bin, path)
 }
 
-// putRate runs workers putting 1 KiB for d and returns puts a second.
-func putRate(t *testing.T, url string, workers int, d time.Duration) float64 {
+// putCount runs workers putting 1 KiB for d and returns how many puts
+// succeeded and how long they took.
+func putCount(t *testing.T, url string, workers int, d time.Duration) (int64, time.Duration) {
 	c, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +196,7 @@ func putRate(t *testing.T, url string, workers int, d time.Duration) float64 {
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	return n.Load(), time.Since(start)
 }
 
 // steady puts rate payloads a second for d and returns how many

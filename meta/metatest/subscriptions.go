@@ -30,7 +30,7 @@ func testSubscriptionsHoldPruning(t *testing.T, h *harness) {
 	if err := h.s.CreateSubscription(ctx, sub); !errors.Is(err, meta.ErrConflict) {
 		t.Fatalf("a taken id: %v, want ErrConflict", err)
 	}
-	feed, err := h.s.FeedEvents(ctx, "acme", 0, start.Add(time.Hour).UnixNano(), 100)
+	feed, err := h.s.FeedEvents(ctx, "acme", 0, start.Add(time.Hour).UnixNano(), 100, true)
 	if err != nil || len(feed) != 2 || feed[0].Tenant != "acme" || feed[1].Tenant != "acme" {
 		t.Fatalf("acme's feed: %+v, %v", feed, err)
 	}
@@ -41,7 +41,7 @@ func testSubscriptionsHoldPruning(t *testing.T, h *harness) {
 	if _, err := h.s.PruneEvents(ctx, h.now(), 100); err != nil {
 		t.Fatal(err)
 	}
-	left, err := h.s.FeedEvents(ctx, "", 0, h.now().UnixNano(), 100)
+	left, err := h.s.FeedEvents(ctx, "", 0, h.now().UnixNano(), 100, false)
 	if err != nil || len(left) != 2 || left[0].Seq <= sub.Cursor {
 		t.Fatalf("after pruning: %+v, %v; want the two events after the cursor", left, err)
 	}
@@ -61,7 +61,7 @@ func testSubscriptionsHoldPruning(t *testing.T, h *harness) {
 	if _, err := h.s.PruneEvents(ctx, h.now(), 100); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := h.s.FeedEvents(ctx, "", 0, h.now().UnixNano(), 100); err != nil || len(left) != 0 {
+	if left, err := h.s.FeedEvents(ctx, "", 0, h.now().UnixNano(), 100, false); err != nil || len(left) != 0 {
 		t.Fatalf("after pruning past a lagging subscription: %+v, %v", left, err)
 	}
 	if err := h.s.DeleteSubscription(ctx, "beta", "s1"); !errors.Is(err, meta.ErrNotFound) {

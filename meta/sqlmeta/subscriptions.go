@@ -237,16 +237,23 @@ func (s *Store) MarkLagging(ctx context.Context, bound time.Time) (int, error) {
 	return n, nil
 }
 
-// FeedEvents reads events with their tenant and claim labels; see
-// meta.SubscriptionStore. A claim event's tenant is its namespace's (the
-// namespaces row records it); an administrative event carries its own.
-func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int) ([]meta.FeedEvent, error) {
+// FeedEvents reads events with their tenant and, when labels is set,
+// their claims' labels; see meta.SubscriptionStore. A claim event's
+// tenant is its namespace's (the namespaces row records it); an
+// administrative event carries its own. It depends on events (seq, at,
+// kind, namespace, tenant, claim_id, blob_id, detail, actor, reason),
+// namespaces (name, tenant) and, for labels, claims (id, labels).
+func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error) {
 	const tenantOf = `CASE WHEN e.tenant <> '' THEN e.tenant ELSE COALESCE(n.tenant, '') END`
+	labelsOf, claims := `''`, ``
+	if labels {
+		labelsOf, claims = `COALESCE(c.labels, '')`, `
+		LEFT JOIN claims c ON c.id = e.claim_id AND e.claim_id <> ''`
+	}
 	query := `SELECT e.seq, e.at, e.kind, e.namespace, e.claim_id, e.blob_id, e.detail, e.actor, e.reason, ` + tenantOf + `,
-			COALESCE(c.labels, '')
+			` + labelsOf + `
 		FROM events e
-		LEFT JOIN namespaces n ON n.name = e.namespace AND e.namespace <> ''
-		LEFT JOIN claims c ON c.id = e.claim_id AND e.claim_id <> ''
+		LEFT JOIN namespaces n ON n.name = e.namespace AND e.namespace <> ''` + claims + `
 		WHERE e.seq > ? AND e.seq <= ?`
 	args := []any{afterSeq, upTo}
 	if tenant != "" {

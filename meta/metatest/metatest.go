@@ -116,6 +116,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
 		{"PruneHistoryLeases", testPruneHistoryLeases},
+		{"CompactHistory", testCompactHistory},
+		{"CompactHistoryHeld", testCompactHistoryHeld},
 	}
 	tests = append(tests, holdTests...)
 	tests = append(tests, lifetimeTests...)

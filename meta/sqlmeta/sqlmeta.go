@@ -94,6 +94,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = s.Close() // the migration's error is the one to report
 		return nil, err
 	}
+	if err := s.ensureEventDaysAhead(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlmeta: create the events partitions ahead: %w", err)
+	}
 	return s, nil
 }
 

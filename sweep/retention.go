@@ -28,8 +28,8 @@ import (
 const (
 	compactAfter = time.Hour
 	pruneEvery   = 10 * time.Minute
-	prunePage  = 1000
-	prunePages = 100
+	prunePage    = 1000
+	prunePages   = 100
 	// EventsLease is the lease held while pruning events and history.
 	EventsLease = "events-prune"
 )

@@ -159,6 +159,10 @@ func (q *txq) heldSeq() (seq int64, ok bool, err error) {
 	return held.Int64, held.Valid, nil
 }
 
+// heldSlack is how far before a subscription's cursor a claim must have
+// finished for CompactHistory to take its row.
+const heldSlack = int64(time.Minute)
+
 // CompactHistory turns claims finished before before into tombstones; see
 // meta.HistoryStore.
 func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int) (int, error) {
@@ -176,12 +180,13 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 		cut := before.UnixNano()
 		// The event feed joins a claim event to the claim's row for its
 		// labels (FeedEvents): a claim whose events a subscription has not
-		// delivered keeps its row until they are. Its events are never
-		// later than its finish.
+		// delivered keeps its row until they are. Its events are numbered
+		// from times no later than its finish, moved past them only on a
+		// collision (audit.go), by far less than heldSlack.
 		if held, ok, err := q.heldSeq(); err != nil {
 			return err
-		} else if ok && held+1 < cut {
-			cut = held + 1
+		} else if ok && held-heldSlack < cut {
+			cut = held - heldSlack
 		}
 		type finished struct {
 			id, namespace, blob, reason string

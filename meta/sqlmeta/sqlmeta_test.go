@@ -57,6 +57,17 @@ func TestPostgresConformance(t *testing.T) {
 
 func openPostgresStore(t testing.TB, dsn string) *Store {
 	t.Helper()
+	s, err := Open(context.Background(), postgresSchema(t, dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// postgresSchema creates a schema of its own for the test (dropped at its
+// end) and returns dsn with that schema as its search path.
+func postgresSchema(t testing.TB, dsn string) string {
+	t.Helper()
 	ctx := context.Background()
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -84,11 +95,7 @@ func openPostgresStore(t testing.TB, dsn string) *Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := Open(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return u.String()
 }
 
 // TestSQLiteWriteCancelledBetweenStatements: a write transaction's

@@ -110,19 +110,18 @@ func createTombstones(q *txq) error {
 		return err
 	}
 	// Every put and finish updates its namespace's counter row. Those
-	// updates change no indexed column, so they are HOT updates as long as
-	// the row's page has room for the new version: with a fill factor of
-	// 10 a page holds one or two namespace rows and room for the versions
-	// of their counters, which the next update's page pruning reclaims
-	// without a vacuum. Autovacuum still visits the table after every
-	// 1,000 dead versions (instead of after 20% of a table of a few rows,
-	// which in practice meant a pass by size, never by churn) and runs
-	// unthrottled there, since it is a few pages; it truncates the pages
-	// the versions spilled to under a long transaction.
-	_, err := q.exec(`ALTER TABLE namespaces SET (fillfactor = 10,
-		autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
-		autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0,
-		autovacuum_analyze_threshold = 10000)`)
+	// updates change no indexed column, so they are HOT updates, and a
+	// later update's page pruning reclaims the old versions without a
+	// vacuum, as long as no snapshot still sees them. Under a long
+	// transaction they pile up onto new pages; autovacuum then visits the
+	// table after every 1,000 dead versions (instead of after 20% of a
+	// table of a few rows plus 50, which with so few rows left it to the
+	// analyze-driven passes) and runs unthrottled there, since the table is
+	// a few pages, truncating the pages they spilled to. A lower fill
+	// factor was measured to make it larger, not smaller
+	// (docs/PERFORMANCE.md, "Small history").
+	_, err := q.exec(`ALTER TABLE namespaces SET (autovacuum_vacuum_scale_factor = 0,
+		autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)`)
 	return err
 }
 

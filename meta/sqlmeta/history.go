@@ -85,8 +85,7 @@ func (q *txq) pruneDeletedBlobs(cut int64, limit int) (int, error) {
 // redeem, release and delete of it answer as before.
 
 // createTombstones creates claim_tombstones as each database keeps it
-// (0055_claim_tombstones.sql), and sets the storage parameters of the
-// namespaces table on PostgreSQL.
+// (0055_claim_tombstones.sql).
 func createTombstones(q *txq) error {
 	if !q.d.dayPartitions {
 		_, err := q.exec(`CREATE TABLE claim_tombstones (
@@ -100,28 +99,13 @@ func createTombstones(q *txq) error {
 	}
 	// Partitions are created by the compaction that fills them
 	// (ensureDayPartitions) and dropped whole by retention.
-	if _, err := q.exec(`CREATE TABLE claim_tombstones (
+	_, err := q.exec(`CREATE TABLE claim_tombstones (
 			id          TEXT NOT NULL,
 			namespace   TEXT NOT NULL,
 			finished_at BIGINT NOT NULL,
 			reason      TEXT NOT NULL,
 			PRIMARY KEY (id, namespace, finished_at)
-		) PARTITION BY RANGE (finished_at)`); err != nil {
-		return err
-	}
-	// Every put and finish updates its namespace's counter row. Those
-	// updates change no indexed column, so they are HOT updates, and a
-	// later update's page pruning reclaims the old versions without a
-	// vacuum, as long as no snapshot still sees them. Under a long
-	// transaction they pile up onto new pages; autovacuum then visits the
-	// table after every 1,000 dead versions (instead of after 20% of a
-	// table of a few rows plus 50, which with so few rows left it to the
-	// analyze-driven passes) and runs unthrottled there, since the table is
-	// a few pages, truncating the pages they spilled to. A lower fill
-	// factor was measured to make it larger, not smaller
-	// (docs/PERFORMANCE.md, "Small history").
-	_, err := q.exec(`ALTER TABLE namespaces SET (autovacuum_vacuum_scale_factor = 0,
-		autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)`)
+		) PARTITION BY RANGE (finished_at)`)
 	return err
 }
 

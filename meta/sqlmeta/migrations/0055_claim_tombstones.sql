@@ -11,6 +11,4 @@
 --   PostgreSQL: a table partitioned by day of finished_at, keyed by
 --   (id, namespace, finished_at) (the partition key and the distribution
 --   column are in the key), so retention drops a whole day's partition.
--- The same step sets PostgreSQL's autovacuum parameters of the namespaces
--- table, whose counter row every put updates: see createTombstones.
 SELECT 1;

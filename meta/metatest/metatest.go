@@ -118,6 +118,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"PruneHistoryLeases", testPruneHistoryLeases},
 		{"CompactHistory", testCompactHistory},
 		{"CompactHistoryHeld", testCompactHistoryHeld},
+		{"FeedSameSeq", testFeedSameSeq},
 	}
 	tests = append(tests, holdTests...)
 	tests = append(tests, lifetimeTests...)

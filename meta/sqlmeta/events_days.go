@@ -97,7 +97,8 @@ func (q *txq) ensureEventDays(from int64) error {
 		return err // not yet migrated (an upgrade test stopping before 0056)
 	}
 	// Replicas starting at once, and the sweeper, create them one at a
-	// time.
+	// time (ensureDayPartitions takes the lock; taken first here, the
+	// check of the default partition is inside it too).
 	if _, err := q.exec(q.d.migrationLock); err != nil {
 		return err
 	}

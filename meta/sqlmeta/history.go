@@ -287,8 +287,13 @@ func dayPartition(table string, day int64) string {
 }
 
 // ensureDayPartitions creates the partitions of table for every day from
-// the day of from to the day of to.
+// the day of from to the day of to. Two processes creating the same one
+// (a replica's sweeper and `sweep --once`) take turns on the migration
+// lock, so the second finds it there.
 func (q *txq) ensureDayPartitions(table string, from, to int64) error {
+	if _, err := q.exec(q.d.migrationLock); err != nil {
+		return err
+	}
 	for day := from - from%dayNanos; day <= to; day += dayNanos {
 		if _, err := q.exec(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM (%d) TO (%d)`,
 			dayPartition(table, day), table, day, day+dayNanos)); err != nil {

@@ -23,15 +23,19 @@ var historyTables = []string{"claims", "claim_tombstones", "blobs", "events", "c
 // history"): N claims live a typical life through the metadata store (a
 // put with two labels, one read, a finish, the collection of the blob),
 // then the store's size is taken after a full vacuum, before and after
-// the history compaction, and divided by N. It runs on SQLite, and on
-// PostgreSQL when TEST_DATABASE_URL is set. HISTORY_BYTES_CLAIMS sets N
-// (default 2,000; 300 under -short).
+// the history compaction, and divided by N. HISTORY_BYTES_CLAIMS sets N
+// (default 2,000; 200 under -short). It runs on SQLite, and on PostgreSQL
+// when TEST_DATABASE_URL and HISTORY_BYTES_CLAIMS are both set: there a
+// vacuum cannot reclaim rows that any other session's snapshot on the
+// server may still see, so the figure is only meaningful on a server
+// with no other long transactions, and is taken on demand.
 func TestHistoryBytesPerClaim(t *testing.T) {
 	n := 2000
 	if testing.Short() {
-		n = 300
+		n = 200
 	}
-	if v := os.Getenv("HISTORY_BYTES_CLAIMS"); v != "" {
+	v := os.Getenv("HISTORY_BYTES_CLAIMS")
+	if v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
 			t.Fatalf("HISTORY_BYTES_CLAIMS=%q: want a positive number", v)
@@ -40,8 +44,8 @@ func TestHistoryBytesPerClaim(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { measureHistoryBytes(t, openSQLiteStore(t), n) })
 	t.Run("postgres", func(t *testing.T) {
 		dsn := os.Getenv("TEST_DATABASE_URL")
-		if dsn == "" {
-			t.Skip("TEST_DATABASE_URL is not set: measuring SQLite only")
+		if dsn == "" || v == "" {
+			t.Skip("TEST_DATABASE_URL and HISTORY_BYTES_CLAIMS are not both set: measuring SQLite only")
 		}
 		measureHistoryBytes(t, openPostgresStore(t, dsn), n)
 	})

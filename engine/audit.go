@@ -34,8 +34,9 @@ func (s *Store) ClaimEvents(ctx context.Context, ref claimcheck.Ref, q claimchec
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", ref.ID, err)
 	}
-	// The claim row outlives the claim (state deleted) until
-	// history.retention prunes it (ADR 0077), so its namespace can be
+	// The claim row outlives the claim (state deleted), then its
+	// tombstone (ADR 0263), until history.retention prunes it (ADR
+	// 0077), so its namespace can be
 	// checked like for every other lookup, and an unknown or pruned id is
 	// not_found rather than an empty list.
 	c, err := s.meta.Claim(ctx, ref.ID)

@@ -78,3 +78,40 @@ func TestHistoryRetentionOff(t *testing.T) {
 	_, err := b.redeem(t, ref)
 	wantGone(t, err, claimcheck.ReasonDeleted)
 }
+
+// TestCompactedClaimAnswersGone: an hour after its finish the sweeper
+// compacts a claim into its tombstone (ADR 0263); a redeem, a stat, a
+// release and a delete of it then answer as for any finished claim, and
+// its audit trail is whole.
+func TestCompactedClaimAnswersGone(t *testing.T) {
+	b := setup(t, func(c *engine.Config) { c.Sweeper.Disabled = true })
+	ctx := context.Background()
+	ref := b.put(t, "plain", []byte("finished an hour ago"))
+	if err := b.store.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.store.Sweeper().CompactHistory(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("CompactHistory right after the finish = %d, %v; want 0", n, err)
+	}
+	b.clock.Advance(2 * time.Hour)
+	b.sweep(t) // collects the blob
+	if n, err := b.store.Sweeper().CompactHistory(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("CompactHistory = %d, %v; want 1", n, err)
+	}
+	_, err := b.redeem(t, ref)
+	wantGone(t, err, claimcheck.ReasonDeleted)
+	info, err := b.store.Stat(ctx, ref)
+	if err != nil || info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonDeleted || info.DeletedAt.IsZero() {
+		t.Errorf("stat of a compacted claim = %+v, %v; want deleted, with its reason and time", info, err)
+	}
+	if err := b.store.Release(ctx, ref, "billing"); !errors.Is(err, claimcheck.ErrGone) {
+		t.Errorf("release of a compacted claim = %v, want gone", err)
+	}
+	if err := b.store.Delete(ctx, ref); err != nil {
+		t.Errorf("delete of a compacted claim = %v, want nil (already finished)", err)
+	}
+	evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{})
+	if err != nil || len(evs) != 2 || evs[0].Kind != "created" || evs[1].Kind != "deleted" {
+		t.Errorf("events of a compacted claim = %+v, %v; want created and deleted", evs, err)
+	}
+}

@@ -319,9 +319,13 @@ func (s *Store) Stat(ctx context.Context, ref claimcheck.Ref) (claimcheck.ClaimI
 	if err != nil {
 		return claimcheck.ClaimInfo{}, err
 	}
-	b, err := s.meta.Blob(ctx, c.BlobID)
-	if err != nil {
-		return claimcheck.ClaimInfo{}, metaErr("stat "+c.ID, err)
+	var b meta.Blob
+	// A compacted finished claim is its tombstone: no blob, and nothing
+	// but its state, reason and finish time to tell (ADR 0263).
+	if c.BlobID != "" {
+		if b, err = s.meta.Blob(ctx, c.BlobID); err != nil {
+			return claimcheck.ClaimInfo{}, metaErr("stat "+c.ID, err)
+		}
 	}
 	info := infoOf(c, b)
 	info.Holds, err = s.holdsOf(ctx, c)

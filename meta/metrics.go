@@ -73,26 +73,26 @@ type opMetrics struct {
 // field name is the operation label, so the label and the method cannot
 // drift apart, and WithMetrics binds them all by reflection, once.
 type ops struct {
-	AppendEvents, BeginCollect, Blob, Blobs, BlobsByKeys, Claim        opMetrics
-	ClaimEvents, ClaimHolds, ClearClaimHold, ClearNamespaceHold        opMetrics
-	CollectFailed, Commit, CommitExisting, CountDeadLetters            opMetrics
-	CountNamespaces, CreateDataKey, CreateKey, CreatePending           opMetrics
-	CreateUpload, Cursor, DataKey, DeadLetters, DestroyDataKey         opMetrics
-	Events, ExtendPending, FinishClaim, FinishCollect, FinishDueClaims opMetrics
-	FixRefcounts, HeldClaims, Key, Keys, LiveDataKey, LiveDataKeys     opMetrics
-	LiveRefs, Namespace, NamespaceEvents, NamespaceHold, Namespaces    opMetrics
-	OldestDue, ParkBlob, Ping, PruneEvents, PruneHistory, QuotaDrift   opMetrics
-	RecordReads, Release, ReleaseLease, RetryDeadLetters, RevokeKey    opMetrics
-	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold   opMetrics
-	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey   opMetrics
-	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged             opMetrics
-	SaveBlockTable, BlockTable                                         opMetrics
-	ListClaims, ExtendClaim, ClaimWithBlob                             opMetrics
-	CreateResumable, Resumable, RecordReceived, Restage                opMetrics
-	RequestLeaseRelease, CheckLease                                    opMetrics
-	CreateSubscription, SyncConfigSubscriptions, Subscriptions         opMetrics
-	DeleteSubscription, ResumeSubscription, AdvanceSubscription        opMetrics
-	MarkLagging, FeedEvents                                            opMetrics
+	AppendEvents, BeginCollect, Blob, Blobs, BlobsByKeys, Claim                      opMetrics
+	ClaimEvents, ClaimHolds, ClearClaimHold, ClearNamespaceHold                      opMetrics
+	CollectFailed, Commit, CommitExisting, CountDeadLetters                          opMetrics
+	CountNamespaces, CreateDataKey, CreateKey, CreatePending                         opMetrics
+	CreateUpload, Cursor, DataKey, DeadLetters, DestroyDataKey                       opMetrics
+	Events, ExtendPending, FinishClaim, FinishCollect, FinishDueClaims               opMetrics
+	FixRefcounts, HeldClaims, Key, Keys, LiveDataKey, LiveDataKeys                   opMetrics
+	LiveRefs, Namespace, NamespaceEvents, NamespaceHold, Namespaces                  opMetrics
+	OldestDue, ParkBlob, Ping, PruneEvents, PruneHistory, CompactHistory, QuotaDrift opMetrics
+	RecordReads, Release, ReleaseLease, RetryDeadLetters, RevokeKey                  opMetrics
+	RewrapDataKey, Secret, SetClaimHold, SetCursor, SetNamespaceHold                 opMetrics
+	SetTenants, TenantEvents, Tenants, TryLease, Upload, UploadByKey                 opMetrics
+	ClearDamage, DamagedBlobs, DedupCandidate, MarkDamaged                           opMetrics
+	SaveBlockTable, BlockTable                                                       opMetrics
+	ListClaims, ExtendClaim, ClaimWithBlob                                           opMetrics
+	CreateResumable, Resumable, RecordReceived, Restage                              opMetrics
+	RequestLeaseRelease, CheckLease                                                  opMetrics
+	CreateSubscription, SyncConfigSubscriptions, Subscriptions                       opMetrics
+	DeleteSubscription, ResumeSubscription, AdvanceSubscription                      opMetrics
+	MarkLagging, FeedEvents                                                          opMetrics
 }
 
 // WithMetrics returns s with Prometheus metrics around every method but
@@ -379,6 +379,10 @@ func (m *metered) Ping(ctx context.Context) error {
 
 func (m *metered) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
 	return timer1[int](m.ops.PruneEvents.start()).end(m.next.PruneEvents(ctx, before, limit))
+}
+
+func (m *metered) CompactHistory(ctx context.Context, before time.Time, limit int) (int, error) {
+	return timer1[int](m.ops.CompactHistory.start()).end(m.next.CompactHistory(ctx, before, limit))
 }
 
 func (m *metered) PruneHistory(ctx context.Context, before time.Time, limit int) (PruneResult, error) {

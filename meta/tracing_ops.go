@@ -60,6 +60,7 @@ const (
 	opPing
 	opPruneEvents
 	opPruneHistory
+	opCompactHistory
 	opQuotaDrift
 	opRecordReads
 	opRelease
@@ -148,6 +149,7 @@ var opNames = [numOps]string{
 	opPing:                    "Ping",
 	opPruneEvents:             "PruneEvents",
 	opPruneHistory:            "PruneHistory",
+	opCompactHistory:          "CompactHistory",
 	opQuotaDrift:              "QuotaDrift",
 	opRecordReads:             "RecordReads",
 	opRelease:                 "Release",
@@ -427,6 +429,11 @@ func (t *traced) PruneEvents(ctx context.Context, before time.Time, limit int) (
 func (t *traced) PruneHistory(ctx context.Context, before time.Time, limit int) (PruneResult, error) {
 	ctx, sp := t.start(ctx, opPruneHistory)
 	return spanEnd1[PruneResult]{t, sp}.end(t.next.PruneHistory(ctx, before, limit))
+}
+
+func (t *traced) CompactHistory(ctx context.Context, before time.Time, limit int) (int, error) {
+	ctx, sp := t.start(ctx, opCompactHistory)
+	return spanEnd1[int]{t, sp}.end(t.next.CompactHistory(ctx, before, limit))
 }
 
 func (t *traced) QuotaDrift(ctx context.Context) ([]QuotaDrift, error) {

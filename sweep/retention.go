@@ -17,10 +17,19 @@ import (
 // each call is bounded (prunePages pages of each), whatever the traffic:
 // waiting for idle would let the tables grow without bound on a busy
 // store.
+//
+// Before retention, compaction (ADR 0263): a claim finished compactAfter
+// ago becomes a tombstone that still answers gone with its reason, and its
+// other rows and its collected blob's row go, so what history keeps for
+// the rest of its retention is small. compactAfter leaves the full row
+// for a while to what reads it right after the finish: a repeated release
+// of a claim its releases finished is still accepted (the row knows who
+// released it), and an upload's idempotency key still names its upload.
 const (
-	pruneEvery = 10 * time.Minute
-	prunePage  = 1000
-	prunePages = 100
+	compactAfter = time.Hour
+	pruneEvery   = 10 * time.Minute
+	prunePage    = 1000
+	prunePages   = 100
 	// EventsLease is the lease held while pruning events and history.
 	EventsLease = "events-prune"
 )
@@ -49,10 +58,33 @@ func (s *Sweeper) PruneEvents(ctx context.Context, maxPages int) (int, error) {
 	return total, nil
 }
 
-// PruneHistory deletes finished claims and collected blobs older than now
-// - cfg.HistoryRetention, up to maxPages pages of prunePage rows of each
-// (maxPages <= 0: until none is left), and returns how many of each it
-// deleted. With a zero or negative retention it does nothing.
+// CompactHistory turns claims finished more than compactAfter ago into
+// tombstones, up to maxPages pages of prunePage claims (maxPages <= 0:
+// until none is left), and returns how many it compacted. It runs
+// whatever the retention: a tombstone answers gone as the row did.
+func (s *Sweeper) CompactHistory(ctx context.Context, maxPages int) (int, error) {
+	before := s.clock.Now().Add(-compactAfter)
+	total := 0
+	for page := 0; maxPages <= 0 || page < maxPages; page++ {
+		n, err := s.meta.CompactHistory(ctx, before, prunePage)
+		total += n
+		s.metrics.HistoryPruned.WithLabelValues("compacted").Add(float64(n))
+		if err != nil {
+			return total, fmt.Errorf("sweep: compact history: %w", err)
+		}
+		if n < prunePage {
+			break
+		}
+	}
+	return total, nil
+}
+
+// PruneHistory deletes finished claims, their tombstones and collected
+// blobs older than now - cfg.HistoryRetention, up to maxPages pages of
+// prunePage rows of each (maxPages <= 0: until none is left), and returns
+// how many claims (rows and tombstones) and blobs it deleted. Tombstones
+// kept in day partitions go a whole day at a time, and are not counted.
+// With a zero or negative retention it does nothing.
 func (s *Sweeper) PruneHistory(ctx context.Context, maxPages int) (claims, blobs int, err error) {
 	if s.cfg.HistoryRetention <= 0 {
 		return 0, 0, nil
@@ -60,26 +92,25 @@ func (s *Sweeper) PruneHistory(ctx context.Context, maxPages int) (claims, blobs
 	before := s.clock.Now().Add(-s.cfg.HistoryRetention)
 	for page := 0; maxPages <= 0 || page < maxPages; page++ {
 		res, err := s.meta.PruneHistory(ctx, before, prunePage)
-		claims += res.Claims
+		claims += res.Claims + res.Tombstones
 		blobs += res.Blobs
 		s.metrics.HistoryPruned.WithLabelValues("claims").Add(float64(res.Claims))
 		s.metrics.HistoryPruned.WithLabelValues("blobs").Add(float64(res.Blobs))
+		s.metrics.HistoryPruned.WithLabelValues("claim_tombstones").Add(float64(res.Tombstones))
+		s.metrics.HistoryPruned.WithLabelValues("claim_tombstone_days").Add(float64(res.TombstoneDays))
 		if err != nil {
 			return claims, blobs, fmt.Errorf("sweep: prune history: %w", err)
 		}
-		if res.Claims < prunePage && res.Blobs < prunePage {
+		if res.Claims < prunePage && res.Blobs < prunePage && res.Tombstones < prunePage {
 			break
 		}
 	}
 	return claims, blobs, nil
 }
 
-// tickRetention prunes events and history from the background loop, at
-// most once per pruneEvery.
+// tickRetention compacts and prunes history and prunes events from the
+// background loop, at most once per pruneEvery.
 func (s *Sweeper) tickRetention(ctx context.Context) {
-	if s.cfg.EventRetention <= 0 && s.cfg.HistoryRetention <= 0 {
-		return
-	}
 	now := s.clock.Now()
 	if last := s.lastPrune.Load(); last != 0 && now.Sub(time.Unix(0, last)) < pruneEvery {
 		return
@@ -97,6 +128,9 @@ func (s *Sweeper) tickRetention(ctx context.Context) {
 	}
 	ctx, span := s.tracer.Start(ctx, spanPrune)
 	defer span.End()
+	if _, err := s.CompactHistory(ctx, prunePages); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: compacting finished claims failed; retrying later", "err", err)
+	}
 	if _, err := s.PruneEvents(ctx, prunePages); err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: pruning events failed; retrying later", "err", err)
 	}

@@ -43,6 +43,10 @@ Prints what was done as JSON.`,
 			}
 			// Pruning is bounded by the rows past their retention, not
 			// by --max-ops, which counts due work.
+			compacted, err := store.Sweeper().CompactHistory(cmd.Context(), 0)
+			if err != nil {
+				return err
+			}
 			events, err := store.Sweeper().PruneEvents(cmd.Context(), 0)
 			if err != nil {
 				return err
@@ -53,7 +57,7 @@ Prints what was done as JSON.`,
 			}
 			return json.NewEncoder(env.Stdout).Encode(map[string]int{
 				"claims_finished": res.ClaimsFinished, "blobs_collected": res.BlobsCollected, "delete_failures": res.DeleteFailures,
-				"events_pruned": events, "claims_pruned": claims, "blobs_pruned": blobs,
+				"events_pruned": events, "claims_compacted": compacted, "claims_pruned": claims, "blobs_pruned": blobs,
 			})
 		},
 	}

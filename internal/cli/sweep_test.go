@@ -49,10 +49,12 @@ func TestSweepOncePrunesHistory(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
 		t.Fatalf("sweep --once = %d\n%s%s", code, out, errOut)
 	}
-	// The expired claim's blob waits its grace period; the deleted claim's
-	// rows and the events of forty days ago are past their retention.
-	if got["claims_finished"] != 1 || got["blobs_collected"] != 0 || got["claims_pruned"] != 1 || got["blobs_pruned"] != 1 || got["events_pruned"] == 0 {
-		t.Errorf("sweep --once = %s; want the expired claim finished, the deleted one's claim and blob pruned, old events pruned", out)
+	// The expired claim's blob waits its grace period; the deleted claim
+	// is compacted (its collected blob's row goes with its own), and its
+	// tombstone and the events of forty days ago are past their retention.
+	if got["claims_finished"] != 1 || got["blobs_collected"] != 0 || got["claims_compacted"] != 1 ||
+		got["claims_pruned"] != 1 || got["blobs_pruned"] != 0 || got["events_pruned"] == 0 {
+		t.Errorf("sweep --once = %s; want the expired claim finished, the deleted one compacted then pruned, old events pruned", out)
 	}
 
 	store, err = engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})

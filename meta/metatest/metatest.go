@@ -118,6 +118,9 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"Secret", testSecret},
 		{"PruneHistory", testPruneHistory},
 		{"PruneHistoryLeases", testPruneHistoryLeases},
+		{"CompactHistory", testCompactHistory},
+		{"CompactHistoryHeld", testCompactHistoryHeld},
+		{"FeedSameSeq", testFeedSameSeq},
 	}
 	tests = append(tests, holdTests...)
 	tests = append(tests, lifetimeTests...)

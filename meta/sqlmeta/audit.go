@@ -139,18 +139,21 @@ func (q *txq) retractEvents(events []meta.Event, missed []*meta.Event) error {
 	for _, e := range missed {
 		skip[e.Seq] = true
 	}
-	var seqs []any
+	// seq is unique within a namespace (events_days.go): a row is
+	// named by both.
+	var keys []any
 	for i := range events {
 		if !skip[events[i].Seq] {
-			seqs = append(seqs, events[i].Seq)
+			keys = append(keys, events[i].Namespace, events[i].Seq)
 		}
 	}
-	for len(seqs) > 0 {
-		n := min(len(seqs), eventChunk)
-		if _, err := q.exec(`DELETE FROM events WHERE seq IN (?`+strings.Repeat(", ?", n-1)+`)`, seqs[:n]...); err != nil {
+	for len(keys) > 0 {
+		n := min(len(keys)/2, eventChunk)
+		if _, err := q.exec(`DELETE FROM events WHERE (namespace = ? AND seq = ?)`+
+			strings.Repeat(" OR (namespace = ? AND seq = ?)", n-1), keys[:2*n]...); err != nil {
 			return err
 		}
-		seqs = seqs[n:]
+		keys = keys[2*n:]
 	}
 	return nil
 }
@@ -164,7 +167,7 @@ func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
 		// rows (database/sql starts a goroutine for every result set
 		// read inside a transaction).
 		e := es[0]
-		n, err := q.exec(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING`,
+		n, err := q.exec(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			e.Seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
 		if err != nil || n == 1 {
 			return nil, err
@@ -181,7 +184,7 @@ func (q *txq) insertEvents(es []*meta.Event) ([]*meta.Event, error) {
 		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, e.Seq, e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
 	}
-	b.WriteString(` ON CONFLICT (seq) DO NOTHING RETURNING seq`)
+	b.WriteString(` ON CONFLICT DO NOTHING RETURNING seq`)
 	inserted := make(map[int64]bool, len(es))
 	rows, err := q.query(b.String(), args...)
 	if err != nil {
@@ -320,13 +323,32 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 		// A lagging one (its cursor past the bound, MarkLagging) no
 		// longer does, so pruning stays bounded.
 		bound := before.UnixNano()
-		var held sql.NullInt64
-		if err := q.queryRow(`SELECT MIN(cursor_seq) FROM subscriptions WHERE enabled = 1 AND state = ?`,
-			meta.SubscriptionActive).Scan(&held); err != nil {
+		if held, ok, err := q.heldSeq(); err != nil {
 			return err
+		} else if ok && held+1 < bound {
+			bound = held + 1
 		}
-		if held.Valid && held.Int64+1 < bound {
-			bound = held.Int64 + 1
+		if q.d.dayPartitions {
+			// Whole days go by dropping their partitions; the rows of the
+			// legacy and default partitions in pages (events_days.go).
+			if err := q.ensureEventDays(time.Now().UnixNano()); err != nil {
+				return err
+			}
+			days, err := q.dropDayPartitions("events", bound)
+			if err != nil {
+				return err
+			}
+			n = int64(days)
+			for _, part := range []string{"events_legacy", "events_default"} {
+				k, err := q.exec(`DELETE FROM `+part+` WHERE seq IN (
+					SELECT seq FROM `+part+` WHERE seq < ? AND at < ? ORDER BY seq LIMIT ?)`,
+					bound, before.UnixNano(), limit)
+				if err != nil {
+					return err
+				}
+				n += k
+			}
+			return nil
 		}
 		n, err = q.exec(`DELETE FROM events WHERE seq IN (
 			SELECT seq FROM events WHERE seq < ? AND at < ? ORDER BY seq LIMIT ?)`,

@@ -375,7 +375,7 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 		if !auditOff.Load() && !p.Confirmed {
 			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
 			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (seq) DO NOTHING RETURNING seq`
+				ON CONFLICT DO NOTHING RETURNING seq`
 			with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
 				e.Detail, e.Actor, e.Reason, e.Tenant)
 		}

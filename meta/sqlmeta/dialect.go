@@ -50,6 +50,11 @@ type dialect struct {
 	// insert its rows before it locks its namespace's row.
 	deferredNamespaceKeys bool
 
+	// dayPartitions: the history tables (claim_tombstones) are
+	// partitioned by day (PostgreSQL), so retention drops a whole day's
+	// partition instead of deleting its rows one by one (history.go).
+	dayPartitions bool
+
 	// writableCTEs: a WITH clause may hold INSERT and UPDATE statements
 	// (PostgreSQL), so two writes that do not need each other's results
 	// go to the database as one statement, one round trip.
@@ -137,6 +142,7 @@ var postgresDialect = &dialect{
 	migrationLock:         "SELECT pg_advisory_xact_lock(7243018211)",
 	open:                  openPostgres,
 	deferredNamespaceKeys: true,
+	dayPartitions:         true,
 	writableCTEs:          true,
 	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
 		FROM claim_releases WHERE claim_id = claims.id AND claim_releases.namespace = claims.namespace)`,

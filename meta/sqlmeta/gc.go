@@ -164,7 +164,7 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 		event := `SELECT 0 AS seq WHERE false`
 		if !auditOff.Load() {
 			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (seq) DO NOTHING RETURNING seq`
+				ON CONFLICT DO NOTHING RETURNING seq`
 			claimArgs = append(claimArgs, ev.At.UnixNano(), ev.At.UnixNano(), ev.Kind, ev.Namespace, ev.ClaimID, ev.BlobID,
 				ev.Detail, ev.Actor, ev.Reason, ev.Tenant)
 		} else {
@@ -524,5 +524,5 @@ func (s *Store) Events(ctx context.Context, afterSeq int64, limit int) ([]meta.E
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: events after %d: %w", afterSeq, err)
 	}
-	return out, nil
+	return endBetweenSeqs(out, limit, func(e meta.Event) int64 { return e.Seq }), nil
 }

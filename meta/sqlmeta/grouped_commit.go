@@ -90,7 +90,7 @@ func (s *Store) commitGroupOnce(batch []*commitReq) error {
 		events = `e AS (INSERT INTO events (` + eventColumns + `)
 			SELECT v.state_at, v.state_at, '` + meta.EventCreated + `', c.namespace, v.claim_id, v.blob_id, '', v.actor, '', ''
 			FROM v JOIN c ON c.id = v.claim_id
-			ON CONFLICT (seq) DO NOTHING RETURNING seq),`
+			ON CONFLICT DO NOTHING RETURNING seq),`
 		eventsGuard = ` AND (SELECT count(*) FROM e) = ?`
 	}
 	cols, vals, set, where, nsArgs := commitCounterClauses(first.Tenant, first.QuotaBytes)

@@ -77,7 +77,7 @@ func (s *Store) commitOnce(ctx context.Context, p meta.CommitParams) (res meta.C
 		// the transaction renumbers it (appendEvents).
 		e := createdEvent(meta.Claim{ID: p.ClaimID}, meta.Blob{ID: p.BlobID}, p.Now, claimcheck.ActorFrom(ctx), false)
 		add("e", `INSERT INTO events (`+eventColumns+`) SELECT ?, ?, ?, c.namespace, ?, ?, ?, ?, ?, ? FROM c
-			ON CONFLICT (seq) DO NOTHING RETURNING seq`,
+			ON CONFLICT DO NOTHING RETURNING seq`,
 			e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.ClaimID, e.BlobID, e.Detail, e.Actor, e.Reason, e.Tenant)
 	}
 	// Reservation → usage, from the claim's row, after the blobs (lock

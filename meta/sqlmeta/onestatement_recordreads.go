@@ -53,7 +53,7 @@ const recordReadsOnceQuery = `WITH r (claim_id, at, seq, actor, fseq) AS (
 	e AS (
 		INSERT INTO events (` + eventColumns + `)
 		SELECT w.seq, w.at, w.kind, w.namespace, w.id, w.blob_id, '', w.actor, '', '' FROM w
-		ON CONFLICT (seq) DO NOTHING RETURNING seq)
+		ON CONFLICT DO NOTHING RETURNING seq)
 	SELECT u.id FROM u
 	WHERE 1 / CASE WHEN (SELECT count(*) FROM e) = (SELECT count(*) FROM w) THEN 1 ELSE 0 END = 1`
 

@@ -178,7 +178,7 @@ func (q *txq) loadClaim(id string, lock bool) (meta.Claim, error) {
 	var released sql.NullString
 	c, err := scanClaim(extraColumns{q.queryRow(query, args...), []any{&released}})
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
+		return q.loadTombstone(id) // a compacted claim (history.go)
 	}
 	if err != nil {
 		return meta.Claim{}, err
@@ -225,7 +225,7 @@ func (q *txq) loadClaimRow(id string, lock bool) (meta.Claim, error) {
 	}
 	c, err := scanClaim(q.queryRow(query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Claim{}, fmt.Errorf("claim %s: %w", id, meta.ErrNotFound)
+		return q.loadTombstone(id) // a compacted claim (history.go)
 	}
 	return c, err
 }

@@ -100,6 +100,10 @@ func open(ctx context.Context, dsn string, through int64) (*Store, error) {
 		_ = s.Close() // the migration's error is the one to report
 		return nil, err
 	}
+	if err := s.ensureEventDaysAhead(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlmeta: create the events partitions ahead: %w", err)
+	}
 	return s, nil
 }
 

@@ -64,6 +64,17 @@ func openPostgresStore(t testing.TB, dsn string) *Store {
 // through only (0: all).
 func openPostgresStoreThrough(t testing.TB, dsn string, through int64) *Store {
 	t.Helper()
+	s, err := open(context.Background(), postgresSchema(t, dsn), through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// postgresSchema creates a schema of its own for the test (dropped at its
+// end) and returns dsn with that schema as its search path.
+func postgresSchema(t testing.TB, dsn string) string {
+	t.Helper()
 	ctx := context.Background()
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -91,11 +102,7 @@ func openPostgresStoreThrough(t testing.TB, dsn string, through int64) *Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := open(ctx, u.String(), through)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return u.String()
 }
 
 // TestSQLiteWriteCancelledBetweenStatements: a write transaction's

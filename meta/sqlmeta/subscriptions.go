@@ -291,5 +291,26 @@ func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo in
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: event feed after %d: %w", afterSeq, err)
 	}
-	return out, nil
+	return endBetweenSeqs(out, limit, func(e meta.FeedEvent) int64 { return e.Seq }), nil
+}
+
+// endBetweenSeqs drops the last events of a full page that share its last
+// seq. seq is unique within a namespace only (events_days.go), and the
+// next page starts after the last seq, so a page that ended between two
+// events of one seq would skip the second. A full page of a single seq
+// (as many namespaces logging in the same nanosecond as the page holds)
+// is kept whole: dropping it all would stop the feed.
+func endBetweenSeqs[E any](out []E, limit int, seq func(E) int64) []E {
+	if len(out) < limit || len(out) == 0 {
+		return out
+	}
+	last := seq(out[len(out)-1])
+	i := len(out)
+	for i > 0 && seq(out[i-1]) == last {
+		i--
+	}
+	if i == 0 {
+		return out
+	}
+	return out[:i]
 }

@@ -1,0 +1,14 @@
+-- Small history (ADR 0263). A finished claim keeps, once the sweeper
+-- compacts it, only what answering gone with its reason needs: a
+-- tombstone (id, namespace, reason, finished time) in claim_tombstones;
+-- its claims row, label rows, releases and upload rows are deleted, and
+-- so is the row of its collected blob. The two databases keep the table
+-- differently, so the program creates it right after this file runs, in
+-- the same transaction (migrate.go, afterMigration):
+--   SQLite: a table without rowid keyed by id (the lookup of a gone
+--   claim), with an index on finished_at that retention deletes through,
+--   page by page;
+--   PostgreSQL: a table partitioned by day of finished_at, keyed by
+--   (id, namespace, finished_at) (the partition key and the distribution
+--   column are in the key), so retention drops a whole day's partition.
+SELECT 1;

@@ -1,0 +1,13 @@
+-- Events by day (ADR 0263). On PostgreSQL the events table becomes a
+-- table partitioned by day of seq (the event time in nanoseconds), keyed
+-- by (namespace, seq) so that it can be distributed by namespace, and
+-- retention drops a whole day's partition instead of deleting its rows
+-- one by one. Events logged before this migration stay where they are:
+-- the old table becomes the partition of everything up to the end of
+-- the day after the upgrade, pruned row by row as before, and the
+-- sweeper creates the day partitions ahead of time. The syntax is
+-- PostgreSQL's own: the program runs it right after this file
+-- (migrate.go, afterMigration, partitionEvents in events_days.go).
+-- SQLite keeps one table and deletes old events in pages through its
+-- primary key, as before.
+SELECT 1;

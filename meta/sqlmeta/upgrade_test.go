@@ -1,0 +1,161 @@
+package sqlmeta
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/meta"
+)
+
+// TestUpgradeToSmallHistory: a store the program before migrations 0055
+// and 0056 left (finished claims as rows, events in one table, a
+// subscription part way through the feed) upgrades in place: its
+// finished claims still answer gone with their reason, before and after
+// they are compacted; their events are still listed; the subscription's
+// cursor resumes at the same event; new events go to day partitions
+// (PostgreSQL) and retention drops them whole, never past what the
+// subscription holds.
+func TestUpgradeToSmallHistory(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		dsn := "sqlite:" + filepath.Join(t.TempDir(), "meta.db")
+		testUpgradeToSmallHistory(t, func(through int64) *Store {
+			s, err := open(context.Background(), dsn, through)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("TEST_DATABASE_URL")
+		if dsn == "" {
+			t.Skip("TEST_DATABASE_URL is not set: upgrading SQLite only")
+		}
+		schemaDSN := postgresSchema(t, dsn)
+		testUpgradeToSmallHistory(t, func(through int64) *Store {
+			s, err := open(context.Background(), schemaDSN, through)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+}
+
+func testUpgradeToSmallHistory(t *testing.T, open func(through int64) *Store) {
+	ctx := claimcheck.WithActor(context.Background(), "key_upgrade")
+	// Real time: the day partitions are made around it.
+	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Millisecond)
+
+	old := open(54)
+	if err := old.write(ctx, func(q *txq) error {
+		var v int64
+		return q.queryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lifeOfClaims(t, old, ctx, base, 0, 6) // six claims: created, read, expired, collected
+	before, err := old.Events(ctx, 0, 1000)
+	if err != nil || len(before) != 24 {
+		t.Fatalf("events before the upgrade: %d, %v; want 24", len(before), err)
+	}
+	cursor := before[9].Seq
+	if err := old.CreateSubscription(ctx, meta.Subscription{ID: "s1", Tenant: "default", URL: "http://127.0.0.1/",
+		Secret: []byte("whsec_x"), Enabled: true, CreatedAt: base, Cursor: cursor, State: meta.SubscriptionActive}); err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close()
+
+	s := open(0)
+	defer s.Close()
+	wantGone := func(when string) {
+		t.Helper()
+		for i := range 6 {
+			c, err := s.Claim(ctx, historyClaimID(i))
+			if err != nil || c.State != meta.ClaimDeleted || c.DeleteReason != meta.ReasonExpired {
+				t.Errorf("%s: Claim(%d) = %s %s, %v; want gone, expired", when, i, c.State, c.DeleteReason, err)
+			}
+			if evs, err := s.ClaimEvents(ctx, historyClaimID(i), 0, 10); err != nil || len(evs) != 4 {
+				t.Errorf("%s: events of claim %d: %d, %v; want 4", when, i, len(evs), err)
+			}
+		}
+	}
+	wantGone("upgraded")
+	after, err := s.Events(ctx, 0, 1000)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("events after the upgrade: %d, %v; want %d", len(after), err, len(before))
+	}
+	for i := range after {
+		if after[i].Seq != before[i].Seq || after[i].Kind != before[i].Kind || after[i].ClaimID != before[i].ClaimID {
+			t.Fatalf("event %d after the upgrade: %+v, want %+v", i, after[i], before[i])
+		}
+	}
+	feed, err := s.FeedEvents(ctx, "default", cursor, time.Now().Add(time.Hour).UnixNano(), 100, true)
+	if err != nil || len(feed) != len(before)-10 || feed[0].Seq != before[10].Seq || len(feed[0].Labels) != 2 {
+		t.Fatalf("feed after the cursor: %d events (first %+v), %v; want %d from seq %d with labels",
+			len(feed), feed[0], err, len(before)-10, before[10].Seq)
+	}
+
+	// The subscription holds its claims' rows; once it has taken every
+	// event, compaction turns them into tombstones.
+	now := time.Now()
+	if n, err := s.CompactHistory(ctx, now, 100); err != nil || n != 0 {
+		t.Fatalf("CompactHistory under the subscription = %d, %v; want none", n, err)
+	}
+	// The dispatcher has looked at everything up to now.
+	if err := s.AdvanceSubscription(ctx, "s1", meta.SubscriptionProgress{Cursor: now.UnixNano(),
+		State: meta.SubscriptionActive}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CompactHistory(ctx, now, 100); err != nil || n != 6 {
+		t.Fatalf("CompactHistory = %d, %v; want all 6", n, err)
+	}
+	wantGone("compacted")
+
+	// Events of a day to come go to that day's partition (PostgreSQL),
+	// which retention drops whole once the day is past and delivered.
+	ahead := now.Add(24 * time.Hour)
+	if err := s.AppendEvents(ctx, []meta.Event{{At: ahead, Kind: "key_created", Tenant: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	day := ahead.UnixNano() - ahead.UnixNano()%dayNanos
+	if s.d.dayPartitions && !s.tableExists(t, dayPartition("events", day)) {
+		t.Fatalf("no partition %s for an event of that day", dayPartition("events", day))
+	}
+	later := now.Add(3 * 24 * time.Hour)
+	if _, err := s.PruneEvents(ctx, later, 1000); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.Events(ctx, 0, 1000)
+	if err != nil || len(left) != 1 || !left[0].At.Equal(ahead.Truncate(time.Nanosecond).UTC()) {
+		t.Fatalf("after pruning under the subscription: %+v, %v; want the one event it has not taken", left, err)
+	}
+	// A day's partition goes once the subscription has looked past the
+	// end of the day, not only past its last event.
+	if err := s.AdvanceSubscription(ctx, "s1", meta.SubscriptionProgress{Cursor: later.UnixNano(),
+		State: meta.SubscriptionActive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PruneEvents(ctx, later, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.Events(ctx, 0, 1000); err != nil || len(left) != 0 {
+		t.Fatalf("after pruning: %d events, %v; want none", len(left), err)
+	}
+	if s.d.dayPartitions && s.tableExists(t, dayPartition("events", day)) {
+		t.Errorf("partition %s not dropped", dayPartition("events", day))
+	}
+}
+
+func (s *Store) tableExists(t *testing.T, name string) bool {
+	t.Helper()
+	var ok bool
+	if err := s.w.QueryRowContext(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -88,18 +89,17 @@ func (q *txq) appendEvents(events []meta.Event) error {
 			if err := q.retractEvents(events, missed); err != nil {
 				return err
 			}
-			var top sql.NullInt64
 			first := events[0].Seq
-			if err := q.queryRow(`SELECT MAX(seq) FROM events WHERE seq >= ? AND seq < ?`,
-				first, first+seqWindow).Scan(&top); err != nil {
+			top, err := q.topSeq(events, first, first+seqWindow)
+			if err != nil {
 				return err
 			}
-			next := max(top.Int64+1, first+1)
+			next := max(top+1, first+1)
 			if next+int64(len(events)) >= first+seqWindow {
-				if err := q.queryRow(`SELECT MAX(seq) FROM events`).Scan(&top); err != nil {
+				if top, err = q.topSeq(events, 0, 0); err != nil {
 					return err
 				}
-				next = top.Int64 + 1
+				next = top + 1
 			}
 			todo = todo[:0]
 			for i := range events {
@@ -113,23 +113,54 @@ func (q *txq) appendEvents(events []meta.Event) error {
 		// order; past everything when that window is full.
 		var prev int64
 		for _, e := range missed {
-			var top sql.NullInt64
-			if err := q.queryRow(`SELECT MAX(seq) FROM events WHERE seq >= ? AND seq < ?`,
-				e.Seq, e.Seq+seqWindow).Scan(&top); err != nil {
+			one := []meta.Event{*e}
+			top, err := q.topSeq(one, e.Seq, e.Seq+seqWindow)
+			if err != nil {
 				return err
 			}
-			next := max(top.Int64+1, e.Seq+1, prev+1)
+			next := max(top+1, e.Seq+1, prev+1)
 			if next >= e.Seq+seqWindow {
-				if err := q.queryRow(`SELECT MAX(seq) FROM events`).Scan(&top); err != nil {
+				if top, err = q.topSeq(one, 0, 0); err != nil {
 					return err
 				}
-				next = max(top.Int64+1, prev+1)
+				next = max(top+1, prev+1)
 			}
 			e.Seq, prev = next, next
 		}
 		todo = missed
 	}
 	return fmt.Errorf("events: sequence numbers kept colliding after %d rounds: %w", maxEventRetries, errRetry)
+}
+
+// topSeq is the highest seq in [from, to) (to 0: anywhere) that could
+// collide with one of events. On PostgreSQL a seq is unique within its
+// namespace (the key is (namespace, seq), events_days.go), so only the
+// events' own namespaces are read: the statement names one namespace, as
+// every statement of a put, release and finish does (ADR 0264). SQLite
+// keys events by seq alone and reads them all.
+func (q *txq) topSeq(events []meta.Event, from, to int64) (int64, error) {
+	where, args := ``, []any{}
+	if to > 0 {
+		where, args = ` AND seq >= ? AND seq < ?`, []any{from, to}
+	}
+	if !q.d.dayPartitions {
+		var top sql.NullInt64
+		err := q.queryRow(`SELECT MAX(seq) FROM events WHERE 1 = 1`+where, args...).Scan(&top)
+		return top.Int64, err
+	}
+	var highest int64
+	for i, e := range events {
+		if slices.ContainsFunc(events[:i], func(d meta.Event) bool { return d.Namespace == e.Namespace }) {
+			continue
+		}
+		var top sql.NullInt64
+		if err := q.queryRow(`SELECT MAX(seq) FROM events WHERE namespace = ?`+where,
+			append([]any{e.Namespace}, args...)...).Scan(&top); err != nil {
+			return 0, err
+		}
+		highest = max(highest, top.Int64)
+	}
+	return highest, nil
 }
 
 // retractEvents deletes the rows of events this transaction inserted:

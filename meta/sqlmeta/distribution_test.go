@@ -19,14 +19,16 @@ import (
 // table that grows with claims, and the namespaces' counter rows,
 // colocated with them. The others are reference or local tables.
 var distributedTables = map[string]string{
-	"claims":          "namespace",
-	"blobs":           "namespace",
-	"uploads":         "namespace",
-	"upload_progress": "namespace",
-	"claim_labels":    "namespace",
-	"claim_releases":  "namespace",
-	"object_blocks":   "namespace",
-	"namespaces":      "name",
+	"claims":           "namespace",
+	"blobs":            "namespace",
+	"uploads":          "namespace",
+	"upload_progress":  "namespace",
+	"claim_labels":     "namespace",
+	"claim_releases":   "namespace",
+	"object_blocks":    "namespace",
+	"namespaces":       "name",
+	"events":           "namespace",
+	"claim_tombstones": "namespace",
 }
 
 // TestPostgresDistributionKeys reads the catalog of a migrated store:

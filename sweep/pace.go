@@ -56,9 +56,9 @@ const (
 	// (startTrafficPage until both latencies are known).
 	minTrafficPage   = 4
 	startTrafficPage = 32
-	// trafficDuty is the share of a tick a run may take under traffic:
-	// some requests always see no page, which keeps the quiet latency
-	// known.
+	// trafficDuty is the share of a tick a run may spend in pages when
+	// operations arrived since the last run: some requests always see no
+	// page, which keeps the quiet latency known.
 	trafficDuty = 0.5
 )
 
@@ -121,6 +121,7 @@ type pacer struct {
 	pace     float64       // items per second
 	baseline time.Duration // mean latency of requests that overlapped no page (0: not known)
 	perItem  time.Duration // mean duration of a page, per item (0: not known)
+	lastRun  time.Time     // when the last paced run began
 	// The latency window being gathered.
 	quietN, quietNs, overN, overNs int64
 	window                         int
@@ -230,9 +231,9 @@ func (s *Sweeper) paceCeil() float64 {
 }
 
 // paced does one tick's run at the pace: under traffic with pages sized
-// and spread for the request latency, in maintenance (idle, the lease
-// held) with pages back to back and aborted when traffic resumes. It then
-// adjusts the pace.
+// and spread over the tick for the request latency, in maintenance
+// (idle, the lease held) with pages back to back and aborted when traffic
+// resumes. It then adjusts the pace.
 func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result, error) {
 	p := &s.pacer
 	p.mu.Lock()
@@ -243,27 +244,30 @@ func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result,
 		// would do at the old pace are what caused the pressure.
 		p.pace = max(minPace, p.pace/paceBackoff)
 	}
-	runtime := s.limits.maxRuntime
-	if runtime <= 0 {
-		runtime = s.cfg.Interval
-		if !maintenance {
-			runtime = time.Duration(float64(runtime) * trafficDuty)
-		}
+	// b bounds the run: its span (pages and the pauses between them)
+	// and its busy time (pages only).
+	b := bounds{span: s.cfg.Interval, page: s.cfg.PageSize}
+	if s.limits.maxRuntime > 0 {
+		b.span = s.limits.maxRuntime
 	}
-	budget := max(1, int(p.pace*s.cfg.Interval.Seconds()))
-	if maintenance {
-		budget = 0 // no traffic to protect: the runtime bounds the run
-	}
-	if s.limits.maxOps > 0 && (budget == 0 || budget > s.limits.maxOps) {
-		budget = s.limits.maxOps
-	}
-	page, spread := s.cfg.PageSize, 0.0
+	b.busy = b.span
+	now := s.clock.Now()
+	// No operation since the last run began: no request to leave time
+	// for, so this run may be busy for its whole span.
+	traffic := !s.idleSince().Before(p.lastRun)
+	p.lastRun = now
 	if !maintenance {
-		page, spread = p.trafficPage(s.cfg.PageSize), p.pace
+		if traffic {
+			b.busy = time.Duration(float64(b.span) * trafficDuty)
+		}
+		b.budget = max(1, int(p.pace*s.cfg.Interval.Seconds()))
+		b.page, b.spread = p.trafficPage(s.cfg.PageSize), p.pace
 	}
-	start := time.Now()
-	res, end, err := s.pages(ctx, budget, page, spread, runtime, maintenance)
-	o := runOutcome{ops: res.Ops(), elapsed: time.Since(start), pressure: pressure, pastLag: pastLag,
+	if s.limits.maxOps > 0 && (b.budget == 0 || b.budget > s.limits.maxOps) {
+		b.budget = s.limits.maxOps
+	}
+	res, end, err := s.pages(ctx, b, maintenance)
+	o := runOutcome{ops: res.Ops(), elapsed: s.clock.Now().Sub(now), pressure: pressure, pastLag: pastLag,
 		budget: end == endBudget, runtime: end == endRuntime}
 	if maintenance {
 		// The run went as fast as the machine goes: that is the pace.
@@ -280,24 +284,33 @@ func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result,
 	return res, err
 }
 
+// bounds bound one run of pages.
+type bounds struct {
+	budget int           // items (0: none)
+	page   int           // items per page
+	spread float64       // items per second the pages are spread at (0: back to back)
+	span   time.Duration // longest run, pauses included
+	busy   time.Duration // longest time spent in pages
+}
+
 // runEnd is why a run of pages stopped.
 type runEnd int
 
 const (
 	endDry     runEnd = iota // nothing more was due
 	endBudget                // the item budget was spent
-	endRuntime               // the runtime was over
+	endRuntime               // the time in pages was over: the machine does no more
+	endSpan                  // the run's span was over
 	endAborted               // traffic resumed during a maintenance run
 	endError
 )
 
-// pages does pages of due work (claims, then blobs) of up to page items
-// each until the budget (0: none), the runtime or the due work runs out.
-// With spread (items per second) a page's items take 1/spread seconds
-// each from its start to the next page's, and op_delay, when set, is the
-// least pause between pages. The runtime reads the injected clock; the
-// spreading and the page durations are real time.
-func (s *Sweeper) pages(ctx context.Context, budget, page int, spread float64, runtime time.Duration, maintenance bool) (res Result, end runEnd, err error) {
+// pages does pages of due work (claims, then blobs) of up to b.page items
+// each until the budget, the runtime or the due work runs out. With
+// b.spread, each page's items take 1/spread seconds from its start to the
+// next page's; op_delay, when set, is the least pause between pages.
+// Durations read the injected clock; only the pauses are real time.
+func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	ctx, span := s.tracer.Start(ctx, spanRun)
@@ -311,29 +324,30 @@ func (s *Sweeper) pages(ctx context.Context, budget, page int, spread float64, r
 			s.metrics.Aborts.Inc()
 		}
 	}()
+	// A page is up to b.page claims, then up to b.page blobs, within
+	// the budget.
+	limit := func() int {
+		if b.budget > 0 {
+			return min(b.page, b.budget-res.Ops())
+		}
+		return b.page
+	}
+	var busy time.Duration
 	for {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return res, endError, ctx.Err()
-		}
-		if budget > 0 && res.Ops() >= budget {
+		case b.budget > 0 && res.Ops() >= b.budget:
 			return res, endBudget, nil
-		}
-		if s.clock.Now().Sub(start) >= runtime {
+		case busy >= b.busy:
 			return res, endRuntime, nil
-		}
-		if maintenance && !s.idleSince().Equal(startIdle) {
+		case s.clock.Now().Sub(start) >= b.span:
+			return res, endSpan, nil
+		case maintenance && !s.idleSince().Equal(startIdle):
 			res.Aborted = true
 			return res, endAborted, nil
 		}
-		// A page is up to page claims, then up to page blobs, within the
-		// budget.
-		limit := func() int {
-			if budget > 0 {
-				return min(page, budget-res.Ops())
-			}
-			return page
-		}
-		began := time.Now()
+		began := s.clock.Now()
 		before := res.Ops()
 		s.pageSeq.Add(1) // odd: a page is in flight (Done counts overlaps)
 		n, err := s.finishClaims(ctx, limit(), &res)
@@ -344,17 +358,20 @@ func (s *Sweeper) pages(ctx context.Context, budget, page int, spread float64, r
 			}
 		}
 		s.pageSeq.Add(1)
-		took := time.Since(began)
+		took := s.clock.Now().Sub(began)
+		busy += took
 		s.pacer.notePage(res.Ops()-before, took)
-		if err != nil {
+		switch {
+		case err != nil:
 			return res, endError, err
-		}
-		if n == 0 && m == 0 {
+		case n == 0 && m == 0:
 			return res, endDry, nil
+		case b.budget > 0 && res.Ops() >= b.budget:
+			return res, endBudget, nil // no pause after the last page
 		}
 		wait := s.limits.opDelay
-		if spread > 0 {
-			wait = max(wait, time.Duration(float64(res.Ops()-before)/spread*float64(time.Second))-took)
+		if b.spread > 0 {
+			wait = max(wait, time.Duration(float64(res.Ops()-before)/b.spread*float64(time.Second))-took)
 		}
 		if wait > 0 {
 			if err := s.sleep(ctx, wait); err != nil {

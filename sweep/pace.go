@@ -257,11 +257,12 @@ func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result,
 	traffic := !s.idleSince().Before(p.lastRun)
 	p.lastRun = now
 	if !maintenance {
+		b.budget = max(1, int(p.pace*s.cfg.Interval.Seconds()))
+		b.spread = p.pace
 		if traffic {
 			b.busy = time.Duration(float64(b.span) * trafficDuty)
+			b.page = p.trafficPage(s.cfg.PageSize)
 		}
-		b.budget = max(1, int(p.pace*s.cfg.Interval.Seconds()))
-		b.page, b.spread = p.trafficPage(s.cfg.PageSize), p.pace
 	}
 	if s.limits.maxOps > 0 && (b.budget == 0 || b.budget > s.limits.maxOps) {
 		b.budget = s.limits.maxOps

@@ -40,7 +40,11 @@ func (s *Store) loadWithBlob(ctx context.Context, op string, ref claimcheck.Ref,
 	if !claimcheck.ValidClaimID(ref.ID) {
 		return meta.Claim{}, b, false, fmt.Errorf("%s: %w", op, invalidf("claim id %q is malformed", ref.ID))
 	}
-	s.touch()
+	// The load is the metadata round trip of every claim operation: its
+	// latency is the sweeper's signal of the cost its pages put on
+	// requests (sweep/pace.go). Begin also counts as an operation, like
+	// touch.
+	defer s.sweeper.Done(s.sweeper.Begin())
 	if withBlob {
 		c, b, ok, err = s.meta.ClaimWithBlob(ctx, ref.ID)
 	} else {

@@ -5,12 +5,13 @@
 // finishes it first if it is due. The Sweeper is for the rest — claims
 // nobody asks about again — and follows the lockd sweeper design: no
 // scans, only pages of due rows in due order read through the due-time
-// index; bounded runs (max_ops_per_run, max_runtime_per_run, op_delay
-// between pages); maintenance only after idle_grace without traffic,
-// aborted when traffic resumes; and a lag bound, so that under constant
-// traffic a small budget per tick still keeps the oldest due item younger
-// than max_lag. Every step is a compare-and-swap in the metadata store, so
-// stale pages, concurrent sweepers and in-line sweeps never do work twice.
+// index, in bounded runs. It paces itself (pace.go, ADR 0260): the pace
+// grows while a backlog remains and backs off when the requests that meet
+// its pages get slower than those that do not, except past max_lag, where
+// the backlog wins. After idle_grace without traffic one replica (the
+// maintenance lease) sweeps at full speed, aborted when traffic resumes.
+// Every step is a compare-and-swap in the metadata store, so stale pages,
+// concurrent sweepers and in-line sweeps never do work twice.
 package sweep
 
 import (
@@ -34,27 +35,47 @@ import (
 )
 
 // Config bounds the sweeper. Zero fields take the defaults.
+//
+// The due sweeper paces itself (pace.go): OpDelay, MaxOpsPerRun,
+// MaxRuntimePerRun and LagBudget are limits an operator may set on top of
+// the pace, unset by default; the defaults WithDefaults fills in for them
+// bound the GC backstop's pages and `Run`, not the pace.
 type Config struct {
 	// Disabled turns the background sweeper off (in-line sweeping still
 	// happens; `claimcheck sweep --once` still works).
 	Disabled bool `yaml:"disabled"`
-	// IdleGrace is how long without operations before a maintenance run
-	// starts (default 5m).
+	// IdleGrace is how long without operations before the store counts
+	// as idle (default 5m): then one replica at a time (the maintenance
+	// lease) sweeps with pages back to back, stopping when an operation
+	// arrives, and the GC backstop runs. Before that the sweeper already
+	// works at its pace.
 	IdleGrace time.Duration `yaml:"idle_grace"`
-	// OpDelay is the pause between pages of a run (default 100ms).
+	// OpDelay, when set, is the least pause between pages of a run
+	// (unset: pages are spread over the tick by the pace, and follow each
+	// other at once in an idle run). The GC backstop pauses the set value
+	// or 100ms between its pages.
 	OpDelay time.Duration `yaml:"op_delay"`
-	// MaxOpsPerRun caps the items (claims finished plus blobs collected) of
-	// one run (default 1000).
+	// MaxOpsPerRun, when set, caps the items (claims finished plus blobs
+	// collected) of one tick's run, so the pace is at most
+	// MaxOpsPerRun per Interval (unset: no cap). The GC backstop does
+	// MaxOpsPerRun/PageSize pages per tick (unset: 1000/PageSize).
 	MaxOpsPerRun int `yaml:"max_ops_per_run"`
-	// MaxRuntimePerRun caps the duration of one run (default 30s).
+	// MaxRuntimePerRun, when set, is the longest one run takes (unset: a
+	// run takes at most half an Interval under traffic, which leaves
+	// requests time without a page, and one Interval while idle).
 	MaxRuntimePerRun time.Duration `yaml:"max_runtime_per_run"`
-	// MaxLag is the age of the oldest due item past which the sweeper works
-	// even while traffic is busy (default 1m).
+	// MaxLag is the age of the oldest due item past which the backlog
+	// wins over request latency: the pace no longer backs off, and it
+	// grows twice as fast (default 1m). A replica that is idle but does
+	// not hold the maintenance lease helps past it too.
 	MaxLag time.Duration `yaml:"max_lag"`
-	// LagBudget is the items per tick done under traffic when the lag bound
-	// is exceeded (default 100).
+	// LagBudget, when set, restores a fixed budget under traffic: the
+	// sweeper then works under traffic only when the oldest due item is
+	// older than MaxLag, LagBudget items per tick (unset: under traffic
+	// it works whenever something is due, at its pace).
 	LagBudget int `yaml:"lag_budget"`
-	// Interval is how often the sweeper wakes up to decide (default 1s).
+	// Interval is how often the sweeper wakes up to decide, and the span
+	// over which a tick's run spreads its pages (default 1s).
 	Interval time.Duration `yaml:"interval"`
 	// PageSize is the rows taken per transaction (default 250).
 	PageSize int `yaml:"page_size"`
@@ -201,6 +222,15 @@ type Sweeper struct {
 	scrubLast   time.Time
 	scrubBudget int64
 
+	// Pacing (pace.go): the operator's limits, the pace, the request
+	// latencies the engine reports (Begin, Done) and the page counter
+	// they are classified by (odd while a page is in flight).
+	limits  limits
+	pacer   pacer
+	latency latencySums
+	pageSeq atomic.Uint64
+	sleep   func(context.Context, time.Duration) error // waits between pages; tests replace it
+
 	lastOp    atomic.Int64 // unix nanos of the last operation (Touch)
 	lastPrune atomic.Int64 // unix nanos of the last pruning of events and history (retention.go)
 	runMu     sync.Mutex   // one run at a time in this process
@@ -222,7 +252,10 @@ func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sweeper{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: meta.LeaseHolder()}
+	s := &Sweeper{cfg: cfg.WithDefaults(), limits: limitsOf(cfg), meta: m, blobs: b, clock: clk, log: log, metrics: metrics,
+		holder: meta.LeaseHolder(), sleep: sleepReal}
+	s.pacer.pace = minPace
+	metrics.Pace.Set(minPace)
 	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)
 	s.scrub = NewScrub(m, b, keys, clk, log, metrics, s.cfg.PageSize)
 	s.lastOp.Store(clk.Now().UnixNano())
@@ -230,7 +263,8 @@ func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock
 }
 
 // Touch records an operation: the store is busy, so idle maintenance
-// waits (and a running one stops).
+// waits (and a running one stops). Begin does the same and also times
+// the operation for the pace.
 func (s *Sweeper) Touch() { s.lastOp.Store(s.clock.Now().UnixNano()) }
 
 func (s *Sweeper) idleSince() time.Time { return time.Unix(0, s.lastOp.Load()) }
@@ -280,10 +314,15 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Tick decides whether to work now and does one bounded run if so: a
-// maintenance run after idle_grace without operations, or a small run of
-// lag_budget items when the oldest due item is older than max_lag. The
-// loop calls it every interval; tests call it directly with a fake clock.
+// Tick decides whether to work now and does one bounded run if so. With
+// anything due it works at its pace (pace.go): under traffic with pages
+// spread over the tick and sized for the request latency; after
+// idle_grace without operations, holding the maintenance lease, with
+// pages back to back until the tick is over or traffic resumes. A replica
+// that is idle without the lease helps only past max_lag. When lag_budget
+// is set, under traffic it works only past max_lag, lag_budget items per
+// tick. The loop calls Tick every interval; tests call it directly with a
+// fake clock.
 func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	now := s.clock.Now()
 	oldest, err := s.meta.OldestDue(ctx)
@@ -299,6 +338,7 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	if oldest.IsZero() || oldest.After(now) {
 		return Result{}, nil // nothing due
 	}
+	pastLag := lag > s.cfg.MaxLag
 	if now.Sub(s.idleSince()) >= s.cfg.IdleGrace {
 		// One maintenance runner across all replicas: the lease outlives
 		// the longest run, and a runner that dies lets it expire.
@@ -312,13 +352,20 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 					s.log.Warn("sweep: releasing the maintenance lease failed; it expires by itself", "err", err)
 				}
 			}()
-			return s.run(ctx, s.cfg.MaxOpsPerRun, true)
+			return s.paced(ctx, pastLag, true)
 		}
+		if !pastLag {
+			return Result{}, nil // the lease holder sweeps
+		}
+		return s.paced(ctx, true, false)
 	}
-	if lag > s.cfg.MaxLag {
-		return s.run(ctx, s.cfg.LagBudget, false)
+	if s.limits.lagBudget > 0 {
+		if !pastLag {
+			return Result{}, nil
+		}
+		return s.run(ctx, s.limits.lagBudget, false)
 	}
-	return Result{}, nil
+	return s.paced(ctx, pastLag, false)
 }
 
 // MaintenanceLease is the lease a sweeper holds during a maintenance run.
@@ -361,9 +408,7 @@ func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, max
 	defer s.runMu.Unlock()
 	ctx, span := s.tracer.Start(ctx, spanRun)
 	defer func() { endRun(span, res, err) }()
-	if claimcheck.ActorFrom(ctx) == "" {
-		ctx = claimcheck.WithActor(ctx, meta.ActorSweeper) // the audit trail's name for due work
-	}
+	ctx = s.sweeperActor(ctx)
 	start := s.clock.Now()
 	startIdle := s.idleSince()
 	defer func() {
@@ -413,6 +458,15 @@ func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, max
 			}
 		}
 	}
+}
+
+// sweeperActor names the sweeper in the audit trail of due work, unless
+// the caller named someone.
+func (s *Sweeper) sweeperActor(ctx context.Context) context.Context {
+	if claimcheck.ActorFrom(ctx) == "" {
+		return claimcheck.WithActor(ctx, meta.ActorSweeper)
+	}
+	return ctx
 }
 
 func (s *Sweeper) finishClaims(ctx context.Context, limit int, res *Result) (int, error) {
@@ -545,6 +599,7 @@ type Metrics struct {
 	RunDuration    prometheus.Histogram
 	Aborts         prometheus.Counter
 	Lag            prometheus.Gauge       // age of the oldest due item at the last tick
+	Pace           prometheus.Gauge       // the background sweeper's pace, items per second (pace.go)
 	EventsPruned   prometheus.Counter     // audit events deleted by retention
 	HistoryPruned  *prometheus.CounterVec // finished claims and collected blobs deleted by retention, by table
 	GC             *GCMetrics             // backstop and collection candidates
@@ -573,6 +628,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Maintenance runs stopped because traffic resumed."}),
 		Lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_sweeper_lag_seconds",
 			Help: "Age of the oldest due item (0 when nothing is overdue)."}),
+		Pace: prometheus.NewGauge(prometheus.GaugeOpts{Name: "claimcheck_sweeper_pace_items_per_second",
+			Help: "Items of due work per second the background sweeper aims at: it grows with the backlog and backs off when requests slow down."}),
 		EventsPruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "claimcheck_events_pruned_total",
 			Help: "Audit events deleted because they were older than events.retention."}),
 		HistoryPruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "claimcheck_history_pruned_total",
@@ -582,7 +639,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.Reaper = newReaperMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Finished, m.Lifetime, m.ItemsDone, m.DeleteFailures, m.BlobsCollected,
-			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag, m.EventsPruned, m.HistoryPruned)
+			m.BytesCollected, m.RunDuration, m.Aborts, m.Lag, m.Pace, m.EventsPruned, m.HistoryPruned)
 	}
 	return m
 }

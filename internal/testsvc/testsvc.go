@@ -9,16 +9,20 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"github.com/claimcheck/claimcheck/blob"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/claimcheck/claimcheck/blob"
 )
 
 // Require skips the test unless both services are configured: for a
@@ -96,8 +100,19 @@ func S3(tb testing.TB) (storageURL string, client *s3.Client, bucket string) {
 	client = Client(tb, u)
 	bucket = "cc-" + strings.ToLower(rand.Text())[:16]
 	ctx := context.Background()
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		tb.Fatalf("create bucket %s: %v", bucket, err)
+	// A loaded MinIO now and then refuses a request it read only part of
+	// (400 IncompleteBody); the bucket is new, so asking again is safe,
+	// and a bucket the refused try did create is ours already.
+	for try := 1; ; try++ {
+		_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		var owned *types.BucketAlreadyOwnedByYou
+		if err == nil || errors.As(err, &owned) {
+			break
+		}
+		if try == 5 {
+			tb.Fatalf("create bucket %s: %v", bucket, err)
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 	tb.Cleanup(func() {
 		p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})

@@ -651,3 +651,30 @@ func TestLabelFilter(t *testing.T) {
 	billing.check()
 	all.check()
 }
+
+// An operator's target chooses its mode in the config like a
+// subscription at create; past the bound the config is refused, naming
+// the target's field.
+func TestConfigTargetMode(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	e := setup(t, func(c *engine.Config) {
+		c.Subscriptions.Targets = []dispatch.Target{{ID: "ops", URL: "http://127.0.0.1:9/hook", Secret: secret, EventsPerRequest: 50}}
+	})
+	list, err := e.store.Subscriptions(context.Background(), claimcheck.DefaultTenant)
+	if err != nil || len(list) != 1 || list[0].EventsPerRequest != 50 || list[0].Source != "config" {
+		t.Errorf("config target: %+v, %v; want events_per_request 50", list, err)
+	}
+	dir := t.TempDir()
+	cfg := engine.Config{Data: dir, Metadata: "sqlite:" + filepath.Join(dir, "meta.db")}
+	cfg.Sweeper.Disabled = true
+	cfg.Subscriptions.AllowLoopback = true
+	cfg.Subscriptions.Targets = []dispatch.Target{{ID: "ops", URL: "http://127.0.0.1:9/hook", Secret: secret, EventsPerRequest: 2000}}
+	s, err := engine.Open(context.Background(), cfg)
+	if err == nil {
+		_ = s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "subscriptions.targets[0].events_per_request: 2000") {
+		t.Errorf("a target with events_per_request 2000: %v, want a refusal naming the field", err)
+	}
+}

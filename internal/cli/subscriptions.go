@@ -52,13 +52,15 @@ signed with the Standard Webhooks headers webhook-id, webhook-timestamp and
 webhook-signature (v1, HMAC-SHA256 over id.timestamp.body under the secret).
 Delivery is at least once and in order per claim, from the events after the
 subscription was made; the webhook-id is the event's id, the same in every
-retry, so a receiver can drop repeats. With --events-per-request N above 1
-the subscription takes the batched mode instead
-(application/cloudevents-batch+json, a JSON array of up to N events; the
-webhook-id is FIRST-LAST of the ids), which costs the server less per event;
-without it, the server's subscriptions.events_per_request decides. A receiver that keeps failing for
+retry, so a receiver can drop repeats. A receiver that keeps failing for
 subscriptions.dead_letter_after (24h) stops its subscription
 (state dead_lettered) until 'claimcheck subscriptions resume'.
+
+With --events-per-request N above 1 (at most 1000) the subscription takes
+the batched mode instead: application/cloudevents-batch+json, a JSON array
+of up to N events, the webhook-id FIRST-LAST of their ids; it costs the
+server less per event. --events-per-request 1 is one event per request;
+without the flag the server's subscriptions.events_per_request decides.
 
 Needs a running server and a tenant-wide admin key ($CLAIMCHECK_SERVER,
 $CLAIMCHECK_API_KEY or --server, --api-key).

@@ -51,7 +51,18 @@ type SubscriptionSpec struct {
 	// base64 of 24 to 64 random bytes). Optional: one is made up and
 	// answered once, by the create.
 	Secret string `json:"secret,omitempty"`
+	// EventsPerRequest is how the receiver takes its events: 1, one
+	// CloudEvent per request (structured mode,
+	// application/cloudevents+json); above 1, the batched mode
+	// (application/cloudevents-batch+json), a JSON array of at most this
+	// many; 0, the server's subscriptions.events_per_request. At most
+	// MaxEventsPerRequest.
+	EventsPerRequest int `json:"events_per_request,omitempty"`
 }
+
+// MaxEventsPerRequest bounds a subscription's events_per_request: one
+// request's body stays a few MiB at most.
+const MaxEventsPerRequest = 1000
 
 // Subscription is a receiver of a tenant's events and how delivery
 // stands. Its secret is never listed back: only the answer to its
@@ -63,6 +74,9 @@ type Subscription struct {
 	EventFilter
 	Secret  string `json:"secret,omitempty"`
 	Enabled bool   `json:"enabled"`
+	// EventsPerRequest is the subscription's choice of mode (see
+	// SubscriptionSpec); 0 (absent): the server's default.
+	EventsPerRequest int `json:"events_per_request,omitempty"`
 	// Source is "api", or "config" for the operator's targets in the
 	// config file (changed and removed there only).
 	Source string `json:"source"`

@@ -21,7 +21,7 @@ import (
 const ContentType = "application/cloudevents+json"
 
 // BatchContentType is the media type of a delivery in the batched mode
-// (Config.EventsPerRequest above 1): a JSON array of CloudEvents.
+// (a subscription's events_per_request, or Config.EventsPerRequest, above 1): a JSON array of CloudEvents.
 const BatchContentType = "application/cloudevents-batch+json"
 
 // TypePrefix starts every CloudEvents type: "claimcheck." and the event's

@@ -65,6 +65,8 @@ type Config struct {
 	// are in the batched mode, application/cloudevents-batch+json, a JSON
 	// array of up to this many events of one lane in seq order, signed as
 	// one body; a receiver deduplicates by each event's id (ADR 0240).
+	// It is the default: a subscription that sets its own
+	// events_per_request is delivered in the mode it chose.
 	EventsPerRequest int `yaml:"events_per_request"`
 	// Targets are subscriptions the operator names here; they are made,
 	// changed and removed with the config, and listed with source config.
@@ -79,6 +81,8 @@ type Target struct {
 	claimcheck.EventFilter `yaml:",inline"`
 	Secret                 string `yaml:"secret"` // required: whsec_...
 	Disabled               bool   `yaml:"disabled"`
+	// EventsPerRequest is the target's own mode (0: the section's).
+	EventsPerRequest int `yaml:"events_per_request"`
 }
 
 // WithDefaults fills in the zero fields.

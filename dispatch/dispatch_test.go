@@ -46,6 +46,7 @@ type receiver struct {
 	block  chan struct{} // non-nil: every request waits for it to close
 	inside int           // requests being held by block
 	bad    []string      // what failed verification
+	cts    []string      // content type of every request taken
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -92,7 +93,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.bad = append(r.bad, "timestamp "+ts)
 	}
 	var ces []dispatch.CloudEvent
-	switch ct := req.Header.Get("Content-Type"); ct {
+	ct := req.Header.Get("Content-Type")
+	r.cts = append(r.cts, ct)
+	switch ct {
 	case "application/cloudevents+json":
 		var ce dispatch.CloudEvent
 		if err := json.Unmarshal(body, &ce); err != nil || ce.ID != id {
@@ -255,6 +258,76 @@ func TestEveryClaimEventArrivesBatched(t *testing.T) {
 			defer r.mu.Unlock()
 			if r.tries >= len(r.got) {
 				t.Errorf("%d requests for %d events: none carried more than one", r.tries, len(r.got))
+			}
+		})
+	}
+}
+
+// Each subscription is delivered in the mode it chose: on one server
+// whose default is one event per request, a subscription created with
+// events_per_request 50 gets batched CloudEvents, one without gets
+// structured single events, and both get every event.
+func TestModeIsPerSubscription(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			e := setupOn(t, backend, nil)
+			ctx := context.Background()
+			batched, single := newReceiver(t), newReceiver(t)
+			sub, err := e.store.CreateSubscription(ctx, claimcheck.DefaultTenant, claimcheck.SubscriptionSpec{URL: batched.url, EventsPerRequest: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sub.EventsPerRequest != 50 {
+				t.Errorf("created: events_per_request %d, want 50", sub.EventsPerRequest)
+			}
+			if batched.key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(sub.Secret, "whsec_")); err != nil {
+				t.Fatal(err)
+			}
+			e.subscribe(t, claimcheck.DefaultTenant, single, claimcheck.EventFilter{})
+			list, err := e.store.Subscriptions(ctx, claimcheck.DefaultTenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range list {
+				if want := map[bool]int{true: 50, false: 0}[l.ID == sub.ID]; l.EventsPerRequest != want {
+					t.Errorf("listed %s: events_per_request %d, want %d", l.ID, l.EventsPerRequest, want)
+				}
+			}
+			// Twenty claims' events settle together, so one round holds
+			// them all and the batched lanes carry several per request.
+			const n = 20
+			for range n {
+				e.put(t, "orders", claimcheck.PutOptions{})
+			}
+			e.clock.Advance(tick)
+			for _, r := range []*receiver{batched, single} {
+				r.wait("every event", func() bool {
+					seen := map[string]bool{}
+					for _, id := range r.ids {
+						seen[id] = true
+					}
+					return len(seen) >= n
+				})
+				r.check()
+			}
+			batched.mu.Lock()
+			defer batched.mu.Unlock()
+			for _, ct := range batched.cts {
+				if ct != "application/cloudevents-batch+json" {
+					t.Errorf("the batched subscription got a request of %s", ct)
+				}
+			}
+			if batched.tries >= len(batched.got) {
+				t.Errorf("batched: %d requests for %d events: none carried more than one", batched.tries, len(batched.got))
+			}
+			single.mu.Lock()
+			defer single.mu.Unlock()
+			for _, ct := range single.cts {
+				if ct != "application/cloudevents+json" {
+					t.Errorf("the default subscription got a request of %s", ct)
+				}
 			}
 		})
 	}
@@ -526,6 +599,8 @@ func TestSubscriptionInput(t *testing.T) {
 		{claimcheck.SubscriptionSpec{URL: "http://127.0.0.1/", EventFilter: claimcheck.EventFilter{Types: []string{"creatd"}}}, `unknown event type "creatd"`},
 		{claimcheck.SubscriptionSpec{URL: "http://127.0.0.1/", Secret: "hunter2"}, "secret: want \"whsec_\""},
 		{claimcheck.SubscriptionSpec{URL: "http://127.0.0.1/", ID: "no spaces"}, "id:"},
+		{claimcheck.SubscriptionSpec{URL: "http://127.0.0.1/", EventsPerRequest: 1001}, "events_per_request: 1001: from 1 (one CloudEvent per request) to 1000"},
+		{claimcheck.SubscriptionSpec{URL: "http://127.0.0.1/", EventsPerRequest: -1}, "events_per_request: -1"},
 	} {
 		_, err := e.store.CreateSubscription(ctx, claimcheck.DefaultTenant, tc.spec)
 		if !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
@@ -575,4 +650,31 @@ func TestLabelFilter(t *testing.T) {
 	}
 	billing.check()
 	all.check()
+}
+
+// An operator's target chooses its mode in the config like a
+// subscription at create; past the bound the config is refused, naming
+// the target's field.
+func TestConfigTargetMode(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	e := setup(t, func(c *engine.Config) {
+		c.Subscriptions.Targets = []dispatch.Target{{ID: "ops", URL: "http://127.0.0.1:9/hook", Secret: secret, EventsPerRequest: 50}}
+	})
+	list, err := e.store.Subscriptions(context.Background(), claimcheck.DefaultTenant)
+	if err != nil || len(list) != 1 || list[0].EventsPerRequest != 50 || list[0].Source != "config" {
+		t.Errorf("config target: %+v, %v; want events_per_request 50", list, err)
+	}
+	dir := t.TempDir()
+	cfg := engine.Config{Data: dir, Metadata: "sqlite:" + filepath.Join(dir, "meta.db")}
+	cfg.Sweeper.Disabled = true
+	cfg.Subscriptions.AllowLoopback = true
+	cfg.Subscriptions.Targets = []dispatch.Target{{ID: "ops", URL: "http://127.0.0.1:9/hook", Secret: secret, EventsPerRequest: 2000}}
+	s, err := engine.Open(context.Background(), cfg)
+	if err == nil {
+		_ = s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "subscriptions.targets[0].events_per_request: 2000") {
+		t.Errorf("a target with events_per_request 2000: %v, want a refusal naming the field", err)
+	}
 }

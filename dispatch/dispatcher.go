@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,10 +84,13 @@ type lane struct {
 	idx   []int            // the round's events in this lane, in seq order
 	batch []meta.FeedEvent // one request's events
 	sign  *signer          // the round's key
-	id    []byte           // webhook-id
-	body  []byte           // CloudEvent(s)
-	sig   []byte           // webhook-signature
-	req   []byte           // the whole request
+	// batched is the subscription's mode this round: batched
+	// (application/cloudevents-batch+json) or structured.
+	batched bool
+	id      []byte // webhook-id
+	body    []byte // CloudEvent(s)
+	sig     []byte // webhook-signature
+	req     []byte // the whole request
 }
 
 // New returns a dispatcher; Start runs it.
@@ -317,6 +321,8 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 	if err == nil && terr != nil {
 		err = fmt.Errorf("url: %w", terr)
 	}
+	// The subscription's own mode, else the configured default.
+	per := cmp.Or(s.EventsPerRequest, d.cfg.EventsPerRequest)
 	var mu sync.Mutex
 	firstErr := err
 	var wg sync.WaitGroup
@@ -324,14 +330,14 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		if len(ln.idx) == 0 || err != nil {
 			continue
 		}
-		ln.sign = newSigner(key)
+		ln.sign, ln.batched = newSigner(key), per > 1
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// EventsPerRequest at a time, in the lane's order: a request
+			// per events at a time, in the lane's order: a request
 			// that fails stops the lane, so nothing of a claim goes
 			// ahead of an earlier event of it.
-			for part := range slices.Chunk(ln.idx, d.cfg.EventsPerRequest) {
+			for part := range slices.Chunk(ln.idx, per) {
 				ln.batch = ln.batch[:0]
 				for _, i := range part {
 					ln.batch = append(ln.batch, es[i])
@@ -432,7 +438,7 @@ func laneOf(e meta.FeedEvent, n int) int {
 }
 
 // deliver posts the lane's batch in one request: one structured-mode
-// CloudEvent, or with EventsPerRequest above 1 a batch (webhook-id: the
+// CloudEvent, or for a subscription in batched mode a batch (webhook-id: the
 // first and last event ids, FIRST-LAST, or the one id of a batch of
 // one). Any 2xx is delivered; everything else (3xx included: redirects
 // are not followed) is a failure to retry.
@@ -440,7 +446,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t *target, ln *lane) error {
 	es := ln.batch
 	contentType := ContentType
 	ln.id = strconv.AppendInt(ln.id[:0], es[0].Seq, 10)
-	if d.cfg.EventsPerRequest > 1 {
+	if ln.batched {
 		contentType, ln.body = BatchContentType, appendBatch(ln.body[:0], es)
 		if len(es) > 1 {
 			ln.id = strconv.AppendInt(append(ln.id, '-'), es[len(es)-1].Seq, 10)

@@ -115,10 +115,15 @@ func (s *Store) newSubscription(tenant string, spec claimcheck.SubscriptionSpec,
 	if _, err := dispatch.ParseSecret(field+"secret", spec.Secret); err != nil {
 		return meta.Subscription{}, fmt.Errorf("%w: %w", claimcheck.ErrInvalidArgument, err)
 	}
+	if n := spec.EventsPerRequest; n < 0 || n > claimcheck.MaxEventsPerRequest {
+		return meta.Subscription{}, invalidf("%sevents_per_request: %d: from 1 (one CloudEvent per request) to %d (batched mode), or 0 for the server's default",
+			field, n, claimcheck.MaxEventsPerRequest)
+	}
 	sealed, keyID := s.sealSecret(spec.ID, spec.Secret)
 	now := s.clock.Now()
 	return meta.Subscription{ID: spec.ID, Tenant: tenant, URL: spec.URL, Types: spec.Types, Namespaces: spec.Namespaces,
 		Labels: spec.Labels, Secret: sealed, SecretKeyID: keyID, Enabled: true, Source: meta.SourceAPI, CreatedAt: now,
+		EventsPerRequest: spec.EventsPerRequest,
 		// A new subscription starts with the events from now on: the
 		// history is in the audit trail.
 		Cursor: now.UnixNano(), State: meta.SubscriptionActive}, nil
@@ -171,7 +176,7 @@ func (s *Store) subscriptionsChanged() {
 func publicSubscription(sub meta.Subscription) claimcheck.Subscription {
 	out := claimcheck.Subscription{ID: sub.ID, Tenant: sub.Tenant, URL: sub.URL,
 		EventFilter: claimcheck.EventFilter{Types: sub.Types, Namespaces: sub.Namespaces, Labels: sub.Labels},
-		Enabled:     sub.Enabled, Source: sub.Source, State: sub.State, Cursor: sub.Cursor, Delivered: sub.Delivered,
+		Enabled:     sub.Enabled, EventsPerRequest: sub.EventsPerRequest, Source: sub.Source, State: sub.State, Cursor: sub.Cursor, Delivered: sub.Delivered,
 		Attempts: sub.Attempts, LastError: sub.LastError, CreatedAt: sub.CreatedAt}
 	if !sub.FailingSince.IsZero() {
 		t := sub.FailingSince
@@ -202,7 +207,8 @@ func (s *Store) syncTargets(ctx context.Context, targets []dispatch.Target) erro
 		if t.Secret == "" {
 			return invalidf("%ssecret: required (whsec_ and the base64 of 24 to 64 random bytes)", field)
 		}
-		sub, err := s.newSubscription(tenant, claimcheck.SubscriptionSpec{ID: t.ID, URL: t.URL, EventFilter: t.EventFilter, Secret: t.Secret}, field)
+		sub, err := s.newSubscription(tenant, claimcheck.SubscriptionSpec{ID: t.ID, URL: t.URL, EventFilter: t.EventFilter, Secret: t.Secret,
+			EventsPerRequest: t.EventsPerRequest}, field)
 		if err != nil {
 			return err
 		}

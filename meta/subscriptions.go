@@ -43,6 +43,10 @@ type Subscription struct {
 	Enabled     bool
 	Source      string
 	CreatedAt   time.Time
+	// EventsPerRequest is the most events one delivery carries (1:
+	// structured mode; above 1: batched mode); 0: the dispatcher's
+	// configured default.
+	EventsPerRequest int
 
 	// Cursor is the seq of the newest event every earlier one of which
 	// was delivered or filtered out: delivery resumes after it.

@@ -62,7 +62,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		return invalidf("subscription body: %v", err)
 	}
 	var spec claimcheck.SubscriptionSpec
-	if err := api.DecodeJSON(b, `subscription body (want {"url":"https://…","types":["…"],"namespaces":["…"],"labels":{…},"secret":"whsec_…"})`, &spec); err != nil {
+	if err := api.DecodeJSON(b, `subscription body (want {"url":"https://…","types":["…"],"namespaces":["…"],"labels":{…},"secret":"whsec_…","events_per_request":N})`, &spec); err != nil {
 		return err
 	}
 	sub, err := s.claims.CreateSubscription(r.Context(), tenant, spec)

@@ -50,6 +50,21 @@ func TestSubscriptionsOverHTTP(t *testing.T) {
 			t.Errorf("%s: %s %s, want 400 saying %s", tc.body, resp.Status, body, tc.want)
 		}
 	}
+	// Past the bound the server names the field and the limit.
+	resp, body = b.do(t, acme, http.MethodPost, "/v1/subscriptions",
+		strings.NewReader(`{"url":"http://127.0.0.1:9/hook","events_per_request":1001}`), json("")...)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "events_per_request: 1001") || !strings.Contains(string(body), "1000") {
+		t.Errorf("events_per_request 1001: %s %s, want 400 naming the field and the limit 1000", resp.Status, body)
+	}
+	resp, body = b.do(t, acme, http.MethodPost, "/v1/subscriptions",
+		strings.NewReader(`{"id":"bulk","url":"http://127.0.0.1:9/hook","events_per_request":50}`), json("")...)
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"events_per_request":50`) {
+		t.Fatalf("create with events_per_request 50: %s %s", resp.Status, body)
+	}
+	resp, body = b.do(t, acme, http.MethodGet, "/v1/subscriptions", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"events_per_request":50`) {
+		t.Errorf("list: %s %s, want bulk's events_per_request 50", resp.Status, body)
+	}
 	if resp, body := b.do(t, producer, http.MethodGet, "/v1/subscriptions", nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a producer key lists: %s %s", resp.Status, body)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -55,10 +56,17 @@ retry, so a receiver can drop repeats. A receiver that keeps failing for
 subscriptions.dead_letter_after (24h) stops its subscription
 (state dead_lettered) until 'claimcheck subscriptions resume'.
 
+With --events-per-request N above 1 (at most 1000) the subscription takes
+the batched mode instead: application/cloudevents-batch+json, a JSON array
+of up to N events, the webhook-id FIRST-LAST of their ids; it costs the
+server less per event. --events-per-request 1 is one event per request;
+without the flag the server's subscriptions.events_per_request decides.
+
 Needs a running server and a tenant-wide admin key ($CLAIMCHECK_SERVER,
 $CLAIMCHECK_API_KEY or --server, --api-key).
 
   claimcheck subscriptions create https://hooks.example.com/cc --type all_released,expired_unread --ns orders
+  claimcheck subscriptions create https://hooks.example.com/bulk --events-per-request 100
   claimcheck subscriptions ls
   claimcheck subscriptions rm sub_...`,
 	}
@@ -68,10 +76,11 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 		c      clientFlags
 		id     string
 		secret string
+		per    int
 		asJSON bool
 	}
 	createCmd := &cobra.Command{
-		Use:   "create URL [--type T]... [--ns NS]... [--label K=V]... [--id ID] [--secret whsec_...]",
+		Use:   "create URL [--type T]... [--ns NS]... [--label K=V]... [--id ID] [--secret whsec_...] [--events-per-request N]",
 		Short: "Make a subscription; prints its secret, which is never shown again",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,11 +88,16 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 			if err != nil {
 				return err
 			}
+			if create.per < 0 || create.per > claimcheck.MaxEventsPerRequest {
+				return usageError{fmt.Errorf("--events-per-request %d: from 1 (one CloudEvent per request) to %d (batched mode), or 0 for the server's default",
+					create.per, claimcheck.MaxEventsPerRequest)}
+			}
 			c, err := create.c.client()
 			if err != nil {
 				return err
 			}
-			sub, err := c.CreateSubscription(cmd.Context(), claimcheck.SubscriptionSpec{ID: create.id, URL: args[0], EventFilter: f, Secret: create.secret})
+			sub, err := c.CreateSubscription(cmd.Context(), claimcheck.SubscriptionSpec{ID: create.id, URL: args[0], EventFilter: f, Secret: create.secret,
+				EventsPerRequest: create.per})
 			if err != nil {
 				return err
 			}
@@ -98,6 +112,8 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 	create.filter.register(createCmd)
 	createCmd.Flags().StringVar(&create.id, "id", "", "the subscription's id (default: one is made up)")
 	createCmd.Flags().StringVar(&create.secret, "secret", "", "signing secret, whsec_ and the base64 of 24 to 64 bytes (default: one is made up)")
+	createCmd.Flags().IntVar(&create.per, "events-per-request", 0,
+		"1: one CloudEvent per request (structured mode); N above 1: batched mode, application/cloudevents-batch+json, up to N events per request (at most 1000); default: the server's subscriptions.events_per_request")
 	createCmd.Flags().BoolVar(&create.asJSON, "json", false, "print the subscription as JSON")
 	create.c.register(createCmd, env)
 
@@ -128,13 +144,17 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 				return nil
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tDELIVERED\tTYPES\tNAMESPACES\tURL\tLAST ERROR")
+			fmt.Fprintln(tw, "ID\tSTATE\tDELIVERED\tPER REQUEST\tTYPES\tNAMESPACES\tURL\tLAST ERROR")
 			for _, s := range subs {
 				state := s.State
 				if !s.Enabled {
 					state = "disabled"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, state, s.Delivered, listOrAll(s.Types), listOrAll(s.Namespaces), s.URL, s.LastError)
+				per := "default"
+				if s.EventsPerRequest > 0 {
+					per = strconv.Itoa(s.EventsPerRequest)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, state, s.Delivered, per, listOrAll(s.Types), listOrAll(s.Namespaces), s.URL, s.LastError)
 			}
 			return tw.Flush()
 		},

@@ -16,7 +16,7 @@ import (
 // Subscriptions and the event feed (ADR 0240); see meta.SubscriptionStore.
 
 const subscriptionColumns = `id, tenant, url, types, namespaces, labels, secret, secret_key_id, enabled, source,
-	created_at, cursor_seq, state, failing_since, attempts, last_error, delivered`
+	created_at, cursor_seq, state, failing_since, attempts, last_error, delivered, events_per_request`
 
 func subscriptionArgs(s meta.Subscription) []any {
 	labels := ""
@@ -34,7 +34,7 @@ func subscriptionArgs(s meta.Subscription) []any {
 	}
 	return []any{s.ID, s.Tenant, s.URL, strings.Join(s.Types, ","), strings.Join(s.Namespaces, ","), labels,
 		base64.StdEncoding.EncodeToString(s.Secret), s.SecretKeyID, boolInt(s.Enabled), source,
-		s.CreatedAt.UnixNano(), s.Cursor, state, unixOrZero(s.FailingSince), s.Attempts, s.LastError, s.Delivered}
+		s.CreatedAt.UnixNano(), s.Cursor, state, unixOrZero(s.FailingSince), s.Attempts, s.LastError, s.Delivered, s.EventsPerRequest}
 }
 
 func unixOrZero(t time.Time) int64 {
@@ -53,7 +53,7 @@ func splitList(s string) []string {
 
 func (q *txq) insertSubscription(s meta.Subscription) error {
 	_, err := q.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, subscriptionArgs(s)...)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, subscriptionArgs(s)...)
 	return err
 }
 
@@ -90,8 +90,8 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 			kept[sub.ID] = true
 			a := subscriptionArgs(sub) // id, tenant, url, types, namespaces, labels, secret, secret_key_id, enabled
 			n, err := q.exec(`UPDATE subscriptions SET tenant = ?, url = ?, types = ?, namespaces = ?, labels = ?,
-				secret = ?, secret_key_id = ?, enabled = ? WHERE id = ? AND source = ?`,
-				a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], sub.ID, meta.SourceConfig)
+				secret = ?, secret_key_id = ?, enabled = ?, events_per_request = ? WHERE id = ? AND source = ?`,
+				a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], sub.EventsPerRequest, sub.ID, meta.SourceConfig)
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func (q *txq) subscriptions(where string, args ...any) ([]meta.Subscription, err
 		var enabled int
 		var created, failing int64
 		if err := rows.Scan(&s.ID, &s.Tenant, &s.URL, &types, &nss, &labels, &secret, &s.SecretKeyID, &enabled, &s.Source,
-			&created, &s.Cursor, &s.State, &failing, &s.Attempts, &s.LastError, &s.Delivered); err != nil {
+			&created, &s.Cursor, &s.State, &failing, &s.Attempts, &s.LastError, &s.Delivered, &s.EventsPerRequest); err != nil {
 			return nil, err
 		}
 		s.Types, s.Namespaces, s.Enabled = splitList(types), splitList(nss), enabled != 0

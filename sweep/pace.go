@@ -246,7 +246,7 @@ func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result,
 	}
 	// b bounds the run: its span (pages and the pauses between them)
 	// and its busy time (pages only).
-	b := bounds{span: s.cfg.Interval, page: s.cfg.PageSize}
+	b := bounds{span: s.cfg.Interval, page: s.cfg.PageSize, opDelay: s.limits.opDelay, paced: true}
 	if s.limits.maxRuntime > 0 {
 		b.span = s.limits.maxRuntime
 	}
@@ -287,12 +287,19 @@ func (s *Sweeper) paced(ctx context.Context, pastLag, maintenance bool) (Result,
 
 // bounds bound one run of pages.
 type bounds struct {
-	budget int           // items (0: none)
-	page   int           // items per page
-	spread float64       // items per second the pages are spread at (0: back to back)
-	span   time.Duration // longest run, pauses included
-	busy   time.Duration // longest time spent in pages
+	budget  int           // items (0: none)
+	page    int           // items per page
+	spread  float64       // items per second the pages are spread at (0: back to back)
+	span    time.Duration // longest run, pauses included
+	busy    time.Duration // longest time spent in pages
+	opDelay time.Duration // least pause between pages
+	// paced: a paced run, whose pages teach the pacer their cost per
+	// item (the caller holds the pacer's lock).
+	paced bool
 }
+
+// unbounded is a span or busy time no run reaches.
+const unbounded = time.Duration(1<<63 - 1)
 
 // runEnd is why a run of pages stopped.
 type runEnd int
@@ -309,7 +316,8 @@ const (
 // pages does pages of due work (claims, then blobs) of up to b.page items
 // each until the budget, the runtime or the due work runs out. With
 // b.spread, each page's items take 1/spread seconds from its start to the
-// next page's; op_delay, when set, is the least pause between pages.
+// next page's; b.opDelay (op_delay, when set) is the least pause between
+// pages.
 // Durations read the injected clock; only the pauses are real time.
 func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()
@@ -361,7 +369,9 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 		s.pageSeq.Add(1)
 		took := s.clock.Now().Sub(began)
 		busy += took
-		s.pacer.notePage(res.Ops()-before, took)
+		if b.paced {
+			s.pacer.notePage(res.Ops()-before, took)
+		}
 		switch {
 		case err != nil:
 			return res, endError, err
@@ -370,7 +380,7 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 		case b.budget > 0 && res.Ops() >= b.budget:
 			return res, endBudget, nil // no pause after the last page
 		}
-		wait := s.limits.opDelay
+		wait := b.opDelay
 		if b.spread > 0 {
 			wait = max(wait, time.Duration(float64(res.Ops()-before)/b.spread*float64(time.Second))-took)
 		}

@@ -401,63 +401,17 @@ func (s *Sweeper) run(ctx context.Context, maxOps int, idleOnly bool) (Result, e
 	return s.runBounded(ctx, maxOps, idleOnly, s.cfg.MaxRuntimePerRun, s.cfg.OpDelay)
 }
 
-// runBounded pages through due claims, then due blobs, until the budget,
-// the runtime or the due work runs out. Each page is one transaction.
-func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (res Result, err error) {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	ctx, span := s.tracer.Start(ctx, spanRun)
-	defer func() { endRun(span, res, err) }()
-	ctx = s.sweeperActor(ctx)
-	start := s.clock.Now()
-	startIdle := s.idleSince()
-	defer func() {
-		s.metrics.RunDuration.Observe(s.clock.Now().Sub(start).Seconds())
-		if res.Aborted {
-			s.metrics.Aborts.Inc()
-		}
-	}()
-	remaining := func() int {
-		if maxOps <= 0 {
-			return s.cfg.PageSize
-		}
-		return min(s.cfg.PageSize, maxOps-res.Ops())
+// runBounded pages through due claims, then due blobs, until maxOps
+// items (0: no limit), maxRuntime (0: no limit) or the due work runs out,
+// pausing opDelay between pages: an unpaced run (RunOnce, Run, the
+// lag_budget rule). Each page is one transaction.
+func (s *Sweeper) runBounded(ctx context.Context, maxOps int, idleOnly bool, maxRuntime, opDelay time.Duration) (Result, error) {
+	b := bounds{budget: maxOps, page: s.cfg.PageSize, span: maxRuntime, busy: unbounded, opDelay: opDelay}
+	if b.span <= 0 {
+		b.span = unbounded
 	}
-	for {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		if maxOps > 0 && res.Ops() >= maxOps {
-			return res, nil
-		}
-		if maxRuntime > 0 && s.clock.Now().Sub(start) >= maxRuntime {
-			return res, nil
-		}
-		if idleOnly && !s.idleSince().Equal(startIdle) {
-			res.Aborted = true
-			return res, nil
-		}
-		n, err := s.finishClaims(ctx, remaining(), &res)
-		if err != nil {
-			return res, err
-		}
-		m := 0
-		if r := remaining(); r > 0 {
-			if m, err = s.collectBlobs(ctx, r, &res); err != nil {
-				return res, err
-			}
-		}
-		if n == 0 && m == 0 {
-			return res, nil
-		}
-		if opDelay > 0 {
-			select {
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(opDelay):
-			}
-		}
-	}
+	res, _, err := s.pages(ctx, b, idleOnly)
+	return res, err
 }
 
 // sweeperActor names the sweeper in the audit trail of due work, unless

@@ -171,7 +171,7 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 				blobs, claims = blobs[:0], claims[:0]
 			}
 		}
-		if _, err := conn.ExecContext(ctx, rebind(opts.Postgres, `UPDATE namespaces SET active_claims = active_claims + ?, used_bytes = used_bytes + ? WHERE name = ?`),
+		if _, err := conn.ExecContext(ctx, Rebind(opts.Postgres, `UPDATE namespaces SET active_claims = active_claims + ?, used_bytes = used_bytes + ? WHERE name = ?`),
 			int64(hi-lo), int64(hi-lo)*size, template.Namespace); err != nil {
 			return nil, rollback(ctx, conn, fmt.Errorf("livefill: namespace counters: %w", err))
 		}
@@ -188,7 +188,7 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 
 // row reads the row of table whose id is id, every column.
 func row(ctx context.Context, db *sql.DB, pg bool, table, id string) ([]string, []any, error) {
-	rows, err := db.QueryContext(ctx, rebind(pg, `SELECT * FROM `+table+` WHERE id = ?`), id)
+	rows, err := db.QueryContext(ctx, Rebind(pg, `SELECT * FROM `+table+` WHERE id = ?`), id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("livefill: read the template's %s row: %w", table, err)
 	}
@@ -273,8 +273,9 @@ func write(ctx context.Context, conn *sql.Conn, pg bool, table string, cols []st
 	return nil
 }
 
-// rebind turns ? placeholders into PostgreSQL's $n.
-func rebind(pg bool, q string) string {
+// Rebind turns ? placeholders into PostgreSQL's $n when pg is set: the
+// statements here, and the measurements' own, are written once for both.
+func Rebind(pg bool, q string) string {
 	if !pg {
 		return q
 	}

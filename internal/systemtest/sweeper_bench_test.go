@@ -23,6 +23,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/livefill"
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
@@ -143,20 +144,7 @@ func (s *sweepServer) seed(t *testing.T, n int, due func(i int) time.Time) strin
 	}
 	defer func() { _ = tx.Rollback() }()
 	exec := func(q string, args ...any) {
-		if s.pg {
-			var b strings.Builder
-			k := 0
-			for _, r := range q {
-				if r == '?' {
-					k++
-					fmt.Fprintf(&b, "$%d", k)
-					continue
-				}
-				b.WriteRune(r)
-			}
-			q = b.String()
-		}
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, livefill.Rebind(s.pg, q), args...); err != nil {
 			t.Fatalf("seed: %v", err)
 		}
 	}

@@ -53,15 +53,9 @@ func BenchmarkServeCPU(b *testing.B) {
 		}
 		batch = n
 	}
-	setups := []struct {
-		name   string
-		config func() string
-	}{{"embedded", func() string { return "" }}}
+	setups := []benchSetup{{"embedded", func() string { return "" }}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
-		setups = append(setups, struct {
-			name   string
-			config func() string
-		}{"postgres", func() string {
+		setups = append(setups, benchSetup{"postgres", func() string {
 			dsn, _ := testsvc.Postgres(b)
 			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(b.TempDir()))
 		}})

@@ -25,6 +25,14 @@ import (
 	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
+// benchSetup is one store set-up of a side-by-side benchmark: config
+// returns the config file of one server (called once per server, so each
+// gets its own schema and bucket).
+type benchSetup struct {
+	name   string
+	config func() string
+}
+
 // BenchmarkVersusMinIO compares claimcheck with the S3 server it sits
 // on: the same bytes put and read back through `claimcheck serve` and the
 // Go client, and through MinIO and the AWS SDK's S3 client, on the same
@@ -64,15 +72,9 @@ func BenchmarkVersusMinIO(b *testing.B) {
 	bin := buildBinary(b)
 	// Each setup's config is made once per server, so this tree's server
 	// and every baseline get their own schema and bucket.
-	setups := []struct {
-		name   string
-		config func() string
-	}{{"embedded", func() string { return "" }}}
+	setups := []benchSetup{{"embedded", func() string { return "" }}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
-		setups = append(setups, struct {
-			name   string
-			config func() string
-		}{"postgres-minio", func() string {
+		setups = append(setups, benchSetup{"postgres-minio", func() string {
 			dsn, _ := testsvc.Postgres(b)
 			storage, _, _ := testsvc.S3(b)
 			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, storage)

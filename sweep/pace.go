@@ -318,7 +318,9 @@ const (
 // b.spread, each page's items take 1/spread seconds from its start to the
 // next page's; b.opDelay (op_delay, when set) is the least pause between
 // pages.
-// Durations read the injected clock; only the pauses are real time.
+// Durations read the injected clock; only the pauses are real time. A
+// maintenance run without op_delay keeps PageWorkers pages in flight
+// (concurrentPages).
 func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()

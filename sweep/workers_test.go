@@ -35,9 +35,10 @@ func (w *overlapping) FinishDueClaims(ctx context.Context, now time.Time, limit 
 	if n >= w.want {
 		w.once.Do(func() { close(w.gate) })
 	}
-	select { // the first pages wait for the others (never forever)
+	select { // the first pages wait for the others (once, never forever)
 	case <-w.gate:
 	case <-time.After(10 * time.Second):
+		w.once.Do(func() { close(w.gate) })
 	}
 	return w.Store.FinishDueClaims(ctx, now, limit)
 }

@@ -165,6 +165,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.reads = newReadRecorder(s.meta, s.log)
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
+	if metaSystem(cfg) == "postgresql" && cfg.Sweeper.PageWorkers == 0 {
+		// Due pages are taken FOR UPDATE SKIP LOCKED: idle maintenance
+		// keeps several in flight (sweep.Config.PageWorkers).
+		cfg.Sweeper.PageWorkers = sweep.MaintenancePageWorkers
+	}
 	s.sweeper = sweep.New(cfg.Sweeper, s.meta, s.blobs, s.keys, s.clock, s.log, s.sweepMetrics) // its scrub reads objects the way a redeem does (internal/integrity)
 	s.sweeper.SetTracerProvider(cfg.TracerProvider)
 	s.discardRetry = cfg.Sweeper.WithDefaults().RetryDelay

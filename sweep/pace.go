@@ -318,7 +318,9 @@ const (
 // b.spread, each page's items take 1/spread seconds from its start to the
 // next page's; b.opDelay (op_delay, when set) is the least pause between
 // pages.
-// Durations read the injected clock; only the pauses are real time.
+// Durations read the injected clock; only the pauses are real time. A
+// maintenance run without op_delay keeps PageWorkers pages in flight
+// (concurrentPages).
 func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
@@ -341,6 +343,10 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 		}
 		return b.page
 	}
+	if maintenance && b.opDelay == 0 && s.cfg.PageWorkers > 1 {
+		res, end, err = s.concurrentPages(ctx, b, start, startIdle)
+		return res, end, err
+	}
 	var busy time.Duration
 	for {
 		switch {
@@ -358,7 +364,7 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 		}
 		began := s.clock.Now()
 		before := res.Ops()
-		s.pageSeq.Add(1) // odd: a page is in flight (Done counts overlaps)
+		s.pageBegins()
 		n, err := s.finishClaims(ctx, limit(), &res)
 		m := 0
 		if err == nil {
@@ -366,7 +372,7 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 				m, err = s.collectBlobs(ctx, r, &res)
 			}
 		}
-		s.pageSeq.Add(1)
+		s.pageEnds()
 		took := s.clock.Now().Sub(began)
 		busy += took
 		if b.paced {
@@ -390,6 +396,145 @@ func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Re
 			}
 		}
 	}
+}
+
+// pageBegins and pageEnds bracket a page: pageSeq is odd while any page
+// is in flight (Done counts the requests that overlapped one).
+func (s *Sweeper) pageBegins() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if s.inFlight == 0 {
+		s.pageSeq.Add(1)
+	}
+	s.inFlight++
+}
+
+func (s *Sweeper) pageEnds() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	s.inFlight--
+	if s.inFlight == 0 {
+		s.pageSeq.Add(1)
+	}
+}
+
+// concurrentPages is pages for a maintenance run with PageWorkers pages
+// in flight: each worker does pages back to back (claims, then blobs) as
+// pages does, and they share the run. What they share is under one
+// mutex, which keeps the counts exact: a worker reserves its page's items
+// from the budget before the page (so the workers never overspend it)
+// and adds what the page did to res after it. The metadata store's
+// compare-and-swap steps and skipped locks keep two pages from doing an
+// item twice. The run ends at the first end condition a worker meets
+// (budget, runtime, span, traffic, an error), after the pages in flight;
+// it is dry when every worker found nothing due. notePage runs under the
+// mutex too: the caller holds the pacer's lock for the whole run and
+// waits for the workers, so they are the only ones to touch the pacer.
+func (s *Sweeper) concurrentPages(ctx context.Context, b bounds, start, startIdle time.Time) (Result, runEnd, error) {
+	var (
+		mu       sync.Mutex
+		res      Result
+		reserved int    // items of pages in flight not yet in res
+		end      runEnd = endDry
+		stopped  bool
+		firstErr error
+	)
+	// stop records the run's end; the first one wins. mu held.
+	stop := func(e runEnd, err error) {
+		if !stopped {
+			stopped, end, firstErr = true, e, err
+		}
+	}
+	// next decides, before a page, whether the run goes on and how many
+	// items the page may do. mu held.
+	next := func(busy time.Duration) int {
+		switch {
+		case stopped:
+			return 0
+		case ctx.Err() != nil:
+			stop(endError, ctx.Err())
+		case b.budget > 0 && res.Ops() >= b.budget:
+			stop(endBudget, nil)
+		case busy >= b.busy:
+			stop(endRuntime, nil)
+		case s.clock.Now().Sub(start) >= b.span:
+			stop(endSpan, nil)
+		case !s.idleSince().Equal(startIdle):
+			res.Aborted = true
+			stop(endAborted, nil)
+		}
+		if stopped {
+			return 0
+		}
+		limit := b.page
+		if b.budget > 0 {
+			// The rest of the budget is in flight: this worker is done,
+			// the others end the run.
+			limit = min(limit, b.budget-res.Ops()-reserved)
+		}
+		return limit
+	}
+	worker := func() {
+		var busy time.Duration // this worker's time in pages
+		for {
+			mu.Lock()
+			limit := next(busy)
+			if limit <= 0 {
+				mu.Unlock()
+				return
+			}
+			reserved += limit
+			mu.Unlock()
+
+			var page Result
+			began := s.clock.Now()
+			s.pageBegins()
+			n, err := s.finishClaims(ctx, limit, &page)
+			m := 0
+			if r := blobLimit(b, limit, page.Ops()); err == nil && r > 0 {
+				m, err = s.collectBlobs(ctx, r, &page)
+			}
+			s.pageEnds()
+			took := s.clock.Now().Sub(began)
+			busy += took
+
+			mu.Lock()
+			reserved -= limit
+			res.ClaimsFinished += page.ClaimsFinished
+			res.BlobsCollected += page.BlobsCollected
+			res.DeleteFailures += page.DeleteFailures
+			if b.paced {
+				s.pacer.notePage(page.Ops(), took)
+			}
+			dry := n == 0 && m == 0
+			if err != nil {
+				stop(endError, err)
+			}
+			mu.Unlock()
+			if err != nil || dry {
+				return // dry: the others finish what they found
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range s.cfg.PageWorkers {
+		wg.Go(worker)
+	}
+	wg.Wait()
+	if !stopped && b.budget > 0 && res.Ops() >= b.budget {
+		end = endBudget
+	}
+	return res, end, firstErr
+}
+
+// blobLimit is how many blobs a page may collect after it finished
+// claims claims: as in pages, a page size of each without a budget, the rest of
+// the page's reservation within one.
+func blobLimit(b bounds, limit, claims int) int {
+	if b.budget > 0 {
+		return limit - claims
+	}
+	return b.page
 }
 
 // sleepReal waits d in real time, or until ctx ends.

@@ -119,7 +119,21 @@ type Config struct {
 	// keep their rows (retention.go, ADR 0077); zero or negative keeps
 	// them. Set from the config's history section.
 	HistoryRetention time.Duration `yaml:"-"`
+	// PageWorkers is how many pages a maintenance run (idle, the
+	// maintenance lease held, no op_delay set) keeps in flight at once
+	// (0 or 1: one at a time). Several pages help only where the
+	// metadata store takes due pages with concurrent writers that skip
+	// each other's rows (PostgreSQL, FOR UPDATE SKIP LOCKED): the engine
+	// sets MaintenancePageWorkers there, and leaves SQLite, which has
+	// one writer, at one page.
+	PageWorkers int `yaml:"-"`
 }
+
+// MaintenancePageWorkers is the PageWorkers the engine sets for a
+// metadata store with concurrent writers: a page spends most of its time
+// waiting on database round trips, so a few in flight multiply the idle
+// drain rate without a pool of connections per sweeper.
+const MaintenancePageWorkers = 4
 
 // WithDefaults returns c with zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
@@ -230,6 +244,12 @@ type Sweeper struct {
 	latency latencySums
 	pageSeq atomic.Uint64
 	sleep   func(context.Context, time.Duration) error // waits between pages; tests replace it
+
+	// flightMu orders the changes of pageSeq with inFlight, the pages in
+	// flight: pageSeq turns odd when the first one starts and even when
+	// the last one ends, so overlapping pages (PageWorkers) keep it odd.
+	flightMu sync.Mutex
+	inFlight int
 
 	lastOp    atomic.Int64 // unix nanos of the last operation (Touch)
 	lastPrune atomic.Int64 // unix nanos of the last pruning of events and history (retention.go)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,11 +49,17 @@ func fill(t *testing.T, dir, metadata, driver, dsn string, pg bool) {
 		t.Fatal(err)
 	}
 	const n, sample = 2500, 20
-	refs, err := livefill.Fill(ctx, db, tmpl, livefill.Options{N: n, Sample: sample, BlobDir: filepath.Join(dir, "blobs"), Postgres: pg, Batch: 100})
-	db.Close()
+	before := indexes(t, db, pg)
+	refs, err := livefill.Fill(ctx, db, tmpl, livefill.Options{N: n, Sample: sample, BlobDir: filepath.Join(dir, "blobs"), Postgres: pg, Batch: 100,
+		DeferIndexes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The deferred indexes are back as they were.
+	if after := indexes(t, db, pg); !slices.Equal(before, after) || len(before) < 3 {
+		t.Fatalf("indexes after the fill:\n%q\nwant\n%q", after, before)
+	}
+	db.Close()
 	if len(refs) != sample {
 		t.Fatalf("%d sampled refs, want %d", len(refs), sample)
 	}
@@ -103,4 +110,32 @@ func fill(t *testing.T, dir, metadata, driver, dsn string, pg bool) {
 		}
 		keys[st.Object] = true
 	}
+}
+
+// indexes lists the definitions of the claims and blobs tables' indexes,
+// sorted.
+func indexes(t *testing.T, db *sql.DB, pg bool) []string {
+	t.Helper()
+	query := `SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('claims', 'blobs')`
+	if pg {
+		query = `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ('claims', 'blobs')`
+	}
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var defs []string
+	for rows.Next() {
+		var def string
+		if err := rows.Scan(&def); err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, def)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(defs)
+	return defs
 }

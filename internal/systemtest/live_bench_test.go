@@ -128,6 +128,7 @@ func liveStore(b *testing.B, bin, backend string, n int) *liveServer {
 	start := time.Now()
 	sample, err := livefill.Fill(ctx, db, tmpl, livefill.Options{
 		N: n - 1, Sample: min(n-1, 10_000), BlobDir: filepath.Join(dir, "blobs"), Postgres: backend == "postgres",
+		DeferIndexes: true,
 		Progress: func(done int) {
 			if done%1_000_000 == 0 {
 				b.Logf("%s: %d of %d claims after %s", backend, done, n-1, time.Since(start).Round(time.Second))

@@ -60,6 +60,18 @@ type dialect struct {
 	// go to the database as one statement, one round trip.
 	writableCTEs bool
 
+	// namespaceRouting: statements over a list of claim or blob ids also
+	// name the namespace they are in (oneNamespace), so that a PostgreSQL
+	// distributed by namespace routes each to one shard (ADR 0264).
+	// SQLite is never distributed, and its planner, which has no
+	// statistics, would take the namespace's index over the list (an
+	// equality on an index led by the namespace is estimated at ten rows,
+	// a list of 250 ids at 250 lookups) and read every row of the
+	// namespace for each statement: there the condition is left out. A
+	// lookup of one id that names its namespace (inNamespace) keeps the
+	// condition everywhere: one id is the cheaper estimate.
+	namespaceRouting bool
+
 	// snapshotReads runs reads in a transaction, which gives the
 	// statements of one read a single snapshot (Store.read).
 	snapshotReads bool
@@ -144,6 +156,7 @@ var postgresDialect = &dialect{
 	deferredNamespaceKeys: true,
 	dayPartitions:         true,
 	writableCTEs:          true,
+	namespaceRouting:      true,
 	releasesOf: `(SELECT json_agg(consumer ORDER BY seq)::text
 		FROM claim_releases WHERE claim_id = claims.id AND claim_releases.namespace = claims.namespace)`,
 	isUniqueViolation: func(err error) bool { return pgCode(err) == "23505" },

@@ -121,7 +121,7 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	// are written by statements that name it, so that each goes to one
 	// shard of a PostgreSQL distributed by namespace (ADR 0264); the
 	// sweeper's pages of many namespaces are statements of their shards.
-	in, inArgs := oneNamespace(cs)
+	in, inArgs := q.oneNamespace(cs)
 	// Claims → deleted, grouped by (reason, state).
 	type claimGroup struct {
 		reason string
@@ -143,8 +143,7 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 		}
 		err := chunks(ids, func(part []string) error {
 			args := slices.Concat([]any{nowNS, k.reason, string(k.state)}, anys(part), inArgs)
-			return q.execReturningIDs(finished, `UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
-				WHERE state = ? AND id IN (`+placeholders(len(part))+`)`+in+guard+` RETURNING id`, args...)
+			return q.execReturningIDs(finished, finishClaimsStatement(len(part), in+guard), args...)
 		})
 		if err != nil {
 			return nil, err
@@ -291,11 +290,20 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 	return res, nil
 }
 
+// finishClaimsStatement moves n claims (their ids the parameters after
+// the finish time, the reason and the state they are in) to deleted, with
+// the conditions cond after the ids; it returns their ids.
+func finishClaimsStatement(n int, cond string) string {
+	return `UPDATE claims SET state = 'deleted', due_at = NULL, deleted_at = ?, delete_reason = ?
+		WHERE state = ? AND id IN (` + placeholders(n) + `)` + cond + ` RETURNING id`
+}
+
 // oneNamespace is the condition that a row is in the namespace of every
 // claim of cs, and its argument, when they have one; "" and none when
-// they are of several.
-func oneNamespace(cs []meta.Claim) (string, []any) {
-	if len(cs) == 0 {
+// they are of several, or the database does not route by namespace
+// (dialect.namespaceRouting).
+func (q *txq) oneNamespace(cs []meta.Claim) (string, []any) {
+	if len(cs) == 0 || !q.d.namespaceRouting {
 		return "", nil
 	}
 	for _, c := range cs[1:] {

@@ -109,6 +109,13 @@ func createTombstones(q *txq) error {
 	return err
 }
 
+// finishedClaim is a finished claim CompactHistory turns into a
+// tombstone.
+type finishedClaim struct {
+	id, namespace, blob, reason string
+	at                          int64
+}
+
 // loadTombstone reads the tombstone of a compacted claim as the claim it
 // was: finished, with its namespace, reason and finish time.
 func (q *txq) loadTombstone(id string) (meta.Claim, error) {
@@ -171,18 +178,14 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 		} else if ok && held-heldSlack < cut {
 			cut = held - heldSlack
 		}
-		type finished struct {
-			id, namespace, blob, reason string
-			at                          int64
-		}
-		var page []finished
+		var page []finishedClaim
 		rows, err := q.query(`SELECT id, namespace, blob_id, delete_reason, deleted_at FROM claims
 			WHERE state = 'deleted' AND deleted_at < ? ORDER BY deleted_at LIMIT ?`, cut, limit)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var f finished
+			var f finishedClaim
 			if err := rows.Scan(&f.id, &f.namespace, &f.blob, &f.reason, &f.at); err != nil {
 				rows.Close()
 				return err
@@ -198,16 +201,32 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 				return err
 			}
 		}
-		for part := range slices.Chunk(page, eventChunk) { // 4 parameters a row
-			args := make([]any, 0, 4*len(part))
+		// The claims' events go into their tombstones' trails (ADR 0266)
+		// and their rows go, in this transaction.
+		folded, keys, top, err := q.foldTrails(page)
+		if err != nil {
+			return err
+		}
+		for part := range slices.Chunk(page, eventChunk) { // 8 parameters a row
+			args := make([]any, 0, 8*len(part))
 			for _, f := range part {
-				args = append(args, f.id, f.namespace, f.at, f.reason)
+				t := folded[f.id]
+				if t.trail == nil {
+					t.trail = []byte{} // NOT NULL: no events folded
+				}
+				args = append(args, f.id, f.namespace, f.at, f.reason, t.trail, t.first, t.last, t.span)
 			}
-			if _, err := q.exec(`INSERT INTO claim_tombstones (id, namespace, finished_at, reason) VALUES `+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(part)), ", ")+
+			if _, err := q.exec(`INSERT INTO claim_tombstones (id, namespace, finished_at, reason, trail, first_seq, last_seq, span_class) VALUES `+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", len(part)), ", ")+
 				` ON CONFLICT DO NOTHING`, args...); err != nil {
 				return err
 			}
+		}
+		if err := q.deleteEventKeys(keys); err != nil {
+			return err
+		}
+		if err := q.raiseTrailTop(top); err != nil {
+			return err
 		}
 		ids := make([]string, len(page))
 		blobs := make([]string, 0, len(page))

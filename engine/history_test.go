@@ -14,9 +14,11 @@ import (
 // until history.retention has passed since it finished; then the sweeper
 // prunes its row and the row of its collected blob, and the claim answers
 // not found. Live claims, and finished ones inside the retention, stay.
+// (Events are kept no longer: TestHistoryKeptForEvents.)
 func TestHistoryRetention(t *testing.T) {
 	b := setup(t, func(c *engine.Config) {
 		c.History.Retention = claimcheck.Retention(48 * time.Hour)
+		c.Events.Retention = claimcheck.Retention(48 * time.Hour)
 		c.Sweeper.Disabled = true
 	})
 	ctx := context.Background()
@@ -113,5 +115,67 @@ func TestCompactedClaimAnswersGone(t *testing.T) {
 	evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{})
 	if err != nil || len(evs) != 2 || evs[0].Kind != "created" || evs[1].Kind != "deleted" {
 		t.Errorf("events of a compacted claim = %+v, %v; want created and deleted", evs, err)
+	}
+}
+
+// TestHistoryKeptForEvents: a compacted claim's events are in its
+// tombstone (ADR 0266), so with an events retention longer than the
+// history retention the tombstone stays, and the claim answers gone with
+// its whole audit trail, until the events retention has passed; with
+// events kept forever, so is the tombstone.
+func TestHistoryKeptForEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events time.Duration
+		goneAt time.Duration // 0: never
+	}{{"longer events retention", 10 * 24 * time.Hour, 10 * 24 * time.Hour}, {"events kept", -1, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t, func(c *engine.Config) {
+				c.History.Retention = claimcheck.Retention(48 * time.Hour)
+				c.Events.Retention = claimcheck.Retention(tc.events)
+				c.Sweeper.Disabled = true
+			})
+			ctx := context.Background()
+			ref := b.put(t, "plain", []byte("audited"))
+			if err := b.store.Delete(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(2 * time.Hour)
+			b.sweep(t)
+			if n, err := b.store.Sweeper().CompactHistory(ctx, 0); err != nil || n != 1 {
+				t.Fatalf("CompactHistory = %d, %v; want 1", n, err)
+			}
+			b.clock.Advance(72 * time.Hour) // past the history retention
+			prune := func() {
+				t.Helper()
+				if _, err := b.store.Sweeper().PruneEvents(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := b.store.Sweeper().PruneHistory(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prune()
+			_, err := b.redeem(t, ref)
+			wantGone(t, err, claimcheck.ReasonDeleted)
+			if evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{}); err != nil || len(evs) != 2 {
+				t.Fatalf("events of a claim past the history retention = %+v, %v; want created and deleted", evs, err)
+			}
+			if tc.goneAt == 0 {
+				b.clock.Advance(365 * 24 * time.Hour)
+				prune()
+				_, err := b.redeem(t, ref)
+				wantGone(t, err, claimcheck.ReasonDeleted)
+				return
+			}
+			b.clock.Advance(tc.goneAt) // past the events retention, by whole days
+			prune()
+			if _, err := b.redeem(t, ref); !errors.Is(err, claimcheck.ErrNotFound) {
+				t.Errorf("redeem past the events retention = %v, want not found", err)
+			}
+			if evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{}); err == nil && len(evs) != 0 {
+				t.Errorf("events past the events retention = %+v; want none", evs)
+			}
+		})
 	}
 }

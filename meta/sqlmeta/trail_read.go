@@ -58,7 +58,7 @@ type foldedTombstone struct {
 // each claim's own events (of its namespace, without a tenant) into its
 // trail; keys are the (namespace, seq) of the rows folded, which the
 // caller deletes in the same transaction. top is the largest last seq.
-func (q *txq) foldTrails(page []finishedClaim) (folded map[string]foldedTombstone, keys []any, top int64, err error) {
+func (q *txq) foldTrails(page []finishedClaim) (folded map[string]foldedTombstone, keys []any, top trailTop, err error) {
 	ids := make([]string, len(page))
 	for i, f := range page {
 		ids[i] = f.id
@@ -71,7 +71,7 @@ func (q *txq) foldTrails(page []finishedClaim) (folded map[string]foldedTombston
 		}
 		return err
 	}); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, trailTop{}, err
 	}
 	folded = make(map[string]foldedTombstone, len(page))
 	for _, f := range page {
@@ -84,22 +84,33 @@ func (q *txq) foldTrails(page []finishedClaim) (folded map[string]foldedTombston
 		for _, e := range evs {
 			keys = append(keys, e.Namespace, e.Seq)
 		}
-		top = max(top, last)
+		top.seq = max(top.seq, last)
+		top.classes |= 1 << trailSpan(first, last)
 	}
 	return folded, keys, top, nil
 }
 
-// raiseTrailTop records that trails now reach top.
-func (q *txq) raiseTrailTop(top int64) error {
-	if top == 0 {
+// trailTop is what the cursors row trail_top records of the trails: the
+// largest last_seq, and the span classes in use (bit c for class c), so
+// that a listing reads the index ranges of those classes only.
+type trailTop struct {
+	seq     int64
+	classes uint64
+}
+
+// raiseTrailTop records that trails now reach top.seq and use
+// top.classes.
+func (q *txq) raiseTrailTop(top trailTop) error {
+	if top.seq == 0 {
 		return nil
 	}
 	cur, _, err := q.trailCursors()
-	if err != nil || cur >= top {
+	if err != nil || (cur.seq >= top.seq && cur.classes|top.classes == cur.classes) {
 		return err
 	}
 	_, err = q.exec(`INSERT INTO cursors (name, value) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorTrailTop, strconv.FormatInt(top, 10))
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorTrailTop,
+		strconv.FormatInt(max(cur.seq, top.seq), 10)+" "+strconv.FormatUint(cur.classes|top.classes, 10))
 	return err
 }
 
@@ -111,20 +122,22 @@ type prunedCut struct{ seq, at int64 }
 func (p prunedCut) gone(e meta.Event) bool { return e.Seq < p.seq && e.At.UnixNano() < p.at }
 
 // trailCursors reads the trails' top and the last events prune cut.
-func (q *txq) trailCursors() (top int64, pruned prunedCut, err error) {
+func (q *txq) trailCursors() (top trailTop, pruned prunedCut, err error) {
 	rows, err := q.query(`SELECT name, value FROM cursors WHERE name IN (?, ?)`, cursorTrailTop, cursorEventsPrune)
 	if err != nil {
-		return 0, prunedCut{}, err
+		return trailTop{}, prunedCut{}, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name, v string
 		if err := rows.Scan(&name, &v); err != nil {
-			return 0, prunedCut{}, err
+			return trailTop{}, prunedCut{}, err
 		}
 		switch name {
 		case cursorTrailTop:
-			top, _ = strconv.ParseInt(v, 10, 64)
+			s, c, _ := strings.Cut(v, " ")
+			top.seq, _ = strconv.ParseInt(s, 10, 64)
+			top.classes, _ = strconv.ParseUint(c, 10, 64)
 		case cursorEventsPrune:
 			s, a, _ := strings.Cut(v, " ")
 			pruned.seq, _ = strconv.ParseInt(s, 10, 64)
@@ -201,8 +214,8 @@ func (q *txq) claimTrail(id string, after int64) ([]meta.Event, error) {
 // bound to the last first_seq read (with every trail of the class that
 // starts at it). On PostgreSQL finished_at > after - trailSlack keeps
 // the read to the day partitions that can hold such trails.
-func (q *txq) stabTrails(namespace string, after, upTo int64, limit int, top int64, pruned prunedCut) ([]meta.Event, int64, error) {
-	if after >= top || after >= upTo {
+func (q *txq) stabTrails(namespace string, after, upTo int64, limit int, top trailTop, pruned prunedCut) ([]meta.Event, int64, error) {
+	if after >= top.seq || after >= upTo {
 		return nil, upTo, nil
 	}
 	nsWhere, nsArgs := ``, []any{}
@@ -213,11 +226,17 @@ func (q *txq) stabTrails(namespace string, after, upTo int64, limit int, top int
 	finishedAfter := satSub(after, trailSlack)
 	var parts []string
 	var args []any
+	classes := make([]int, 0, maxTrailSpan+1)
 	for c := range maxTrailSpan + 1 {
+		if top.classes&(1<<c) != 0 {
+			classes = append(classes, c)
+		}
+	}
+	for _, c := range classes {
 		parts = append(parts, cols+nsWhere+`span_class = ? AND first_seq > ? AND first_seq <= ? AND last_seq > ? AND finished_at > ?`)
 		args = append(append(args, nsArgs...), c, satSub(after, int64(1)<<(c+30)), after, after, finishedAfter)
 	}
-	for c := range maxTrailSpan + 1 {
+	for _, c := range classes {
 		parts = append(parts, `SELECT * FROM (`+cols+nsWhere+`span_class = ? AND first_seq > ? AND first_seq <= ? AND finished_at > ?
 			ORDER BY first_seq LIMIT ?) AS s`+strconv.Itoa(c))
 		args = append(append(args, nsArgs...), c, after, upTo, finishedAfter, limit)

@@ -113,7 +113,7 @@ func createTombstones(q *txq) error {
 // tombstone.
 type finishedClaim struct {
 	id, namespace, blob, reason string
-	at                          int64
+	at, created                 int64
 }
 
 // loadTombstone reads the tombstone of a compacted claim as the claim it
@@ -179,14 +179,14 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 			cut = held - heldSlack
 		}
 		var page []finishedClaim
-		rows, err := q.query(`SELECT id, namespace, blob_id, delete_reason, deleted_at FROM claims
+		rows, err := q.query(`SELECT id, namespace, blob_id, delete_reason, deleted_at, created_at FROM claims
 			WHERE state = 'deleted' AND deleted_at < ? ORDER BY deleted_at LIMIT ?`, cut, limit)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var f finishedClaim
-			if err := rows.Scan(&f.id, &f.namespace, &f.blob, &f.reason, &f.at); err != nil {
+			if err := rows.Scan(&f.id, &f.namespace, &f.blob, &f.reason, &f.at, &f.created); err != nil {
 				rows.Close()
 				return err
 			}

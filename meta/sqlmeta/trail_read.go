@@ -60,12 +60,20 @@ type foldedTombstone struct {
 // caller deletes in the same transaction. top is the largest last seq.
 func (q *txq) foldTrails(page []finishedClaim) (folded map[string]foldedTombstone, keys []any, top trailTop, err error) {
 	ids := make([]string, len(page))
+	from, to := int64(math.MaxInt64), int64(0)
 	for i, f := range page {
 		ids[i] = f.id
+		from, to = min(from, f.created), max(to, f.at)
 	}
 	byID := make(map[string][]meta.Event, len(page))
 	if err := chunks(ids, func(part []string) error {
-		evs, err := q.events(`WHERE claim_id IN (`+placeholders(len(part))+`) AND claim_id <> '' ORDER BY seq`, anys(part)...)
+		// A claim's events are numbered from times between its creation
+		// and its finish (a collision moves a seq up, by less than
+		// trailSlack): bounding seq lets PostgreSQL read only the day
+		// partitions of the page's claims. An event outside (a number
+		// from before time-derived seqs) stays a row, read as before.
+		evs, err := q.events(`WHERE claim_id IN (`+placeholders(len(part))+`) AND claim_id <> '' AND seq >= ? AND seq < ? ORDER BY seq`,
+			append(anys(part), from, to+trailSlack)...)
 		for _, e := range evs {
 			byID[e.ClaimID] = append(byID[e.ClaimID], e)
 		}

@@ -262,7 +262,15 @@ func createdEvent(c meta.Claim, b meta.Blob, at time.Time, actor string, dedup b
 const eventColumns = `seq, at, kind, namespace, claim_id, blob_id, detail, actor, reason, tenant`
 
 func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
-	rows, err := q.query(`SELECT `+eventColumns+` FROM events `+query, args...)
+	return q.scanEvents(`SELECT `+eventColumns+` FROM events `+query, args, nil, nil)
+}
+
+// scanEvents runs query, whose columns are those of eventColumns and then
+// one for each of extra, the destinations of the further columns, and
+// returns its events; each, if set, is given every event once its row,
+// extra included, is scanned.
+func (q *txq) scanEvents(query string, args []any, extra []any, each func(meta.Event) error) ([]meta.Event, error) {
+	rows, err := q.query(query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -271,10 +279,16 @@ func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
 	for rows.Next() {
 		var e meta.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason, &e.Tenant); err != nil {
+		if err := rows.Scan(append([]any{&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor,
+			&e.Reason, &e.Tenant}, extra...)...); err != nil {
 			return nil, err
 		}
 		e.At = time.Unix(0, at).UTC()
+		if each != nil {
+			if err := each(e); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -314,33 +314,20 @@ func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo in
 // feedRows reads a page of the feed's rows, noting each one's labels
 // and that it came from a row.
 func (q *txq) feedRows(query string, args []any, labels map[string]map[string]string, fromRows map[string]bool) ([]meta.Event, error) {
-	rows, err := q.query(query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []meta.Event
-	for rows.Next() {
-		var e meta.Event
-		var at int64
-		var ls string
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason,
-			&e.Tenant, &ls); err != nil {
-			return nil, err
-		}
-		e.At = time.Unix(0, at).UTC()
+	var ls string
+	return q.scanEvents(query, args, []any{&ls}, func(e meta.Event) error {
 		k := eventKey(e)
 		fromRows[k] = true
-		if ls != "" {
-			var m map[string]string
-			if err := json.Unmarshal([]byte(ls), &m); err != nil {
-				return nil, fmt.Errorf("event %d: labels of claim %s: %w", e.Seq, e.ClaimID, err)
-			}
-			labels[k] = m
+		if ls == "" {
+			return nil
 		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		var m map[string]string
+		if err := json.Unmarshal([]byte(ls), &m); err != nil {
+			return fmt.Errorf("event %d: labels of claim %s: %w", e.Seq, e.ClaimID, err)
+		}
+		labels[k] = m
+		return nil
+	})
 }
 
 // endBetweenSeqs drops the last events of a full page that share its last

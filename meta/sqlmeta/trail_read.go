@@ -324,11 +324,13 @@ func satSub(a, b int64) int64 {
 // pageWithTrails is a page of up to limit events with seq > after, up to
 // upTo, from rows and trails merged by seq: rows reads a page of rows
 // (in seq order, limit of them, seq <= upTo), keep filters the events of
-// trails as rows filters its own (nil keeps all). With namespace "",
-// the page may end between two events of one seq only if it is all one
-// seq; the caller applies endBetweenSeqs.
+// trails as rows filters its own (nil keeps all). The page is full
+// unless the listing ends: a client stops at a short page. With
+// namespace "", the page may end between two events of one seq only if
+// it is all one seq; the caller applies endBetweenSeqs.
 func (q *txq) pageWithTrails(namespace string, after, upTo int64, limit int,
 	rows func(after int64) ([]meta.Event, error), keep func(meta.Event) bool) ([]meta.Event, error) {
+	var out []meta.Event
 	for {
 		// Rows first, trails after: a compaction committing between the
 		// two (SQLite reads without one snapshot) moves events from rows
@@ -356,28 +358,31 @@ func (q *txq) pageWithTrails(namespace string, after, upTo int64, limit int,
 			return nil, err
 		}
 		bound = min(bound, tb)
-		out := slices.DeleteFunc(rs, func(e meta.Event) bool { return e.Seq > bound })
+		// Every event in (after, bound] is in rs or ts.
+		got := slices.DeleteFunc(rs, func(e meta.Event) bool { return e.Seq > bound })
 		if len(ts) > 0 {
-			have := make(map[string]bool, len(out))
-			for _, e := range out {
+			have := make(map[string]bool, len(got))
+			for _, e := range got {
 				have[eventKey(e)] = true
 			}
 			for _, e := range ts {
 				if !have[eventKey(e)] && (keep == nil || keep(e)) {
-					out = append(out, e)
+					got = append(got, e)
 				}
 			}
-			slices.SortStableFunc(out, func(a, b meta.Event) int {
+			slices.SortStableFunc(got, func(a, b meta.Event) int {
 				return cmp.Or(cmp.Compare(a.Seq, b.Seq), strings.Compare(a.Namespace, b.Namespace))
 			})
 		}
-		if len(out) > limit {
-			out = out[:limit]
+		out = append(out, got...)
+		if len(out) >= limit {
+			return out[:limit], nil
 		}
-		if len(out) > 0 || bound >= upTo {
+		if bound >= upTo {
 			return out, nil
 		}
-		// Nothing the filters keep up to bound: carry on after it.
+		// Short of a page up to bound (filters, or trails read up to a
+		// class's last): carry on after it.
 		after = bound
 	}
 }

@@ -242,7 +242,7 @@ func (q *txq) stabTrails(namespace string, after, upTo int64, limit int, top tra
 	}
 	for _, c := range classes {
 		parts = append(parts, cols+nsWhere+`span_class = ? AND first_seq > ? AND first_seq <= ? AND last_seq > ? AND finished_at > ?`)
-		args = append(append(args, nsArgs...), c, satSub(after, int64(1)<<(c+30)), after, after, finishedAfter)
+		args = append(append(args, nsArgs...), c, spanStart(after, c), after, after, finishedAfter)
 	}
 	for _, c := range classes {
 		parts = append(parts, `SELECT * FROM (`+cols+nsWhere+`span_class = ? AND first_seq > ? AND first_seq <= ? AND finished_at > ?
@@ -313,7 +313,17 @@ func (q *txq) stabTrails(namespace string, after, upTo int64, limit int, top tra
 	return out, bound, nil
 }
 
-// satSub is a-b, or the smallest int64 where that would overflow.
+// spanStart is after - 2^(c+30), the earliest first_seq a trail of span
+// class c reaching past after can have, or the smallest int64.
+func spanStart(after int64, c int) int64 {
+	if c+30 >= 63 {
+		return math.MinInt64
+	}
+	return satSub(after, int64(1)<<(c+30))
+}
+
+// satSub is a-b (b >= 0), or the smallest int64 where that would
+// overflow.
 func satSub(a, b int64) int64 {
 	if a < math.MinInt64+b {
 		return math.MinInt64

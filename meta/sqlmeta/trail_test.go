@@ -1,6 +1,7 @@
 package sqlmeta
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,4 +108,21 @@ func FuzzTrail(f *testing.F) {
 			t.Fatalf("re-encoded trail = %+v, %v; want %+v", again, err, evs)
 		}
 	})
+}
+
+func TestSpanStart(t *testing.T) {
+	for _, c := range []struct {
+		after int64
+		class int
+		want  int64
+	}{
+		{1 << 40, 0, 1<<40 - 1<<30},
+		{0, 3, -(1 << 33)},
+		{5, maxTrailSpan, math.MinInt64},
+		{math.MinInt64 + 5, 2, math.MinInt64},
+	} {
+		if got := spanStart(c.after, c.class); got != c.want {
+			t.Errorf("spanStart(%d, %d) = %d, want %d", c.after, c.class, got, c.want)
+		}
+	}
 }

@@ -3,12 +3,12 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/meta/metatest"
 )
 
 // TestTrailListingPageOverHTTP measures what one page (limit 100) of a
@@ -22,14 +22,7 @@ import (
 // TRAIL_PAGE_CLAIMS (claims per server, at most 3,000: the history spans
 // less than the hour after which the sweeper compacts) is set.
 func TestTrailListingPageOverHTTP(t *testing.T) {
-	v := os.Getenv("TRAIL_PAGE_CLAIMS")
-	if v == "" {
-		t.Skip("TRAIL_PAGE_CLAIMS is not set: a measurement, taken on demand")
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 || n > 3000 {
-		t.Fatalf("TRAIL_PAGE_CLAIMS=%q: want 1 to 3000", v)
-	}
+	n := metatest.MeasuredCount(t, "TRAIL_PAGE_CLAIMS", 3000)
 	for _, live := range []int{10, 1000} {
 		t.Run(fmt.Sprintf("live=%d", live), func(t *testing.T) {
 			ctx := context.Background()
@@ -58,31 +51,20 @@ func TestTrailListingPageOverHTTP(t *testing.T) {
 			if k, err := trails.store.Sweeper().CompactHistory(ctx, 0); err != nil || k != n {
 				t.Fatalf("CompactHistory = %d, %v; want %d", k, err, n)
 			}
-			var took [2]time.Duration
-			var pages, events [2]int
-			for range 3 {
-				for i, b := range []*bundle{rows, trails} {
-					start := time.Now()
-					after := int64(0)
-					for {
-						page, err := b.client.NamespaceEvents(ctx, "raw", claimcheck.EventQuery{After: after, Limit: 100})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if len(page) == 0 {
-							break
-						}
-						pages[i]++
-						events[i] += len(page)
-						after = page[len(page)-1].Seq
+			walk := func(b *bundle) metatest.PageWalk {
+				return func(after int64) (int, int64, error) {
+					page, err := b.client.NamespaceEvents(ctx, "raw", claimcheck.EventQuery{After: after, Limit: 100})
+					if err != nil || len(page) == 0 {
+						return 0, 0, err
 					}
-					took[i] += time.Since(start)
+					return len(page), page[len(page)-1].Seq, nil
 				}
 			}
+			per, events := metatest.SideBySidePages(t, 3, walk(rows), walk(trails))
 			if events[0] != events[1] || events[0] < 3*4*n {
 				t.Fatalf("listed %d events from rows and %d from trails, want the same, at least %d", events[0], events[1], 3*4*n)
 			}
-			perRows, perTrails := took[0]/time.Duration(pages[0]), took[1]/time.Duration(pages[1])
+			perRows, perTrails := per[0], per[1]
 			t.Logf("over HTTP, %d claims, %d live around a cursor: a page of 100 events costs %v from rows, %v from trails (%.2f×)",
 				n, live, perRows, perTrails, float64(perTrails)/float64(perRows))
 		})

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/metatest"
 )
 
 // TestTrailListingPageCost measures what one page (limit 100) of a
@@ -23,14 +23,7 @@ import (
 // time per page is logged. It runs when TRAIL_PAGE_CLAIMS (claims per
 // store) is set, on SQLite, and on PostgreSQL with TEST_DATABASE_URL.
 func TestTrailListingPageCost(t *testing.T) {
-	v := os.Getenv("TRAIL_PAGE_CLAIMS")
-	if v == "" {
-		t.Skip("TRAIL_PAGE_CLAIMS is not set: a measurement, taken on demand")
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		t.Fatalf("TRAIL_PAGE_CLAIMS=%q: want a positive number", v)
-	}
+	n := metatest.MeasuredCount(t, "TRAIL_PAGE_CLAIMS", 0)
 	opens := map[string]func() *Store{"sqlite": func() *Store { return openSQLiteStore(t) }}
 	if dsn := os.Getenv("TEST_DATABASE_URL"); dsn != "" {
 		opens["postgres"] = func() *Store { return openPostgresStore(t, dsn) }
@@ -59,31 +52,20 @@ func TestTrailListingPageCost(t *testing.T) {
 						break
 					}
 				}
-				var took [2]time.Duration
-				var pages, events [2]int
-				for range 3 {
-					for i, s := range []*Store{rows, trails} {
-						start := time.Now()
-						after := int64(0)
-						for {
-							page, err := s.NamespaceEvents(ctx, "orders", time.Time{}, after, 100)
-							if err != nil {
-								t.Fatal(err)
-							}
-							if len(page) == 0 {
-								break
-							}
-							pages[i]++
-							events[i] += len(page)
-							after = page[len(page)-1].Seq
+				walk := func(s *Store) metatest.PageWalk {
+					return func(after int64) (int, int64, error) {
+						page, err := s.NamespaceEvents(ctx, "orders", time.Time{}, after, 100)
+						if err != nil || len(page) == 0 {
+							return 0, 0, err
 						}
-						took[i] += time.Since(start)
+						return len(page), page[len(page)-1].Seq, nil
 					}
 				}
+				per, events := metatest.SideBySidePages(t, 3, walk(rows), walk(trails))
 				if events[0] != events[1] || events[0] != 3*4*n {
 					t.Fatalf("listed %d events from rows and %d from trails, want %d each", events[0], events[1], 3*4*n)
 				}
-				perRows, perTrails := took[0]/time.Duration(pages[0]), took[1]/time.Duration(pages[1])
+				perRows, perTrails := per[0], per[1]
 				t.Logf("%s, %d claims, %d live around a cursor: a page of 100 events costs %v from rows, %v from trails (%.2f×)",
 					db, n, live, perRows, perTrails, float64(perTrails)/float64(perRows))
 			})

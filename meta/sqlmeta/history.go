@@ -82,7 +82,9 @@ func (q *txq) pruneDeletedBlobs(cut int64, limit int) (int, error) {
 // tombstone of four columns, and the claims row, its labels, releases
 // and upload rows, and the row of its collected blob go. Loading a claim
 // that has no row falls back to its tombstone (loadClaim), so Stat,
-// redeem, release and delete of it answer as before.
+// redeem, release and delete of it answer as before. Its events go into
+// the tombstone too, as a compact trail, and their rows go (ADR 0266,
+// trail.go and trail_read.go).
 
 // createTombstones creates claim_tombstones as each database keeps it
 // (0055_claim_tombstones.sql).

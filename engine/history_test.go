@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,9 +15,11 @@ import (
 // until history.retention has passed since it finished; then the sweeper
 // prunes its row and the row of its collected blob, and the claim answers
 // not found. Live claims, and finished ones inside the retention, stay.
+// (Events are kept no longer: TestHistoryKeptForEvents.)
 func TestHistoryRetention(t *testing.T) {
 	b := setup(t, func(c *engine.Config) {
 		c.History.Retention = claimcheck.Retention(48 * time.Hour)
+		c.Events.Retention = claimcheck.Retention(48 * time.Hour)
 		c.Sweeper.Disabled = true
 	})
 	ctx := context.Background()
@@ -113,5 +116,121 @@ func TestCompactedClaimAnswersGone(t *testing.T) {
 	evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{})
 	if err != nil || len(evs) != 2 || evs[0].Kind != "created" || evs[1].Kind != "deleted" {
 		t.Errorf("events of a compacted claim = %+v, %v; want created and deleted", evs, err)
+	}
+}
+
+// TestHistoryKeptForEvents: a compacted claim's events are in its
+// tombstone (ADR 0266), so with an events retention longer than the
+// history retention the tombstone stays, and the claim answers gone with
+// its whole audit trail, until the events retention has passed; with
+// events kept forever, so is the tombstone.
+func TestHistoryKeptForEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events time.Duration
+		goneAt time.Duration // 0: never
+	}{{"longer events retention", 10 * 24 * time.Hour, 10 * 24 * time.Hour}, {"events kept", -1, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t, func(c *engine.Config) {
+				c.History.Retention = claimcheck.Retention(48 * time.Hour)
+				c.Events.Retention = claimcheck.Retention(tc.events)
+				c.Sweeper.Disabled = true
+			})
+			ctx := context.Background()
+			ref := b.put(t, "plain", []byte("audited"))
+			if err := b.store.Delete(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(2 * time.Hour)
+			b.sweep(t)
+			if n, err := b.store.Sweeper().CompactHistory(ctx, 0); err != nil || n != 1 {
+				t.Fatalf("CompactHistory = %d, %v; want 1", n, err)
+			}
+			b.clock.Advance(72 * time.Hour) // past the history retention
+			prune := func() {
+				t.Helper()
+				if _, err := b.store.Sweeper().PruneEvents(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := b.store.Sweeper().PruneHistory(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prune()
+			_, err := b.redeem(t, ref)
+			wantGone(t, err, claimcheck.ReasonDeleted)
+			if evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{}); err != nil || len(evs) != 2 {
+				t.Fatalf("events of a claim past the history retention = %+v, %v; want created and deleted", evs, err)
+			}
+			if tc.goneAt == 0 {
+				b.clock.Advance(365 * 24 * time.Hour)
+				prune()
+				_, err := b.redeem(t, ref)
+				wantGone(t, err, claimcheck.ReasonDeleted)
+				return
+			}
+			b.clock.Advance(tc.goneAt) // past the events retention, by whole days
+			prune()
+			if _, err := b.redeem(t, ref); !errors.Is(err, claimcheck.ErrNotFound) {
+				t.Errorf("redeem past the events retention = %v, want not found", err)
+			}
+			if evs, err := b.store.ClaimEvents(ctx, ref, claimcheck.EventQuery{}); err == nil && len(evs) != 0 {
+				t.Errorf("events past the events retention = %+v; want none", evs)
+			}
+		})
+	}
+}
+
+// TestStreamResumedAcrossCompaction: the live stream resumed with a
+// Last-Event-ID from before a compaction gives the same events after it
+// (they are read from the tombstones' trails, ADR 0266), in the same
+// order and pages.
+func TestStreamResumedAcrossCompaction(t *testing.T) {
+	b := setup(t, func(c *engine.Config) { c.Sweeper.Disabled = true })
+	ctx := context.Background()
+	start := b.clock.Now().UnixNano()
+	var refs []claimcheck.Ref
+	for i := range 3 {
+		refs = append(refs, b.put(t, "plain", []byte("streamed")))
+		b.clock.Advance(time.Duration(i+1) * time.Second)
+		if _, err := b.redeem(t, refs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ref := range refs {
+		if err := b.store.Delete(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(time.Second)
+	}
+	b.clock.Advance(time.Minute) // past the stream's settling time
+	stream := func() []claimcheck.Event {
+		t.Helper()
+		var out []claimcheck.Event
+		after := start
+		for range 100 {
+			page, next, err := b.store.StreamEvents(ctx, "default", claimcheck.EventFilter{}, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page...)
+			if next == after {
+				return out
+			}
+			after = next
+		}
+		t.Fatal("the stream did not settle")
+		return nil
+	}
+	before := stream()
+	if len(before) < 9 {
+		t.Fatalf("stream before compaction: %d events, want each claim's life", len(before))
+	}
+	b.clock.Advance(2 * time.Hour)
+	if n, err := b.store.Sweeper().CompactHistory(ctx, 0); err != nil || n != 3 {
+		t.Fatalf("CompactHistory = %d, %v; want 3", n, err)
+	}
+	if after := stream(); !reflect.DeepEqual(after, before) {
+		t.Errorf("stream resumed after compaction:\n got %+v\nwant %+v", after, before)
 	}
 }

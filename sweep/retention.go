@@ -80,16 +80,17 @@ func (s *Sweeper) CompactHistory(ctx context.Context, maxPages int) (int, error)
 }
 
 // PruneHistory deletes finished claims, their tombstones and collected
-// blobs older than now - cfg.HistoryRetention, up to maxPages pages of
-// prunePage rows of each (maxPages <= 0: until none is left), and returns
-// how many claims (rows and tombstones) and blobs it deleted. Tombstones
-// kept in day partitions go a whole day at a time, and are not counted.
-// With a zero or negative retention it does nothing.
+// blobs older than now - historyKept, up to maxPages pages of prunePage
+// rows of each (maxPages <= 0: until none is left), and returns how many
+// claims (rows and tombstones) and blobs it deleted. Tombstones kept in
+// day partitions go a whole day at a time, and are not counted. With a
+// zero or negative retention it does nothing.
 func (s *Sweeper) PruneHistory(ctx context.Context, maxPages int) (claims, blobs int, err error) {
-	if s.cfg.HistoryRetention <= 0 {
+	kept := s.historyKept()
+	if kept <= 0 {
 		return 0, 0, nil
 	}
-	before := s.clock.Now().Add(-s.cfg.HistoryRetention)
+	before := s.clock.Now().Add(-kept)
 	for page := 0; maxPages <= 0 || page < maxPages; page++ {
 		res, err := s.meta.PruneHistory(ctx, before, prunePage)
 		claims += res.Claims + res.Tombstones
@@ -106,6 +107,19 @@ func (s *Sweeper) PruneHistory(ctx context.Context, maxPages int) (claims, blobs
 		}
 	}
 	return claims, blobs, nil
+}
+
+// historyKept is how long finished claims are kept: the history
+// retention, or the events retention when that is longer (zero or
+// negative keeps events: then history is kept too). A compacted claim's events are in its
+// tombstone's trail (ADR 0266), so the tombstone stays as long as its
+// events must; a claim answers gone that much longer.
+func (s *Sweeper) historyKept() time.Duration {
+	h, e := s.cfg.HistoryRetention, s.cfg.EventRetention
+	if h <= 0 || e <= 0 {
+		return 0
+	}
+	return max(h, e)
 }
 
 // tickRetention compacts and prunes history and prunes events from the

@@ -120,6 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"PruneHistoryLeases", testPruneHistoryLeases},
 		{"CompactHistory", testCompactHistory},
 		{"CompactHistoryHeld", testCompactHistoryHeld},
+		{"CompactTrails", testCompactTrails},
 		{"FeedSameSeq", testFeedSameSeq},
 	}
 	tests = append(tests, holdTests...)

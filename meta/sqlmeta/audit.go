@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -170,23 +171,13 @@ func (q *txq) retractEvents(events []meta.Event, missed []*meta.Event) error {
 	for _, e := range missed {
 		skip[e.Seq] = true
 	}
-	// seq is unique within a namespace (events_days.go): a row is
-	// named by both.
 	var keys []any
 	for i := range events {
 		if !skip[events[i].Seq] {
 			keys = append(keys, events[i].Namespace, events[i].Seq)
 		}
 	}
-	for len(keys) > 0 {
-		n := min(len(keys)/2, eventChunk)
-		if _, err := q.exec(`DELETE FROM events WHERE (namespace = ? AND seq = ?)`+
-			strings.Repeat(" OR (namespace = ? AND seq = ?)", n-1), keys[:2*n]...); err != nil {
-			return err
-		}
-		keys = keys[2*n:]
-	}
-	return nil
+	return q.deleteEventKeys(keys)
 }
 
 // insertEvents inserts one chunk and returns the events whose seq was
@@ -271,7 +262,15 @@ func createdEvent(c meta.Claim, b meta.Blob, at time.Time, actor string, dedup b
 const eventColumns = `seq, at, kind, namespace, claim_id, blob_id, detail, actor, reason, tenant`
 
 func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
-	rows, err := q.query(`SELECT `+eventColumns+` FROM events `+query, args...)
+	return q.scanEvents(`SELECT `+eventColumns+` FROM events `+query, args, nil, nil)
+}
+
+// scanEvents runs query, whose columns are those of eventColumns and then
+// one for each of extra, the destinations of the further columns, and
+// returns its events; each, if set, is given every event once its row,
+// extra included, is scanned.
+func (q *txq) scanEvents(query string, args []any, extra []any, each func(meta.Event) error) ([]meta.Event, error) {
+	rows, err := q.query(query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -280,10 +279,16 @@ func (q *txq) events(query string, args ...any) ([]meta.Event, error) {
 	for rows.Next() {
 		var e meta.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason, &e.Tenant); err != nil {
+		if err := rows.Scan(append([]any{&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor,
+			&e.Reason, &e.Tenant}, extra...)...); err != nil {
 			return nil, err
 		}
 		e.At = time.Unix(0, at).UTC()
+		if each != nil {
+			if err := each(e); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -294,7 +299,12 @@ func (s *Store) ClaimEvents(ctx context.Context, claimID string, afterSeq int64,
 	var out []meta.Event
 	err := s.read(ctx, func(q *txq) error {
 		var err error
-		out, err = q.events(`WHERE claim_id = ? AND claim_id <> '' AND seq > ? ORDER BY seq LIMIT ?`, claimID, afterSeq, limit)
+		if out, err = q.events(`WHERE claim_id = ? AND claim_id <> '' AND seq > ? ORDER BY seq LIMIT ?`, claimID, afterSeq, limit); err != nil {
+			return err
+		}
+		// A compacted claim's events are in its tombstone's trail
+		// (ADR 0266), all or most of them.
+		out, err = q.mergeClaimTrail(claimID, afterSeq, limit, out)
 		return err
 	})
 	if err != nil {
@@ -309,8 +319,13 @@ func (s *Store) NamespaceEvents(ctx context.Context, namespace string, since tim
 	var out []meta.Event
 	err := s.read(ctx, func(q *txq) error {
 		var err error
-		out, err = q.events(`WHERE namespace = ? AND namespace <> '' AND seq > ? AND at >= ? ORDER BY seq LIMIT ?`,
-			namespace, afterSeq, since.UnixNano(), limit)
+		if namespace == "" {
+			return nil // events of no namespace are not listed here
+		}
+		out, err = q.pageWithTrails(namespace, afterSeq, math.MaxInt64, limit, func(after int64) ([]meta.Event, error) {
+			return q.events(`WHERE namespace = ? AND namespace <> '' AND seq > ? AND at >= ? ORDER BY seq LIMIT ?`,
+				namespace, after, since.UnixNano(), limit)
+		}, func(e meta.Event) bool { return !e.At.Before(since) })
 		return err
 	})
 	if err != nil {
@@ -358,6 +373,10 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 			return err
 		} else if ok && held+1 < bound {
 			bound = held + 1
+		}
+		// Trails are not served past the cut either (ADR 0266).
+		if err := q.recordEventsPrune(bound, before.UnixNano()); err != nil {
+			return err
 		}
 		if q.d.dayPartitions {
 			// Whole days go by dropping their partitions; the rows of the

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -518,7 +519,9 @@ func (s *Store) Events(ctx context.Context, afterSeq int64, limit int) ([]meta.E
 	var out []meta.Event
 	err := s.read(ctx, func(q *txq) error {
 		var err error
-		out, err = q.events(`WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+		out, err = q.pageWithTrails("", afterSeq, math.MaxInt64, limit, func(after int64) ([]meta.Event, error) {
+			return q.events(`WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+		}, nil)
 		return err
 	})
 	if err != nil {

@@ -82,7 +82,9 @@ func (q *txq) pruneDeletedBlobs(cut int64, limit int) (int, error) {
 // tombstone of four columns, and the claims row, its labels, releases
 // and upload rows, and the row of its collected blob go. Loading a claim
 // that has no row falls back to its tombstone (loadClaim), so Stat,
-// redeem, release and delete of it answer as before.
+// redeem, release and delete of it answer as before. Its events go into
+// the tombstone too, as a compact trail, and their rows go (ADR 0266,
+// trail.go and trail_read.go).
 
 // createTombstones creates claim_tombstones as each database keeps it
 // (0055_claim_tombstones.sql).
@@ -107,6 +109,13 @@ func createTombstones(q *txq) error {
 			PRIMARY KEY (id, namespace, finished_at)
 		) PARTITION BY RANGE (finished_at)`)
 	return err
+}
+
+// finishedClaim is a finished claim CompactHistory turns into a
+// tombstone.
+type finishedClaim struct {
+	id, namespace, blob, reason string
+	at, created                 int64
 }
 
 // loadTombstone reads the tombstone of a compacted claim as the claim it
@@ -171,19 +180,15 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 		} else if ok && held-heldSlack < cut {
 			cut = held - heldSlack
 		}
-		type finished struct {
-			id, namespace, blob, reason string
-			at                          int64
-		}
-		var page []finished
-		rows, err := q.query(`SELECT id, namespace, blob_id, delete_reason, deleted_at FROM claims
+		var page []finishedClaim
+		rows, err := q.query(`SELECT id, namespace, blob_id, delete_reason, deleted_at, created_at FROM claims
 			WHERE state = 'deleted' AND deleted_at < ? ORDER BY deleted_at LIMIT ?`, cut, limit)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var f finished
-			if err := rows.Scan(&f.id, &f.namespace, &f.blob, &f.reason, &f.at); err != nil {
+			var f finishedClaim
+			if err := rows.Scan(&f.id, &f.namespace, &f.blob, &f.reason, &f.at, &f.created); err != nil {
 				rows.Close()
 				return err
 			}
@@ -198,16 +203,32 @@ func (s *Store) CompactHistory(ctx context.Context, before time.Time, limit int)
 				return err
 			}
 		}
-		for part := range slices.Chunk(page, eventChunk) { // 4 parameters a row
-			args := make([]any, 0, 4*len(part))
+		// The claims' events go into their tombstones' trails (ADR 0266)
+		// and their rows go, in this transaction.
+		folded, keys, top, err := q.foldTrails(page)
+		if err != nil {
+			return err
+		}
+		for part := range slices.Chunk(page, eventChunk) { // 8 parameters a row
+			args := make([]any, 0, 8*len(part))
 			for _, f := range part {
-				args = append(args, f.id, f.namespace, f.at, f.reason)
+				t := folded[f.id]
+				if t.trail == nil {
+					t.trail = []byte{} // NOT NULL: no events folded
+				}
+				args = append(args, f.id, f.namespace, f.at, f.reason, t.trail, t.first, t.last, t.span)
 			}
-			if _, err := q.exec(`INSERT INTO claim_tombstones (id, namespace, finished_at, reason) VALUES `+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(part)), ", ")+
+			if _, err := q.exec(`INSERT INTO claim_tombstones (id, namespace, finished_at, reason, trail, first_seq, last_seq, span_class) VALUES `+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", len(part)), ", ")+
 				` ON CONFLICT DO NOTHING`, args...); err != nil {
 				return err
 			}
+		}
+		if err := q.deleteEventKeys(keys); err != nil {
+			return err
+		}
+		if err := q.raiseTrailTop(top); err != nil {
+			return err
 		}
 		ids := make([]string, len(page))
 		blobs := make([]string, 0, len(page))

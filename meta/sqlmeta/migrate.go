@@ -31,6 +31,7 @@ var afterMigration = map[int64]func(q *txq) error{
 	31: deferNamespaceKeys,
 	55: createTombstones, // claim_tombstones (0055_claim_tombstones.sql, history.go)
 	56: partitionEvents,  // events by day (0056_events_by_day.sql, events_days.go)
+	57: addTrailColumn,   // claim_tombstones.trail (0057_tombstone_trails.sql, trail_read.go)
 	60: distributionKeys, // (id, namespace) keys on PostgreSQL (0060_distribution_keys.sql)
 }
 

@@ -242,7 +242,9 @@ func (s *Store) MarkLagging(ctx context.Context, bound time.Time) (int, error) {
 // tenant is its namespace's (the namespaces row records it); an
 // administrative event carries its own. It depends on events (seq, at,
 // kind, namespace, tenant, claim_id, blob_id, detail, actor, reason),
-// namespaces (name, tenant) and, for labels, claims (id, labels).
+// namespaces (name, tenant), for labels claims (id, labels), and the
+// trails of compacted claims (ADR 0266), which a feed resumed from a seq
+// older than the compaction reads: their claims have no labels left.
 func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error) {
 	const tenantOf = `CASE WHEN e.tenant <> '' THEN e.tenant ELSE COALESCE(n.tenant, '') END`
 	labelsOf, claims := `''`, ``
@@ -255,43 +257,77 @@ func (s *Store) FeedEvents(ctx context.Context, tenant string, afterSeq, upTo in
 		FROM events e
 		LEFT JOIN namespaces n ON n.name = e.namespace AND e.namespace <> ''` + claims + `
 		WHERE e.seq > ? AND e.seq <= ?`
-	args := []any{afterSeq, upTo}
 	if tenant != "" {
 		query += ` AND ` + tenantOf + ` = ?`
-		args = append(args, tenant)
 	}
 	query += ` ORDER BY e.seq LIMIT ?`
-	args = append(args, limit)
 	var out []meta.FeedEvent
 	err := s.read(ctx, func(q *txq) error {
 		out = out[:0]
-		rows, err := q.query(query, args...)
+		rowLabels := map[string]map[string]string{}
+		fromRows := map[string]bool{}
+		rows := func(after int64) ([]meta.Event, error) {
+			args := []any{after, upTo}
+			if tenant != "" {
+				args = append(args, tenant)
+			}
+			return q.feedRows(query, append(args, limit), rowLabels, fromRows)
+		}
+		// A trail's events are a claim's: their tenant is their
+		// namespace's.
+		tenants := map[string]string{}
+		var lookupErr error
+		tenantOfTrail := func(ns string) string {
+			t, ok := tenants[ns]
+			if !ok && lookupErr == nil {
+				if err := q.queryRow(`SELECT tenant FROM namespaces WHERE name = ?`, ns).Scan(&t); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					lookupErr = err
+				}
+				tenants[ns] = t
+			}
+			return t
+		}
+		es, err := q.pageWithTrails("", afterSeq, upTo, limit, rows, func(e meta.Event) bool {
+			return tenant == "" || tenantOfTrail(e.Namespace) == tenant
+		})
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e meta.FeedEvent
-			var at int64
-			var labels string
-			if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Namespace, &e.ClaimID, &e.BlobID, &e.Detail, &e.Actor, &e.Reason,
-				&e.Tenant, &labels); err != nil {
-				return err
-			}
-			e.At = time.Unix(0, at).UTC()
-			if labels != "" {
-				if err := json.Unmarshal([]byte(labels), &e.Labels); err != nil {
-					return fmt.Errorf("event %d: labels of claim %s: %w", e.Seq, e.ClaimID, err)
-				}
-			}
-			out = append(out, e)
+		if lookupErr != nil {
+			return lookupErr
 		}
-		return rows.Err()
+		for _, e := range es {
+			k := eventKey(e)
+			if !fromRows[k] {
+				e.Tenant = tenantOfTrail(e.Namespace)
+			}
+			out = append(out, meta.FeedEvent{Event: e, Labels: rowLabels[k]})
+		}
+		return lookupErr
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: event feed after %d: %w", afterSeq, err)
 	}
 	return endBetweenSeqs(out, limit, func(e meta.FeedEvent) int64 { return e.Seq }), nil
+}
+
+// feedRows reads a page of the feed's rows, noting each one's labels
+// and that it came from a row.
+func (q *txq) feedRows(query string, args []any, labels map[string]map[string]string, fromRows map[string]bool) ([]meta.Event, error) {
+	var ls string
+	return q.scanEvents(query, args, []any{&ls}, func(e meta.Event) error {
+		k := eventKey(e)
+		fromRows[k] = true
+		if ls == "" {
+			return nil
+		}
+		var m map[string]string
+		if err := json.Unmarshal([]byte(ls), &m); err != nil {
+			return fmt.Errorf("event %d: labels of claim %s: %w", e.Seq, e.ClaimID, err)
+		}
+		labels[k] = m
+		return nil
+	})
 }
 
 // endBetweenSeqs drops the last events of a full page that share its last

@@ -19,30 +19,30 @@ import (
 // cursor resumes at the same event; new events go to day partitions
 // (PostgreSQL) and retention drops them whole, never past what the
 // subscription holds.
-func TestUpgradeToSmallHistory(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		dsn := "sqlite:" + filepath.Join(t.TempDir(), "meta.db")
-		testUpgradeToSmallHistory(t, func(through int64) *Store {
+func TestUpgradeToSmallHistory(t *testing.T) { onBothUpgrades(t, testUpgradeToSmallHistory) }
+
+// onBothUpgrades runs an upgrade test on a SQLite file and, with
+// TEST_DATABASE_URL, on a PostgreSQL schema of its own; open opens the
+// store migrated through a version (0: all).
+func onBothUpgrades(t *testing.T, test func(t *testing.T, open func(through int64) *Store)) {
+	opener := func(t *testing.T, dsn string) func(int64) *Store {
+		return func(through int64) *Store {
 			s, err := open(context.Background(), dsn, through)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return s
-		})
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		test(t, opener(t, "sqlite:"+filepath.Join(t.TempDir(), "meta.db")))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := os.Getenv("TEST_DATABASE_URL")
 		if dsn == "" {
 			t.Skip("TEST_DATABASE_URL is not set: upgrading SQLite only")
 		}
-		schemaDSN := postgresSchema(t, dsn)
-		testUpgradeToSmallHistory(t, func(through int64) *Store {
-			s, err := open(context.Background(), schemaDSN, through)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		})
+		test(t, opener(t, postgresSchema(t, dsn)))
 	})
 }
 
@@ -72,18 +72,7 @@ func testUpgradeToSmallHistory(t *testing.T, open func(through int64) *Store) {
 
 	s := open(0)
 	defer s.Close()
-	wantGone := func(when string) {
-		t.Helper()
-		for i := range 6 {
-			c, err := s.Claim(ctx, historyClaimID(i))
-			if err != nil || c.State != meta.ClaimDeleted || c.DeleteReason != meta.ReasonExpired {
-				t.Errorf("%s: Claim(%d) = %s %s, %v; want gone, expired", when, i, c.State, c.DeleteReason, err)
-			}
-			if evs, err := s.ClaimEvents(ctx, historyClaimID(i), 0, 10); err != nil || len(evs) != 4 {
-				t.Errorf("%s: events of claim %d: %d, %v; want 4", when, i, len(evs), err)
-			}
-		}
-	}
+	wantGone := func(when string) { t.Helper(); wantSixGone(t, ctx, s, when) }
 	wantGone("upgraded")
 	after, err := s.Events(ctx, 0, 1000)
 	if err != nil || len(after) != len(before) {
@@ -158,4 +147,88 @@ func (s *Store) tableExists(t *testing.T, name string) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// TestUpgradeToTrails: a store with tombstones made before migration 0057
+// (their events are rows) upgrades in place: the old tombstones get an
+// empty trail and their events are still listed from the rows; claims
+// compacted after the upgrade fold theirs into trails; every listing
+// gives the same events as before; retention takes both kinds.
+func TestUpgradeToTrails(t *testing.T) { onBothUpgrades(t, testUpgradeToTrails) }
+
+// wantSixGone checks that the six claims of lifeOfClaims answer gone,
+// expired, each with its four events.
+func wantSixGone(t *testing.T, ctx context.Context, s *Store, when string) {
+	t.Helper()
+	for i := range 6 {
+		c, err := s.Claim(ctx, historyClaimID(i))
+		if err != nil || c.State != meta.ClaimDeleted || c.DeleteReason != meta.ReasonExpired {
+			t.Errorf("%s: Claim(%d) = %s %s, %v; want gone, expired", when, i, c.State, c.DeleteReason, err)
+		}
+		if evs, err := s.ClaimEvents(ctx, historyClaimID(i), 0, 10); err != nil || len(evs) != 4 {
+			t.Errorf("%s: events of claim %d: %d, %v; want 4", when, i, len(evs), err)
+		}
+	}
+}
+
+func testUpgradeToTrails(t *testing.T, open func(through int64) *Store) {
+	ctx := claimcheck.WithActor(context.Background(), "key_upgrade")
+	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Millisecond)
+	old := open(56)
+	lifeOfClaims(t, old, ctx, base, 0, 6)
+	before, err := old.NamespaceEvents(ctx, "orders", time.Time{}, 0, 1000)
+	if err != nil || len(before) != 24 {
+		t.Fatalf("events before the upgrade: %d, %v; want 24", len(before), err)
+	}
+	// Three claims compacted as the program before 0057 did: a tombstone
+	// of four columns, the events left as rows.
+	if err := old.write(ctx, func(q *txq) error {
+		ids := []string{historyClaimID(0), historyClaimID(1), historyClaimID(2)}
+		if q.d.dayPartitions {
+			if err := q.ensureDayPartitions("claim_tombstones", base.UnixNano(), base.Add(3*time.Hour).UnixNano()); err != nil {
+				return err
+			}
+		}
+		if _, err := q.exec(`INSERT INTO claim_tombstones (id, namespace, finished_at, reason)
+			SELECT id, namespace, deleted_at, delete_reason FROM claims WHERE id IN (?, ?, ?)`, anys(ids)...); err != nil {
+			return err
+		}
+		return q.deleteClaimRows(ids, func(int) {})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close()
+
+	s := open(0)
+	defer s.Close()
+	same := func(when string) {
+		t.Helper()
+		got, err := s.NamespaceEvents(ctx, "orders", time.Time{}, 0, 1000)
+		if err != nil || len(got) != len(before) {
+			t.Fatalf("%s: %d events, %v; want %d", when, len(got), err, len(before))
+		}
+		for i := range got {
+			if got[i] != before[i] {
+				t.Fatalf("%s: event %d = %+v, want %+v", when, i, got[i], before[i])
+			}
+		}
+		wantSixGone(t, ctx, s, when)
+	}
+	same("upgraded")
+	if n, err := s.CompactHistory(ctx, time.Now(), 100); err != nil || n != 3 {
+		t.Fatalf("CompactHistory after the upgrade = %d, %v; want the 3 claims with rows", n, err)
+	}
+	same("compacted after the upgrade")
+	var rows int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE claim_id <> ''`).Scan(&rows); err != nil || rows != 12 {
+		t.Errorf("event rows after compaction: %d, %v; want the 12 of the tombstones made before the upgrade", rows, err)
+	}
+	if _, err := s.PruneHistory(ctx, time.Now().Add(48*time.Hour), 100); err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 6; i++ {
+		if evs, err := s.ClaimEvents(ctx, historyClaimID(i), 0, 10); err != nil || len(evs) != 0 {
+			t.Errorf("events of claim %d after its tombstone was pruned: %d, %v; want none", i, len(evs), err)
+		}
+	}
 }

@@ -116,8 +116,10 @@ type Config struct {
 	// second (default 8 MiB/s, DefaultScrubRate).
 	ScrubRate int64 `yaml:"scrub_bytes_per_second"`
 	// HistoryRetention is how long finished claims and collected blobs
-	// keep their rows (retention.go, ADR 0077); zero or negative keeps
-	// them. Set from the config's history section.
+	// keep their rows (retention.go, ADR 0077), or their tombstones the
+	// events retention when that is longer (a tombstone carries its
+	// claim's audit trail, ADR 0266); zero or negative keeps them. Set
+	// from the config's history section.
 	HistoryRetention time.Duration `yaml:"-"`
 	// PageWorkers is how many pages a maintenance run (idle, the
 	// maintenance lease held, no op_delay set) keeps in flight at once

@@ -298,9 +298,34 @@ type CommitResult struct {
 // Read is one served read of a claim.
 type Read struct {
 	ClaimID string
-	At      time.Time
-	Actor   string // who redeemed it, for the audit trail
+	// Namespace is the claim's namespace, which the engine knows when
+	// it serves the read: the store finds the claim by namespace and id,
+	// a lookup a PostgreSQL distributed by namespace routes to one shard
+	// (ADR 0264). A claim that is not in the namespace is not found (its
+	// read is skipped). Empty: the namespace named on the context of the
+	// call (WithNamespace) if any, else the claim is found by id alone,
+	// as before reads carried their namespace (on a distributed
+	// PostgreSQL, a statement sent to every shard).
+	Namespace string
+	At        time.Time
+	Actor     string // who redeemed it, for the audit trail
 }
+
+// UnrecordedReadsError is the error of RecordReads when a store writes
+// a batch in more than one transaction (one per namespace) and some of
+// them failed: Reads are the reads that were not recorded, in batch
+// order, to send again; the others were recorded, and sending them again
+// would count them twice.
+type UnrecordedReadsError struct {
+	Reads []Read
+	Err   error
+}
+
+func (e *UnrecordedReadsError) Error() string {
+	return fmt.Sprintf("%d reads not recorded: %v", len(e.Reads), e.Err)
+}
+
+func (e *UnrecordedReadsError) Unwrap() error { return e.Err }
 
 // FinishResult reports one finished claim.
 type FinishResult struct {
@@ -355,8 +380,11 @@ type Store interface {
 	// Blob, which answers why). ErrNotFound if the claim is absent.
 	ClaimWithBlob(ctx context.Context, id string) (c Claim, b Blob, ok bool, err error)
 
-	// RecordReads records reads that were served, in one transaction (the
-	// engine batches them off the redeem path). Each read of an active
+	// RecordReads records reads that were served (the engine batches them
+	// off the redeem path), each namespace's reads in statements that name
+	// it, and all of them in one transaction, or one per namespace where
+	// the store says so, failing then with *UnrecordedReadsError when only
+	// some of them were written. Each read of an active
 	// claim counts: reads+1, the earliest At becomes the first read time
 	// and the latest the last, and with delete_after_read the due time is
 	// lowered to min(due, first read + retention) with reason

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RecordReadDueOnlyMovesEarlier", testRecordReadDueOnlyMovesEarlier},
 		{"RecordReadsBatch", testRecordReadsBatch},
 		{"RecordReadsSkips", testRecordReadsSkips},
+		{"RecordReadsNamespaces", testRecordReadsNamespaces},
 		{"ClaimWithBlob", testClaimWithBlob},
 		{"ClaimWithBlobConcurrent", testClaimWithBlobConcurrent},
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},

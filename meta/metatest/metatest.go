@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RecordReadsBatch", testRecordReadsBatch},
 		{"RecordReadsSkips", testRecordReadsSkips},
 		{"RecordReadsNamespaces", testRecordReadsNamespaces},
+		{"RecordReadsNamespacesSameInstant", testRecordReadsNamespacesSameInstant},
 		{"ClaimWithBlob", testClaimWithBlob},
 		{"ClaimWithBlobConcurrent", testClaimWithBlobConcurrent},
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},

@@ -208,6 +208,30 @@ func testRecordReadsNamespaces(t *testing.T, h *harness) {
 	}
 }
 
+// testRecordReadsNamespacesSameInstant: reads of two namespaces served
+// in the nanosecond their claims were created, so that their events'
+// numbers meet the created events' (a store that numbers events by time
+// renumbers them): each read counts once, and each claim's events stay
+// in order.
+func testRecordReadsNamespacesSameInstant(t *testing.T, h *harness) {
+	a := h.put(put{NS: "a"}).Claim.ID
+	b := h.put(put{NS: "b"}).Claim.ID
+	at := h.now()
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
+		{ClaimID: a, Namespace: "a", At: at, Actor: "r1"},
+		{ClaimID: b, Namespace: "b", At: at, Actor: "r2"},
+		{ClaimID: a, Namespace: "a", At: at, Actor: "r3"},
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("RecordReads: skipped %v, %v", skipped, err)
+	}
+	if ca, cb := h.claim(a), h.claim(b); ca.Reads != 2 || cb.Reads != 1 {
+		t.Errorf("reads: a=%d b=%d, want 2 and 1", ca.Reads, cb.Reads)
+	}
+	wantEvents(t, "claim of namespace a", h.claimEvents(a)[1:], "redeemed/r1", "first_redeemed/r1", "redeemed/r3")
+	wantEvents(t, "claim of namespace b", h.claimEvents(b)[1:], "redeemed/r2", "first_redeemed/r2")
+}
+
 func testReleaseIdempotent(t *testing.T, h *harness) {
 	res := h.put(put{Retention: 5 * time.Minute})
 	h.clock.Advance(time.Minute)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -13,28 +14,31 @@ import (
 // Read receipts by namespace (ADR 0264).
 //
 // A batch of receipts holds reads of many namespaces (engine/reads.go
-// writes whatever queued up). Every statement RecordReads sends names
-// one namespace: the batch is split into groups of one namespace each
-// (readGroups), and a group's claims are found by namespace and id, so
-// that on a PostgreSQL distributed by namespace each statement goes to
-// the one shard holding them. Reads that name no namespace form a group
-// of their own, found by id alone.
+// writes whatever queued up). On PostgreSQL every statement RecordReads
+// sends names one namespace: the batch is split into groups of one
+// namespace each (readGroups), and a group's claims are found by
+// namespace and id, so that on a PostgreSQL distributed by namespace each
+// statement goes to the one shard holding them. Reads that name no
+// namespace form a group of their own, found by id alone. Each group is
+// written by itself: one statement (recordReadsOnce), or, when that gives
+// way, one transaction.
+//   - A transaction that locked one namespace's claims in id order and
+//     then another's would not lock in id order, the order of every
+//     writer that locks many claims (the sweeper's page locks claims of
+//     many namespaces), so it could deadlock with them; one namespace per
+//     transaction keeps the order. On a distributed PostgreSQL it is also
+//     a transaction on one node, where one over the batch would commit on
+//     many in two phases.
+//   - A group that fails does not hold up the others; RecordReads then
+//     fails with *meta.UnrecordedReadsError naming the reads it did not
+//     write, so that a retry counts none twice.
 //
-// Transactions:
-//   - On a database with row locks (PostgreSQL) each group is written
-//     by itself: one statement (recordReadsOnce), or, when that gives
-//     way, one transaction. A transaction that locked one namespace's
-//     claims in id order and then another's would not lock in id order,
-//     the order of every writer that locks many claims (the sweeper's
-//     page locks claims of many namespaces), so it could deadlock with
-//     them; one namespace per transaction keeps the order. On a
-//     distributed PostgreSQL it is also a transaction on one node, where
-//     one over the batch would commit on many in two phases. A group that
-//     fails does not hold up the others; RecordReads then fails with
-//     *meta.UnrecordedReadsError naming the reads it did not write.
-//   - On SQLite the whole batch is one transaction, as before: its one
-//     writer serialises every write and takes no row locks, and one
-//     commit per namespace would cost a sync each.
+// SQLite, never distributed, writes the whole batch in one transaction
+// and finds its claims by id, as before: its one writer serialises every
+// write and takes no row locks, and statements per namespace would only
+// add statements. A read's namespace is checked there against its
+// claim's as loaded, with the same answer: a claim not in the namespace
+// the read names is not found.
 
 // readGroup is the reads of one namespace in a batch: indexes into the
 // batch, in batch order. ns "" finds the claims by id alone.
@@ -43,23 +47,33 @@ type readGroup struct {
 	idx []int
 }
 
-// readGroups splits reads by namespace, in the order each namespace
-// first appears. A read without a namespace takes the one named on the
-// context (meta.WithNamespace), if any.
-func readGroups(ctx context.Context, reads []meta.Read) []readGroup {
+// namedReads returns reads with the namespace the context names
+// (meta.WithNamespace), if any, filled into the reads that name none.
+func namedReads(ctx context.Context, reads []meta.Read) []meta.Read {
 	hint := meta.NamespaceFrom(ctx)
+	if hint == "" {
+		return reads
+	}
+	reads = slices.Clone(reads)
+	for i := range reads {
+		if reads[i].Namespace == "" {
+			reads[i].Namespace = hint
+		}
+	}
+	return reads
+}
+
+// readGroups splits reads by namespace, in the order each namespace
+// first appears.
+func readGroups(reads []meta.Read) []readGroup {
 	var groups []readGroup
 	at := map[string]int{}
 	for i, r := range reads {
-		ns := r.Namespace
-		if ns == "" {
-			ns = hint
-		}
-		g, ok := at[ns]
+		g, ok := at[r.Namespace]
 		if !ok {
 			g = len(groups)
-			at[ns] = g
-			groups = append(groups, readGroup{ns: ns})
+			at[r.Namespace] = g
+			groups = append(groups, readGroup{ns: r.Namespace})
 		}
 		groups[g].idx = append(groups[g].idx, i)
 	}
@@ -74,22 +88,26 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 	if len(reads) == 0 {
 		return nil, nil
 	}
-	groups := readGroups(ctx, reads)
+	reads = namedReads(ctx, reads)
 	skip := make([]bool, len(reads)) // by read: its claim is not active (in its namespace)
 	var err error
 	if s.d.lockRow == "" {
+		// No row locks (SQLite): the batch as one group found by id, in
+		// one transaction.
+		all := readGroup{idx: make([]int, len(reads))}
+		for i := range all.idx {
+			all.idx[i] = i
+		}
 		err = s.write(ctx, func(q *txq) error {
 			clear(skip)
 			events := make([][]meta.Event, len(reads))
-			for _, g := range groups {
-				if err := q.recordReadGroup(reads, g, skip, events); err != nil {
-					return err
-				}
+			if err := q.recordReadGroup(reads, all, skip, events); err != nil {
+				return err
 			}
 			return q.appendEvents(slices.Concat(events...))
 		})
 	} else {
-		err = s.recordReadGroups(ctx, reads, groups, skip)
+		err = s.recordReadGroups(ctx, reads, readGroups(reads), skip)
 	}
 	var skipped []string
 	for i, r := range reads {
@@ -102,6 +120,10 @@ func (s *Store) RecordReads(ctx context.Context, reads []meta.Read) ([]string, e
 	}
 	return skipped, nil
 }
+
+// receiptGroupsInFlight is how many namespace groups of one batch of
+// receipts are written at once, each on a pooled connection of its own.
+const receiptGroupsInFlight = 4
 
 // recordReadGroups writes each group by itself (databases with row
 // locks): in one statement where the dialect has writable CTEs, else, or
@@ -120,17 +142,40 @@ func (s *Store) recordReadGroups(ctx context.Context, reads []meta.Read, groups 
 		last = seqs[i] + 1
 	}
 	var (
+		mu     sync.Mutex
 		failed []int
 		errs   []error
 	)
-	for _, g := range groups {
-		if err := s.recordReadGroup(ctx, reads, g, seqs, skip); err != nil {
-			for _, i := range g.idx {
-				skip[i] = false // not recorded, and not known to be skipped
-			}
-			failed = append(failed, g.idx...)
-			errs = append(errs, fmt.Errorf("namespace %q: %w", g.ns, err))
+	write := func(g readGroup) {
+		err := s.recordReadGroup(ctx, reads, g, seqs, skip) // each group sets skip at its own reads only
+		if err == nil {
+			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, i := range g.idx {
+			skip[i] = false // not recorded, and not known to be skipped
+		}
+		failed = append(failed, g.idx...)
+		errs = append(errs, fmt.Errorf("namespace %q: %w", g.ns, err))
+	}
+	if len(groups) == 1 {
+		write(groups[0])
+	} else {
+		// The groups' transactions touch disjoint claims and commit
+		// apart, so they run side by side, a few at a time: a batch of
+		// several namespaces takes about as long as its slowest group,
+		// not their sum, and leaves the rest of the pool to the requests.
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, receiptGroupsInFlight)
+		for _, g := range groups {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				write(g)
+			})
+		}
+		wg.Wait()
 	}
 	if len(errs) == 0 {
 		return nil
@@ -165,8 +210,9 @@ func (s *Store) recordReadGroup(ctx context.Context, reads []meta.Read, g readGr
 }
 
 // recordReadGroup records the reads of group g in q's transaction: it
-// sets skip for each read whose claim is not active in the group's
-// namespace, and events[i] to the events of read i.
+// sets skip for each read whose claim is not active in the namespace the
+// read names (found by the statement when the group names it, checked
+// here when it does not), and events[i] to the events of read i.
 func (q *txq) recordReadGroup(reads []meta.Read, g readGroup, skip []bool, events [][]meta.Event) error {
 	in, nsArgs := "", []any(nil)
 	if g.ns != "" {
@@ -195,7 +241,7 @@ func (q *txq) recordReadGroup(reads []meta.Read, g readGroup, skip []bool, event
 	for _, i := range g.idx {
 		r := reads[i]
 		c := claims[r.ClaimID]
-		if c == nil { // unknown (in this namespace), pending or finished
+		if c == nil || (r.Namespace != "" && c.Namespace != r.Namespace) { // unknown (in its namespace), pending or finished
 			skip[i] = true
 			continue
 		}

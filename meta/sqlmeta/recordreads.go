@@ -159,23 +159,32 @@ func (s *Store) recordReadGroups(ctx context.Context, reads []meta.Read, groups 
 		failed = append(failed, g.idx...)
 		errs = append(errs, fmt.Errorf("namespace %q: %w", g.ns, err))
 	}
-	if len(groups) == 1 {
-		write(groups[0])
-	} else {
-		// The groups' transactions touch disjoint claims and commit
-		// apart, so they run side by side, a few at a time: a batch of
-		// several namespaces takes about as long as its slowest group,
-		// not their sum, and leaves the rest of the pool to the requests.
-		var wg sync.WaitGroup
-		slots := make(chan struct{}, receiptGroupsInFlight)
-		for _, g := range groups {
+	// The groups that name a namespace touch disjoint claims (a claim
+	// is in one namespace) and commit apart, so they run side by side, a
+	// few at a time: a batch of several namespaces takes about as long as
+	// its slowest group, not their sum, and leaves the rest of the pool
+	// to the requests. The group found by id alone may hold claims of
+	// any of them: it runs after them.
+	var byID []readGroup
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, receiptGroupsInFlight)
+	for _, g := range groups {
+		switch {
+		case g.ns == "":
+			byID = append(byID, g)
+		case len(groups) == 1:
+			write(g)
+		default:
 			slots <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-slots }()
 				write(g)
 			})
 		}
-		wg.Wait()
+	}
+	wg.Wait()
+	for _, g := range byID {
+		write(g)
 	}
 	if len(errs) == 0 {
 		return nil

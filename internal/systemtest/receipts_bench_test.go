@@ -6,14 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
 )
 
 // BenchmarkRedeemReceipts measures redeems whose read receipts fall in
@@ -36,20 +32,8 @@ import (
 //	CLAIMCHECK_BENCH_BASELINE=/path/to/claimcheck-base \
 //	  go test -run '^$' -bench RedeemReceipts -benchtime 10x ./internal/systemtest
 func BenchmarkRedeemReceipts(b *testing.B) {
-	bin := buildBinary(b)
-	setups := []benchSetup{{"embedded", func() string { return "" }}}
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		setups = append(setups, benchSetup{"postgres", func() string {
-			dsn, _ := testsvc.Postgres(b)
-			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(b.TempDir()))
-		}})
-	}
-	for _, setup := range setups {
-		servers := []served{serveBench(b, "", bin, setup.config())}
-		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
-			servers = append(servers, serveBench(b, filepath.Base(other), other, setup.config()))
-		}
-		b.Run(setup.name, func(b *testing.B) { benchRedeemReceipts(b, servers) })
+	for _, set := range baselineSets(b, buildBinary(b)) {
+		b.Run(set.name, func(b *testing.B) { benchRedeemReceipts(b, set.servers) })
 	}
 }
 
@@ -65,26 +49,7 @@ func benchRedeemReceipts(b *testing.B, servers []served) {
 	ctx := context.Background()
 	payload := make([]byte, 1<<10)
 	rand.Read(payload)
-	parallel := func(op func(int) error) {
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		for w := range workers {
-			wg.Go(func() {
-				for i := w; i < batch; i += workers {
-					if err := op(i); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	parallel := func(op func(int) error) { onWorkers(b, workers, batch, op) }
 	wall := make([]time.Duration, len(servers))
 	cpu := make([]time.Duration, len(servers))
 	refs := make([]claimcheck.Ref, batch)
@@ -121,15 +86,5 @@ func benchRedeemReceipts(b *testing.B, servers []served) {
 		}
 		requests += batch
 	}
-	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(requests) }
-	for i, s := range servers {
-		name := "claimcheck"
-		if s.name != "" {
-			name = s.name
-			b.ReportMetric(float64(wall[0])/float64(wall[i]), "redeem-ratio-"+name)
-			b.ReportMetric(float64(cpu[0])/float64(cpu[i]), "cpu-ratio-"+name)
-		}
-		b.ReportMetric(us(wall[i]), name+"-redeem-us")
-		b.ReportMetric(us(cpu[i]), name+"-cpu-us")
-	}
+	reportBeside(b, servers, requests, besideMetric{"redeem", wall}, besideMetric{"cpu", cpu})
 }

@@ -381,16 +381,18 @@ type Store interface {
 	ClaimWithBlob(ctx context.Context, id string) (c Claim, b Blob, ok bool, err error)
 
 	// RecordReads records reads that were served (the engine batches them
-	// off the redeem path), each namespace's reads in statements that name
-	// it, and all of them in one transaction, or one per namespace where
-	// the store says so, failing then with *UnrecordedReadsError when only
-	// some of them were written. Each read of an active
-	// claim counts: reads+1, the earliest At becomes the first read time
-	// and the latest the last, and with delete_after_read the due time is
-	// lowered to min(due, first read + retention) with reason
-	// read_retention_over. A read counts even if the claim is due by now
-	// (its bytes were served). Reads of claims that are pending, finished
-	// or unknown change nothing; their ids are returned in skipped.
+	// off the redeem path), in one transaction, or in one per namespace
+	// (a store distributed by namespace, or ready to be: its statements
+	// then name the namespace), in which case an error after some of them
+	// committed is an *UnrecordedReadsError naming the reads not recorded.
+	// Each read of an active claim in the namespace the read names counts:
+	// reads+1, the earliest At becomes the first read time and the latest
+	// the last, and with delete_after_read the due time is lowered to
+	// min(due, first read + retention) with reason read_retention_over. A
+	// read counts even if the claim is due by now (its bytes were served).
+	// Reads of claims that are pending, finished, unknown or in another
+	// namespace change nothing; their ids are returned in skipped, in the
+	// order of reads.
 	RecordReads(ctx context.Context, reads []Read) (skipped []string, err error)
 
 	// Release records that consumer released an active claim. It is

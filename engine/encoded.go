@@ -57,7 +57,7 @@ func (s *Store) redeemEncoded(ctx context.Context, ref claimcheck.Ref, encoding 
 		return nil, err
 	}
 	// Served from here on, as in Redeem.
-	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+	s.reads.add(c.ID, c.Namespace, start, claimcheck.ActorFrom(ctx))
 	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	return e, nil
 }

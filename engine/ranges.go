@@ -138,7 +138,7 @@ func (s *Store) redeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 // countRead records the read of a part that reaches the payload's end.
 func (s *Store) countRead(ctx context.Context, c meta.Claim, b meta.Blob, off, n int64, start time.Time) {
 	if off+n == b.Size {
-		s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+		s.reads.add(c.ID, c.Namespace, start, claimcheck.ActorFrom(ctx))
 		s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	}
 }

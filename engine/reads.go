@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -64,13 +65,15 @@ func newReadRecorder(m meta.Store, log *slog.Logger) *readRecorder {
 	return r
 }
 
-// add queues the receipt of a served read by actor. The receipt carries
-// the actor because it is written later, in a batch with other callers'
-// receipts; the metadata store writes the "redeemed" audit event from it
-// in the same transaction.
-func (r *readRecorder) add(id string, at time.Time, actor string) {
+// add queues the receipt of a served read of claim id of namespace ns by
+// actor. The receipt carries the actor because it is written later, in a
+// batch with other callers' receipts; the metadata store writes the
+// "redeemed" audit event from it in the same transaction. It carries the
+// namespace so that the store finds the claim by namespace and id, on one
+// shard of a PostgreSQL distributed by namespace (ADR 0264).
+func (r *readRecorder) add(id, ns string, at time.Time, actor string) {
 	r.mu.Lock()
-	r.pending = append(r.pending, meta.Read{ClaimID: id, At: at, Actor: actor})
+	r.pending = append(r.pending, meta.Read{ClaimID: id, Namespace: ns, At: at, Actor: actor})
 	r.unsaved[id]++
 	r.mu.Unlock()
 	select {
@@ -155,9 +158,12 @@ func (r *readRecorder) linger() {
 	}
 }
 
-// writeBatch writes the pending receipts in one transaction. A failed
-// write is retried once; after that the receipts are dropped with a
-// warning (their claims simply keep their current deadlines).
+// writeBatch writes the pending receipts in one RecordReads call. A
+// failed write is retried once, with only the receipts the store says it
+// did not write when it wrote some (meta.UnrecordedReadsError: a store
+// that writes each namespace's receipts by itself), so that none counts
+// twice; after that the receipts are dropped with a warning (their claims
+// simply keep their current deadlines).
 func (r *readRecorder) writeBatch() {
 	r.mu.Lock()
 	batch, round := r.pending, r.round
@@ -180,12 +186,16 @@ func (r *readRecorder) writeBatch() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
+	todo := batch
 	for range 2 {
-		if _, err = r.meta.RecordReads(ctx, batch); err == nil {
+		if _, err = r.meta.RecordReads(ctx, todo); err == nil {
 			return
 		}
+		if unrecorded, ok := errors.AsType[*meta.UnrecordedReadsError](err); ok {
+			todo = unrecorded.Reads
+		}
 	}
-	r.log.Warn("redeem: could not record reads; their claims keep their current deadlines", "reads", len(batch), "err", err)
+	r.log.Warn("redeem: could not record reads; their claims keep their current deadlines", "reads", len(todo), "err", err)
 }
 
 // close writes what is pending and stops the writer.

@@ -126,7 +126,7 @@ func (s *Store) redeem(ctx context.Context, ref claimcheck.Ref) (*claimcheck.Pay
 	// The read is served from here on: record it (off this path). If the
 	// claim is finished concurrently, its blob stays for the grace period,
 	// longer than any stream.
-	s.reads.add(c.ID, start, claimcheck.ActorFrom(ctx))
+	s.reads.add(c.ID, c.Namespace, start, claimcheck.ActorFrom(ctx))
 	s.metrics.redeemed.WithLabelValues(c.Namespace).Inc()
 	return p, nil
 }

@@ -298,9 +298,34 @@ type CommitResult struct {
 // Read is one served read of a claim.
 type Read struct {
 	ClaimID string
-	At      time.Time
-	Actor   string // who redeemed it, for the audit trail
+	// Namespace is the claim's namespace, which the engine knows when
+	// it serves the read: the store finds the claim by namespace and id,
+	// a lookup a PostgreSQL distributed by namespace routes to one shard
+	// (ADR 0264). A claim that is not in the namespace is not found (its
+	// read is skipped). Empty: the namespace named on the context of the
+	// call (WithNamespace) if any, else the claim is found by id alone,
+	// as before reads carried their namespace (on a distributed
+	// PostgreSQL, a statement sent to every shard).
+	Namespace string
+	At        time.Time
+	Actor     string // who redeemed it, for the audit trail
 }
+
+// UnrecordedReadsError is the error of RecordReads when a store writes
+// a batch in more than one transaction (one per namespace) and some of
+// them failed: Reads are the reads that were not recorded, in batch
+// order, to send again; the others were recorded, and sending them again
+// would count them twice.
+type UnrecordedReadsError struct {
+	Reads []Read
+	Err   error
+}
+
+func (e *UnrecordedReadsError) Error() string {
+	return fmt.Sprintf("%d reads not recorded: %v", len(e.Reads), e.Err)
+}
+
+func (e *UnrecordedReadsError) Unwrap() error { return e.Err }
 
 // FinishResult reports one finished claim.
 type FinishResult struct {
@@ -355,14 +380,19 @@ type Store interface {
 	// Blob, which answers why). ErrNotFound if the claim is absent.
 	ClaimWithBlob(ctx context.Context, id string) (c Claim, b Blob, ok bool, err error)
 
-	// RecordReads records reads that were served, in one transaction (the
-	// engine batches them off the redeem path). Each read of an active
-	// claim counts: reads+1, the earliest At becomes the first read time
-	// and the latest the last, and with delete_after_read the due time is
-	// lowered to min(due, first read + retention) with reason
-	// read_retention_over. A read counts even if the claim is due by now
-	// (its bytes were served). Reads of claims that are pending, finished
-	// or unknown change nothing; their ids are returned in skipped.
+	// RecordReads records reads that were served (the engine batches them
+	// off the redeem path), in one transaction, or in one per namespace
+	// (a store distributed by namespace, or ready to be: its statements
+	// then name the namespace), in which case an error after some of them
+	// committed is an *UnrecordedReadsError naming the reads not recorded.
+	// Each read of an active claim in the namespace the read names counts:
+	// reads+1, the earliest At becomes the first read time and the latest
+	// the last, and with delete_after_read the due time is lowered to
+	// min(due, first read + retention) with reason read_retention_over. A
+	// read counts even if the claim is due by now (its bytes were served).
+	// Reads of claims that are pending, finished, unknown or in another
+	// namespace change nothing; their ids are returned in skipped, in the
+	// order of reads.
 	RecordReads(ctx context.Context, reads []Read) (skipped []string, err error)
 
 	// Release records that consumer released an active claim. It is

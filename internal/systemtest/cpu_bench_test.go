@@ -53,6 +53,23 @@ func BenchmarkServeCPU(b *testing.B) {
 		}
 		batch = n
 	}
+	for _, set := range baselineSets(b, bin) {
+		b.Run(set.name, func(b *testing.B) { benchServeCPU(b, set.servers, batch) })
+	}
+}
+
+// baselineSet is a set-up's servers: this tree's first, then one per
+// binary of CLAIMCHECK_BENCH_BASELINE, each on its own data directory
+// (and schema).
+type baselineSet struct {
+	name    string
+	servers []served
+}
+
+// baselineSets starts bin and the CLAIMCHECK_BENCH_BASELINE binaries on
+// the defaults (SQLite and files: "embedded") and, when
+// TEST_DATABASE_URL is set, on PostgreSQL and files ("postgres").
+func baselineSets(b *testing.B, bin string) []baselineSet {
 	setups := []benchSetup{{"embedded", func() string { return "" }}}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		setups = append(setups, benchSetup{"postgres", func() string {
@@ -60,12 +77,37 @@ func BenchmarkServeCPU(b *testing.B) {
 			return fmt.Sprintf("metadata: %q\nstorage: %q\n", dsn, "file://"+filepath.ToSlash(b.TempDir()))
 		}})
 	}
+	var sets []baselineSet
 	for _, setup := range setups {
 		servers := []served{serveBench(b, "", bin, setup.config())}
 		for _, other := range filepath.SplitList(os.Getenv("CLAIMCHECK_BENCH_BASELINE")) {
 			servers = append(servers, serveBench(b, filepath.Base(other), other, setup.config()))
 		}
-		b.Run(setup.name, func(b *testing.B) { benchServeCPU(b, servers, batch) })
+		sets = append(sets, baselineSet{setup.name, servers})
+	}
+	return sets
+}
+
+// onWorkers runs op(i) for i in [0, n) on workers goroutines, each
+// taking every workers-th i, and fails b on the first error of any.
+func onWorkers(b *testing.B, workers, n int, op func(int) error) {
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if err := op(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -83,25 +125,8 @@ func benchServeCPU(b *testing.B, servers []served, batch int) {
 	// returns the server's CPU time meanwhile.
 	each := func(s served, op func(int) error) time.Duration {
 		c0, _ := processCPU(s.pid)
-		var wg sync.WaitGroup
-		errs := make([]error, cpuWorkers)
-		for w := range cpuWorkers {
-			wg.Go(func() {
-				for i := w; i < batch; i += cpuWorkers {
-					if err := op(i); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		onWorkers(b, cpuWorkers, batch, op)
 		c1, _ := processCPU(s.pid)
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
 		return c1 - c0
 	}
 	putCPU := make([]time.Duration, len(servers))
@@ -128,15 +153,28 @@ func benchServeCPU(b *testing.B, servers []served, batch int) {
 		}
 		requests += batch
 	}
-	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(requests) }
+	reportBeside(b, servers, requests, besideMetric{"put", putCPU}, besideMetric{"redeem", redeemCPU})
+}
+
+// besideMetric is one measure of every server of a baselineSet, in its
+// order: reported as NAME-name-us per request and name-ratio-NAME, this
+// tree's ÷ that server's.
+type besideMetric struct {
+	name string
+	per  []time.Duration
+}
+
+func reportBeside(b *testing.B, servers []served, requests int, metrics ...besideMetric) {
 	for i, s := range servers {
 		name := "claimcheck"
 		if s.name != "" {
 			name = s.name
-			b.ReportMetric(float64(putCPU[0])/float64(putCPU[i]), "put-ratio-"+name)
-			b.ReportMetric(float64(redeemCPU[0])/float64(redeemCPU[i]), "redeem-ratio-"+name)
+			for _, m := range metrics {
+				b.ReportMetric(float64(m.per[0])/float64(m.per[i]), m.name+"-ratio-"+name)
+			}
 		}
-		b.ReportMetric(us(putCPU[i]), name+"-put-us")
-		b.ReportMetric(us(redeemCPU[i]), name+"-redeem-us")
+		for _, m := range metrics {
+			b.ReportMetric(float64(m.per[i].Microseconds())/float64(requests), name+"-"+m.name+"-us")
+		}
 	}
 }

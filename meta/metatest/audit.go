@@ -90,7 +90,7 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	id := res.Claim.ID
-	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, At: h.now(), Actor: "reader"}}); err != nil {
+	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, Namespace: "ns", At: h.now(), Actor: "reader"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"a", "a", "b"} { // the repeated name changes nothing and logs nothing
@@ -146,8 +146,8 @@ func testAuditLifecycle(t *testing.T, h *harness) {
 	}
 	cid := confirmed.Claim.ID
 	for _, batch := range [][]meta.Read{
-		{{ClaimID: cid, At: h.now(), Actor: "r1"}, {ClaimID: cid, At: h.now(), Actor: "r2"}},
-		{{ClaimID: cid, At: h.now().Add(time.Millisecond), Actor: "r3"}},
+		{{ClaimID: cid, Namespace: "ns", At: h.now(), Actor: "r1"}, {ClaimID: cid, Namespace: "ns", At: h.now(), Actor: "r2"}},
+		{{ClaimID: cid, Namespace: "ns", At: h.now().Add(time.Millisecond), Actor: "r3"}},
 	} {
 		if _, err := h.s.RecordReads(h.ctx(), batch); err != nil {
 			t.Fatal(err)

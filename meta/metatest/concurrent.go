@@ -85,7 +85,7 @@ func testConcurrent(t *testing.T, h *harness) {
 						t.Errorf("FinishCollect: %v", err)
 					}
 				case 3:
-					if _, err := h.s.RecordReads(ctx, []meta.Read{{ClaimID: pick(rng), At: now}}); err != nil {
+					if _, err := h.s.RecordReads(ctx, []meta.Read{{ClaimID: pick(rng), Namespace: "ns", At: now}}); err != nil {
 						t.Errorf("RecordReads: %v", err)
 					}
 				case 4:

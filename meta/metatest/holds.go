@@ -72,7 +72,7 @@ func testHoldClaimBlocksEveryFinish(t *testing.T, h *harness) {
 	}
 
 	// A read lowers the kept due time (delete_after_read) but finishes nothing.
-	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, At: h.now()}}); err != nil {
+	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, Namespace: "ns", At: h.now()}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := h.claim(id); !c.DueAt.Equal(epoch.Add(time.Minute)) || c.DueReason != meta.ReasonReadRetention {

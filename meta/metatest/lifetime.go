@@ -250,7 +250,7 @@ func testExtendMovesDue(t *testing.T, h *harness) {
 
 func testExtendKeepsReadWindow(t *testing.T, h *harness) {
 	id := h.put(put{MaxAge: time.Hour, DeleteAfterRead: true, Retention: 10 * time.Minute}).Claim.ID
-	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, At: h.now()}}); err != nil {
+	if _, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, Namespace: "ns", At: h.now()}}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := h.s.ExtendClaim(h.ctx(), meta.ExtendParams{ID: id, ExpiresAt: epoch.Add(5 * time.Hour), Now: h.now()})

@@ -52,6 +52,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"RecordReadDueOnlyMovesEarlier", testRecordReadDueOnlyMovesEarlier},
 		{"RecordReadsBatch", testRecordReadsBatch},
 		{"RecordReadsSkips", testRecordReadsSkips},
+		{"RecordReadsNamespaces", testRecordReadsNamespaces},
+		{"RecordReadsNamespacesSameInstant", testRecordReadsNamespacesSameInstant},
 		{"ClaimWithBlob", testClaimWithBlob},
 		{"ClaimWithBlobConcurrent", testClaimWithBlobConcurrent},
 		{"ReleaseIdempotentPerName", testReleaseIdempotent},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +12,12 @@ import (
 	"github.com/claimcheck/claimcheck/meta"
 )
 
-// read records one read of id at the harness's now and returns the claim
-// as stored afterwards.
+// read records one read of id at the harness's now, naming the claim's
+// namespace as the engine does, and returns the claim as stored
+// afterwards.
 func (h *harness) read(id string) meta.Claim {
 	h.t.Helper()
-	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, At: h.now()}})
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{{ClaimID: id, Namespace: h.claim(id).Namespace, At: h.now()}})
 	if err != nil || len(skipped) != 0 {
 		h.t.Fatalf("RecordReads(%s): skipped %v, %v", id, skipped, err)
 	}
@@ -107,9 +109,9 @@ func testRecordReadsBatch(t *testing.T, h *harness) {
 	h.clock.Advance(time.Minute)
 	// Reads of one batch may arrive out of order: the earliest is the first.
 	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
-		{ClaimID: a.Claim.ID, At: epoch.Add(2 * time.Minute)},
-		{ClaimID: b.Claim.ID, At: epoch.Add(time.Minute)},
-		{ClaimID: a.Claim.ID, At: epoch.Add(time.Minute)},
+		{ClaimID: a.Claim.ID, Namespace: "ns", At: epoch.Add(2 * time.Minute)},
+		{ClaimID: b.Claim.ID, Namespace: "ns", At: epoch.Add(time.Minute)},
+		{ClaimID: a.Claim.ID, Namespace: "ns", At: epoch.Add(time.Minute)},
 	})
 	if err != nil || len(skipped) != 0 {
 		t.Fatalf("RecordReads: skipped %v, %v", skipped, err)
@@ -131,10 +133,10 @@ func testRecordReadsSkips(t *testing.T, h *harness) {
 	h.clock.Set(epoch.Add(time.Hour))
 
 	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
-		{ClaimID: cp.Claim.ID, At: h.now()},
-		{ClaimID: done.Claim.ID, At: h.now()},
-		{ClaimID: "c_missing", At: h.now()},
-		{ClaimID: due.Claim.ID, At: h.now()}, // served just before it fell due: counts
+		{ClaimID: cp.Claim.ID, Namespace: "ns", At: h.now()},
+		{ClaimID: done.Claim.ID, Namespace: "ns", At: h.now()},
+		{ClaimID: "c_missing", Namespace: "ns", At: h.now()},
+		{ClaimID: due.Claim.ID, Namespace: "ns", At: h.now()}, // served just before it fell due: counts
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +152,84 @@ func testRecordReadsSkips(t *testing.T, h *harness) {
 	if c := h.claim(due.Claim.ID); c.Reads != 1 {
 		t.Errorf("read of an active claim that is due by now: Reads = %d, want 1", c.Reads)
 	}
+}
+
+// testRecordReadsNamespaces: a batch holds reads of several namespaces,
+// interleaved as concurrent redeems queue them; each read of a claim in
+// the namespace it names counts once, with its events, and the skipped
+// list keeps the batch's order. A read that names a namespace other than
+// its claim's finds no claim there and is skipped; a read that names none
+// finds its claim by id alone, or takes the namespace the context names.
+func testRecordReadsNamespaces(t *testing.T, h *harness) {
+	a := h.put(put{NS: "a", DeleteAfterRead: true, Retention: 5 * time.Minute}).Claim.ID
+	b := h.put(put{NS: "b"}).Claim.ID
+	h.clock.Advance(time.Minute)
+	at := h.now()
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
+		{ClaimID: a, Namespace: "a", At: at, Actor: "r1"},
+		{ClaimID: "c_missing", Namespace: "b", At: at},
+		{ClaimID: b, Namespace: "b", At: at, Actor: "r2"},
+		{ClaimID: b, Namespace: "a", At: at, Actor: "r3"},  // not b's namespace
+		{ClaimID: a, At: at.Add(time.Second), Actor: "r4"}, // no namespace: by id alone
+	})
+	if err != nil || !slices.Equal(skipped, []string{"c_missing", b}) {
+		t.Fatalf("RecordReads: skipped %v, %v; want c_missing and the read of %s in namespace a", skipped, err, b)
+	}
+	ca, cb := h.claim(a), h.claim(b)
+	if ca.Reads != 2 || cb.Reads != 1 {
+		t.Errorf("reads: a=%d b=%d, want 2 and 1", ca.Reads, cb.Reads)
+	}
+	wantTime(t, "FirstReadAt", ca.FirstReadAt, at)
+	wantTime(t, "LastReadAt", ca.LastReadAt, at.Add(time.Second))
+	h.wantDue(ca, at.Add(5*time.Minute), meta.ReasonReadRetention)
+	redeems := func(id string) []string {
+		var out []string
+		for _, e := range h.claimEvents(id) {
+			if strings.HasPrefix(e, meta.EventRedeemed+"/") || strings.HasPrefix(e, meta.EventFirstRedeemed+"/") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	wantEvents(t, "claim of namespace a", redeems(a), "redeemed/r1", "first_redeemed/r1", "redeemed/r4")
+	wantEvents(t, "claim of namespace b", redeems(b), "redeemed/r2", "first_redeemed/r2")
+
+	// Reads without a namespace on a context that names one: as if they
+	// named it.
+	skipped, err = h.s.RecordReads(meta.WithNamespace(h.ctx(), "b"), []meta.Read{
+		{ClaimID: a, At: at.Add(2 * time.Second)},
+		{ClaimID: b, At: at.Add(2 * time.Second)},
+	})
+	if err != nil || !slices.Equal(skipped, []string{a}) {
+		t.Fatalf("RecordReads in namespace b: skipped %v, %v; want %s, of namespace a", skipped, err, a)
+	}
+	if ca, cb := h.claim(a), h.claim(b); ca.Reads != 2 || cb.Reads != 2 {
+		t.Errorf("reads after the batch in namespace b: a=%d b=%d, want 2 and 2", ca.Reads, cb.Reads)
+	}
+}
+
+// testRecordReadsNamespacesSameInstant: reads of two namespaces served
+// in the nanosecond their claims were created, so that their events'
+// numbers meet the created events' (a store that numbers events by time
+// renumbers them): each read counts once, and each claim's events stay
+// in order.
+func testRecordReadsNamespacesSameInstant(t *testing.T, h *harness) {
+	a := h.put(put{NS: "a"}).Claim.ID
+	b := h.put(put{NS: "b"}).Claim.ID
+	at := h.now()
+	skipped, err := h.s.RecordReads(h.ctx(), []meta.Read{
+		{ClaimID: a, Namespace: "a", At: at, Actor: "r1"},
+		{ClaimID: b, Namespace: "b", At: at, Actor: "r2"},
+		{ClaimID: a, Namespace: "a", At: at, Actor: "r3"},
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("RecordReads: skipped %v, %v", skipped, err)
+	}
+	if ca, cb := h.claim(a), h.claim(b); ca.Reads != 2 || cb.Reads != 1 {
+		t.Errorf("reads: a=%d b=%d, want 2 and 1", ca.Reads, cb.Reads)
+	}
+	wantEvents(t, "claim of namespace a", h.claimEvents(a)[1:], "redeemed/r1", "first_redeemed/r1", "redeemed/r3")
+	wantEvents(t, "claim of namespace b", h.claimEvents(b)[1:], "redeemed/r2", "first_redeemed/r2")
 }
 
 func testReleaseIdempotent(t *testing.T, h *harness) {

@@ -42,7 +42,7 @@ func BenchmarkAuditCost(b *testing.B) {
 		}
 		// Distinct instants, as on a real clock (equal ones would also
 		// measure the renumbering of colliding sequence numbers).
-		if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, At: now.Add(time.Microsecond), Actor: "key"}}); err != nil {
+		if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, Namespace: "bench", At: now.Add(time.Microsecond), Actor: "key"}}); err != nil {
 			b.Fatal(err)
 		}
 		if _, _, err := s.FinishClaim(claimcheck.WithActor(ctx, "key"), cid, meta.ReasonDeleted, now.Add(2*time.Microsecond), false); err != nil {

@@ -253,14 +253,16 @@ func TestPostgresHotPathNamesNamespace(t *testing.T) {
 					t.Fatal(err)
 				}
 				check("redeem " + what)
-				// Read receipts are written off the redeem path, in batches
-				// of many namespaces (engine/reads.go): not checked here.
-				if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, At: now}}); err != nil {
-					t.Fatal(err)
+				// The read receipt, written off the redeem path on a
+				// context of its own (engine/reads.go): the read names
+				// its claim's namespace. An instant of its own: an event
+				// number already taken would send the receipt to its
+				// transaction, a path this test does not take.
+				readAt := now.Add(time.Duration(1+i*4+j*2+round) * time.Second)
+				if skipped, err := s.RecordReads(context.Background(), []meta.Read{{ClaimID: cid, Namespace: ns, At: readAt}}); err != nil || len(skipped) != 0 {
+					t.Fatalf("RecordReads %s: skipped %v, %v", what, skipped, err)
 				}
-				mu.Lock()
-				sent = nil
-				mu.Unlock()
+				check("read receipt " + what)
 				if _, err := s.Release(ctx, cid, "one", now); err != nil {
 					t.Fatal(err)
 				}
@@ -270,6 +272,53 @@ func TestPostgresHotPathNamesNamespace(t *testing.T) {
 				}
 				check("finish " + what)
 			}
+		}
+	}
+	// A batch of read receipts over two namespaces, interleaved as the
+	// engine queues them: each namespace's reads go in statements that
+	// name it.
+	round = 1
+	var ids []string
+	for k, tenant := range []meta.TenantQuota{{}, {Tenant: "acme", Bytes: 1 << 30, Claims: 1000}} {
+		ns := fmt.Sprintf("ns%d0", k)
+		ctx := meta.WithNamespace(context.Background(), ns)
+		cid, bid := fmt.Sprintf("c_r%d", k), fmt.Sprintf("b_r%d", k)
+		if err := s.CreatePending(ctx, meta.CreatePendingParams{
+			Claim: meta.Claim{ID: cid, Namespace: ns, BlobID: bid, State: meta.ClaimPending, Size: 100, ReservedBytes: 100,
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour), DueAt: now.Add(time.Minute), DueReason: meta.ReasonNeverConfirmed},
+			Blob: meta.Blob{ID: bid, Namespace: ns, Key: ns + "/" + bid, State: meta.BlobStaging,
+				CreatedAt: now, StateAt: now, CollectAt: now.Add(time.Minute)},
+			Now: now, QuotaBytes: 1 << 20, QuotaClaims: 100, Tenant: tenant,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Commit(ctx, meta.CommitParams{ClaimID: cid, BlobID: bid, Digest: "sha256:r" + ns, Size: 100, StoredSize: 100,
+			Now: now, DueAt: now.Add(time.Hour), DueReason: meta.ReasonExpired, QuotaBytes: 1 << 20, Tenant: tenant}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cid)
+	}
+	mu.Lock()
+	sent = nil
+	mu.Unlock()
+	at := now.Add(time.Minute)
+	skipped, err := s.RecordReads(context.Background(), []meta.Read{
+		{ClaimID: ids[0], Namespace: "ns00", At: at},
+		{ClaimID: ids[1], Namespace: "ns10", At: at.Add(1)},
+		{ClaimID: ids[0], Namespace: "ns00", At: at.Add(2)},
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("RecordReads over two namespaces: skipped %v, %v", skipped, err)
+	}
+	mu.Lock()
+	if n := len(sent); n < 2 {
+		t.Errorf("read receipts over two namespaces sent %d statements, want one per namespace at least", n)
+	}
+	mu.Unlock()
+	check("read receipts over two namespaces")
+	for k, want := range []int64{2, 1} {
+		if c, err := s.Claim(context.Background(), ids[k]); err != nil || c.Reads != want {
+			t.Errorf("claim %s: reads %d, %v; want %d", ids[k], c.Reads, err, want)
 		}
 	}
 }

@@ -130,7 +130,7 @@ func lifeOfClaims(t *testing.T, s *Store, ctx context.Context, base time.Time, f
 			Now: now, DueAt: now.Add(time.Hour), DueReason: meta.ReasonExpired}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, At: now.Add(time.Second), Actor: "key_0123456789"}}); err != nil {
+		if _, err := s.RecordReads(ctx, []meta.Read{{ClaimID: cid, Namespace: "orders", At: now.Add(time.Second), Actor: "key_0123456789"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,11 +60,11 @@
 //
 // Two calls have a single statement on PostgreSQL, in sqlmeta: Commit
 // (onestatement_commit.go, ADR 0145) and RecordReads, a batch of the
-// engine's read receipts (onestatement_recordreads.go, ADR 0160), each
-// run as one statement outside a transaction block, guarded the same
-// way, and fall back to the transaction when the guard fails; the read
-// receipts travel as arrays, so their text too is the same for every
-// batch size.
+// engine's read receipts, one statement per namespace of the batch
+// (onestatement_recordreads.go, ADRs 0160 and 0264), each run as one
+// statement outside a transaction block, guarded the same way, and fall
+// back to the transaction when the guard fails; the read receipts travel
+// as arrays, so their text too is the same for every batch size.
 //
 // # Prepared statements (SQLite)
 //

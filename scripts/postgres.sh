@@ -10,7 +10,8 @@
 # they are missing and we are root, it installs them with apt-get and says
 # so. PostgreSQL refuses to run as root, so as root the server runs as an
 # unprivileged user: "postgres" when it exists, else a system user
-# "claimcheck-pg" created here (idempotently).
+# "claimcheck-pg" created here (idempotently). PG_SETTINGS adds server
+# settings for a measurement, e.g. PG_SETTINGS="-c shared_buffers=4GB".
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -82,7 +83,7 @@ start() {
     # -k: the socket goes into our dir, not /var/run/postgresql (which
     # may not exist or not be writable by this user).
     if as_pg_user "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 \
-      -o "-h 127.0.0.1 -p $port -k $dir/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      -o "-h 127.0.0.1 -p $port -k $dir/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${PG_SETTINGS:-}" \
       start >/dev/null; then
       break
     fi

@@ -136,7 +136,10 @@ func liveStore(b *testing.B, bin, backend string, n int) *liveServer {
 		},
 	})
 	if err == nil && backend == "postgres" {
-		_, err = db.ExecContext(ctx, "ANALYZE")
+		// What autovacuum does to a table that grew this large: the
+		// statistics, and the rows' visibility recorded once, so that the
+		// redeems do not each pay for the first look at a copied row.
+		_, err = db.ExecContext(ctx, "VACUUM (ANALYZE)")
 	}
 	db.Close()
 	if err != nil {

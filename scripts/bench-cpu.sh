@@ -17,15 +17,13 @@ work=$(mktemp -d)
 pg_started=
 cleanup() {
   if [ -n "$pg_started" ]; then ./scripts/postgres.sh stop "$work" >/dev/null 2>&1 || true; fi
-  git worktree remove --force "$work/base" >/dev/null 2>&1 || true
+  remove_base_worktree "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building the server at $base"
-git worktree add --detach "$work/base" "$base" >/dev/null 2>&1
-(cd "$work/base" && GOWORK=off go build -o "$work/claimcheck-base" ./cmd/claimcheck)
+build_base_server "$base" "$work"
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   pg_started=1
   env=$(./scripts/postgres.sh start "$work"); eval "$env"

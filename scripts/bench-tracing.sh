@@ -16,15 +16,13 @@ rounds=${ROUNDS:-20}
 work=$(mktemp -d)
 cleanup() {
   ./scripts/jaeger.sh stop "$work" >/dev/null 2>&1 || true
-  git worktree remove --force "$work/base" >/dev/null 2>&1 || true
+  remove_base_worktree "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building the server at $base"
-git worktree add --detach "$work/base" "$base" >/dev/null 2>&1
-(cd "$work/base" && GOWORK=off go build -o "$work/claimcheck-base" ./cmd/claimcheck)
+build_base_server "$base" "$work"
 if [ -z "${TEST_JAEGER_OTLP:-}" ]; then env=$(./scripts/jaeger.sh start "$work"); eval "$env"; fi
 CLAIMCHECK_BENCH_BASE_BIN="$work/claimcheck-base" TEST_JAEGER_OTLP="$TEST_JAEGER_OTLP" \
   go test -run '^$' -bench TracingOverhead -benchtime "${rounds}x" -count 1 -timeout 30m ./internal/systemtest

@@ -2,6 +2,21 @@
 
 log() { echo "[$(basename "$0")] $*" >&2; }
 
+# build_base_server REV WORK builds the server at commit REV, from a
+# detached worktree WORK/base, into WORK/claimcheck-base: the baseline a
+# side-by-side benchmark runs beside this tree's server.
+# remove_base_worktree WORK removes that worktree again (for a cleanup
+# trap; nothing there: nothing to do).
+build_base_server() {
+  log "building the server at $1"
+  git worktree add --detach "$2/base" "$1" >/dev/null 2>&1
+  (cd "$2/base" && GOWORK=off go build -o "$2/claimcheck-base" ./cmd/claimcheck)
+}
+
+remove_base_worktree() {
+  git worktree remove --force "$1/base" >/dev/null 2>&1 || true
+}
+
 # free_port prints a TCP port nothing listens on at 127.0.0.1. Another
 # process may take it before we bind; the callers retry on a failed start.
 free_port() {

@@ -209,16 +209,18 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 // dropIndexes drops the secondary indexes of tables (not those of
 // primary keys and constraints) and returns their definitions.
 func dropIndexes(ctx context.Context, conn *sql.Conn, pg bool, tables ...string) ([]string, error) {
-	query := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (?, ?)`
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(tables)), ", ")
+	query := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (` + in + `)`
 	if pg {
-		query = `SELECT i.indexname, i.indexdef FROM pg_indexes i
-			WHERE i.schemaname = current_schema() AND i.tablename IN ($1, $2)
-			AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`
+		query = Rebind(true, `SELECT i.indexname, i.indexdef FROM pg_indexes i
+			WHERE i.schemaname = current_schema() AND i.tablename IN (`+in+`)
+			AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`)
 	}
-	if len(tables) != 2 {
-		return nil, errors.New("livefill: dropIndexes takes two tables")
+	args := make([]any, len(tables))
+	for i, t := range tables {
+		args[i] = t
 	}
-	rows, err := conn.QueryContext(ctx, query, tables[0], tables[1])
+	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("livefill: list the indexes: %w", err)
 	}

@@ -2,7 +2,9 @@ package claimcheck_test
 
 import (
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,7 +13,10 @@ import (
 	"testing"
 	"unicode"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/cli"
 )
 
 // TestGoneReasonsDocumented keeps the one list of gone reasons in the
@@ -142,4 +147,322 @@ func headingSlug(h string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestConfigurationDocumented holds docs/CONFIGURATION.md to the config
+// the server loads: every YAML block there decodes strictly, as a config
+// file would; every key it names is one the loader knows; and every key
+// the loader knows is in one of its blocks. Key paths are the loader's
+// (config.Keys): the names under tenants: and namespaces: match "*", a
+// list's items' keys sit under the list's key, and a key whose value is
+// a list or mapping of scalars (labels) is one key. A namespace takes
+// every key of defaults: (both are a claimcheck.Policy), so the page
+// documents those once, under defaults:.
+func TestConfigurationDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/CONFIGURATION.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := cli.ConfigKeys()
+	documented := map[string]bool{}
+	blocks := yamlBlocks(string(doc))
+	if len(blocks) == 0 {
+		t.Fatal("docs/CONFIGURATION.md has no ```yaml block")
+	}
+	for _, b := range blocks {
+		if err := cli.CheckConfig([]byte(b.text)); err != nil {
+			t.Errorf("docs/CONFIGURATION.md:%d: the block is not a valid config: %v", b.line, err)
+		}
+		var root yaml.Node
+		if err := yaml.Unmarshal([]byte(b.text), &root); err != nil {
+			t.Fatalf("docs/CONFIGURATION.md:%d: %v", b.line, err)
+		}
+		for _, p := range yamlKeyPaths(&root, nil) {
+			documented[strings.Join(p, ".")] = true
+			if !slices.ContainsFunc(known, func(k string) bool { return keyOverlap(strings.Split(k, "."), p) }) {
+				t.Errorf("docs/CONFIGURATION.md:%d documents %s, which the config does not know", b.line, strings.Join(p, "."))
+			}
+		}
+	}
+	for _, k := range known {
+		look := k
+		if rest, ok := strings.CutPrefix(k, "namespaces.*."); ok {
+			look = "defaults." + rest
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(documented)), func(d string) bool {
+			return keyMatch(strings.Split(look, "."), strings.Split(d, "."))
+		}) {
+			t.Errorf("docs/CONFIGURATION.md does not document the config key %s", k)
+		}
+	}
+}
+
+type yamlBlock struct {
+	line int // of the opening fence
+	text string
+}
+
+// yamlBlocks returns the fenced ```yaml blocks of a Markdown text.
+func yamlBlocks(text string) []yamlBlock {
+	var out []yamlBlock
+	var cur *yamlBlock
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case cur == nil && trimmed == "```yaml":
+			cur = &yamlBlock{line: n}
+		case cur != nil && trimmed == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line
+		}
+	}
+	return out
+}
+
+// yamlKeyPaths returns the path of every key of a YAML tree, at every
+// level; a list's items' keys are under the list's key.
+func yamlKeyPaths(n *yaml.Node, path []string) [][]string {
+	var out [][]string
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			out = append(out, yamlKeyPaths(c, path)...)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := append(slices.Clone(path), n.Content[i].Value)
+			out = append(out, p)
+			out = append(out, yamlKeyPaths(n.Content[i+1], p)...)
+		}
+	}
+	return out
+}
+
+// keyMatch reports whether a documented path is the key path pattern
+// ("*" matches any one name).
+func keyMatch(pattern, path []string) bool {
+	return len(pattern) == len(path) && keyOverlap(pattern, path)
+}
+
+// keyOverlap reports whether the shorter of a key path pattern and a
+// documented path matches the start of the other: the documented path
+// leads to the key (tenants.acme), is the key, or lies inside a key
+// whose value is a mapping of scalars (labels.team).
+func keyOverlap(pattern, path []string) bool {
+	for i := range min(len(pattern), len(path)) {
+		if pattern[i] != "*" && pattern[i] != path[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// adrFile names an ADR: 0123-some-title.md.
+var adrFile = regexp.MustCompile(`^(\d{4})-[a-z0-9-]+\.md$`)
+
+// adrs returns the ADR files of docs/adr by number.
+func adrs(t *testing.T) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("docs/adr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, e := range entries {
+		if m := adrFile.FindStringSubmatch(e.Name()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			out[n] = filepath.Join("docs/adr", e.Name())
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no ADRs in docs/adr")
+	}
+	return out
+}
+
+// TestADRHeadings keeps one heading style for every ADR: its title is
+// "# N. Title", N the file's number without leading zeros.
+func TestADRHeadings(t *testing.T) {
+	for n, path := range adrs(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if !regexp.MustCompile(`^# ` + strconv.Itoa(n) + `\. \S`).MatchString(first) {
+			t.Errorf("%s: the title is %q; want \"# %d. Title\"", path, first, n)
+		}
+	}
+}
+
+// TestADRAmendmentsLinked checks that an amendment is linked both ways.
+// An ADR's header (the text before its first "## " section) says which
+// ADRs it amends, and which amend it, on lines that start with "Amends"
+// or "Amended by" and link the other ADR's file; when ADR A's header
+// links B as amended, B's header must link A as amending it, and the
+// other way round. A header whose status speaks of amending ("amends",
+// "amended by") must have such a line.
+func TestADRAmendmentsLinked(t *testing.T) {
+	files := adrs(t)
+	link := regexp.MustCompile(`\]\((\d{4})-[a-z0-9-]+\.md\)`)
+	amends := map[int]map[int]bool{}    // A amends B: amends[A][B]
+	amendedBy := map[int]map[int]bool{} // A is amended by B: amendedBy[A][B]
+	for n, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, _, _ := strings.Cut(string(data), "\n## ")
+		amends[n], amendedBy[n] = map[int]bool{}, map[int]bool{}
+		hasAmends, hasAmendedBy := false, false
+		for line := range strings.Lines(header) {
+			set := amends[n]
+			switch {
+			case strings.HasPrefix(line, "Amended by"):
+				set, hasAmendedBy = amendedBy[n], true
+			case strings.HasPrefix(line, "Amends"):
+				hasAmends = true
+			default:
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				other, _ := strconv.Atoi(m[1])
+				if _, ok := files[other]; !ok {
+					t.Errorf("%s: links ADR %d, which does not exist", path, other)
+				}
+				set[other] = true
+			}
+		}
+		status := strings.ToLower(header)
+		if strings.Contains(status, "amends") && !hasAmends {
+			t.Errorf("%s: says it amends an ADR, but has no \"Amends\" line linking it", path)
+		}
+		if strings.Contains(status, "amended by") && !hasAmendedBy {
+			t.Errorf("%s: says it is amended, but has no \"Amended by\" line linking the amendment", path)
+		}
+	}
+	for a, bs := range amends {
+		for b := range bs {
+			if !amendedBy[b][a] {
+				t.Errorf("%s amends %s, whose header has no \"Amended by\" line linking it back", files[a], files[b])
+			}
+		}
+	}
+	for a, bs := range amendedBy {
+		for b := range bs {
+			if !amends[b][a] {
+				t.Errorf("%s is amended by %s, whose header has no \"Amends\" line linking it", files[a], files[b])
+			}
+		}
+	}
+}
+
+// TestPackageTables checks that every Go package directory of the
+// repository (the root module, the integration modules, deploy/ and the
+// scripts' modules; not testdata or node_modules) has a row in the
+// package table of docs/ARCHITECTURE.md and in the Layout table of
+// README.md. A row names its packages in its first column as code spans:
+// a path (`blob/filestore`, with or without a trailing slash), a brace
+// list (`blob/{filestore,memstore}`), a glob (`scripts/*/`), a bare name
+// after a path naming a sibling of it (`integrations/temporal`, `nats`),
+// a file naming its directory (`claimcheck.go`), or `claimcheck` for the
+// root package.
+func TestPackageTables(t *testing.T) {
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || (strings.HasPrefix(d.Name(), ".") && path != ".")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			if dir := filepath.ToSlash(filepath.Dir(path)); !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []struct{ file, heading string }{
+		{"docs/ARCHITECTURE.md", "## Packages and the direction of imports"},
+		{"README.md", "## Layout"},
+	} {
+		patterns := tablePackages(t, table.file, table.heading)
+		for _, dir := range dirs {
+			if !slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, dir); return ok }) {
+				t.Errorf("%s: the table under %q has no row for the package directory %s", table.file, table.heading, dir)
+			}
+		}
+	}
+}
+
+// tablePackages returns the package paths (path.Match patterns) that
+// the first column of the first table under heading names.
+func tablePackages(t *testing.T, file, heading string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no heading %q", file, heading)
+	}
+	span := regexp.MustCompile("`([^`]+)`")
+	var out []string
+	inTable := false
+	for line := range strings.Lines(section) {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		inTable = true
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		prev := ""
+		for _, m := range span.FindAllStringSubmatch(cells[1], -1) {
+			name := strings.TrimSuffix(m[1], "/")
+			switch {
+			case name == "claimcheck":
+				name = "."
+			case strings.HasSuffix(name, ".go"):
+				name = path.Dir(name)
+			case !strings.Contains(m[1], "/") && strings.Contains(prev, "/"):
+				name = path.Join(path.Dir(prev), name)
+			}
+			prev = name
+			out = append(out, expandBraces(name)...)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no package table under %q", file, heading)
+	}
+	return out
+}
+
+// expandBraces expands one brace list: a/{b,c} is a/b and a/c.
+func expandBraces(s string) []string {
+	open, end := strings.Index(s, "{"), strings.Index(s, "}")
+	if open < 0 || end < open {
+		return []string{s}
+	}
+	var out []string
+	for _, alt := range strings.Split(s[open+1:end], ",") {
+		out = append(out, expandBraces(s[:open]+alt+s[end+1:])...)
+	}
+	return out
 }

@@ -4,9 +4,10 @@
 // and the registry that finds a backend by the scheme of its URL.
 //
 // Each backend is a package of its own that registers its scheme in an
-// init function: blob/filestore (file://), blob/memstore (mem://) and
-// blob/s3store (s3://, S3 and S3-compatible services); blob/allstores
-// imports them all, and Open finds the one a URL names. The backends
+// init function: blob/filestore (file://), blob/memstore (mem://),
+// blob/s3store (s3://, S3 and S3-compatible services), blob/gcsstore
+// (gs://, Google Cloud Storage) and blob/azurestore (azblob://, Azure Blob
+// Storage); blob/allstores imports them all, and Open finds the one a URL names. The backends
 // built on gocloud.dev/blob share blob/gocloudbucket, which translates
 // gocloud's errors once. A new backend is one more package and one more
 // import in blob/allstores.

@@ -21,7 +21,8 @@ var (
 
 // Register makes open the backend of URLs whose scheme is scheme. Each
 // backend package registers itself in an init function
-// (blob/filestore: file, blob/memstore: mem, blob/s3store: s3), so
+// (blob/filestore: file, blob/memstore: mem, blob/s3store: s3,
+// blob/gcsstore: gs, blob/azurestore: azblob), so
 // importing the package is what makes its scheme open; blob/allstores
 // imports every backend claimcheck ships. Registering a scheme twice,
 // or a nil opener, panics.
@@ -40,7 +41,8 @@ func Register(scheme string, open Opener) {
 // Open opens the store at rawURL with the backend registered for its
 // scheme. The concrete type is the backend's; which optional abilities
 // it has, AbilitiesOf tells. The URL forms are each backend's (see its
-// package): file:///abs/dir, mem://, s3://bucket?endpoint=...
+// package): file:///abs/dir, mem://, s3://bucket?endpoint=...,
+// gs://bucket, azblob://container.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -28,7 +28,7 @@ const DefaultDataDir = "./data"
 
 // Config configures a Store. The zero value is valid: SQLite metadata and
 // file blobs under ./data, and every namespace on the built-in policy.
-// In a YAML file (see the README) the fields are:
+// In a YAML file (docs/CONFIGURATION.md lists every key) the fields are:
 //
 //	data: ./data                        # embedded defaults live here
 //	metadata: sqlite:./data/claimcheck.db

@@ -7,6 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the checkout holds that git does not have committed, one line per
+# path with its content's hash: tracked files changed and files neither
+# tracked nor ignored. The run must leave it as it found it (checked at
+# the end), so that a test which rewrites a tracked file (go.work.sum, a
+# golden file, generated types) or leaves a file behind fails here, not
+# in the next commit. In CI the checkout starts clean.
+checkout_state() {
+  git status --porcelain --untracked-files=all | cut -c4- | sort |
+    while IFS= read -r f; do echo "$f $(git hash-object -- "$f" 2>/dev/null || echo gone)"; done
+}
+checkout_before=$(checkout_state)
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
@@ -158,3 +170,13 @@ fi
 passed=$(grep -E '^ok ' "$log" | grep -vc 'no tests to run' || true)
 failed=$(grep -cE '^(FAIL|--- FAIL)' "$log" || true)
 echo "packages: $passed passed, $failed failed"
+
+# The checkout as the run found it (see checkout_state at the top).
+echo "== checkout unchanged"
+if [ "$(checkout_state)" != "$checkout_before" ]; then
+  echo "the run changed the checkout; tracked files:"
+  git status --porcelain --untracked-files=no
+  echo "files neither tracked nor ignored (gitignore what a test legitimately leaves):"
+  git ls-files --others --exclude-standard
+  exit 1
+fi

@@ -410,7 +410,7 @@ func plainHeader(example string, secrets bool) string {
 		"# `GOWORK=off go test ./... -update` in deploy/helm; do not edit by hand.\n" +
 		"# Set the image to the one you pushed"
 	if secrets {
-		return h + ", and create the Secret it reads\n# first (README, \"Running in production\").\n"
+		return h + ", and create the Secret it reads\n# first (docs/OPERATIONS.md, \"Running in production\").\n"
 	}
 	return h + ".\n"
 }

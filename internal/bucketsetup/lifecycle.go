@@ -15,9 +15,11 @@ import (
 )
 
 // The lifecycle safety net (docs/ARCHITECTURE.md, ADR 0020). On a bucket that can
-// expire objects by age (blob.Lifecycler: S3), the store keeps one
-// expiration rule per configured namespace prefix, one for the namespaces
-// on the default policy, and one that aborts incomplete multipart uploads.
+// expire objects by age (blob.Lifecycler: S3, Google Cloud Storage, and
+// Azure Blob Storage through the storage account's management policy;
+// ADR 0230), the store keeps one expiration rule per configured namespace
+// prefix, one for the namespaces on the default policy, and one that
+// aborts incomplete multipart uploads.
 // The rules are a backstop for objects the protocol failed to delete; they
 // never do the normal work, because every rule is longer than any claim's
 // life plus its grace period.

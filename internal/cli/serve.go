@@ -45,7 +45,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.config, "config", "", "YAML config file (see the README's configuration reference)")
+	cmd.Flags().StringVar(&f.config, "config", "", "YAML config file (every key: docs/CONFIGURATION.md)")
 	cmd.Flags().StringVar(&f.data, "data", "", "data directory of the embedded defaults (default ./data)")
 }
 

@@ -98,6 +98,17 @@ fi
 # Every go test run's output also goes to one log, summed up at the end.
 log="$work/test.log"
 
+# The root module's own versions in the module cache: the README tour
+# builds programs outside go.work (GOWORK=off, GOPROXY=off), which take
+# the versions the root go.mod pins rather than the workspace's choice.
+# A failed download is retried: the module proxy is a network service.
+echo "== go mod download (root module, outside go.work)"
+for try in 1 2 3; do
+  if GOWORK=off go mod download; then break; fi
+  if [ "$try" = 3 ]; then echo "go mod download failed three times"; exit 1; fi
+  sleep $((try * 5))
+done
+
 # The JavaScript client's dependencies from its lockfile, for the system
 # tests that run it as one of their clients (the damage chaos test);
 # scripts/js-test.sh below runs its own suites.

@@ -28,9 +28,11 @@
 // Store is an operation with its metrics and span as soon as the file is
 // regenerated, and a test fails until it is.
 //
-// Store is the whole store, for its implementations and the engine. Each
-// other consumer (auth, dispatch, sweep) declares the narrow interface it
-// uses, made of these methods, and takes that.
+// Store is the whole store, for its implementations and the engine,
+// which owns it. Every other consumer (auth, dispatch, sweep,
+// internal/integrity) declares the narrow interface it uses, made of
+// Store's methods, and takes that: what a package may do to the database
+// is read off its own declaration.
 package meta
 
 import (

@@ -131,12 +131,17 @@ const (
 	failureBurst = 20
 )
 
+// Store is what the key service needs of the metadata store: the keys,
+// and the events log its sampled auth_failed events go to. meta.Store
+// has both.
+type Store interface {
+	meta.KeyStore
+	AppendEvents(ctx context.Context, events []meta.Event) error
+}
+
 // Service makes, checks, lists and revokes keys.
 type Service struct {
-	keys   meta.KeyStore
-	events interface {
-		AppendEvents(ctx context.Context, events []meta.Event) error
-	}
+	store Store
 	clock clock.Clock
 
 	mu         sync.Mutex
@@ -146,11 +151,11 @@ type Service struct {
 
 // New returns a Service over the metadata store m (its keys and its
 // events log). clk is the time source (nil: the wall clock).
-func New(m meta.Store, clk clock.Clock) *Service {
+func New(m Store, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Service{keys: m, events: m, clock: clk, sampler: rate.NewLimiter(rate.Every(failureEvery), failureBurst)}
+	return &Service{store: m, clock: clk, sampler: rate.NewLimiter(rate.Every(failureEvery), failureBurst)}
 }
 
 // CreateParams describe a new key.
@@ -189,7 +194,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Key, string, erro
 	sec := base64.RawURLEncoding.EncodeToString(secret)
 	m := meta.APIKey{ID: id, Tenant: p.Tenant, Role: string(p.Role), Namespace: p.Namespace, Name: p.Name,
 		Hash: hashSecret(sec), CreatedAt: s.clock.Now().UTC()}
-	if err := s.keys.CreateKey(ctx, m); err != nil {
+	if err := s.store.CreateKey(ctx, m); err != nil {
 		return Key{}, "", fmt.Errorf("create key: %w", err)
 	}
 	return keyOf(m), TokenPrefix + id + "_" + sec, nil
@@ -231,7 +236,7 @@ func (s *Service) Authenticate(ctx context.Context, token, remote string) (Key, 
 		s.recordFailure(ctx, "", "", remote, "malformed token")
 		return Key{}, fmt.Errorf("%w: the API key is malformed (want %s…)", claimcheck.ErrUnauthenticated, TokenPrefix)
 	}
-	m, err := s.keys.Key(ctx, id)
+	m, err := s.store.Key(ctx, id)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
 		s.recordFailure(ctx, id, "", remote, "unknown key")
@@ -279,12 +284,12 @@ func (s *Service) recordFailure(ctx context.Context, id, tenant, remote, why str
 	}
 	// Actor is the key the token claimed to be: unverified, but what an
 	// auditor searching a key's history wants to find.
-	_ = s.events.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Actor: id, Tenant: tenant, Detail: detail}})
+	_ = s.store.AppendEvents(context.WithoutCancel(ctx), []meta.Event{{At: now.UTC(), Kind: EventAuthFailed, Actor: id, Tenant: tenant, Detail: detail}})
 }
 
 // List returns the keys of tenant ("" = every tenant), revoked included.
 func (s *Service) List(ctx context.Context, tenant string) ([]Key, error) {
-	ms, err := s.keys.Keys(ctx, tenant)
+	ms, err := s.store.Keys(ctx, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -298,7 +303,7 @@ func (s *Service) List(ctx context.Context, tenant string) ([]Key, error) {
 // Revoke revokes key id of tenant ("" = any tenant). It takes effect on
 // the next request. ErrNotFound if the key does not exist in tenant.
 func (s *Service) Revoke(ctx context.Context, id, tenant string) (Key, error) {
-	m, err := s.keys.RevokeKey(ctx, id, tenant, s.clock.Now().UTC())
+	m, err := s.store.RevokeKey(ctx, id, tenant, s.clock.Now().UTC())
 	if errors.Is(err, meta.ErrNotFound) {
 		return Key{}, fmt.Errorf("%w: no key %q", claimcheck.ErrNotFound, id)
 	}

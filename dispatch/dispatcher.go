@@ -43,11 +43,24 @@ const leaseTTL = 10 * time.Second
 // secret (the engine unseals it with the master key).
 type SecretOpener func(s meta.Subscription) ([]byte, error)
 
+// Store is what the dispatcher needs of the metadata store: the
+// DispatchLease, the subscriptions with their cursors, and the event
+// feed they read. Its methods are those of meta.Store, which documents
+// them.
+type Store interface {
+	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+	Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error)
+	MarkLagging(ctx context.Context, bound time.Time) (int, error)
+	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
+	AdvanceSubscription(ctx context.Context, id string, p meta.SubscriptionProgress) error
+}
+
 // Dispatcher delivers events to subscriptions while it holds the
 // DispatchLease.
 type Dispatcher struct {
 	cfg     Config
-	meta    meta.Store
+	meta    Store
 	open    SecretOpener
 	clock   clock.Clock
 	log     *slog.Logger
@@ -93,8 +106,8 @@ type lane struct {
 	req     []byte // the whole request
 }
 
-// New returns a dispatcher; Start runs it.
-func New(cfg Config, m meta.Store, open SecretOpener, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Dispatcher {
+// New returns a dispatcher over the metadata store m; Start runs it.
+func New(cfg Config, m Store, open SecretOpener, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Dispatcher {
 	cfg = cfg.WithDefaults()
 	if log == nil {
 		log = slog.Default()

@@ -26,6 +26,16 @@ func (s *Store) ClaimNamespace(ctx context.Context, id string) (string, error) {
 	return c.Namespace, nil
 }
 
-// MetaStore returns the store's metadata store, for the components that
-// share its database: API keys (package auth) and operator commands.
-func (s *Store) MetaStore() meta.Store { return s.meta }
+// APIKeyStore is the part of the metadata store that the API keys
+// (package auth) live in: the keys, and the events log their audit and
+// failed-authentication events go to. It satisfies auth.Store.
+type APIKeyStore interface {
+	meta.KeyStore
+	AppendEvents(ctx context.Context, events []meta.Event) error
+}
+
+// APIKeyStore returns the API keys of the store's database (measured and
+// traced like every metadata call), for the key service of the server
+// and of the offline keys commands: they share the database, not the
+// whole metadata store.
+func (s *Store) APIKeyStore() APIKeyStore { return s.meta }

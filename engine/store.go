@@ -133,10 +133,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	// The spans, when tracing is on, sit under the metrics: a span
-	// measures the store's call itself (tracing.go).
+	// The blob spans, when tracing is on, sit under the metrics: a span
+	// measures the store's call itself (tracing.go). The metadata store
+	// has one layer for both.
 	s.tracer = tracing.NewTracer(cfg.TracerProvider, cfg.Tracing.RecordLabels)
-	s.meta = meta.WithMetrics(meta.WithTracing(metaStore, cfg.TracerProvider, metaSystem(cfg)), reg)
+	s.meta = meta.Instrument(metaStore, meta.Instrumentation{Registerer: reg, TracerProvider: cfg.TracerProvider, System: metaSystem(cfg)})
 	s.blobs = blob.WithMetrics(blob.WithTracing(blobStore, cfg.TracerProvider), reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)

@@ -15,7 +15,7 @@ import (
 
 // The names of the engine's spans, one per operation of the contract
 // that moves a payload or its lifetime (ADR 0250). Each has the
-// metadata and blob calls it makes as children (meta.WithTracing,
+// metadata and blob calls it makes as children (meta.Instrument,
 // blob.WithTracing).
 const (
 	spanPut            = "claimcheck.put"

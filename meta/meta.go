@@ -20,9 +20,19 @@
 //     "deleting" only in a transaction that re-checks that no pending or
 //     active claim points at it.
 //
-// WithMetrics wraps any Store with Prometheus metrics, counted by method
-// and by result, where the contract's own answers (not found, a lost
-// compare-and-swap, a quota or hold refusal) are told apart from failures.
+// Instrument wraps any Store with Prometheus metrics and OpenTelemetry
+// spans, by operation (method) and by result, where the contract's own
+// answers (not found, a lost compare-and-swap, a quota or hold refusal)
+// are told apart from failures. Its forwarding methods are generated from
+// Store (instrument_gen.go, `go generate ./meta`): a method added to
+// Store is an operation with its metrics and span as soon as the file is
+// regenerated, and a test fails until it is.
+//
+// Store is the whole store, for its implementations and the engine,
+// which owns it. Every other consumer (auth, dispatch, sweep,
+// internal/integrity) declares the narrow interface it uses, made of
+// Store's methods, and takes that: what a package may do to the database
+// is read off its own declaration.
 package meta
 
 import (

@@ -68,7 +68,7 @@ type BackstopResult struct {
 // Backstop runs the backstop passes.
 type Backstop struct {
 	cfg     Config
-	meta    meta.Store
+	meta    Store
 	blobs   blob.Store
 	clock   clock.Clock
 	log     *slog.Logger
@@ -81,7 +81,7 @@ type Backstop struct {
 
 // NewBackstop returns the backstop over the given stores; metrics nil
 // creates unregistered ones.
-func NewBackstop(cfg Config, m meta.Store, b blob.Store, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Backstop {
+func NewBackstop(cfg Config, m Store, b blob.Store, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Backstop {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
@@ -283,7 +283,7 @@ type ObjectFindings struct {
 // not check. It goes on past every object it cannot read; only a failure
 // of the metadata store stops it. Each finding is re-checked against the
 // reloaded row: a blob collected or repaired meanwhile is not reported.
-func CheckObjects(ctx context.Context, m meta.Store, b blob.Store, page []meta.Blob) (ObjectFindings, error) {
+func CheckObjects(ctx context.Context, m Store, b blob.Store, page []meta.Blob) (ObjectFindings, error) {
 	var out ObjectFindings
 	for _, bl := range page {
 		// Without a digest the blob never held committed content: a
@@ -448,7 +448,7 @@ func (bs *Backstop) sharedStorage(ctx context.Context) bool {
 // olderThan (temp files of writes, IsTempKey: before tempOlderThan), the
 // token of the next page ("" at the end) and the number
 // of objects listed. It changes nothing (fsck uses it too).
-func Debris(ctx context.Context, m meta.Store, b blob.Store, after string, pageSize int, olderThan, tempOlderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
+func Debris(ctx context.Context, m Store, b blob.Store, after string, pageSize int, olderThan, tempOlderThan time.Time) (debris []blob.Object, next string, listed int, err error) {
 	objs, next, err := b.List(ctx, "", after, pageSize)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, "", 0, nil // the file backend's directory does not exist yet: nothing stored

@@ -82,7 +82,7 @@ func (r Report) Problems() bool {
 // it has been deleting longer than stuckAfter; objects without a row count
 // as debris once older than grace (younger ones may be writes in
 // progress), temp files of writes once older than tempGrace. withObjects=false skips the object checks (gc --dry-run).
-func Inspect(ctx context.Context, m meta.Store, b blob.Store, now time.Time, grace, tempGrace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
+func Inspect(ctx context.Context, m Store, b blob.Store, now time.Time, grace, tempGrace, stuckAfter time.Duration, pageSize int, withObjects bool) (Report, error) {
 	r := Report{At: now.UTC(), StuckThreshold: stuckAfter.String()}
 	qd, err := m.QuotaDrift(ctx)
 	if err != nil {

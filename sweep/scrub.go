@@ -46,7 +46,7 @@ func holdsContent(b meta.Blob) bool {
 
 // Scrub walks the blobs and verifies their objects. Use one per runner.
 type Scrub struct {
-	meta     meta.Store
+	meta     Store
 	blobs    blob.Store
 	keys     *masterkey.Ring
 	clock    interface{ Now() time.Time }
@@ -59,7 +59,7 @@ type Scrub struct {
 // integrity.Verify; keys unwraps the data keys of encrypted objects (nil
 // when no master key is configured: an encrypted object then cannot be
 // checked, which is an error of the step).
-func NewScrub(m meta.Store, bs blob.Store, keys *masterkey.Ring, clk interface{ Now() time.Time }, log *slog.Logger, metrics *Metrics, pageSize int) *Scrub {
+func NewScrub(m Store, bs blob.Store, keys *masterkey.Ring, clk interface{ Now() time.Time }, log *slog.Logger, metrics *Metrics, pageSize int) *Scrub {
 	if pageSize <= 0 {
 		pageSize = 250
 	}

@@ -219,7 +219,7 @@ func (c Config) Validate() error {
 // Sweeper finishes due claims and collects orphaned blobs.
 type Sweeper struct {
 	cfg     Config
-	meta    meta.Store
+	meta    Store
 	blobs   blob.Store
 	clock   clock.Clock
 	log     *slog.Logger
@@ -267,7 +267,7 @@ type Sweeper struct {
 // when none is configured). metrics may be shared with the caller (the
 // engine counts in-line finishes in the same counters); nil creates
 // unregistered ones.
-func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Sweeper {
+func New(cfg Config, m Store, b blob.Store, keys *masterkey.Ring, clk clock.Clock, log *slog.Logger, metrics *Metrics) *Sweeper {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}

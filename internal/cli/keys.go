@@ -56,7 +56,7 @@ func (k *keysCmd) open(ctx context.Context, env Env) (*auth.Service, *engine.Sto
 	if err != nil {
 		return nil, nil, fc, err
 	}
-	return auth.New(store.MetaStore(), nil), store, fc, nil
+	return auth.New(store.APIKeyStore(), nil), store, fc, nil
 }
 
 // offlineActor is the actor the audit trail records for the commands that

@@ -99,7 +99,7 @@ func secureServer(ctx context.Context, cfg *server.Config, store *engine.Store, 
 		}
 		return nil
 	}
-	svc := auth.New(store.MetaStore(), nil)
+	svc := auth.New(store.APIKeyStore(), nil)
 	keys, err := svc.List(ctx, "")
 	if err != nil {
 		return err

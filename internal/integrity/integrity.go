@@ -116,12 +116,23 @@ func CheckSize(ctx context.Context, bs blob.Store, b meta.Blob) (Finding, error)
 	return Finding{}, nil
 }
 
+// DamageMarker is what MarkDamaged needs of the metadata store.
+type DamageMarker interface {
+	MarkDamaged(ctx context.Context, d meta.Damage) (bool, error)
+}
+
+// DataKeys is what Verify needs of the metadata store: the data keys
+// that encrypted objects name.
+type DataKeys interface {
+	DataKey(ctx context.Context, id string) (meta.DataKey, error)
+}
+
 // MarkDamaged records finding f about blob b: the mark (a compare-and-swap
 // on b's object key), its event, the metric (damaged, by cause; nil for
 // none) and a log line (nil log for none). It reports whether the blob
 // was marked now (false: already marked, or the blob no longer owns that
 // object).
-func MarkDamaged(ctx context.Context, m meta.Store, damaged *prometheus.CounterVec, log *slog.Logger, b meta.Blob, f Finding, now time.Time) (bool, error) {
+func MarkDamaged(ctx context.Context, m DamageMarker, damaged *prometheus.CounterVec, log *slog.Logger, b meta.Blob, f Finding, now time.Time) (bool, error) {
 	marked, err := m.MarkDamaged(ctx, meta.Damage{BlobID: b.ID, Key: b.Key, Cause: f.Cause, Detail: f.Detail, Now: now})
 	if err != nil {
 		return false, err
@@ -145,7 +156,7 @@ func MarkDamaged(ctx context.Context, m meta.Store, damaged *prometheus.CounterV
 // error means the object could not be checked (storage unavailable, no
 // master key), never damage. Objects under a destroyed data key cannot be
 // checked and count as good (they can never be served either).
-func Verify(ctx context.Context, m meta.Store, bs blob.Store, keys *masterkey.Ring, b meta.Blob) (Finding, int64, error) {
+func Verify(ctx context.Context, m DataKeys, bs blob.Store, keys *masterkey.Ring, b meta.Blob) (Finding, int64, error) {
 	if f, err := CheckSize(ctx, bs, b); err != nil || f.Cause != "" {
 		return f, 0, err
 	}

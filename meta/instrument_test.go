@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -89,6 +94,8 @@ func (fake) OldestDue(context.Context) (time.Time, error) {
 
 func (fake) Ping(context.Context) error { return errDown }
 
+func (fake) Close() error { return nil }
+
 func (fake) TryLease(context.Context, string, string, time.Time, time.Duration) (bool, error) {
 	return false, nil // another holder has it: a normal answer
 }
@@ -100,7 +107,7 @@ func (fake) FinishClaim(_ context.Context, id, _ string, _ time.Time, _ bool) (m
 func TestMetricsResults(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	s := meta.WithMetrics(fake{}, reg)
+	s := meta.Instrument(fake{}, meta.Instrumentation{Registerer: reg})
 
 	// Every series exists from the start, at zero, for every method of
 	// Store but Close, named after the method.
@@ -181,7 +188,7 @@ func TestMetricsResults(t *testing.T) {
 // label values are bound once, at construction.
 func TestMetricsNoAllocs(t *testing.T) {
 	ctx := context.Background()
-	s := meta.WithMetrics(fake{}, nil)
+	s := meta.Instrument(fake{}, meta.Instrumentation{})
 	if n := testing.AllocsPerRun(100, func() { _, _ = s.Blob(ctx, "b") }); n != 0 {
 		t.Errorf("Blob through the wrapper allocates %v times per call, want 0", n)
 	}
@@ -190,5 +197,42 @@ func TestMetricsNoAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = s.Ping(ctx) }); n != 0 {
 		t.Errorf("a failing Ping through the wrapper allocates %v times per call, want 0", n)
+	}
+}
+
+// TestTracingResults checks the spans: named after the operation, with
+// its result, failed only on an error, and none outside a trace.
+func TestTracingResults(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	s := meta.Instrument(fake{}, meta.Instrumentation{TracerProvider: tp, System: "sqlite"})
+
+	// No span without a trace to belong to.
+	_ = s.Ping(context.Background())
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Fatalf("%d spans outside a trace, want 0", n)
+	}
+
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
+	_, _ = s.Claim(ctx, "c1")
+	_ = s.Ping(ctx)
+	_, _ = s.TryLease(ctx, "l", "me", time.Time{}, time.Minute)
+	_ = s.Close()
+	parent.End()
+	spans := tracingtest.Spans(exp.GetSpans())
+	if got, want := spans.Names(), []string{"meta Claim", "meta Ping", "meta TryLease", "parent"}; !slices.Equal(got, want) {
+		t.Fatalf("spans = %v, want %v", got, want)
+	}
+	for _, c := range []struct{ op, result string }{{"Claim", "not_found"}, {"Ping", "error"}, {"TryLease", "ok"}} {
+		sp := spans.Named(t, "meta "+c.op)
+		tracingtest.WantAttr(t, sp, "db.operation.name", c.op)
+		tracingtest.WantAttr(t, sp, "db.system.name", "sqlite")
+		tracingtest.WantAttr(t, sp, "claimcheck.result", c.result)
+		if sp.SpanKind != trace.SpanKindClient || sp.Parent.SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("span %s: kind %v, parent %v; want a client child of the caller's span", sp.Name, sp.SpanKind, sp.Parent.SpanID())
+		}
+		if failed := sp.Status.Code == codes.Error; failed != (c.result == "error") {
+			t.Errorf("span %s: status %v with result %s; only an error fails a span", sp.Name, sp.Status, c.result)
+		}
 	}
 }

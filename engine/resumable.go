@@ -374,33 +374,23 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		return claimcheck.ResumableUpload{}, s.refuseResumable(ctx, op, r, fmt.Errorf("%w: the payload hashes to %s, sha256 %s was declared", claimcheck.ErrChecksumMismatch, w.digest, r.Digest))
 	}
 
-	if err := s.saveBlocks(ctx, w); err != nil {
-		return claimcheck.ResumableUpload{}, fmt.Errorf("%s: %w", op, err)
-	}
-	cp := meta.CommitParams{
-		ClaimID: c.ID, BlobID: blobID,
-		Digest: w.digest, Size: w.size, StoredSize: w.stored, Compression: w.compression,
-		Now: s.clock.Now(), DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
-		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
-		Tenant:         s.tenantQuota(pol),
-		DedupNotBefore: keyFloor(s.dedupNotBefore(r.Namespace, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)), sk),
-		DiscardRetry:   s.discardRetry,
+	res, err := s.commitWritten(ctx, commitParams{
+		op: op, ns: r.Namespace, claim: c, blobID: blobID, w: w, pol: pol, sk: sk,
 		// An object read whole that matched may repair a damaged blob of
 		// the same content (integrity.go).
-		RepairVerified: verified,
-		Confirmed:      true,
-	}
-	res, err := s.commitShared(ctx, cp, func(ctx context.Context) error {
-		// The blob of these bytes is damaged: this object may repair it
-		// once read back and found right, as a put's would.
-		size, digest, herr := s.hashObject(ctx, r.Upload)
-		if herr != nil || size != w.size || digest != w.digest {
-			return fmt.Errorf("%s: %w: the stored payload does not read back as it was received", op, claimcheck.ErrUnavailable)
-		}
-		return nil
+		verified:  verified,
+		confirmed: true,
+		readBack: func(ctx context.Context) error {
+			// The blob of these bytes is damaged: this object may repair it
+			// once read back and found right, as a put's would.
+			size, digest, _, herr := s.hashStored(ctx, r.Upload)
+			if herr != nil || size != w.size || digest != w.digest {
+				return fmt.Errorf("%s: %w: the stored payload does not read back as it was received", op, claimcheck.ErrUnavailable)
+			}
+			return nil
+		},
 	})
 	if errors.Is(err, meta.ErrConflict) {
-		s.metrics.casConflicts.Inc()
 		_, lc, lerr := s.loadResumable(ctx, op, r.ClaimID)
 		if lerr != nil {
 			return claimcheck.ResumableUpload{}, lerr
@@ -408,21 +398,15 @@ func (s *Store) completeResumable(ctx context.Context, op string, r meta.Resumab
 		return s.stateOf(ctx, op, r, lc)
 	}
 	if err != nil {
-		return claimcheck.ResumableUpload{}, metaErr(op, err)
+		return claimcheck.ResumableUpload{}, err
 	}
 	if blobID != r.BlobID {
 		// The object as it arrived is not needed any more; its orphaned
 		// row is marked collected by the sweeper.
 		s.dropAppended(ctx, r.Key, r.Handle)
 	}
-	ns := r.Namespace
-	s.metrics.uploadsConfirmed.WithLabelValues(ns).Inc()
-	s.metrics.created.WithLabelValues(ns).Inc()
-	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(w.size))
-	s.metrics.stored.WithLabelValues(ns).Add(float64(w.stored))
-	s.observeDedup(ns, res, w.size)
-	s.collectDiscarded(ctx, res)
-	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
+	s.metrics.uploadsConfirmed.WithLabelValues(r.Namespace).Inc()
+	s.committed(ctx, r.Namespace, res, w, start)
 	ref := refOf(res.Claim, res.Blob)
 	return resumableOf(r.Upload, r.Size, meta.ClaimActive, c.DueAt, &ref), nil
 }
@@ -440,14 +424,14 @@ func (s *Store) appendedAsIs(ctx context.Context, r meta.ResumableUpload) (writt
 		if err != nil {
 			return written{}, false, fmt.Errorf("%w: stat the stored payload: %v", claimcheck.ErrUnavailable, err)
 		}
-		digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+		digest := digestOf(h.Sum(nil))
 		w := written{key: r.Key, digest: digest, size: a.Size, stored: a.Size, compression: string(claimcheck.CompressionNone)}
 		if bt != nil && a.Size == r.Size {
 			w.blocks = bt.Encoded()
 		}
 		return w, false, nil
 	}
-	size, digest, blocks, err := s.hashObjectBlocks(ctx, r.Upload)
+	size, digest, blocks, err := s.hashStored(ctx, r.Upload)
 	if err != nil {
 		return written{}, false, err
 	}
@@ -594,9 +578,12 @@ func (s *Store) rewriteResumable(ctx context.Context, op string, r meta.Resumabl
 	}
 	defer func() { _ = rd.Close() }() // read only
 	// The reservation is the declared size: the writer refuses more.
-	w, err := s.writeObjectSealed(ctx, key, io.LimitReader(rd, r.Size+1), claimcheck.Policy{
-		Compression: pol.Compression, MaxSize: claimcheck.Size(r.Size),
-	}, claimcheck.PutOptions{Size: r.Size, Digest: r.Digest}, sk)
+	w, err := s.writeObject(ctx, io.LimitReader(rd, r.Size+1), writeParams{
+		key:  key,
+		pol:  claimcheck.Policy{Compression: pol.Compression, MaxSize: claimcheck.Size(r.Size)},
+		opts: claimcheck.PutOptions{Size: r.Size, Digest: r.Digest},
+		sk:   sk,
+	})
 	if err != nil {
 		return "", written{}, fmt.Errorf("%s: %w", op, err)
 	}

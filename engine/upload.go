@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +11,8 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck/blob"
-	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
 )
@@ -112,37 +108,19 @@ func (s *Store) initUpload(ctx context.Context, ns string, req claimcheck.Upload
 }
 
 // createPendingUpload is the first step of every upload, direct or
-// resumable, and the put protocol's: CreatePending reserves the quota and
-// inserts the staging blob and the pending claim, due at now +
-// confirm_within (never past max_age) with reason never_confirmed, in one
-// transaction. opts went through checkPutOptions, which gave consumers.
+// resumable, and the put protocol's (write.go, step 1): CreatePending
+// reserves the quota and inserts the staging blob and the pending claim,
+// due at now + confirm_within (never past max_age) with reason
+// never_confirmed, in one transaction. opts went through
+// checkPutOptions, which gave consumers. The staging blob's key is
+// always a plain object's: a direct upload stores the client's bytes as
+// they are, and a resumable upload that encrypts writes them again into
+// a restaged blob at completion.
 func (s *Store) createPendingUpload(ctx context.Context, ns string, pol claimcheck.Policy, opts claimcheck.PutOptions, consumers int, now time.Time) (meta.Claim, meta.Blob, error) {
-	expires := now.Add(pol.TTL.MaxAge.D())
-	confirmBy := minTime(now.Add(pol.Uploads.ConfirmWithin.D()), expires)
-	blobID := newBlobID(now)
-	claim := meta.Claim{
-		ID: newClaimID(now), Namespace: ns, BlobID: blobID, State: meta.ClaimPending,
-		Size: opts.Size, ReservedBytes: opts.Size,
-		ContentType: opts.ContentType, Labels: opts.Labels,
-		CreatedAt: now, ExpiresAt: expires,
-		DueAt: confirmBy, DueReason: meta.ReasonNeverConfirmed,
-		DeleteAfterRead:    pol.DeletesAfterRead(),
-		RetentionAfterRead: pol.TTL.RetentionAfterRead.D(),
-		GracePeriod:        pol.TTL.GracePeriod.D(),
-		Consumers:          consumers, ConsumerNames: opts.ConsumerNames,
-		TraceParent: s.traceParentOf(trace.SpanFromContext(ctx)),
-	}
-	s.traceLabels(trace.SpanFromContext(ctx), ns, opts.Labels)
-	staging := meta.Blob{
-		ID: blobID, Namespace: ns, Key: objectKey(ns, blobID), State: meta.BlobStaging,
-		CreatedAt: now, StateAt: now, CollectAt: confirmBy,
-	}
-	err := s.meta.CreatePending(ctx, meta.CreatePendingParams{
-		Claim: claim, Blob: staging, Now: now,
-		QuotaBytes: int64(pol.Quota.Bytes), QuotaClaims: pol.Quota.Claims,
-		Tenant: s.tenantQuota(pol),
-	})
-	return claim, staging, err
+	rows := s.stage(ctx, stageParams{ns: ns, pol: pol, opts: opts, consumers: consumers,
+		now: now, dueReason: meta.ReasonNeverConfirmed})
+	err := s.meta.CreatePending(ctx, rows)
+	return rows.Claim, rows.Blob, err
 }
 
 // abortUpload finishes an upload claim that init gave up on.
@@ -278,7 +256,8 @@ func (s *Store) receiveUpload(ctx context.Context, id, token string, contentLeng
 		return fmt.Errorf("%s: %w", op, invalidf("the upload is already confirmed; nothing more can be uploaded"))
 	}
 	pol := claimcheck.Policy{Compression: claimcheck.CompressionNone, MaxSize: claimcheck.Size(up.Size)}
-	_, err = s.writeObject(ctx, up.Key, body, pol, claimcheck.PutOptions{Size: up.Size, Digest: up.Digest})
+	_, err = s.writeObject(ctx, body, writeParams{key: up.Key, pol: pol,
+		opts: claimcheck.PutOptions{Size: up.Size, Digest: up.Digest}})
 	if errors.Is(err, claimcheck.ErrTooLarge) {
 		return fmt.Errorf("%s: %w: the body is larger than the %d bytes declared at init", op, claimcheck.ErrTooLarge, up.Size)
 	}
@@ -334,7 +313,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return s.confirmedRef(ctx, op, c)
 	}
 
-	size, digest, blocks, err := s.hashObjectBlocks(ctx, up)
+	size, digest, blocks, err := s.hashStored(ctx, up)
 	if err != nil || size != up.Size || digest != up.Digest {
 		// The reaper may have finished the upload and deleted its object
 		// while we read it: then the answer is gone, not a mismatch.
@@ -364,27 +343,18 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 			op, claimcheck.ErrChecksumMismatch, digest, up.Digest, retry)
 	}
 
-	if err := s.saveBlocks(ctx, written{key: up.Key, blocks: blocks}); err != nil {
-		return claimcheck.Ref{}, fmt.Errorf("%s: %w", op, err)
-	}
-	now := s.clock.Now()
-	res, err := s.commitShared(ctx, meta.CommitParams{
-		ClaimID: id, BlobID: up.BlobID,
-		Digest: digest, Size: size, StoredSize: size, Compression: string(claimcheck.CompressionNone),
-		Now: now, DueAt: c.ExpiresAt, DueReason: meta.ReasonExpired,
-		Dedup: pol.DedupEnabled(), QuotaBytes: int64(pol.Quota.Bytes),
-		Tenant:         s.tenantQuota(pol),
-		DedupNotBefore: s.dedupNotBefore(up.Namespace, latestExpiry(pol, c.CreatedAt, c.ExpiresAt)),
-		DiscardRetry:   s.discardRetry,
+	w := written{key: up.Key, digest: digest, size: size, stored: size,
+		compression: string(claimcheck.CompressionNone), blocks: blocks}
+	res, err := s.commitWritten(ctx, commitParams{
+		op: op, ns: up.Namespace, claim: c, blobID: up.BlobID, w: w, pol: pol,
 		// The object was just read whole and matched size and digest:
 		// it may repair a damaged blob of the same content (integrity.go).
-		RepairVerified: true,
-		Confirmed:      true,
-	}, nil)
+		verified:  true,
+		confirmed: true,
+	})
 	if errors.Is(err, meta.ErrConflict) {
 		// Lost the compare-and-swap: the reaper finished the claim, or a
 		// concurrent confirm committed it.
-		s.metrics.casConflicts.Inc()
 		c, lerr := s.load(ctx, "confirm upload", claimcheck.Ref{ID: id}, false)
 		if lerr != nil {
 			return claimcheck.Ref{}, lerr
@@ -392,16 +362,10 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		return s.confirmedRef(ctx, op, c)
 	}
 	if err != nil {
-		return claimcheck.Ref{}, metaErr(op, err)
+		return claimcheck.Ref{}, err
 	}
-	ns := up.Namespace
-	s.metrics.uploadsConfirmed.WithLabelValues(ns).Inc()
-	s.metrics.created.WithLabelValues(ns).Inc()
-	s.metrics.bytesIn.WithLabelValues(ns).Add(float64(size))
-	s.metrics.stored.WithLabelValues(ns).Add(float64(size))
-	s.observeDedup(ns, res, size)
-	s.collectDiscarded(ctx, res)
-	s.metrics.putDur.WithLabelValues(ns).Observe(s.clock.Now().Sub(start).Seconds())
+	s.metrics.uploadsConfirmed.WithLabelValues(up.Namespace).Inc()
+	s.committed(ctx, up.Namespace, res, w, start)
 	return refOf(res.Claim, res.Blob), nil
 }
 
@@ -415,43 +379,6 @@ func (s *Store) confirmedRef(ctx context.Context, op string, c meta.Claim) (clai
 		return claimcheck.Ref{}, metaErr(op, err)
 	}
 	return refOf(c, b), nil
-}
-
-// hashObject reads the uploaded object and returns its size and digest.
-// It stops one byte past the declared size: that is enough to tell the
-// object is too large, and a huge wrong upload is not read to its end.
-func (s *Store) hashObject(ctx context.Context, up meta.Upload) (int64, string, error) {
-	n, digest, _, err := s.hashObjectBlocks(ctx, up)
-	return n, digest, err
-}
-
-// hashObjectBlocks is hashObject that also computes the object's block
-// table (storedform.BlockTable, ADR 0257; nil for at most one block).
-func (s *Store) hashObjectBlocks(ctx context.Context, up meta.Upload) (int64, string, []byte, error) {
-	attrs, err := s.blobs.Attributes(ctx, up.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return 0, "", nil, invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
-	}
-	if err != nil {
-		return 0, "", nil, fmt.Errorf("%w: stat uploaded object: %v", claimcheck.ErrUnavailable, err)
-	}
-	if attrs.Size != up.Size {
-		return attrs.Size, "", nil, nil // the size tells already; not worth reading
-	}
-	r, err := s.blobs.NewReader(ctx, up.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return 0, "", nil, invalidf("nothing has been uploaded yet: PUT the payload to the upload URL, then confirm")
-	}
-	if err != nil {
-		return 0, "", nil, fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
-	}
-	defer func() { _ = r.Close() }() // read only
-	h, blocks := sha256.New(), storedform.NewBlockTable()
-	n, err := io.CopyBuffer(io.MultiWriter(h, blocks), readerOnly{io.LimitReader(r, up.Size+1)}, make([]byte, copyBufferSize))
-	if err != nil {
-		return 0, "", nil, fmt.Errorf("%w: read uploaded object: %v", claimcheck.ErrUnavailable, err)
-	}
-	return n, "sha256:" + hex.EncodeToString(h.Sum(nil)), blocks.Encoded(), nil
 }
 
 // checkIdempotencyKey validates an idempotency key: 1 to 255 printable

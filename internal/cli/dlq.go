@@ -69,6 +69,12 @@ Giving flags of both kinds is a usage error. Each run says on stderr
 which of the two it did.`,
 	}
 
+	cmd.AddCommand(newDLQLsCmd(env), newDLQRetryCmd(env))
+	return cmd
+}
+
+// newDLQLsCmd is `claimcheck dlq ls`.
+func newDLQLsCmd(env Env) *cobra.Command {
 	ls := &dlqCmd{}
 	lsCmd := &cobra.Command{
 		Use:   "ls [--json] [--ns NS] [--tenant T] [--config FILE] [--data DIR | --server URL --api-key KEY]",
@@ -111,7 +117,11 @@ which of the two it did.`,
 	}
 	ls.register(lsCmd, env)
 	lsCmd.Flags().BoolVar(&ls.asJSON, "json", false, "print JSON")
+	return lsCmd
+}
 
+// newDLQRetryCmd is `claimcheck dlq retry`.
+func newDLQRetryCmd(env Env) *cobra.Command {
 	retry := &dlqCmd{}
 	retryCmd := &cobra.Command{
 		Use:   "retry BLOB-ID...|--all [--ns NS] [--tenant T] [--config FILE] [--data DIR | --server URL --api-key KEY]",
@@ -179,6 +189,5 @@ key's to see) are reported and skipped. --all works in batches of 500.`,
 	}
 	retry.register(retryCmd, env)
 	retryCmd.Flags().BoolVar(&retry.all, "all", false, "retry every parked blob (of --ns or --tenant, when given)")
-	cmd.AddCommand(lsCmd, retryCmd)
-	return cmd
+	return retryCmd
 }

@@ -71,6 +71,13 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
   claimcheck subscriptions rm sub_...`,
 	}
 
+	cmd.AddCommand(newSubscriptionsCreateCmd(env), newSubscriptionsLsCmd(env),
+		newSubscriptionsRmCmd(env), newSubscriptionsResumeCmd(env))
+	return cmd
+}
+
+// newSubscriptionsCreateCmd is `claimcheck subscriptions create`.
+func newSubscriptionsCreateCmd(env Env) *cobra.Command {
 	var create struct {
 		filter filterFlags
 		c      clientFlags
@@ -116,7 +123,11 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 		"1: one CloudEvent per request (structured mode); N above 1: batched mode, application/cloudevents-batch+json, up to N events per request (at most 1000); default: the server's subscriptions.events_per_request")
 	createCmd.Flags().BoolVar(&create.asJSON, "json", false, "print the subscription as JSON")
 	create.c.register(createCmd, env)
+	return createCmd
+}
 
+// newSubscriptionsLsCmd is `claimcheck subscriptions ls`.
+func newSubscriptionsLsCmd(env Env) *cobra.Command {
 	var ls struct {
 		c      clientFlags
 		asJSON bool
@@ -161,7 +172,11 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 	}
 	lsCmd.Flags().BoolVar(&ls.asJSON, "json", false, "one JSON object per line")
 	ls.c.register(lsCmd, env)
+	return lsCmd
+}
 
+// newSubscriptionsRmCmd is `claimcheck subscriptions rm`.
+func newSubscriptionsRmCmd(env Env) *cobra.Command {
 	var rm clientFlags
 	rmCmd := &cobra.Command{
 		Use:   "rm ID...",
@@ -186,7 +201,11 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 		},
 	}
 	rm.register(rmCmd, env)
+	return rmCmd
+}
 
+// newSubscriptionsResumeCmd is `claimcheck subscriptions resume`.
+func newSubscriptionsResumeCmd(env Env) *cobra.Command {
 	var resume clientFlags
 	resumeCmd := &cobra.Command{
 		Use:   "resume ID",
@@ -201,9 +220,7 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
 		},
 	}
 	resume.register(resumeCmd, env)
-
-	cmd.AddCommand(createCmd, lsCmd, rmCmd, resumeCmd)
-	return cmd
+	return resumeCmd
 }
 
 func listOrAll(l []string) string {

@@ -94,32 +94,10 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 	if opts.Sample > opts.N {
 		opts.Sample = opts.N
 	}
-	claimCols, claimRow, err := row(ctx, db, opts.Postgres, "claims", template.ID)
+	t, err := readTemplate(ctx, db, opts.Postgres, template.ID)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"blob_id", "size"} {
-		if indexOf(claimCols, name) < 0 {
-			return nil, fmt.Errorf("livefill: the claims table has no %s column", name)
-		}
-	}
-	blobID, _ := claimRow[indexOf(claimCols, "blob_id")].(string)
-	blobCols, blobRow, err := row(ctx, db, opts.Postgres, "blobs", blobID)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"object_key", "created_at", "dedupable"} {
-		if indexOf(blobCols, name) < 0 {
-			return nil, fmt.Errorf("livefill: the blobs table has no %s column", name)
-		}
-	}
-	templateKey, _ := blobRow[indexOf(blobCols, "object_key")].(string)
-	created, ok := blobRow[indexOf(blobCols, "created_at")].(int64)
-	if !ok {
-		return nil, errors.New("livefill: the template blob has no created_at")
-	}
-	size, _ := claimRow[indexOf(claimCols, "size")].(int64)
-
 	sample := map[int]bool{}
 	for len(sample) < opts.Sample {
 		sample[mrand.IntN(opts.N)] = true
@@ -143,7 +121,7 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 	}
 	var refs []claimcheck.Ref
 	step := opts.Span / time.Duration(opts.N)
-	start := time.Unix(0, created).Add(-opts.Span)
+	start := time.Unix(0, t.created).Add(-opts.Span)
 	for lo := 0; lo < opts.N; lo += 20 * opts.Batch {
 		hi := min(lo+20*opts.Batch, opts.N)
 		if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
@@ -152,27 +130,21 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 		var blobs, claims [][]any
 		for i := lo; i < hi; i++ {
 			at := start.Add(time.Duration(i) * step)
-			shift := at.UnixNano() - created
+			shift := at.UnixNano() - t.created
 			bid, cid := newID("b_", at), newID("cc_", at)
 			key := template.Namespace + "/" + spread(bid) + "/" + bid
-			if ext := path.Ext(templateKey); strings.HasPrefix(ext, ".dk_") {
+			if ext := path.Ext(t.key); strings.HasPrefix(ext, ".dk_") {
 				key += ext // an encrypted object names its data key
 			}
-			blobs = append(blobs, clone(blobCols, blobRow, shift, map[string]any{
+			blobs = append(blobs, clone(t.blobCols, t.blobRow, shift, map[string]any{
 				"id": bid, "object_key": key, "dedupable": int64(0),
 			}))
-			claims = append(claims, clone(claimCols, claimRow, shift, map[string]any{
+			claims = append(claims, clone(t.claimCols, t.claimRow, shift, map[string]any{
 				"id": cid, "blob_id": bid,
 			}))
 			if sample[i] {
-				if opts.BlobDir != "" {
-					dst := filepath.Join(opts.BlobDir, filepath.FromSlash(key))
-					if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-						return nil, rollback(ctx, conn, err)
-					}
-					if err := os.Link(filepath.Join(opts.BlobDir, filepath.FromSlash(templateKey)), dst); err != nil {
-						return nil, rollback(ctx, conn, fmt.Errorf("livefill: link the object of a sampled clone: %w", err))
-					}
+				if err := linkObject(opts.BlobDir, t.key, key); err != nil {
+					return nil, rollback(ctx, conn, err)
 				}
 				r := template
 				r.ID, r.CreatedAt = cid, template.CreatedAt.Add(time.Duration(shift))
@@ -182,17 +154,17 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 			// PostgreSQL takes the whole transaction's rows by COPY; SQLite
 			// a multi-row INSERT per batch.
 			if (!opts.Postgres && len(claims) == opts.Batch) || i == hi-1 {
-				if err := write(ctx, conn, opts.Postgres, "blobs", blobCols, blobs); err != nil {
+				if err := write(ctx, conn, opts.Postgres, "blobs", t.blobCols, blobs); err != nil {
 					return nil, rollback(ctx, conn, err)
 				}
-				if err := write(ctx, conn, opts.Postgres, "claims", claimCols, claims); err != nil {
+				if err := write(ctx, conn, opts.Postgres, "claims", t.claimCols, claims); err != nil {
 					return nil, rollback(ctx, conn, err)
 				}
 				blobs, claims = blobs[:0], claims[:0]
 			}
 		}
 		if _, err := conn.ExecContext(ctx, Rebind(opts.Postgres, `UPDATE namespaces SET active_claims = active_claims + ?, used_bytes = used_bytes + ? WHERE name = ?`),
-			int64(hi-lo), int64(hi-lo)*size, template.Namespace); err != nil {
+			int64(hi-lo), int64(hi-lo)*t.size, template.Namespace); err != nil {
 			return nil, rollback(ctx, conn, fmt.Errorf("livefill: namespace counters: %w", err))
 		}
 		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -204,6 +176,67 @@ func Fill(ctx context.Context, db *sql.DB, template claimcheck.Ref, opts Options
 	}
 	mrand.Shuffle(len(refs), func(i, j int) { refs[i], refs[j] = refs[j], refs[i] })
 	return refs, nil
+}
+
+// templateRows is the template claim's row and its blob's, as the
+// clones copy them, and what Fill reads of them.
+type templateRows struct {
+	claimCols, blobCols []string
+	claimRow, blobRow   []any
+	key                 string // the blob's object key
+	created             int64  // the blob's created_at, Unix nanoseconds
+	size                int64  // the claim's size
+}
+
+// readTemplate reads the rows of the template claim id and of its blob,
+// and checks that they have the columns Fill changes or reads.
+func readTemplate(ctx context.Context, db *sql.DB, pg bool, id string) (templateRows, error) {
+	var t templateRows
+	var err error
+	t.claimCols, t.claimRow, err = row(ctx, db, pg, "claims", id)
+	if err != nil {
+		return t, err
+	}
+	for _, name := range []string{"blob_id", "size"} {
+		if indexOf(t.claimCols, name) < 0 {
+			return t, fmt.Errorf("livefill: the claims table has no %s column", name)
+		}
+	}
+	blobID, _ := t.claimRow[indexOf(t.claimCols, "blob_id")].(string)
+	t.blobCols, t.blobRow, err = row(ctx, db, pg, "blobs", blobID)
+	if err != nil {
+		return t, err
+	}
+	for _, name := range []string{"object_key", "created_at", "dedupable"} {
+		if indexOf(t.blobCols, name) < 0 {
+			return t, fmt.Errorf("livefill: the blobs table has no %s column", name)
+		}
+	}
+	t.key, _ = t.blobRow[indexOf(t.blobCols, "object_key")].(string)
+	created, ok := t.blobRow[indexOf(t.blobCols, "created_at")].(int64)
+	if !ok {
+		return t, errors.New("livefill: the template blob has no created_at")
+	}
+	t.created = created
+	t.size, _ = t.claimRow[indexOf(t.claimCols, "size")].(int64)
+	return t, nil
+}
+
+// linkObject gives a sampled clone's object key the template's object,
+// as a hard link under the file store's root blobDir (nothing when it is
+// empty).
+func linkObject(blobDir, templateKey, key string) error {
+	if blobDir == "" {
+		return nil
+	}
+	dst := filepath.Join(blobDir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return err
+	}
+	if err := os.Link(filepath.Join(blobDir, filepath.FromSlash(templateKey)), dst); err != nil {
+		return fmt.Errorf("livefill: link the object of a sampled clone: %w", err)
+	}
+	return nil
 }
 
 // dropIndexes drops the secondary indexes of tables (not those of

@@ -294,7 +294,6 @@ func (s *Store) Commit(ctx context.Context, p meta.CommitParams) (meta.CommitRes
 }
 
 func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
-	now := p.Now.UnixNano()
 	c, err := q.loadClaimRow(p.ClaimID, true) // pending: no releases yet
 	if err != nil {
 		return meta.CommitResult{}, err
@@ -319,197 +318,255 @@ func (q *txq) commit(p meta.CommitParams) (meta.CommitResult, error) {
 	if staging.State != meta.BlobStaging {
 		return meta.CommitResult{}, fmt.Errorf("blob %s is %s, not staging: %w", staging.ID, staging.State, meta.ErrConflict)
 	}
-
-	// Reservation → usage, applied last, after the blob and claim
-	// writes: the namespace row, which every put and commit of the
-	// namespace queues for, is held from that statement to the commit
-	// only. A failed check after it fails the transaction, which undoes
-	// everything. The total only grows when the payload is larger than
-	// its reservation; only then is the limit checked, so a lowered
-	// quota never strands an upload whose bytes were reserved.
-	delta := nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1}
+	k := &committing{q: q, p: p, c: c, staging: staging, now: p.Now.UnixNano(),
+		// Reservation → usage (countAfter).
+		delta:  nsDelta{used: p.Size, reserved: -c.ReservedBytes, active: 1, pending: -1},
+		dueAt:  p.DueAt,
+		reason: p.DueReason,
+	}
+	if k.dueAt.IsZero() {
+		k.dueAt, k.reason = c.ExpiresAt, meta.ReasonExpired
+	}
 	var (
-		n       meta.Namespace
-		counted bool // the counters changed in the statement of withClaim
+		res    meta.CommitResult
+		blobID string
 	)
-	countAfter := func() error {
-		if !counted {
-			var err error
-			if n, err = q.addNamespace(c.Namespace, delta, p.Tenant.Tenant); err != nil {
-				return err
-			}
-		}
-		if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
-			return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
-				Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
-		}
-		return q.checkTenant(c.Namespace, p.Tenant, p.Size-c.ReservedBytes, 0, delta)
+	switch {
+	case cand != nil && p.Dedup && cand.Damaged():
+		res, blobID, err = k.repairCandidate(*cand)
+	case cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore):
+		res, blobID, err = k.shareCandidate(*cand)
+	default:
+		res, blobID, err = k.commitStaging(cand)
 	}
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	return k.activate(res, blobID)
+}
 
-	dueAt, dueReason := p.DueAt, p.DueReason
-	if dueAt.IsZero() {
-		dueAt, dueReason = c.ExpiresAt, meta.ReasonExpired
-	}
-	// The claim turns active pointing at the blob it keeps, its created
-	// event is logged and the counters change. Where the database takes
-	// writes in a WITH clause, all three ride along with the blob's
-	// update (withClaim), and so does the discard of an unneeded staging
-	// blob (also): one statement while the namespace row is held, then
-	// the commit. An event whose sequence number was taken already (ON
-	// CONFLICT DO NOTHING inserts nothing) is logged again by
-	// appendEvents, which renumbers it.
-	claimUpdate := `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
+// committing is one Commit inside its transaction (txq.commit): the
+// pending claim and its staging blob, locked, and what the statement
+// that rides with the blob's update (withClaim) did already.
+type committing struct {
+	q       *txq
+	p       meta.CommitParams
+	c       meta.Claim // the pending claim
+	staging meta.Blob  // its staging blob
+	now     int64      // p.Now in Unix nanoseconds
+	// The claim's deadline once active: p's, or its expiry.
+	dueAt  time.Time
+	reason string
+	// delta is reservation → usage, applied last (countAfter); n is the
+	// namespace's counters after it.
+	delta nsDelta
+	n     meta.Namespace
+	// counted: the counters changed in withClaim's statement; claimDone:
+	// so did the claim, and logged events went in with it.
+	counted, claimDone bool
+	logged             int64
+}
+
+// activateClaim turns the claim active, pointing at the blob it keeps.
+const activateClaim = `UPDATE claims SET state = 'active', blob_id = ?, size = ?, due_at = ?, due_reason = ?
 		WHERE id = ? AND state = 'pending' AND namespace = ?`
-	claimDone := false
-	var (
-		logged                          int64
-		used, reserved, active, pending int64
-	)
-	withClaim := func(blobID string, dedup bool, also string, alsoArgs []any, update string, args ...any) (string, []any) {
-		if !q.d.writableCTEs {
-			return update, args
-		}
-		claimDone, counted = true, true
-		with := []any{blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace}
-		event := `SELECT 0 AS seq WHERE false`
-		if !auditOff.Load() && !p.Confirmed {
-			e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(q.ctx), dedup)
-			event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT DO NOTHING RETURNING seq`
-			with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
-				e.Detail, e.Actor, e.Reason, e.Tenant)
-		}
-		if also != "" {
-			also = `d AS (` + also + `), `
-			with = append(with, alsoArgs...)
-		}
-		count, countArgs := nsChange(c.Namespace, delta, p.Tenant.Tenant, "", nil, "")
-		return `WITH c AS (` + claimUpdate + `), e AS (` + event + `), ` + also + `n AS (` + count + `), u AS (` + update + `)
-			SELECT u.*, (SELECT count(*) FROM e), n.* FROM u, n`, slices.Concat(with, countArgs, args)
-	}
-	// scanCommitted scans the blob row of the update withClaim built,
-	// whether its event went in and the counters after the change.
-	scanCommitted := func(row *sql.Row) (meta.Blob, error) {
-		if !claimDone {
-			return scanBlob(row)
-		}
-		b, err := scanBlob(scanWith{row, []any{&logged, &used, &reserved, &active, &pending}})
-		n = delta.before(c.Namespace, meta.Namespace{UsedBytes: used, ReservedBytes: reserved, ActiveClaims: active, PendingClaims: pending})
-		return b, err
-	}
 
-	res := meta.CommitResult{}
-	blobID := staging.ID
-	if cand != nil && p.Dedup && cand.Damaged() {
-		// Never attach a claim to a damaged object. The body we have is
-		// its content, so it can repair it, but only once the caller has
-		// read its own object back (integrity.go).
-		if !p.RepairVerified {
-			return meta.CommitResult{}, fmt.Errorf("blob %s (%s): %w", cand.ID, cand.Damage, meta.ErrDamagedCandidate)
+// countAfter applies the reservation → usage change, unless withClaim's
+// statement did, and checks the quotas. It runs after the blob and
+// claim writes: the namespace row, which every put and commit of the
+// namespace queues for, is held from that statement to the commit only.
+// A failed check fails the transaction, which undoes everything. The
+// total only grows when the payload is larger than its reservation;
+// only then is the limit checked, so a lowered quota never strands an
+// upload whose bytes were reserved.
+func (k *committing) countAfter() error {
+	p, c := k.p, k.c
+	if !k.counted {
+		var err error
+		if k.n, err = k.q.addNamespace(c.Namespace, k.delta, p.Tenant.Tenant); err != nil {
+			return err
 		}
-		if res.Discarded, err = q.repair(p, *cand, staging); err != nil {
-			return meta.CommitResult{}, err
-		}
-		res.DedupHit, res.Repaired = true, true
-		res.FlipBack = cand.State == meta.BlobOrphaned
-		blobID = cand.ID
-	} else if cand != nil && p.Dedup && !cand.CreatedAt.Before(p.DedupNotBefore) {
-		if p.CheckCandidate && (cand.ID != p.CheckedBlobID || cand.Key != p.CheckedKey) {
-			// Never acknowledge a put onto an object nobody checked:
-			// the caller checks this one and comes back (ADR 0255).
-			return meta.CommitResult{}, &meta.CandidateError{Blob: *cand}
-		}
-		// Hit: share the candidate. An orphaned one is live again
-		// (collect_at cleared, so collection no longer sees it).
-		//
-		// Our own object is not needed. No claim can reference it: the
-		// claim that owned it points at the candidate from now on, and it
-		// keeps no digest, so dedup never finds it. It goes straight to
-		// deleting; the caller deletes the object now, and collection
-		// retries at collect_at if that does not happen.
-		retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
-		discard := `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
+	}
+	n := k.n
+	if grow := p.Size - c.ReservedBytes; p.QuotaBytes > 0 && grow > 0 && n.UsedBytes+n.ReservedBytes+grow > p.QuotaBytes {
+		return &meta.QuotaError{Namespace: c.Namespace, Resource: "bytes", Limit: p.QuotaBytes,
+			Used: n.UsedBytes, Reserved: n.ReservedBytes, Requested: p.Size}
+	}
+	return k.q.checkTenant(c.Namespace, k.p.Tenant, p.Size-c.ReservedBytes, 0, k.delta)
+}
+
+// withClaim is the blob's update, with what rides along with it where
+// the database takes writes in a WITH clause: the claim turns active
+// pointing at blobID, its created event is logged, the counters change,
+// and also (a discard of an unneeded staging blob) runs: one statement
+// while the namespace row is held, then the commit. Elsewhere it is
+// update as it is, and activate and countAfter do the rest. An event
+// whose sequence number was taken already (ON CONFLICT DO NOTHING
+// inserts nothing) is logged again by appendEvents, which renumbers it.
+func (k *committing) withClaim(blobID string, dedup bool, also string, alsoArgs []any, update string, args ...any) (string, []any) {
+	p, c := k.p, k.c
+	if !k.q.d.writableCTEs {
+		return update, args
+	}
+	k.claimDone, k.counted = true, true
+	with := []any{blobID, p.Size, ts(k.dueAt), k.reason, c.ID, c.Namespace}
+	event := `SELECT 0 AS seq WHERE false`
+	if !auditOff.Load() && !p.Confirmed {
+		e := createdEvent(c, meta.Blob{ID: blobID}, p.Now, claimcheck.ActorFrom(k.q.ctx), dedup)
+		event = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT DO NOTHING RETURNING seq`
+		with = append(with, e.At.UnixNano(), e.At.UnixNano(), e.Kind, e.Namespace, e.ClaimID, e.BlobID,
+			e.Detail, e.Actor, e.Reason, e.Tenant)
+	}
+	if also != "" {
+		also = `d AS (` + also + `), `
+		with = append(with, alsoArgs...)
+	}
+	count, countArgs := nsChange(c.Namespace, k.delta, p.Tenant.Tenant, "", nil, "")
+	return `WITH c AS (` + activateClaim + `), e AS (` + event + `), ` + also + `n AS (` + count + `), u AS (` + update + `)
+			SELECT u.*, (SELECT count(*) FROM e), n.* FROM u, n`, slices.Concat(with, countArgs, args)
+}
+
+// scanCommitted scans the blob row of the update withClaim built,
+// whether its event went in and the counters after the change.
+func (k *committing) scanCommitted(row *sql.Row) (meta.Blob, error) {
+	if !k.claimDone {
+		return scanBlob(row)
+	}
+	var used, reserved, active, pending int64
+	b, err := scanBlob(scanWith{row, []any{&k.logged, &used, &reserved, &active, &pending}})
+	k.n = k.delta.before(k.c.Namespace, meta.Namespace{UsedBytes: used, ReservedBytes: reserved, ActiveClaims: active, PendingClaims: pending})
+	return b, err
+}
+
+// repairCandidate commits onto the damaged candidate cand: never
+// attach a claim to a damaged object. The body we have is its content,
+// so it can repair it, but only once the caller has read its own object
+// back (integrity.go).
+func (k *committing) repairCandidate(cand meta.Blob) (meta.CommitResult, string, error) {
+	if !k.p.RepairVerified {
+		return meta.CommitResult{}, "", fmt.Errorf("blob %s (%s): %w", cand.ID, cand.Damage, meta.ErrDamagedCandidate)
+	}
+	discarded, err := k.q.repair(k.p, cand, k.staging)
+	if err != nil {
+		return meta.CommitResult{}, "", err
+	}
+	return meta.CommitResult{Discarded: discarded, DedupHit: true, Repaired: true,
+		FlipBack: cand.State == meta.BlobOrphaned}, cand.ID, nil
+}
+
+// shareCandidate is a dedup hit: the claim shares the candidate cand.
+// An orphaned one is live again (collect_at cleared, so collection no
+// longer sees it).
+//
+// Our own object is not needed. No claim can reference it: the claim
+// that owned it points at the candidate from now on, and it keeps no
+// digest, so dedup never finds it. It goes straight to deleting; the
+// caller deletes the object now, and collection retries at collect_at if
+// that does not happen.
+func (k *committing) shareCandidate(cand meta.Blob) (meta.CommitResult, string, error) {
+	p, c, staging := k.p, k.c, k.staging
+	if p.CheckCandidate && (cand.ID != p.CheckedBlobID || cand.Key != p.CheckedKey) {
+		// Never acknowledge a put onto an object nobody checked:
+		// the caller checks this one and comes back (ADR 0255).
+		return meta.CommitResult{}, "", &meta.CandidateError{Blob: cand}
+	}
+	retryAt := p.Now.Add(p.DiscardRetry).UnixNano()
+	discard := `UPDATE blobs SET state = 'deleting', size = ?, stored_size = ?, compression = ?,
 			refcount = 0, collect_at = ?, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging' AND namespace = ?`
-		discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, now, staging.ID, c.Namespace}
-		query, args := withClaim(cand.ID, true, discard, discardArgs, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
+	discardArgs := []any{p.Size, p.StoredSize, p.Compression, retryAt, k.now, staging.ID, c.Namespace}
+	query, args := k.withClaim(cand.ID, true, discard, discardArgs, `UPDATE blobs SET state = 'committed', collect_at = NULL, state_at = ?,
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = ? AND namespace = ?
 			RETURNING `+blobColumns,
-			now, cand.ID, string(cand.State), c.Namespace)
-		res.Blob, err = scanCommitted(q.queryRow(query, args...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
+		k.now, cand.ID, string(cand.State), c.Namespace)
+	var res meta.CommitResult
+	var err error
+	res.Blob, err = k.scanCommitted(k.q.queryRow(query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.CommitResult{}, "", errRetry // changed under us (cannot happen while locked)
+	}
+	if err != nil {
+		return meta.CommitResult{}, "", err
+	}
+	if !k.claimDone {
+		if _, err := k.q.exec(discard, discardArgs...); err != nil {
+			return meta.CommitResult{}, "", err
 		}
-		if err != nil {
-			return meta.CommitResult{}, err
+	}
+	res.Discarded = staging
+	res.Discarded.State, res.Discarded.Size, res.Discarded.StoredSize, res.Discarded.Compression =
+		meta.BlobDeleting, p.Size, p.StoredSize, p.Compression
+	res.Discarded.Refcount, res.Discarded.CollectAt, res.Discarded.StateAt, res.Discarded.Version =
+		0, p.Now.Add(p.DiscardRetry).UTC(), p.Now.UTC(), staging.Version+1
+	res.DedupHit = true
+	res.FlipBack = cand.State == meta.BlobOrphaned
+	return res, cand.ID, nil
+}
+
+// commitStaging commits the staging blob itself: nothing is shared.
+// cand, if any, may not be reused (dedup off, or too old for the
+// lifecycle rule): the new blob, which lives longest, becomes the
+// candidate.
+func (k *committing) commitStaging(cand *meta.Blob) (meta.CommitResult, string, error) {
+	p, c, staging := k.p, k.c, k.staging
+	if cand != nil {
+		if _, err := k.q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ? AND namespace = ?`, cand.ID, c.Namespace); err != nil {
+			return meta.CommitResult{}, "", err
 		}
-		if !claimDone {
-			if _, err := q.exec(discard, discardArgs...); err != nil {
-				return meta.CommitResult{}, err
-			}
-		}
-		res.Discarded = staging
-		res.Discarded.State, res.Discarded.Size, res.Discarded.StoredSize, res.Discarded.Compression =
-			meta.BlobDeleting, p.Size, p.StoredSize, p.Compression
-		res.Discarded.Refcount, res.Discarded.CollectAt, res.Discarded.StateAt, res.Discarded.Version =
-			0, p.Now.Add(p.DiscardRetry).UTC(), p.Now.UTC(), staging.Version+1
-		res.DedupHit = true
-		res.FlipBack = cand.State == meta.BlobOrphaned
-		blobID = cand.ID
-	} else {
-		if cand != nil {
-			// The candidate may not be reused (dedup off, or too old for
-			// the lifecycle rule): the new blob, which lives longest,
-			// becomes the candidate.
-			if _, err := q.exec(`UPDATE blobs SET dedupable = 0, version = version + 1 WHERE id = ? AND namespace = ?`, cand.ID, c.Namespace); err != nil {
-				return meta.CommitResult{}, err
-			}
-		}
-		// The staging row is locked and was checked above: the update
-		// finds it.
-		query, args := withClaim(staging.ID, false, "", nil, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
+	}
+	// The staging row is locked and was checked above: the update
+	// finds it.
+	query, args := k.withClaim(staging.ID, false, "", nil, `UPDATE blobs SET state = 'committed', digest = ?, dedupable = ?, size = ?, stored_size = ?,
 			compression = ?, refcount = 1, collect_at = NULL, state_at = ?, version = version + 1
 			WHERE id = ? AND state = 'staging' AND namespace = ?
 			RETURNING `+blobColumns,
-			nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, now, staging.ID, c.Namespace)
-		res.Blob, err = scanCommitted(q.queryRow(query, args...))
-		if q.d.isUniqueViolation(err) {
-			// A concurrent commit of the same digest got the index entry
-			// first (PostgreSQL); run again, now as a dedup hit.
-			return meta.CommitResult{}, fmt.Errorf("%w: %w", errRetry, err)
-		}
-		if err != nil {
+		nullString(p.Digest), boolInt(p.Digest != ""), p.Size, p.StoredSize, p.Compression, k.now, staging.ID, c.Namespace)
+	b, err := k.scanCommitted(k.q.queryRow(query, args...))
+	if k.q.d.isUniqueViolation(err) {
+		// A concurrent commit of the same digest got the index entry
+		// first (PostgreSQL); run again, now as a dedup hit.
+		return meta.CommitResult{}, "", fmt.Errorf("%w: %w", errRetry, err)
+	}
+	if err != nil {
+		return meta.CommitResult{}, "", err
+	}
+	return meta.CommitResult{Blob: b}, staging.ID, nil
+}
+
+// activate finishes the commit once the blob blobID is the claim's: the
+// claim turns active (unless withClaim's statement did), its events are
+// logged (those withClaim's statement did not log), and the counters
+// change last.
+func (k *committing) activate(res meta.CommitResult, blobID string) (meta.CommitResult, error) {
+	p, c := k.p, k.c
+	if !k.claimDone {
+		if _, err := k.q.exec(activateClaim, blobID, p.Size, ts(k.dueAt), k.reason, c.ID, c.Namespace); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
-
-	if !claimDone {
-		if _, err := q.exec(claimUpdate, blobID, p.Size, ts(dueAt), dueReason, c.ID, c.Namespace); err != nil {
-			return meta.CommitResult{}, err
-		}
-	}
-
-	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, dueAt, dueReason
+	c.State, c.BlobID, c.Size, c.DueAt, c.DueReason = meta.ClaimActive, blobID, p.Size, k.dueAt, k.reason
 	res.Claim = c
 	if res.Repaired {
 		// The other branches had the updated row returned.
-		if res.Blob, err = q.loadBlob(blobID, false); err != nil {
+		var err error
+		if res.Blob, err = k.q.loadBlob(blobID, false); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
-	if !claimDone || logged != 1 {
-		events := []meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(q.ctx), res.DedupHit)}
+	if !k.claimDone || k.logged != 1 {
+		events := []meta.Event{createdEvent(c, res.Blob, p.Now, claimcheck.ActorFrom(k.q.ctx), res.DedupHit)}
 		if p.Confirmed {
 			e := events[0]
 			e.Kind, e.Detail = meta.EventConfirmed, ""
 			events = append(events, e)
 		}
-		if err := q.appendEvents(events); err != nil {
+		if err := k.q.appendEvents(events); err != nil {
 			return meta.CommitResult{}, err
 		}
 	}
-	return res, countAfter()
+	return res, k.countAfter()
 }
 
 // scanWith scans a row whose leading columns go to a scan function that

@@ -109,20 +109,74 @@ func (s *Store) FinishDueClaims(ctx context.Context, now time.Time, limit int) (
 // It returns the claims it finished, in input order; a claim that is no
 // longer in its loaded state (a lost compare-and-swap) is left out.
 func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.FinishResult, error) {
-	nowNS := now.UnixNano()
-
 	// Legal holds (holds.go): claims of a held namespace are parked
 	// instead, and the UPDATE below re-checks every hold itself.
 	if err := q.parkHeldNamespaces(cs); err != nil {
 		return nil, err
 	}
-
+	f := &finishing{q: q, now: now, nowNS: now.UnixNano()}
 	// Claims of one namespace (a FinishClaim, a page of one namespace)
 	// are written by statements that name it, so that each goes to one
 	// shard of a PostgreSQL distributed by namespace (ADR 0264); the
 	// sweeper's pages of many namespaces are statements of their shards.
-	in, inArgs := q.oneNamespace(cs)
-	// Claims → deleted, grouped by (reason, state).
+	f.in, f.inArgs = q.oneNamespace(cs)
+	finished, err := f.deleteClaims(cs, reasons)
+	if err != nil {
+		return nil, err
+	}
+	f.tally(cs, reasons, finished)
+	if err := f.orphanStaging(); err != nil {
+		return nil, err
+	}
+	if err := f.releaseShared(); err != nil {
+		return nil, err
+	}
+	// The counters last (lock order: claim, blobs, namespace), in sorted
+	// key order, so that two concurrent pages on PostgreSQL take their
+	// locks in the same order; a put's commit queues for the namespace
+	// row, so it is held from here to the commit only.
+	for _, name := range slices.Sorted(maps.Keys(f.deltas)) {
+		if err := q.applyNamespace(name, f.deltas[name]); err != nil {
+			return nil, err
+		}
+	}
+	// The audit trail records each finish in the transaction that made it
+	// (audit.go), so a finish is never logged without happening or the
+	// other way round.
+	if err := q.appendEvents(finishEvents(f.res, claimcheck.ActorFrom(q.ctx))); err != nil {
+		return nil, err
+	}
+	return f.res, nil
+}
+
+// finishing is one finish inside its transaction (txq.finish): the
+// claims it finished and what they let go of.
+type finishing struct {
+	q     *txq
+	now   time.Time
+	nowNS int64
+	// in and inArgs name the claims' one namespace in every statement
+	// (empty for a page of many namespaces).
+	in     string
+	inArgs []any
+
+	res     []meta.FinishResult // the finished claims, in input order
+	deltas  map[string]nsDelta  // namespace → counters given back
+	staging map[string]int      // staging blob id → index in res
+	shared  map[string]*blobRelease
+}
+
+// blobRelease is what the finished active claims of one blob let go.
+type blobRelease struct {
+	claims int64
+	grace  time.Duration
+	last   int // index in res of the last claim that let the blob go
+}
+
+// deleteClaims moves the claims to deleted, grouped by (reason, state),
+// a compare-and-swap on the state each was loaded in; an active claim
+// under a hold stays (holdGuard). It returns the ids it moved.
+func (f *finishing) deleteClaims(cs []meta.Claim, reasons []string) (map[string]bool, error) {
 	type claimGroup struct {
 		reason string
 		state  meta.ClaimState
@@ -142,109 +196,134 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			guard = holdGuard
 		}
 		err := chunks(ids, func(part []string) error {
-			args := slices.Concat([]any{nowNS, k.reason, string(k.state)}, anys(part), inArgs)
-			return q.execReturningIDs(finished, finishClaimsStatement(len(part), in+guard), args...)
+			args := slices.Concat([]any{f.nowNS, k.reason, string(k.state)}, anys(part), f.inArgs)
+			return f.q.execReturningIDs(finished, finishClaimsStatement(len(part), f.in+guard), args...)
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
+	return finished, nil
+}
 
-	type blobRelease struct {
-		claims int64
-		grace  time.Duration
-		last   int // index in res of the last claim that let the blob go
-	}
-	var (
-		res     = make([]meta.FinishResult, 0, len(cs))
-		deltas  = make(map[string]nsDelta)
-		staging = make(map[string]int) // staging blob id → index in res
-		shared  = make(map[string]*blobRelease)
-	)
+// tally builds the results of the finished claims and sums what they
+// give back: per namespace the reservation (pending) or the usage
+// (active), the staging blobs of pending claims, and per blob the active
+// claims that let it go.
+func (f *finishing) tally(cs []meta.Claim, reasons []string, finished map[string]bool) {
+	f.res = make([]meta.FinishResult, 0, len(cs))
+	f.deltas = make(map[string]nsDelta)
+	f.staging = make(map[string]int)
+	f.shared = make(map[string]*blobRelease)
 	for i, c := range cs {
 		if !finished[c.ID] {
 			continue
 		}
 		prev := c.State
-		c.State, c.DueAt, c.DeletedAt, c.DeleteReason = meta.ClaimDeleted, time.Time{}, now, reasons[i]
-		res = append(res, meta.FinishResult{Claim: c, PreviousState: prev})
-		d := deltas[c.Namespace]
+		c.State, c.DueAt, c.DeletedAt, c.DeleteReason = meta.ClaimDeleted, time.Time{}, f.now, reasons[i]
+		f.res = append(f.res, meta.FinishResult{Claim: c, PreviousState: prev})
+		d := f.deltas[c.Namespace]
 		switch prev {
 		case meta.ClaimPending:
 			d.reserved -= c.ReservedBytes
 			d.pending--
-			staging[c.BlobID] = len(res) - 1
+			f.staging[c.BlobID] = len(f.res) - 1
 		case meta.ClaimActive:
 			d.used -= c.Size
 			d.active--
-			r := shared[c.BlobID]
+			r := f.shared[c.BlobID]
 			if r == nil {
 				r = &blobRelease{}
-				shared[c.BlobID] = r
+				f.shared[c.BlobID] = r
 			}
 			r.claims++
 			r.grace = max(r.grace, c.GracePeriod)
-			r.last = len(res) - 1
+			r.last = len(f.res) - 1
 		}
-		deltas[c.Namespace] = d
+		f.deltas[c.Namespace] = d
 	}
+}
 
+// orphanStaging orphans the staging blobs of the finished pending
+// claims, due now: the upload never completed, and no other claim can
+// point at a staging blob.
+func (f *finishing) orphanStaging() error {
 	orphaned := make(map[string]bool)
-	err := chunks(slices.Sorted(maps.Keys(staging)), func(part []string) error {
-		args := slices.Concat([]any{nowNS, nowNS}, anys(part), inArgs)
-		return q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
-			WHERE state = 'staging' AND id IN (`+placeholders(len(part))+`)`+in+` RETURNING id`, args...)
+	err := chunks(slices.Sorted(maps.Keys(f.staging)), func(part []string) error {
+		args := slices.Concat([]any{f.nowNS, f.nowNS}, anys(part), f.inArgs)
+		return f.q.execReturningIDs(orphaned, `UPDATE blobs SET state = 'orphaned', refcount = 0, collect_at = ?, state_at = ?, version = version + 1
+			WHERE state = 'staging' AND id IN (`+placeholders(len(part))+`)`+f.in+` RETURNING id`, args...)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for id, i := range staging {
-		res[i].BlobOrphaned = orphaned[id]
+	for id, i := range f.staging {
+		f.res[i].BlobOrphaned = orphaned[id]
 	}
+	return nil
+}
 
-	ids := slices.Sorted(maps.Keys(shared))
-	if q.d.lockRow != "" {
+// releaseShared drops the references of the finished active claims and
+// orphans each blob no pending or active claim points at any more,
+// decided by a query over claims, not by the refcount hint.
+func (f *finishing) releaseShared() error {
+	ids := slices.Sorted(maps.Keys(f.shared))
+	if f.q.d.lockRow != "" {
 		// Lock the blobs before asking whether a live claim still points
 		// at them: a concurrent Commit that dedups onto one of them holds
 		// its lock until it commits, and the question below is a new
 		// statement, so it sees that commit's claim.
 		err := chunks(ids, func(part []string) error {
-			rows, err := q.query(`SELECT id FROM blobs WHERE id IN (`+placeholders(len(part))+`)`+in+` ORDER BY id`+q.d.lockRow,
-				append(anys(part), inArgs...)...)
+			rows, err := f.q.query(`SELECT id FROM blobs WHERE id IN (`+placeholders(len(part))+`)`+f.in+` ORDER BY id`+f.q.d.lockRow,
+				append(anys(part), f.inArgs...)...)
 			if err != nil {
 				return err
 			}
 			return rows.Close()
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	// Each blob is written once: the refcount hint drops by the number of
-	// claims that let go, and in the same UPDATE a committed blob that no
-	// live claim points at any more is orphaned, due after the grace
-	// period. The rows are grouped by (claims let go, grace period),
-	// usually one group. A blob that keeps a live claim (dedup) gets the
-	// decrement alone afterwards. One write per blob instead of two halves
-	// the blob rows a page rewrites: on PostgreSQL each write is a new row
-	// version with an entry in every index of blobs.
+	orphaned, err := f.orphanUnreferenced(ids)
+	if err != nil {
+		return err
+	}
+	if err := f.dropReferences(ids, orphaned); err != nil {
+		return err
+	}
+	for id := range orphaned {
+		f.res[f.shared[id].last].BlobOrphaned = true
+	}
+	return nil
+}
+
+// orphanUnreferenced writes each blob of ids that no live claim points
+// at any more once: the refcount hint drops by the number of claims that
+// let go, and in the same UPDATE a committed blob is orphaned, due after
+// the grace period. The rows are grouped by (claims let go, grace
+// period), usually one group. One write per blob instead of two halves
+// the blob rows a page rewrites: on PostgreSQL each write is a new row
+// version with an entry in every index of blobs. It returns the blobs it
+// orphaned.
+func (f *finishing) orphanUnreferenced(ids []string) (map[string]bool, error) {
 	type blobGroup struct {
 		claims int64
 		grace  time.Duration
 	}
 	groupsOf := make(map[blobGroup][]string)
 	for _, id := range ids {
-		r := shared[id]
+		r := f.shared[id]
 		k := blobGroup{r.claims, r.grace}
 		groupsOf[k] = append(groupsOf[k], id)
 	}
-	clear(orphaned)
+	orphaned := make(map[string]bool)
 	for k, ids := range groupsOf {
 		err := chunks(ids, func(part []string) error {
-			args := slices.Concat([]any{k.claims, k.claims, now.Add(k.grace).UnixNano(), nowNS}, anys(part), inArgs)
-			return q.execReturningIDs(orphaned, `UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END,
+			args := slices.Concat([]any{k.claims, k.claims, f.now.Add(k.grace).UnixNano(), f.nowNS}, anys(part), f.inArgs)
+			return f.q.execReturningIDs(orphaned, `UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END,
 				state = 'orphaned', collect_at = ?, state_at = ?, version = version + 1
-				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)`+in+`
+				WHERE state = 'committed' AND id IN (`+placeholders(len(part))+`)`+f.in+`
 				AND NOT EXISTS (SELECT 1 `+liveClaimsOfBlob+`)
 				RETURNING id`, args...)
 		})
@@ -252,42 +331,30 @@ func (q *txq) finish(cs []meta.Claim, reasons []string, now time.Time) ([]meta.F
 			return nil, err
 		}
 	}
+	return orphaned, nil
+}
+
+// dropReferences gives a blob of ids that keeps a live claim (dedup),
+// and so was not orphaned, the decrement of its refcount hint alone.
+func (f *finishing) dropReferences(ids []string, orphaned map[string]bool) error {
 	byCount := make(map[int64][]string)
 	for _, id := range ids {
 		if !orphaned[id] {
-			byCount[shared[id].claims] = append(byCount[shared[id].claims], id)
+			byCount[f.shared[id].claims] = append(byCount[f.shared[id].claims], id)
 		}
 	}
 	for n, ids := range byCount {
 		err := chunks(ids, func(part []string) error {
-			args := slices.Concat([]any{n, n}, anys(part), inArgs)
-			_, err := q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
-				WHERE id IN (`+placeholders(len(part))+`)`+in, args...)
+			args := slices.Concat([]any{n, n}, anys(part), f.inArgs)
+			_, err := f.q.exec(`UPDATE blobs SET refcount = CASE WHEN refcount > ? THEN refcount - ? ELSE 0 END, version = version + 1
+				WHERE id IN (`+placeholders(len(part))+`)`+f.in, args...)
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for id := range orphaned {
-		res[shared[id].last].BlobOrphaned = true
-	}
-	// The counters last (lock order: claim, blobs, namespace), in sorted
-	// key order, so that two concurrent pages on PostgreSQL take their
-	// locks in the same order; a put's commit queues for the namespace
-	// row, so it is held from here to the commit only.
-	for _, name := range slices.Sorted(maps.Keys(deltas)) {
-		if err := q.applyNamespace(name, deltas[name]); err != nil {
-			return nil, err
-		}
-	}
-	// The audit trail records each finish in the transaction that made it
-	// (audit.go), so a finish is never logged without happening or the
-	// other way round.
-	if err := q.appendEvents(finishEvents(res, claimcheck.ActorFrom(q.ctx))); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return nil
 }
 
 // finishClaimsStatement moves n claims (their ids the parameters after

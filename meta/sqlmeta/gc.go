@@ -81,39 +81,12 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err != nil {
 		return meta.CommitResult{}, fmt.Errorf("consumer names: %w", err)
 	}
-	// The candidate, read and locked: from here on no finish,
-	// collection or damage mark can change it before this transaction
-	// ends, so the reference taken below is on a blob that is live,
-	// healthy and owns the object the caller checked. Lock order (claim,
-	// blobs, namespace, tenant; sqlmeta.go): where rows are locked
-	// (PostgreSQL) the candidate is locked first, by id when the caller
-	// checked one, else by its digest; SQLite's transaction holds the
-	// database's one writer lock from its start. Either way one
-	// statement.
 	if !q.d.writableCTEs {
 		return q.commitExistingReferenceFirst(p, c, labels, names)
 	}
-	var (
-		cand      meta.Blob
-		dedupable int64
-		row       *sql.Row
-	)
-	if p.BlobID != "" {
-		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs WHERE id = ?`+q.d.lockRow, p.BlobID)
-	} else {
-		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs
-			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
-			c.Namespace, p.Digest)
-	}
-	cand, err = scanBlob(scanWith{row, []any{&dedupable}})
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.CommitResult{}, errNoHit
-	}
+	cand, err := q.lockCandidate(p, c)
 	if err != nil {
 		return meta.CommitResult{}, err
-	}
-	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.callerCtx(), cand)) {
-		return meta.CommitResult{}, errNoHit
 	}
 	// The charge, in one statement that locks the namespace row, records
 	// the tenant and returns the counters as they were: the quota is
@@ -130,13 +103,56 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 	if err := q.checkTenant(c.Namespace, p.Tenant, c.Size, 1, delta); err != nil {
 		return meta.CommitResult{}, err
 	}
+	b, err := q.referenceExisting(p, c, cand, labels, names)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	return meta.CommitResult{Claim: insertedClaim(c, cand.ID), Blob: b, DedupHit: true,
+		FlipBack: cand.State == meta.BlobOrphaned}, nil
+}
 
-	// The reference, a compare-and-swap on the state read under the
-	// lock. A committed blob only counts one more reference: refcount
-	// and version are in no index, so the update writes the row's page
-	// and nothing else. An orphaned one is live again (collect_at
-	// cleared, so collection no longer sees it).
-	now := p.Now.UnixNano()
+// lockCandidate reads and locks the candidate of a digest-first hit:
+// from here on no finish, collection or damage mark can change it
+// before the transaction ends, so the reference taken afterwards is on
+// a blob that is live, healthy and owns the object the caller checked.
+// Lock order (claim, blobs, namespace, tenant; sqlmeta.go): where rows
+// are locked (PostgreSQL) the candidate is locked first, by id when the
+// caller checked one, else by its digest; SQLite's transaction holds the
+// database's one writer lock from its start. Either way one statement.
+// No candidate, or one that may not be shared, is errNoHit.
+func (q *txq) lockCandidate(p meta.CommitExistingParams, c meta.Claim) (meta.Blob, error) {
+	var (
+		dedupable int64
+		row       *sql.Row
+	)
+	if p.BlobID != "" {
+		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs WHERE id = ?`+q.d.lockRow, p.BlobID)
+	} else {
+		row = q.queryRow(`SELECT `+blobColumns+`, dedupable FROM blobs
+			WHERE namespace = ? AND digest = ? AND dedupable = 1 AND state IN ('committed', 'orphaned')`+q.d.lockRow,
+			c.Namespace, p.Digest)
+	}
+	cand, err := scanBlob(scanWith{row, []any{&dedupable}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Blob{}, errNoHit
+	}
+	if err != nil {
+		return meta.Blob{}, err
+	}
+	if !shareable(cand, dedupable == 1, p) || (p.Check != nil && !p.Check(q.callerCtx(), cand)) {
+		return meta.Blob{}, errNoHit
+	}
+	return cand, nil
+}
+
+// referenceExisting takes the reference on the locked candidate cand,
+// a compare-and-swap on the state read under the lock, and inserts the
+// active claim c and its created event. A committed blob only counts one
+// more reference: refcount and version are in no index, so the update
+// writes the row's page and nothing else. An orphaned one is live again
+// (collect_at cleared, so collection no longer sees it). It returns the
+// blob as updated.
+func (q *txq) referenceExisting(p meta.CommitExistingParams, c meta.Claim, cand meta.Blob, labels, names any) (meta.Blob, error) {
 	update := `UPDATE blobs SET refcount = refcount + 1, version = version + 1
 		WHERE id = ? AND state = 'committed'
 		RETURNING ` + blobColumns
@@ -146,7 +162,7 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 			refcount = refcount + 1, version = version + 1
 			WHERE id = ? AND state = 'orphaned'
 			RETURNING ` + blobColumns
-		args = []any{now, cand.ID}
+		args = []any{p.Now.UnixNano(), cand.ID}
 	}
 	insertClaim := `INSERT INTO claims (` + claimColumns + `)
 		VALUES (?, ?, ?, 'active', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, NULL, '', ?)`
@@ -156,7 +172,10 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 		int64(max(c.Consumers, 1)), names, textOrNull(c.TraceParent)}
 	ev := createdEvent(c, cand, p.Now, claimcheck.ActorFrom(q.ctx), true)
 	logged := int64(0)
-	var b meta.Blob
+	var (
+		b   meta.Blob
+		err error
+	)
 	if q.d.writableCTEs {
 		// One round trip for the three writes while the namespace row
 		// and the candidate are held. An event whose sequence number was
@@ -180,21 +199,20 @@ func (q *txq) commitExisting(p meta.CommitExistingParams, c meta.Claim) (meta.Co
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.CommitResult{}, errRetry // changed under us (cannot happen while locked)
+		return meta.Blob{}, errRetry // changed under us (cannot happen while locked)
 	}
 	if err != nil {
-		return meta.CommitResult{}, err
+		return meta.Blob{}, err
 	}
 	if err := q.insertLabels(c); err != nil {
-		return meta.CommitResult{}, err
+		return meta.Blob{}, err
 	}
 	if logged == 0 {
 		if err := q.appendEvents([]meta.Event{ev}); err != nil {
-			return meta.CommitResult{}, err
+			return meta.Blob{}, err
 		}
 	}
-	return meta.CommitResult{Claim: insertedClaim(c, cand.ID), Blob: b, DedupHit: true,
-		FlipBack: cand.State == meta.BlobOrphaned}, nil
+	return b, nil
 }
 
 // commitExistingReferenceFirst is commitExisting where the database has

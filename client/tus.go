@@ -522,4 +522,3 @@ func RetryDelay(n int, err error) time.Duration {
 	}
 	return min(500*time.Millisecond<<(n-1), 10*time.Second)
 }
-

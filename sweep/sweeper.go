@@ -245,7 +245,7 @@ type Sweeper struct {
 	pacer   pacer
 	latency latencySums
 	pageSeq atomic.Uint64
-	sleep   func(context.Context, time.Duration) error // waits between pages; tests replace it
+	sleep   func(context.Context, time.Duration) error // waits between pages on the clock; tests replace it
 
 	// flightMu orders the changes of pageSeq with inFlight, the pages in
 	// flight: pageSeq turns odd when the first one starts and even when
@@ -275,7 +275,8 @@ func New(cfg Config, m meta.Store, b blob.Store, keys *masterkey.Ring, clk clock
 		log = slog.Default()
 	}
 	s := &Sweeper{cfg: cfg.WithDefaults(), limits: limitsOf(cfg), meta: m, blobs: b, clock: clk, log: log, metrics: metrics,
-		holder: meta.LeaseHolder(), sleep: sleepReal}
+		holder: meta.LeaseHolder()}
+	s.sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clk, d) }
 	s.pacer.pace = minPace
 	metrics.Pace.Set(minPace)
 	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)

@@ -202,4 +202,3 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-

@@ -190,8 +190,10 @@ func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimch
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", ns, err)
 	}
-	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
-		return claimcheck.Ref{}, err
+	if h := s.hooks.afterObjectWrite; h != nil {
+		if err := h(ctx); err != nil {
+			return claimcheck.Ref{}, err
+		}
 	}
 
 	now = s.clock.Now()

@@ -318,8 +318,8 @@ const (
 // b.spread, each page's items take 1/spread seconds from its start to the
 // next page's; b.opDelay (op_delay, when set) is the least pause between
 // pages.
-// Durations and pauses are on the injected clock. A
-// maintenance run without op_delay keeps PageWorkers pages in flight
+// Durations read the injected clock; the pauses wait on the schedule's
+// clock (Sweeper.wait: real time). A maintenance run without op_delay keeps PageWorkers pages in flight
 // (concurrentPages).
 func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()

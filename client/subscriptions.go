@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -119,10 +120,8 @@ func (c *Client) FollowEvents(ctx context.Context, f claimcheck.EventFilter, aft
 				return err
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		if err := clock.Sleep(ctx, clock.Real{}, time.Second); err != nil {
+			return err
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/server/api"
 )
 
@@ -319,7 +320,7 @@ func (t *tusTransfer) run(ctx context.Context, known *claimcheck.ResumableUpload
 		if failures > t.opts.Retries {
 			return claimcheck.Ref{}, fmt.Errorf("gave up after %d attempts in a row without progress: %w", failures, err)
 		}
-		if werr := sleepCtx(ctx, RetryDelay(failures, err)); werr != nil {
+		if werr := clock.Sleep(ctx, clock.Real{}, RetryDelay(failures, err)); werr != nil {
 			return claimcheck.Ref{}, fmt.Errorf("%s: %w", t.op, werr)
 		}
 		st, err = t.headed(ctx)
@@ -520,15 +521,4 @@ func RetryDelay(n int, err error) time.Duration {
 		return e.RetryAfter
 	}
 	return min(500*time.Millisecond<<(n-1), 10*time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

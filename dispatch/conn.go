@@ -129,6 +129,8 @@ func stale(err error) bool {
 }
 
 func (p *poster) exchange(ctx context.Context, c *hconn, t *target, req []byte) (answer, error) {
+	// Wall time, not the injected clock: the deadline is the socket's,
+	// which the operating system keeps.
 	_ = c.nc.SetDeadline(time.Now().Add(p.timeout))
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -189,6 +191,8 @@ func (p *poster) get(origin string) (*hconn, bool) {
 		c := cs[len(cs)-1]
 		cs = cs[:len(cs)-1]
 		p.idle[origin] = cs
+		// Wall time: how long the connection sat idle on the socket,
+		// which the receiver's own idle timeout measures the same way.
 		if time.Since(c.used) < idleTimeout {
 			return c, true
 		}
@@ -198,7 +202,7 @@ func (p *poster) get(origin string) (*hconn, bool) {
 }
 
 func (p *poster) put(origin string, c *hconn) {
-	c.used = time.Now()
+	c.used = time.Now() // wall time, for the idle check above
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle[origin]) >= maxIdlePerOrigin {

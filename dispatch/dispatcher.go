@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/service"
 )
 
 // DispatchLease is the lease the delivering replica holds.
@@ -65,8 +66,9 @@ type Dispatcher struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	post    *poster
-	holder  string
+	lease   *service.Lease // DispatchLease, kept across ticks
 	metrics *metrics
+	svc     service.StartStop
 
 	relistNow atomic.Bool // a subscription changed in this process
 
@@ -74,9 +76,6 @@ type Dispatcher struct {
 	subs     map[string]*subState // by subscription id
 	listed   []meta.Subscription  // as last read
 	listedAt time.Time
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopped  bool
 }
 
 // subState is what the holder keeps of a subscription between rounds.
@@ -86,7 +85,7 @@ type subState struct {
 	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
 	failures int
 	idle     int                // looks in a row that found no event
-	quietTil time.Time          // wall time: no look before (idle)
+	quietTil time.Time          // no look before (idle)
 	lanes    []*lane            // reused by every round (one round at a time)
 	sub      *meta.Subscription // as its last round left it, or as last read
 }
@@ -112,8 +111,12 @@ func New(cfg Config, m Store, open SecretOpener, clk clock.Clock, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
+	// The lease is renewed at a third of its TTL: a write every few
+	// seconds, not every tick.
+	lease := service.NewLease(m, service.LeaseConfig{Name: DispatchLease, Holder: meta.LeaseHolder(), TTL: leaseTTL,
+		RenewAfter: leaseTTL / 3, Clock: clk, Logger: log})
 	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
-		holder: meta.LeaseHolder(), metrics: newMetrics(reg), subs: map[string]*subState{}}
+		lease: lease, metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
 
 // SubscriptionsChanged tells the dispatcher that a subscription was
@@ -122,78 +125,52 @@ func New(cfg Config, m Store, open SecretOpener, clk clock.Clock, log *slog.Logg
 func (d *Dispatcher) SubscriptionsChanged() { d.relistNow.Store(true) }
 
 // Start runs the dispatcher in the background and returns at once.
-func (d *Dispatcher) Start(ctx context.Context) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done != nil || d.stopped {
-		return
-	}
-	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	d.done = make(chan struct{})
-	go d.run(ctx)
-}
+func (d *Dispatcher) Start(ctx context.Context) { d.svc.Start(ctx, d.run) }
 
 // Stop ends the dispatcher and waits for its deliveries; idempotent. It
 // gives the lease up, so another replica takes over at once.
 func (d *Dispatcher) Stop() {
-	d.mu.Lock()
-	d.stopped = true
-	cancel, done := d.cancel, d.done
-	d.mu.Unlock()
-	if cancel == nil {
-		return
+	if d.svc.Stop() {
+		d.post.closeIdle()
 	}
-	cancel()
-	<-done
-	d.post.closeIdle()
 }
 
+// run ticks every interval (real time: the tests move a fake clock that
+// the rounds read, with the loop running) until Stop, then waits for the
+// rounds in flight and gives the lease up.
 func (d *Dispatcher) run(ctx context.Context) {
-	defer close(d.done)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	t := time.NewTicker(d.cfg.Interval)
-	defer t.Stop()
-	var renewed time.Time
-	held := false
-	for {
-		now := d.clock.Now()
-		// Renew at a third of the TTL: a write every few seconds, not
-		// every tick.
-		if !held || now.Sub(renewed) > leaseTTL/3 {
-			ok, err := d.meta.TryLease(ctx, DispatchLease, d.holder, now, leaseTTL)
-			if err != nil && ctx.Err() == nil {
-				d.log.Warn("dispatch: lease", "err", err)
-			}
-			if ok && !held {
-				d.forget() // a new term: what another holder sent is in the cursors
-			}
-			// Read again after a new term (another holder moved the
-			// cursors) and after MarkLagging (it moves states).
-			d.relistNow.Store(true)
-			held, renewed = ok, now
-			if held {
-				if n, err := d.meta.MarkLagging(ctx, now.Add(-d.cfg.LagBound)); err == nil {
-					d.metrics.lagging.Set(float64(n))
-				} else if ctx.Err() == nil {
-					d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
-				}
+	_ = service.Every(ctx, service.Config{Name: "dispatch", Interval: d.cfg.Interval, RunAtStart: true},
+		func(ctx context.Context) { d.hold(ctx, &wg) })
+	wg.Wait()
+	if d.lease.Held() {
+		d.lease.Release(ctx)
+	}
+}
+
+// hold keeps the lease and, while it is held, ticks.
+func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
+	term, err := d.lease.Keep(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("dispatch: lease", "err", err)
+	}
+	if term.Began {
+		d.forget() // a new term: what another holder sent is in the cursors
+	}
+	if term.Tried {
+		// Read again after a new term (another holder moved the
+		// cursors) and after MarkLagging (it moves states).
+		d.relistNow.Store(true)
+		if term.Held {
+			if n, err := d.meta.MarkLagging(ctx, d.clock.Now().Add(-d.cfg.LagBound)); err == nil {
+				d.metrics.lagging.Set(float64(n))
+			} else if ctx.Err() == nil {
+				d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
 			}
 		}
-		if held {
-			d.tick(ctx, &wg)
-		}
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			if held {
-				if err := d.meta.ReleaseLease(context.WithoutCancel(ctx), DispatchLease, d.holder); err != nil {
-					d.log.Warn("dispatch: releasing the lease failed; it expires by itself", "err", err)
-				}
-			}
-			return
-		case <-t.C:
-		}
+	}
+	if term.Held {
+		d.tick(ctx, wg)
 	}
 }
 
@@ -210,7 +187,7 @@ func (d *Dispatcher) forget() {
 // tick starts a round for every subscription that is due and not in a
 // round already: a slow receiver holds up only its own subscription.
 func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
-	fresh := d.relistNow.Swap(false) || time.Since(d.listedAt) >= relist
+	fresh := d.relistNow.Swap(false) || d.clock.Now().Sub(d.listedAt) >= relist
 	if fresh {
 		subs, err := d.meta.Subscriptions(ctx, "")
 		if err != nil {
@@ -220,7 +197,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			return
 		}
-		d.listed, d.listedAt = subs, time.Now()
+		d.listed, d.listedAt = subs, d.clock.Now()
 	}
 	now := d.clock.Now()
 	dead := 0
@@ -249,7 +226,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
 			continue
 		}
-		if st.running || now.Before(st.next) || time.Now().Before(st.quietTil) {
+		if st.running || now.Before(st.next) || now.Before(st.quietTil) {
 			continue
 		}
 		st.running = true
@@ -275,28 +252,64 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 	d.metrics.deadLettered.Set(float64(dead))
 }
 
-// round delivers the subscription's next batch. Matching events are
-// spread over Concurrency lanes by claim, each lane in seq order and
-// stopping at its first failure, so a claim's events arrive in order and
-// one failing receiver call holds back only its lane's later events. The
-// cursor then moves over the prefix of the batch that was delivered or
-// filtered out; events delivered past a failure are remembered (sent)
-// and not sent again by this holder.
+// A round delivers the subscription's next batch in four stages, each a
+// function over the typed result of the one before: plan reads the batch
+// and spreads it over the lanes (a roundPlan), deliver sends the lanes
+// (the first failure), settle moves the cursor and counts failures (a
+// settlement), and persist stores what changed.
 //
-// It returns the subscription as it now stands, and whether the batch was
-// full and delivered, so the next one can follow at once.
+// Matching events are spread over Concurrency lanes by claim, each lane
+// in seq order and stopping at its first failure, so a claim's events
+// arrive in order and one failing receiver call holds back only its
+// lane's later events. The cursor then moves over the prefix of the batch
+// that was delivered or filtered out; events delivered past a failure are
+// remembered (sent) and not sent again by this holder.
+//
+// round returns the subscription as it now stands, and whether the batch
+// was full and delivered, so the next one can follow at once.
 func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) (meta.Subscription, bool) {
+	p, ok := d.plan(ctx, s, st)
+	if !ok {
+		return s, false
+	}
+	err := d.deliver(ctx, p, st)
+	set, ok := d.settle(ctx, s, st, p, err)
+	if !ok {
+		return s, false // stopping: the next holder goes on from the stored cursor
+	}
+	return d.persist(ctx, s, set)
+}
+
+// roundPlan is what a round sends: the batch read at now, the filter, the
+// lanes with their events, and how to send them. err, when set, is why
+// nothing can be sent (the secret does not open, the URL is refused): the
+// round fails as a delivery would.
+type roundPlan struct {
+	now    time.Time
+	events []meta.FeedEvent
+	filter claimcheck.EventFilter
+	lanes  []*lane // st.lanes, each with its events (idx)
+	key    []byte
+	target *target
+	per    int // events per request
+	err    error
+}
+
+// plan reads the subscription's next batch, settled by now, and spreads
+// it over the lanes. It reports false when there is nothing to send: no
+// settled event past the cursor, or the events table could not be read.
+func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState) (roundPlan, bool) {
 	now := d.clock.Now()
 	upTo := now.Add(-d.cfg.Settle).UnixNano()
 	if upTo <= s.Cursor {
-		return s, false
+		return roundPlan{}, false
 	}
 	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
 		}
-		return s, false
+		return roundPlan{}, false
 	}
 	if len(es) == 0 {
 		// Nothing new: look again after twice the wait of the last
@@ -304,58 +317,67 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 		// does not read the table ten times a second for nothing, and
 		// the first event after a quiet spell still waits at most that.
 		st.idle = min(st.idle+1, 8)
-		st.quietTil = time.Now().Add(min(d.cfg.Interval<<(st.idle-1), quietLooks*d.cfg.Interval) - d.cfg.Interval)
-		return s, false
+		st.quietTil = now.Add(min(d.cfg.Interval<<(st.idle-1), quietLooks*d.cfg.Interval) - d.cfg.Interval)
+		return roundPlan{}, false
 	}
 	st.idle, st.quietTil = 0, time.Time{}
-	filter := claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels}
+	p := roundPlan{now: now, events: es, filter: claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels},
+		// The subscription's own mode, else the configured default.
+		per: cmp.Or(s.EventsPerRequest, d.cfg.EventsPerRequest)}
 	if len(st.lanes) != d.cfg.Concurrency {
 		st.lanes = make([]*lane, d.cfg.Concurrency)
 		for i := range st.lanes {
 			st.lanes[i] = &lane{}
 		}
 	}
-	lanes := st.lanes
-	for _, ln := range lanes {
+	p.lanes = st.lanes
+	for _, ln := range p.lanes {
 		ln.idx = ln.idx[:0]
 	}
 	for i, e := range es {
-		if !Match(filter, e) || st.sent[e.Seq] {
+		if !Match(p.filter, e) || st.sent[e.Seq] {
 			continue
 		}
-		ln := lanes[laneOf(e, len(lanes))]
+		ln := p.lanes[laneOf(e, len(p.lanes))]
 		ln.idx = append(ln.idx, i)
 	}
-	key, err := d.open(s)
-	if err != nil {
-		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", err)
+	p.key, p.err = d.open(s)
+	if p.err != nil {
+		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", p.err)
 	}
 	t, terr := newTarget(s.URL)
-	if err == nil && terr != nil {
-		err = fmt.Errorf("url: %w", terr)
+	if p.err == nil && terr != nil {
+		p.err = fmt.Errorf("url: %w", terr)
 	}
-	// The subscription's own mode, else the configured default.
-	per := cmp.Or(s.EventsPerRequest, d.cfg.EventsPerRequest)
+	p.target = t
+	return p, true
+}
+
+// deliver sends the plan's lanes at once, each per events a request in
+// its order, records what arrived in st.sent, and returns the first
+// failure (the plan's own error, when it has one, and nothing is sent).
+func (d *Dispatcher) deliver(ctx context.Context, p roundPlan, st *subState) error {
+	if p.err != nil {
+		return p.err
+	}
 	var mu sync.Mutex
-	firstErr := err
+	var firstErr error
 	var wg sync.WaitGroup
-	for _, ln := range lanes {
-		if len(ln.idx) == 0 || err != nil {
+	for _, ln := range p.lanes {
+		if len(ln.idx) == 0 {
 			continue
 		}
-		ln.sign, ln.batched = newSigner(key), per > 1
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		ln.sign, ln.batched = newSigner(p.key), p.per > 1
+		wg.Go(func() {
 			// per events at a time, in the lane's order: a request
 			// that fails stops the lane, so nothing of a claim goes
 			// ahead of an earlier event of it.
-			for part := range slices.Chunk(ln.idx, per) {
+			for part := range slices.Chunk(ln.idx, p.per) {
 				ln.batch = ln.batch[:0]
 				for _, i := range part {
-					ln.batch = append(ln.batch, es[i])
+					ln.batch = append(ln.batch, p.events[i])
 				}
-				err := d.deliver(ctx, t, ln)
+				err := d.send(ctx, p.target, ln)
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -369,61 +391,91 @@ func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subStat
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	return firstErr
+}
 
-	p := meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State}
-	for _, e := range es {
-		if Match(filter, e) && !st.sent[e.Seq] {
+// settlement is what a round leaves to store: the progress, and whether
+// the next batch may follow at once.
+type settlement struct {
+	progress meta.SubscriptionProgress
+	more     bool
+}
+
+// settle moves the cursor over the prefix of the batch that was
+// delivered or filtered out, counts the deliveries it passes, and on a
+// failure counts the attempt, backs off and dead-letters. It reports
+// false when the round failed because the dispatcher is stopping: then
+// nothing is stored.
+func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subState, p roundPlan, err error) (settlement, bool) {
+	pr := meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State}
+	for _, e := range p.events {
+		if Match(p.filter, e) && !st.sent[e.Seq] {
 			break
 		}
-		p.Cursor = e.Seq
+		pr.Cursor = e.Seq
 	}
 	// Counted once, when the cursor passes them; sent above the cursor
 	// stay remembered until it does.
-	p.Delivered = 0
 	for seq := range st.sent {
-		if seq <= p.Cursor {
-			p.Delivered++
+		if seq <= pr.Cursor {
+			pr.Delivered++
 			delete(st.sent, seq)
 		}
 	}
-	if firstErr != nil && ctx.Err() != nil {
-		return s, false // stopping: the next holder goes on from the stored cursor
+	if err != nil && ctx.Err() != nil {
+		return settlement{}, false
 	}
-	if firstErr != nil {
-		st.failures++
-		p.Attempts = s.Attempts + 1
-		p.LastError = firstErr.Error()
-		p.FailingSince = s.FailingSince
-		if p.Cursor > s.Cursor || p.FailingSince.IsZero() {
-			p.FailingSince = now // a new event at the head of the line
-			if p.Cursor > s.Cursor {
-				p.Attempts = 1
-			}
-		}
-		if now.Sub(p.FailingSince) >= d.cfg.DeadLetterAfter {
-			p.State = meta.SubscriptionDeadLettered
-			d.log.Error("dispatch: subscription dead-lettered: its oldest undelivered event kept failing",
-				"subscription", s.ID, "since", p.FailingSince, "err", firstErr)
-		}
-		st.next = now.Add(d.backoff(st.failures))
-		d.log.Warn("dispatch: delivery failed; retrying later", "subscription", s.ID, "attempts", p.Attempts,
-			"retry_in", st.next.Sub(now), "err", firstErr)
+	if err != nil {
+		d.failed(s, st, &pr, err, p.now)
 	} else {
 		st.failures = 0
 	}
-	more := firstErr == nil && len(es) == d.cfg.Batch
-	if p.Cursor == s.Cursor && p.Attempts == s.Attempts && p.State == s.State {
-		return s, more
+	return settlement{progress: pr, more: err == nil && len(p.events) == d.cfg.Batch}, true
+}
+
+// failed records a failed round in pr and st: the attempts at the event
+// at the head of the line and since when it fails (both start again when
+// the cursor moved), the dead letter once it failed for
+// DeadLetterAfter, and the backoff before the next round.
+func (d *Dispatcher) failed(s meta.Subscription, st *subState, pr *meta.SubscriptionProgress, err error, now time.Time) {
+	st.failures++
+	pr.Attempts = s.Attempts + 1
+	pr.LastError = err.Error()
+	pr.FailingSince = s.FailingSince
+	if pr.Cursor > s.Cursor || pr.FailingSince.IsZero() {
+		pr.FailingSince = now // a new event at the head of the line
+		if pr.Cursor > s.Cursor {
+			pr.Attempts = 1
+		}
 	}
-	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, p); err != nil {
+	if now.Sub(pr.FailingSince) >= d.cfg.DeadLetterAfter {
+		pr.State = meta.SubscriptionDeadLettered
+		d.log.Error("dispatch: subscription dead-lettered: its oldest undelivered event kept failing",
+			"subscription", s.ID, "since", pr.FailingSince, "err", err)
+	}
+	st.next = now.Add(d.backoff(st.failures))
+	d.log.Warn("dispatch: delivery failed; retrying later", "subscription", s.ID, "attempts", pr.Attempts,
+		"retry_in", st.next.Sub(now), "err", err)
+}
+
+// persist stores the settlement's progress when it changed the cursor,
+// the attempts or the state, and returns the subscription as it now
+// stands. The store outlives a stopping dispatcher's context: what was
+// delivered is recorded.
+func (d *Dispatcher) persist(ctx context.Context, s meta.Subscription, set settlement) (meta.Subscription, bool) {
+	pr := set.progress
+	if pr.Cursor == s.Cursor && pr.Attempts == s.Attempts && pr.State == s.State {
+		return s, set.more
+	}
+	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, pr); err != nil {
 		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
 		return s, false
 	}
-	s.Cursor, s.State, s.Attempts, s.FailingSince, s.LastError = p.Cursor, p.State, p.Attempts, p.FailingSince, p.LastError
-	return s, more
+	s.Cursor, s.State, s.Attempts, s.FailingSince, s.LastError = pr.Cursor, pr.State, pr.Attempts, pr.FailingSince, pr.LastError
+	return s, set.more
 }
 
 // backoff is the wait after the n-th failure in a row: doubling from
@@ -450,12 +502,12 @@ func laneOf(e meta.FeedEvent, n int) int {
 	return int(h % uint32(n))
 }
 
-// deliver posts the lane's batch in one request: one structured-mode
+// send posts the lane's batch in one request: one structured-mode
 // CloudEvent, or for a subscription in batched mode a batch (webhook-id: the
 // first and last event ids, FIRST-LAST, or the one id of a batch of
 // one). Any 2xx is delivered; everything else (3xx included: redirects
 // are not followed) is a failure to retry.
-func (d *Dispatcher) deliver(ctx context.Context, t *target, ln *lane) error {
+func (d *Dispatcher) send(ctx context.Context, t *target, ln *lane) error {
 	es := ln.batch
 	contentType := ContentType
 	ln.id = strconv.AppendInt(ln.id[:0], es[0].Seq, 10)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
@@ -154,25 +153,6 @@ func (s *Store) observeDedup(ns string, res meta.CommitResult, size int64) {
 	if res.FlipBack {
 		s.metrics.flipBacks.WithLabelValues(ns).Inc()
 	}
-}
-
-// failpointAfterObjectWrite is a test-only failpoint for the crash tests:
-// when the environment variable CLAIMCHECK_TEST_FAILPOINT_AFTER_OBJECT_WRITE
-// names a file at process start, every put blocks after its object is
-// written and before its commit, creating that file first, so a test can
-// kill -9 the process at exactly that point. Unset (always, outside those
-// tests) it costs one comparison.
-var failpointAfterObjectWrite = os.Getenv("CLAIMCHECK_TEST_FAILPOINT_AFTER_OBJECT_WRITE")
-
-func hitFailpointAfterObjectWrite(ctx context.Context) error {
-	if failpointAfterObjectWrite == "" {
-		return nil
-	}
-	if err := os.WriteFile(failpointAfterObjectWrite, []byte("object written, commit held\n"), 0o644); err != nil {
-		return fmt.Errorf("failpoint: %w", err)
-	}
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // discardObject deletes the object of a put whose commit was refused

@@ -169,8 +169,10 @@ func (s *Store) writePut(ctx context.Context, p *putting, obj *openingObject, bo
 	if err != nil {
 		return claimcheck.Ref{}, fmt.Errorf("put to %s: %w", p.ns, err)
 	}
-	if err := hitFailpointAfterObjectWrite(ctx); err != nil {
-		return claimcheck.Ref{}, err
+	if h := s.hooks.afterObjectWrite; h != nil {
+		if err := h(ctx); err != nil {
+			return claimcheck.Ref{}, err
+		}
 	}
 	res, err := s.commitWritten(ctx, commitParams{
 		op: "put to " + p.ns, ns: p.ns, claim: claim, blobID: staging.ID, w: w, pol: p.pol, sk: p.sk,

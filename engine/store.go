@@ -32,6 +32,9 @@ import (
 // and `claimcheck serve`. It keeps metadata in a meta.Store and bytes in a
 // blob.Store and runs every protocol of the design on top of them.
 type Store struct {
+	// hooks are where a test stops a put (testhooks.go); none in
+	// production.
+	hooks testHooks
 	// meta and blobs are the stores wrapped in their metrics: every layer
 	// above goes through the wrappers.
 	meta  meta.Store
@@ -94,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults}
+	s := &Store{clock: cfg.Clock, log: cfg.Logger, policies: policies, defaults: defaults, hooks: processHooks}
 	if s.keys, err = masterkey.New(cfg.MasterKey, cfg.PreviousMasterKeys); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/internal/integrity"
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/service"
 )
 
 // The backstop (docs/ARCHITECTURE.md, "Backstop"; ADR 0010) is the low-frequency full pass that
@@ -73,7 +74,12 @@ type Backstop struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	metrics *Metrics
-	holder  string
+	// lease keeps the backstop to one replica; a pass renews it page
+	// by page.
+	lease *service.Lease
+	// wait is the clock of the pause between pages: real time, as the
+	// sweeper's (Sweeper.wait).
+	wait clock.Clock
 
 	mu    sync.Mutex
 	retry map[string]meta.Blob // objects a page could not check, by blob id
@@ -88,7 +94,12 @@ func NewBackstop(cfg Config, m Store, b blob.Store, clk clock.Clock, log *slog.L
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Backstop{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, holder: meta.LeaseHolder()}
+	bs := &Backstop{cfg: cfg.WithDefaults(), meta: m, blobs: b, clock: clk, log: log, metrics: metrics, wait: clock.Real{}}
+	// The lease outlives a run of the sweeper's tick; a pass that takes
+	// longer renews it page by page.
+	bs.lease = service.NewLease(m, service.LeaseConfig{Name: BackstopLease, Holder: meta.LeaseHolder(),
+		TTL: bs.cfg.MaxRuntimePerRun + bs.cfg.Interval, Clock: clk, Logger: log})
+	return bs
 }
 
 // Due reports whether a pass should run at now: one is in progress, or
@@ -110,27 +121,24 @@ func (bs *Backstop) Due(ctx context.Context, now time.Time) (bool, error) {
 // op_delay between pages. It holds the backstop lease while it runs and
 // returns Skipped when another replica has it.
 func (bs *Backstop) Run(ctx context.Context, maxPages int) (res BackstopResult, err error) {
-	ttl := bs.cfg.MaxRuntimePerRun + bs.cfg.Interval
-	ok, err := bs.meta.TryLease(ctx, BackstopLease, bs.holder, bs.clock.Now(), ttl)
-	if err != nil {
+	held, err := bs.lease.Run(ctx, func(ctx context.Context) error { return bs.pass(ctx, maxPages, &res) })
+	switch {
+	case !held && err != nil:
 		return res, fmt.Errorf("sweep: backstop lease: %w", err)
-	}
-	if !ok {
+	case !held:
 		res.Skipped = true
-		return res, nil
 	}
-	defer func() {
-		if err := bs.meta.ReleaseLease(context.WithoutCancel(ctx), BackstopLease, bs.holder); err != nil {
-			bs.log.Warn("sweep: releasing the backstop lease failed; it expires by itself", "err", err)
-		}
-	}()
+	return res, err
+}
 
+// pass is Run with the lease held.
+func (bs *Backstop) pass(ctx context.Context, maxPages int, res *BackstopResult) error {
 	cur, err := bs.meta.Cursor(ctx, BackstopCursor)
 	if err != nil {
-		return res, fmt.Errorf("sweep: backstop cursor: %w", err)
+		return fmt.Errorf("sweep: backstop cursor: %w", err)
 	}
-	if err := bs.retryUnchecked(ctx, &res); err != nil {
-		return res, fmt.Errorf("sweep: backstop: %w", err)
+	if err := bs.retryUnchecked(ctx, res); err != nil {
+		return fmt.Errorf("sweep: backstop: %w", err)
 	}
 	phase, start, pos := parseCursor(cur)
 	if phase == "done" || phase == "" {
@@ -138,55 +146,44 @@ func (bs *Backstop) Run(ctx context.Context, maxPages int) (res BackstopResult, 
 	}
 	for maxPages <= 0 || res.Pages < maxPages {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
 		// Renew the lease page by page: a long pass outlives one TTL.
-		if ok, err := bs.meta.TryLease(ctx, BackstopLease, bs.holder, bs.clock.Now(), ttl); err != nil || !ok {
-			return res, errors.Join(err, errLeaseLost(ok))
+		if err := bs.lease.Renew(ctx); err != nil {
+			return fmt.Errorf("sweep: backstop: %w", err)
 		}
 		var next string
 		var more bool
 		switch phase {
 		case "blobs":
-			next, more, err = bs.blobPage(ctx, pos, &res)
+			next, more, err = bs.blobPage(ctx, pos, res)
 			if err == nil && !more {
 				phase, next = "objects", ""
 			}
 		case "objects":
-			next, more, err = bs.objectPage(ctx, pos, &res)
+			next, more, err = bs.objectPage(ctx, pos, res)
 			if err == nil && !more {
 				phase, start, next = "done", bs.clock.Now(), ""
 				res.PassDone = true
 			}
 		}
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Pages++
 		pos = next
 		if err := bs.meta.SetCursor(ctx, BackstopCursor, formatCursor(phase, start, pos)); err != nil {
-			return res, fmt.Errorf("sweep: backstop cursor: %w", err)
+			return fmt.Errorf("sweep: backstop cursor: %w", err)
 		}
 		if phase == "done" {
 			bs.metrics.GC.Passes.Inc()
-			return res, nil
+			return nil
 		}
-		if bs.cfg.OpDelay > 0 {
-			select {
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(bs.cfg.OpDelay):
-			}
+		if err := clock.Sleep(ctx, bs.wait, bs.cfg.OpDelay); err != nil {
+			return err
 		}
 	}
-	return res, nil
-}
-
-func errLeaseLost(ok bool) error {
-	if ok {
-		return nil
-	}
-	return errors.New("sweep: backstop lease lost to another replica")
+	return nil
 }
 
 // blobPage reconciles one page of blob rows after id after: refcounts

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// SetSleep replaces the real-time wait between pages.
+// SetSleep replaces the wait between pages.
 func (s *Sweeper) SetSleep(f func(context.Context, time.Duration) error) { s.sleep = f }
 
 // Observe reports a request latency as the engine's Done would.

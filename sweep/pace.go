@@ -318,8 +318,8 @@ const (
 // b.spread, each page's items take 1/spread seconds from its start to the
 // next page's; b.opDelay (op_delay, when set) is the least pause between
 // pages.
-// Durations read the injected clock; only the pauses are real time. A
-// maintenance run without op_delay keeps PageWorkers pages in flight
+// Durations read the injected clock; the pauses wait on the schedule's
+// clock (Sweeper.wait: real time). A maintenance run without op_delay keeps PageWorkers pages in flight
 // (concurrentPages).
 func (s *Sweeper) pages(ctx context.Context, b bounds, maintenance bool) (res Result, end runEnd, err error) {
 	s.runMu.Lock()
@@ -535,16 +535,4 @@ func blobLimit(b bounds, limit, claims int) int {
 		return limit - claims
 	}
 	return b.page
-}
-
-// sleepReal waits d in real time, or until ctx ends.
-func sleepReal(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -130,7 +130,7 @@ func (s *Sweeper) tickRetention(ctx context.Context) {
 		return
 	}
 	s.lastPrune.Store(now.UnixNano())
-	ok, err := s.meta.TryLease(ctx, EventsLease, s.holder, now, pruneEvery)
+	ok, err := s.pruneLease.Take(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("sweep: taking the pruning lease failed; retrying later", "err", err)

@@ -231,7 +231,7 @@ func (s *Sweeper) TickScrub(ctx context.Context) (ScrubReport, error) {
 	}
 	// Held across ticks while this replica scrubs; it expires a few
 	// intervals after this one stops, and another replica takes over.
-	ok, err := s.meta.TryLease(ctx, ScrubLease, s.holder, now, 3*s.cfg.Interval+s.cfg.MaxRuntimePerRun)
+	ok, err := s.scrubLease.Take(ctx)
 	if err != nil || !ok {
 		s.scrubBudget = 0 // another replica scrubs: no budget piles up here
 		if err != nil && ctx.Err() == nil {

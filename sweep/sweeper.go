@@ -32,6 +32,7 @@ import (
 	"github.com/claimcheck/claimcheck/internal/masterkey"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/service"
 )
 
 // Config bounds the sweeper. Zero fields take the defaults.
@@ -245,7 +246,7 @@ type Sweeper struct {
 	pacer   pacer
 	latency latencySums
 	pageSeq atomic.Uint64
-	sleep   func(context.Context, time.Duration) error // waits between pages; tests replace it
+	sleep   func(context.Context, time.Duration) error // waits between pages on the clock; tests replace it
 
 	// flightMu orders the changes of pageSeq with inFlight, the pages in
 	// flight: pageSeq turns odd when the first one starts and even when
@@ -257,9 +258,17 @@ type Sweeper struct {
 	lastPrune atomic.Int64 // unix nanos of the last pruning of events and history (retention.go)
 	runMu     sync.Mutex   // one run at a time in this process
 
-	stopMu sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	// One runner across replicas: the maintenance run (Tick), the scrub
+	// (scrub.go) and pruning (retention.go) each hold a lease.
+	maintenance, scrubLease, pruneLease *service.Lease
+
+	// wait is the clock the background loop's schedule and the pauses
+	// between pages are on: real time. The decisions read s.clock; the
+	// engine's tests move a fake one with the loop running, and a fake
+	// schedule would wake the loop at every move (and hold a run's pause,
+	// with runMu, until the next). Tests of the loop set a fake one.
+	wait clock.Clock
+	svc  service.StartStop
 }
 
 // New returns a sweeper over the given stores. keys are the master keys
@@ -275,7 +284,17 @@ func New(cfg Config, m Store, b blob.Store, keys *masterkey.Ring, clk clock.Cloc
 		log = slog.Default()
 	}
 	s := &Sweeper{cfg: cfg.WithDefaults(), limits: limitsOf(cfg), meta: m, blobs: b, clock: clk, log: log, metrics: metrics,
-		holder: meta.LeaseHolder(), sleep: sleepReal}
+		holder: meta.LeaseHolder(), wait: clock.Real{}}
+	s.sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, s.wait, d) }
+	lease := func(name string, ttl time.Duration) *service.Lease {
+		return service.NewLease(m, service.LeaseConfig{Name: name, Holder: s.holder, TTL: ttl, Clock: clk, Logger: log})
+	}
+	// The maintenance lease outlives the longest run; the scrub's is held
+	// across ticks while this replica scrubs and lapses a few intervals
+	// after it stops; pruning's lapses when the next pruning is due.
+	s.maintenance = lease(MaintenanceLease, s.cfg.MaxRuntimePerRun+s.cfg.Interval)
+	s.scrubLease = lease(ScrubLease, 3*s.cfg.Interval+s.cfg.MaxRuntimePerRun)
+	s.pruneLease = lease(EventsLease, pruneEvery)
 	s.pacer.pace = minPace
 	metrics.Pace.Set(minPace)
 	s.backstop = NewBackstop(cfg, m, b, clk, log, metrics)
@@ -293,47 +312,25 @@ func (s *Sweeper) idleSince() time.Time { return time.Unix(0, s.lastOp.Load()) }
 
 // Start runs the background loop until Stop. It returns at once.
 func (s *Sweeper) Start(ctx context.Context) {
-	s.stopMu.Lock()
-	defer s.stopMu.Unlock()
-	if s.cancel != nil {
-		return
-	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go s.loop(ctx, s.done)
+	s.svc.Start(ctx, func(ctx context.Context) {
+		_ = service.Every(ctx, service.Config{Name: "sweeper", Interval: s.cfg.Interval, Clock: s.wait}, s.loopTick)
+	})
 }
 
 // Stop ends the background loop and waits for it. A run in progress stops
 // after its current step; finished work is never redone. Stop is
 // idempotent.
-func (s *Sweeper) Stop() {
-	s.stopMu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel = nil
-	s.stopMu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (s *Sweeper) Stop() { s.svc.Stop() }
 
-func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("sweep: run failed; retrying next tick", "err", err)
-		}
-		s.tickBackstop(ctx)
-		s.tickRetention(ctx)
-		_, _ = s.TickScrub(ctx) // it logs its own failures, the lease's too
+// loopTick is one tick of the background loop: due work, the backstop,
+// retention and the scrub, each logging its own failures.
+func (s *Sweeper) loopTick(ctx context.Context) {
+	if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep: run failed; retrying next tick", "err", err)
 	}
+	s.tickBackstop(ctx)
+	s.tickRetention(ctx)
+	_, _ = s.TickScrub(ctx) // it logs its own failures, the lease's too
 }
 
 // Tick decides whether to work now and does one bounded run if so. With
@@ -364,17 +361,13 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	if now.Sub(s.idleSince()) >= s.cfg.IdleGrace {
 		// One maintenance runner across all replicas: the lease outlives
 		// the longest run, and a runner that dies lets it expire.
-		ok, err := s.meta.TryLease(ctx, MaintenanceLease, s.holder, now, s.cfg.MaxRuntimePerRun+s.cfg.Interval)
-		if err != nil {
-			return Result{}, err
-		}
-		if ok {
-			defer func() {
-				if err := s.meta.ReleaseLease(context.WithoutCancel(ctx), MaintenanceLease, s.holder); err != nil {
-					s.log.Warn("sweep: releasing the maintenance lease failed; it expires by itself", "err", err)
-				}
-			}()
-			return s.paced(ctx, pastLag, true)
+		var res Result
+		held, err := s.maintenance.Run(ctx, func(ctx context.Context) (err error) {
+			res, err = s.paced(ctx, pastLag, true)
+			return err
+		})
+		if held || err != nil {
+			return res, err
 		}
 		if !pastLag {
 			return Result{}, nil // the lease holder sweeps

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/service"
 )
 
 // The keeper keeps the claims of Temporal payloads exactly as long as
@@ -111,9 +113,9 @@ type KeeperReport struct {
 }
 
 // Keeper extends the claims of open Temporal runs; see the top of this
-// file. Run it inside a worker process (go k.Run(ctx)), or on its own with
-// cmd/claimcheck-temporal-keeper. Safe for concurrent use; passes of one
-// Keeper do not overlap.
+// file. Run it inside a worker process (Start, and Stop when the worker
+// stops), or on its own with cmd/claimcheck-temporal-keeper. Safe for
+// concurrent use; passes of one Keeper do not overlap.
 type Keeper struct {
 	claims   KeeperClaims
 	temporal workflowservice.WorkflowServiceClient
@@ -121,6 +123,7 @@ type Keeper struct {
 	limit    *limiter
 	m        keeperMetrics
 	pass     sync.Mutex
+	svc      service.StartStop
 }
 
 type keeperMetrics struct {
@@ -195,22 +198,26 @@ func NewKeeper(c KeeperClaims, ts workflowservice.WorkflowServiceClient, o Keepe
 	return k, nil
 }
 
-// Run runs a pass every Interval until ctx ends. A failed pass is logged
-// and counted; the next one tries again.
+// Run runs a pass at once and then every Interval (real time) until ctx
+// ends, and returns ctx's error. A failed pass is logged and counted; the
+// next one tries again.
 func (k *Keeper) Run(ctx context.Context) error {
-	t := time.NewTicker(k.o.Interval)
-	defer t.Stop()
-	for {
+	return service.Every(ctx, service.Config{Name: "temporal keeper", Interval: k.o.Interval, RunAtStart: true}, func(ctx context.Context) {
 		if _, err := k.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			k.o.Logger.Warn("claimcheck temporal keeper: pass failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	})
 }
+
+// Start runs Run in the background until Stop, and returns at once; a
+// second Start, or one after Stop, does nothing.
+func (k *Keeper) Start(ctx context.Context) {
+	k.svc.Start(ctx, func(ctx context.Context) { _ = k.Run(ctx) })
+}
+
+// Stop ends what Start began and waits for the pass in flight to stop.
+// It is idempotent.
+func (k *Keeper) Stop() { k.svc.Stop() }
 
 // runKey names one workflow run.
 type runKey struct{ ns, wf, run string }
@@ -521,14 +528,5 @@ func (l *limiter) wait(ctx context.Context) error {
 	}
 	l.next = at.Add(l.every)
 	l.mu.Unlock()
-	if d := time.Until(at); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return ctx.Err()
+	return clock.Until(ctx, clock.Real{}, at)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -125,12 +126,8 @@ func scrubPaced(ctx context.Context, store *engine.Store, rate int64, restart bo
 			return total, nil
 		}
 		due := start.Add(time.Duration(float64(total.Bytes) / float64(rate) * float64(time.Second)))
-		if wait := time.Until(due); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return total, ctx.Err()
-			case <-time.After(wait):
-			}
+		if err := clock.Until(ctx, clock.Real{}, due); err != nil {
+			return total, err
 		}
 	}
 }

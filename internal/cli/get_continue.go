@@ -10,10 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/clock"
 )
 
 // resumeInto is get --continue: the payload is appended to a partial file
@@ -74,7 +74,7 @@ func (g *getCmd) resumeInto(ctx context.Context, env Env, c *client.Client, ref 
 		}
 		wait := client.RetryDelay(failures, rt.error)
 		fmt.Fprintf(env.Stderr, "claimcheck: %v; resuming in %s\n", rt.error, wait)
-		if werr := sleep(ctx, wait); werr != nil {
+		if werr := clock.Sleep(ctx, clock.Real{}, wait); werr != nil {
 			return fmt.Errorf("%w (the partial download is kept in %s: run the same command again to resume)", werr, partial)
 		}
 	}
@@ -201,16 +201,4 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 		w.err = err
 	}
 	return n, err
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

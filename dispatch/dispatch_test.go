@@ -24,7 +24,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // t0 is the fake clock's start.

@@ -13,7 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/bucketsetup/lifecyclesim"
+	"github.com/claimcheck/claimcheck/internal/testkit/lifecyclesim"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

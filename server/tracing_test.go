@@ -15,7 +15,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 	"github.com/claimcheck/claimcheck/server"
 )
 

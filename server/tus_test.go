@@ -28,7 +28,7 @@ import (
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"

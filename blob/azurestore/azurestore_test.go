@@ -18,7 +18,7 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/azurestore"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // sasUnchecked is why the suite's refused-body checks do not apply: a

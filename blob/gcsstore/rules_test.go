@@ -17,7 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // fakeBucketAPI is the bucket resource of GCS's JSON API as far as the

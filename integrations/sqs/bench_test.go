@@ -18,7 +18,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )

@@ -18,7 +18,7 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/s3store" // the store's objects in MinIO
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

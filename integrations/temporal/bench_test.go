@@ -23,7 +23,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

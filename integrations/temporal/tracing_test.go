@@ -14,7 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 )
 
 // CountPhotos is a workflow whose input is large: the starter offloads

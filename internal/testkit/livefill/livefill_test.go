@@ -10,8 +10,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/livefill"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/livefill"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

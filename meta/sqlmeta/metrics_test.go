@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/metatest"
 )
@@ -17,29 +18,6 @@ func TestSQLiteConformanceWithMetrics(t *testing.T) {
 	metatest.Run(t, func(t *testing.T) meta.Store {
 		return meta.WithMetrics(openSQLiteStore(t), prometheus.NewRegistry())
 	})
-}
-
-// operationCounts sums claimcheck_meta_operations_total by operation.
-func operationCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "claimcheck_meta_operations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "operation" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
 }
 
 // TestMetricsEveryMethod calls every method of the wrapper once, on a real
@@ -63,9 +41,9 @@ func TestMetricsEveryMethod(t *testing.T) {
 			args[j] = reflect.Zero(m.Type().In(j))
 		}
 		args[0] = ctx
-		before := operationCounts(t, reg)
+		before := metrictest.SumBy(t, reg, "claimcheck_meta_operations_total", "operation")
 		m.Call(args)
-		after := operationCounts(t, reg)
+		after := metrictest.SumBy(t, reg, "claimcheck_meta_operations_total", "operation")
 		for op, n := range after {
 			want := before[op]
 			if op == name {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -37,16 +38,12 @@ func setupBench(b *testing.B) *benchEnv {
 	ctx := b.Context()
 	// Real clock, files under a temp dir; bodies are random (they do not
 	// compress), so compression is off on both sides.
-	store, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(b, engine.Config{
+		Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"bench": {Threshold: 64 << 10, Compression: claimcheck.Compression("none")},
 		},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
 	_, _, js := startNATS(b)
 	return &benchEnv{ctx: ctx, store: store, js: js}
 }

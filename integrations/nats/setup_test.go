@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -50,8 +51,8 @@ func setup(t *testing.T) *env {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
 	yes, no := true, false
-	store, err := engine.Open(ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(t, engine.Config{
+		Clock: clk, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &yes, RetentionAfterRead: claimcheck.Duration(retention)}},
@@ -59,10 +60,6 @@ func setup(t *testing.T) *env {
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 
 	srv, nc, js := startNATS(t)
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})

@@ -18,6 +18,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -48,14 +49,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	ctx := b.Context()
 	sq, _ := awsClients(endpoint)
 	storage, s3c, bucket := testsvc.S3(b)
-	store, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Storage: storage, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(b, engine.Config{
+		Storage: storage, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{"bench": {Compression: claimcheck.CompressionNone, MaxSize: 64 << 20}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	b.Cleanup(srv.Close)
 	remote, err := client.New(srv.URL)

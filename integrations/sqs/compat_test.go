@@ -18,6 +18,7 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/s3store" // the store's objects in MinIO
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -35,18 +36,14 @@ func TestExtendedClientWrite(t *testing.T) {
 	storage, s3c, bucket := testsvc.S3(t)
 	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
 	no := false
-	store, err := engine.Open(e.ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Storage: storage, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(t, engine.Config{
+		Clock: clk, Storage: storage, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"compat": {Compression: claimcheck.CompressionNone, TTL: claimcheck.TTLPolicy{
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
 			"zstd": {Compression: claimcheck.CompressionZstd},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 
 	if _, err := NewPublisher(e.ctx, store, e.sqs, PublisherConfig{Namespace: "zstd", ExtendedClient: &ExtendedClientConfig{Bucket: bucket}}); !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "compression: none") {
 		t.Fatalf("a compressed namespace in Extended Client mode: %v", err)

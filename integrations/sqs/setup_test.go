@@ -27,6 +27,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -65,8 +66,8 @@ func setup(t *testing.T) *env {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
 	yes, no := true, false
-	store, err := engine.Open(ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(t, engine.Config{
+		Clock: clk, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &yes, RetentionAfterRead: claimcheck.Duration(retention)}},
@@ -74,10 +75,6 @@ func setup(t *testing.T) *env {
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	e := &env{ctx: ctx, clock: clk, store: store, m: NewMetrics(prometheus.NewRegistry())}
 	e.sqs, e.sns = awsClients(endpoint)
 	e.s3, e.bucket = s3Client(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/livefill"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -112,10 +113,7 @@ func liveStore(b *testing.B, bin, backend string, n int) *liveServer {
 		driver, cfg.Metadata = "pgx", dsn
 		config += fmt.Sprintf("metadata: %q\n", dsn)
 	}
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := enginetest.Open(b, cfg)
 	tmpl, err := store.Put(ctx, "live", strings.NewReader("a small payload, cloned into every live claim"), claimcheck.PutOptions{})
 	store.Close()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -107,7 +108,7 @@ func stamped(base []byte) func(i int) []byte {
 // object store bucket (put the object, publish its name; the consumer
 // gets it, deletes it, acks).
 func BenchmarkLarge1MiB(b *testing.B) {
-	base := body(1 << 20)
+	base := brokertest.Body(1 << 20)
 	b.Run("envelope", func(b *testing.B) {
 		e := setupBench(b)
 		b.SetBytes(int64(len(base)))
@@ -168,7 +169,7 @@ func BenchmarkLarge1MiB(b *testing.B) {
 // through the envelope's Publisher and Consumer against plain JetStream
 // publish and ack: the cost of the envelope when it does nothing.
 func BenchmarkSmallInline(b *testing.B) {
-	base := body(1 << 10)
+	base := brokertest.Body(1 << 10)
 	b.Run("envelope", func(b *testing.B) {
 		e := setupBench(b)
 		pub, err := NewPublisher(e.ctx, e.store, e.js, PublisherConfig{Namespace: "bench"})
@@ -307,7 +308,7 @@ func (e *benchEnv) envelopeLane(b *testing.B, subject string, data func(i int) [
 func BenchmarkInterleaved(b *testing.B) {
 	b.Run("1MiB/envelope-vs-objectstore", func(b *testing.B) {
 		e := setupBench(b)
-		base := body(1 << 20)
+		base := brokertest.Body(1 << 20)
 		env := e.envelopeLane(b, "env.big", stamped(base))
 		obj, err := e.js.CreateObjectStore(e.ctx, jetstream.ObjectStoreConfig{Bucket: "bodies"})
 		if err != nil {
@@ -341,7 +342,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	})
 	b.Run("1KiB/envelope-vs-plain", func(b *testing.B) {
 		e := setupBench(b)
-		base := body(1 << 10)
+		base := brokertest.Body(1 << 10)
 		env := e.envelopeLane(b, "env.small", func(int) []byte { return base })
 		plain := &lane{it: e.messages(b, "RAW", "raw.small"),
 			send: func(int) error {

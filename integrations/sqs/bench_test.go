@@ -18,6 +18,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/server"
@@ -68,7 +69,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 
 	for _, size := range []int{1 << 20, 10 << 20} {
-		payload := body(size)
+		payload := brokertest.Text(size)
 		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
 			envURL, sdkURL := newQueue("envelope"), newQueue("sdk")
 			pub, err := NewPublisher(ctx, remote, sq, PublisherConfig{Namespace: "bench", Threshold: 256 << 10})

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 )
 
 const (
@@ -16,69 +17,19 @@ const (
 	durationName = "claimcheck_blob_operation_duration_seconds"
 )
 
-// sample returns the value of the counter name{labels}, or the sample
-// count of the histogram name{labels}; -1 if there is no such series.
-func sample(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			matched := 0
-			for _, l := range m.GetLabel() {
-				for i := 0; i+1 < len(labels); i += 2 {
-					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-						matched++
-					}
-				}
-			}
-			if matched != len(labels)/2 {
-				continue
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
-}
-
 // ops returns operation → result → count of every non-zero counter.
 func ops(t *testing.T, g prometheus.Gatherer) map[string]map[string]float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != totalName {
+	for _, s := range metrictest.Find(t, g, totalName) {
+		if s.Value == 0 {
 			continue
 		}
-		for _, m := range mf.GetMetric() {
-			if m.GetCounter().GetValue() == 0 {
-				continue
-			}
-			var op, res string
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "operation":
-					op = l.GetValue()
-				case "result":
-					res = l.GetValue()
-				}
-			}
-			if out[op] == nil {
-				out[op] = map[string]float64{}
-			}
-			out[op][res] = m.GetCounter().GetValue()
+		op := s.Labels["operation"]
+		if out[op] == nil {
+			out[op] = map[string]float64{}
 		}
+		out[op][s.Labels["result"]] = s.Value
 	}
 	return out
 }
@@ -110,11 +61,11 @@ func TestMetricsCount(t *testing.T) {
 	// Every series exists from the start, at zero.
 	for _, op := range blob.OpNames {
 		for _, res := range blob.ResultNames {
-			if v := sample(t, reg, totalName, "operation", op, "result", res); v != 0 {
+			if v := metrictest.Value(t, reg, totalName, "operation", op, "result", res); v != 0 {
 				t.Errorf("%s{%s,%s} = %v before any call, want 0", totalName, op, res, v)
 			}
 		}
-		if v := sample(t, reg, durationName, "operation", op); v != 0 {
+		if v := metrictest.Value(t, reg, durationName, "operation", op); v != 0 {
 			t.Errorf("%s{%s} has %v samples before any call, want 0", durationName, op, v)
 		}
 	}
@@ -174,7 +125,7 @@ func TestMetricsCount(t *testing.T) {
 		t.Errorf("counters = %v, want %v", got, want)
 	}
 	for op, n := range map[string]float64{"put": 2, "get": 2, "attributes": 2, "list": 1, "delete": 2, "delete_many": 0} {
-		if got := sample(t, reg, durationName, "operation", op); got != n {
+		if got := metrictest.Value(t, reg, durationName, "operation", op); got != n {
 			t.Errorf("%s{%s} has %v samples, want %v", durationName, op, got, n)
 		}
 	}

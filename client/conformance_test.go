@@ -5,7 +5,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/claimsharness"
 )
 
 // The client under the contract's conformance suite: every call goes
@@ -14,7 +14,7 @@ import (
 // checked as they come back through the wire.
 func TestConformance(t *testing.T) {
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
-		env := enginetest.Open(t, enginetest.Files, opts)
+		env := claimsharness.Open(t, claimsharness.Files, opts)
 		c, err := client.New(env.URL)
 		if err != nil {
 			t.Fatal(err)

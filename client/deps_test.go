@@ -3,7 +3,7 @@ package client_test
 import (
 	"testing"
 
-	"github.com/claimcheck/claimcheck/internal/depcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/depcheck"
 )
 
 // TestContractDependencies keeps the client and the contract free of the

@@ -23,6 +23,8 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -69,14 +71,10 @@ func setupWith(t *testing.T, mw func(http.Handler) http.Handler, wrap ...func(se
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &bundle{meta: m, clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), dir: dir}
-	b.store, err = engine.Open(ctx, engine.Config{
+	b.store = enginetest.Open(t, engine.Config{
 		Data: dir, Namespaces: testNamespaces, MetaStore: m,
 		Clock: b.clock, Logger: logger, Registerer: b.reg,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.store.Close() })
 	var claims server.Store = b.store
 	for _, w := range wrap {
 		claims = w(claims)
@@ -147,27 +145,9 @@ func (b *bundle) assertNothingStored(t *testing.T, ns string) {
 	if objs := b.objects(t); len(objs) != 0 {
 		t.Errorf("objects left after a failed put and a sweep: %v", objs)
 	}
-	if got := counterSum(t, b.reg, "claimcheck_claims_created_total"); got != 0 {
+	if got := metrictest.Sum(t, b.reg, "claimcheck_claims_created_total"); got != 0 {
 		t.Errorf("claims created: %v, want 0", got)
 	}
-}
-
-// counterSum returns the sum of a counter family's series.
-func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // jsonDoc returns a deterministic JSON document of about n bytes.
@@ -409,7 +389,7 @@ func TestMaybeOffloadCachesPolicy(t *testing.T) {
 	if v, err := b.client.MaybeOffload(ctx, "small", jsonDoc(10<<10)); err != nil || !v.Offloaded() {
 		t.Fatalf("large payload: %+v, %v; want a reference", v, err)
 	}
-	if got := counterSum(t, b.reg, "claimcheck_http_requests_total"); got != 2 {
+	if got := metrictest.Sum(t, b.reg, "claimcheck_http_requests_total"); got != 2 {
 		t.Errorf("%v requests for two offloads, want 2 (one policy, one put)", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -34,14 +35,10 @@ type hashFirstSetup struct {
 func newHashFirstSetup(t *testing.T) *hashFirstSetup {
 	t.Helper()
 	off := false
-	s, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir(), Namespaces: map[string]claimcheck.Policy{
+	s := enginetest.Open(t, engine.Config{Namespaces: map[string]claimcheck.Policy{
 		"nodedup": {Compression: claimcheck.CompressionNone, Dedup: &off},
 		"dedup":   {Compression: claimcheck.CompressionNone},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	h := &hashFirstSetup{store: s}
 	srv := server.New(server.Config{Claims: s, Ready: s.Ready})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,9 +54,11 @@ func newHashFirstSetup(t *testing.T) *hashFirstSetup {
 		srv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	if h.c, err = client.New(ts.URL); err != nil {
+	c, err := client.New(ts.URL)
+	if err != nil {
 		t.Fatal(err)
 	}
+	h.c = c
 	return h
 }
 

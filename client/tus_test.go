@@ -16,7 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/cutbody"
+	"github.com/claimcheck/claimcheck/internal/testkit/cutbody"
 )
 
 // dropProxy forwards to the server and drops the connection of the next

@@ -12,6 +12,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -28,7 +29,7 @@ import (
 func BenchmarkUploadVsPut1MiB(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	store, err := engine.Open(ctx, engine.Config{
+	store := enginetest.Open(b, engine.Config{
 		Data: dir,
 		Namespaces: map[string]claimcheck.Policy{
 			"zstd": {},
@@ -37,10 +38,6 @@ func BenchmarkUploadVsPut1MiB(b *testing.B) {
 		Sweeper: sweep.Config{Disabled: true},
 		Logger:  slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	b.Cleanup(srv.Close)
 	c, err := client.New(srv.URL)

@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/claimcheck/claimcheck/compress"
-	"github.com/claimcheck/claimcheck/internal/benchdata"
+	"github.com/claimcheck/claimcheck/internal/testkit/benchdata"
 )
 
 // photos returns a ~1.2 MB JSON document shaped like a typical REST API

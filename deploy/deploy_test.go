@@ -26,6 +26,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -37,14 +38,10 @@ func exported(t *testing.T) map[string]string {
 	ctx := context.Background()
 	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	store, err := engine.Open(ctx, engine.Config{
-		Data: t.TempDir(), Clock: fc, Registerer: reg,
+	store := enginetest.Open(t, engine.Config{
+		Clock: fc, Registerer: reg,
 		Sweeper: claimcheckSweeperOff(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	srv := httptest.NewServer(server.New(server.Config{Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg}))
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL)

@@ -24,7 +24,8 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // t0 is the fake clock's start.
@@ -206,11 +207,7 @@ func setupOn(t *testing.T, backend string, mod func(*engine.Config)) *env {
 	if mod != nil {
 		mod(&cfg)
 	}
-	s, err := engine.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := enginetest.Open(t, cfg)
 	return &env{store: s, clock: clk}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -94,13 +95,7 @@ func BenchmarkPutRedeem1MiB(b *testing.B) {
 		r.Close()
 	}
 	open := func() *engine.Store {
-		s, err := engine.Open(ctx, engine.Config{Data: b.TempDir(),
-			Namespaces: map[string]claimcheck.Policy{"bench": policy}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
+		return enginetest.Open(b, engine.Config{Namespaces: map[string]claimcheck.Policy{"bench": policy}})
 	}
 	roundTrip := func(c claimcheck.Claims) {
 		ref, err := c.Put(ctx, "bench", bytes.NewReader(payload), claimcheck.PutOptions{Size: int64(len(payload))})
@@ -278,19 +273,15 @@ func BenchmarkRedeemLatencyWithSweeper(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer mem.Close()
-	s, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Clock: fc, BlobStore: mem,
+	b.Cleanup(func() { mem.Close() })
+	s := enginetest.Open(b, engine.Config{
+		Clock: fc, BlobStore: mem,
 		Namespaces: map[string]claimcheck.Policy{
 			"live": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(1000 * time.Hour)}},
 			"old":  {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(time.Hour), GracePeriod: claimcheck.Duration(time.Minute)}},
 		},
 		Sweeper: sweep.Config{Disabled: true},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	payload := randomBytes(b, 4<<10)
 	refs := make([]claimcheck.Ref, live)
 	for i := range refs {

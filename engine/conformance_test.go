@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/claimcheck/claimcheck/claimstest"
-	"github.com/claimcheck/claimcheck/internal/enginetest"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/claimsharness"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // The embedded store under the contract's conformance suite: a fresh
@@ -13,7 +13,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
-		return enginetest.Open(t, enginetest.Files, opts).Harness()
+		return claimsharness.Open(t, claimsharness.Files, opts).Harness()
 	})
 }
 
@@ -21,9 +21,9 @@ func TestConformance(t *testing.T) {
 // when the test services are up: the production backends, where the
 // upload URLs are presigned by S3 instead of served by the store.
 func TestConformanceServices(t *testing.T) {
-	enginetest.SkipWithoutServices(t)
+	claimsharness.SkipWithoutServices(t)
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
-		return enginetest.Open(t, enginetest.Services, opts).Harness()
+		return claimsharness.Open(t, claimsharness.Services, opts).Harness()
 	})
 }
 
@@ -33,13 +33,13 @@ func TestConformanceServices(t *testing.T) {
 func TestConformanceGCS(t *testing.T) {
 	testsvc.GCSURL(t)
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
-		return enginetest.Open(t, enginetest.ServicesGCS, opts).Harness()
+		return claimsharness.Open(t, claimsharness.ServicesGCS, opts).Harness()
 	})
 }
 
 func TestConformanceAzure(t *testing.T) {
 	testsvc.AzureURL(t)
 	claimstest.Run(t, func(t *testing.T, opts claimstest.Options) claimstest.Harness {
-		return enginetest.Open(t, enginetest.ServicesAzure, opts).Harness()
+		return claimsharness.Open(t, claimsharness.ServicesAzure, opts).Harness()
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // BenchmarkEncryption1MiB measures what encryption at rest costs: a put +
@@ -25,17 +26,13 @@ func BenchmarkEncryption1MiB(b *testing.B) {
 	random := randomBytes(b, 1<<20)
 	doc := jsonDoc(1 << 20)[:1<<20]
 	off := false
-	s, err := engine.Open(ctx, engine.Config{Data: b.TempDir(), MasterKey: testMasterKey,
+	s := enginetest.Open(b, engine.Config{MasterKey: testMasterKey,
 		Namespaces: map[string]claimcheck.Policy{
 			"raw":      {Compression: claimcheck.CompressionNone, Dedup: &off},
 			"raw-enc":  {Compression: claimcheck.CompressionNone, Dedup: &off, Encryption: claimcheck.EncryptionAES256GCM},
 			"zstd":     {Compression: claimcheck.CompressionZstd, Dedup: &off},
 			"zstd-enc": {Compression: claimcheck.CompressionZstd, Dedup: &off, Encryption: claimcheck.EncryptionAES256GCM},
 		}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	roundTrip := func(ns string, payload []byte) {
 		ref, err := s.Put(ctx, ns, bytes.NewReader(payload), claimcheck.PutOptions{Size: int64(len(payload))})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // Encryption at rest (crypt.go, ADR 0066), on the real store: SQLite and
@@ -335,12 +336,8 @@ func TestEncryptionSwitchedOnDoesNotSharePlainObjects(t *testing.T) {
 	dir := t.TempDir()
 	fc := clock.NewFake(t0)
 	open := func(enc string) *engine.Store {
-		s, err := engine.Open(ctx, engine.Config{Data: dir, Clock: fc, MasterKey: testMasterKey,
+		return enginetest.Open(t, engine.Config{Data: dir, Clock: fc, MasterKey: testMasterKey,
 			Namespaces: map[string]claimcheck.Policy{"docs": {Encryption: enc}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
 	data := jsonDoc(100 << 10)
 	s := open(claimcheck.EncryptionNone)

@@ -16,6 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 )
 
 // The two ways a digest-first put checks its candidate's object (ADR
@@ -176,30 +177,6 @@ func removeObjects(t *testing.T, b *bundle) {
 	}
 }
 
-// metaOps counts the metadata store's operations by name, from the
-// engine's metrics.
-func metaOps(t *testing.T, g prometheus.Gatherer) map[string]uint64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := map[string]uint64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "claimcheck_meta_operation_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "operation" {
-					ops[l.GetValue()] += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return ops
-}
-
 // A digest-first hit on local objects is one metadata operation, its
 // one write transaction (ADR 0140); otherwise the creation of the pending
 // claim finds the candidate instead of creating anything (ADR 0145), so
@@ -211,19 +188,19 @@ func TestDigestFirstHitMetadataOperations(t *testing.T) {
 			b := setup(t, path.mutate(t), func(c *engine.Config) { c.Registerer = reg })
 			data := randomBytes(t, 32<<10)
 			b.put(t, "plain", data)
-			before := metaOps(t, reg)
+			before := metrictest.SumBy(t, reg, "claimcheck_meta_operation_duration_seconds", "operation")
 			if _, err := b.store.Put(context.Background(), "plain", failingBody{}, digestFirst(data)); err != nil {
 				t.Fatal(err)
 			}
-			after := metaOps(t, reg)
-			got := map[string]uint64{}
+			after := metrictest.SumBy(t, reg, "claimcheck_meta_operation_duration_seconds", "operation")
+			got := map[string]float64{}
 			for op, n := range after {
 				// Namespaces is the scrape's own (the usage gauges).
 				if d := n - before[op]; d > 0 && op != "Namespaces" {
 					got[op] = d
 				}
 			}
-			want := map[string]uint64{"CommitExisting": 1}
+			want := map[string]float64{"CommitExisting": 1}
 			if path.name == "checked-first" {
 				want["CreatePending"] = 1
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // BenchmarkPutDedup1MiB compares put latency for a 1 MiB payload on
@@ -20,14 +21,10 @@ import (
 //	go test -run '^$' -bench PutDedup1MiB -benchtime 200x .
 func BenchmarkPutDedup1MiB(b *testing.B) {
 	ctx := context.Background()
-	s, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Clock: clock.NewFake(t0),
+	s := enginetest.Open(b, engine.Config{
+		Clock:      clock.NewFake(t0),
 		Namespaces: map[string]claimcheck.Policy{"b": {Compression: claimcheck.CompressionNone}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i*7 + i>>8)

@@ -19,7 +19,8 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -99,13 +100,13 @@ func gcStress(t *testing.T, metadata string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	const grace, maxAge, confirm = 10 * time.Minute, 2 * time.Hour, 5 * time.Minute
 	// Finished claims and collected blobs are pruned 30 minutes (of fake
 	// time) after they end, in the middle of the traffic.
 	const history = 30 * time.Minute
 	fc := clock.NewFake(t0)
-	s, err := engine.Open(ctx, engine.Config{
+	s := enginetest.Open(t, engine.Config{
 		Data: dir, Clock: fc, MetaStore: m,
 		Namespaces: map[string]claimcheck.Policy{"s": {
 			Compression: claimcheck.CompressionNone,
@@ -115,10 +116,6 @@ func gcStress(t *testing.T, metadata string) {
 		Sweeper: sweepConfigForStress(),
 		History: engine.HistoryConfig{Retention: claimcheck.Retention(history)},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 
 	payloads := make([][]byte, 12)
 	for i := range payloads {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )
@@ -270,7 +271,7 @@ func TestDedupMetrics(t *testing.T) {
 		"claimcheck_dedup_bytes_saved_total": float64(len(data)),
 		"claimcheck_dedup_flip_backs_total":  1,
 	} {
-		if got := sumMetric(t, reg, name); got != want {
+		if got := metrictest.Sum(t, reg, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
@@ -280,24 +281,6 @@ func TestDedupMetrics(t *testing.T) {
 type failingBody struct{}
 
 func (failingBody) Read([]byte) (int, error) { return 0, errors.New("the body was read") }
-
-func sumMetric(t *testing.T, g prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
-}
 
 // gcEvents keeps the garbage collector's findings from the events log,
 // which also holds the claims' audit trail (ADR 0070).

@@ -13,7 +13,8 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/bucketsetup/lifecyclesim"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/lifecyclesim"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -153,15 +154,11 @@ func TestLifecycleRuleFollowsMaxLifetime(t *testing.T) {
 	sim := lifecyclesim.New(t, fc)
 	ttl := claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(48 * time.Hour), MaxLifetime: claimcheck.Duration(240 * time.Hour),
 		GracePeriod: claimcheck.Duration(time.Hour)}
-	s, err := engine.Open(context.Background(), engine.Config{
-		Data: t.TempDir(), Clock: fc, BlobStore: sim,
+	s := enginetest.Open(t, engine.Config{
+		Clock: fc, BlobStore: sim,
 		Namespaces: map[string]claimcheck.Policy{"lc": {TTL: ttl, Compression: claimcheck.CompressionNone}},
 		Sweeper:    sweep.Config{Disabled: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	ctx := context.Background()
 	// ceil(240h + 1h grace + 1h margin) = 11 days, not max_age's 3.
 	rules, _ := sim.LifecycleRules(ctx)

@@ -11,35 +11,8 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 )
-
-// counterValue returns the counter name{labels} from g (0 if absent).
-func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue metric
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
 
 // TestStorageMetrics: the engine measures both storage layers on the
 // registry it is given, through everything it does with them.
@@ -65,13 +38,13 @@ func TestStorageMetrics(t *testing.T) {
 		{"claimcheck_meta_operations_total", "Commit", "ok", 1},
 		{"claimcheck_meta_operations_total", "ClaimWithBlob", "not_found", 1}, // a redeem reads claim and blob together
 	} {
-		got := counterValue(t, reg, c.name, map[string]string{"operation": c.op, "result": c.result})
+		got := metrictest.Value(t, reg, c.name, "operation", c.op, "result", c.result)
 		if got != c.want {
 			t.Errorf("%s{operation=%q,result=%q} = %v, want %v", c.name, c.op, c.result, got, c.want)
 		}
 	}
 	for _, name := range []string{"claimcheck_blob_operations_total", "claimcheck_meta_operations_total"} {
-		if got := counterValue(t, reg, name, map[string]string{"result": "error"}); got != 0 {
+		if got := metrictest.Sum(t, reg, name, "result", "error"); got != 0 {
 			t.Errorf("%s counted a failure on a healthy store", name)
 		}
 	}
@@ -109,7 +82,7 @@ func TestMetricsKeepPresigner(t *testing.T) {
 	if u.URL != presignedURL {
 		t.Errorf("upload URL = %q, want the store's presigned %q", u.URL, presignedURL)
 	}
-	if got := counterValue(t, reg, "claimcheck_blob_operations_total", map[string]string{"operation": "presign", "result": "ok"}); got != 1 {
+	if got := metrictest.Value(t, reg, "claimcheck_blob_operations_total", "operation", "presign", "result", "ok"); got != 1 {
 		t.Errorf("presign ok = %v, want 1", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/clock"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // Master key rotation (rewrap.go, ADR 0075) on the real store: SQLite and
@@ -216,11 +217,7 @@ func TestRewrapUnknownMasterKey(t *testing.T) {
 	cfg := engine.Config{Data: r.dir, Clock: r.clock, MasterKey: otherMasterKey, PreviousMasterKeys: []string{testMasterKey},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	cfg.Sweeper.Disabled = true
-	st, err := engine.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := enginetest.Open(t, cfg)
 	s = &bundle{store: st, clock: r.clock, dir: r.dir}
 	a, b, c := masterID(t, testMasterKey), masterID(t, otherMasterKey), masterID(t, thirdMasterKey)
 	// Open warns about the namespace it cannot serve.
@@ -228,7 +225,7 @@ func TestRewrapUnknownMasterKey(t *testing.T) {
 		t.Fatalf("no warning at start about master key %s: %s", c, logs.String())
 	}
 
-	_, err = s.redeem(t, lost)
+	_, err := s.redeem(t, lost)
 	for _, want := range []string{c, b, a} {
 		if !errors.Is(err, claimcheck.ErrUnavailable) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("redeem under an unknown master key: %v; want ErrUnavailable naming %s", err, want)
@@ -370,11 +367,7 @@ func TestPreviousMasterKeysConfig(t *testing.T) {
 	// Without a master key there is nothing to rewrap with.
 	cfg := engine.Config{Data: t.TempDir(), Clock: r.clock}
 	cfg.Sweeper.Disabled = true
-	s, err := engine.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := enginetest.Open(t, cfg)
 	if _, err := s.RewrapDataKeys(context.Background(), claimcheck.RewrapOptions{}); !errors.Is(err, claimcheck.ErrUnavailable) || !strings.Contains(err.Error(), "master_key") {
 		t.Fatalf("rewrap without a master key: %v", err)
 	}

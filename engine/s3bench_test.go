@@ -19,7 +19,8 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -49,11 +50,7 @@ func openProd(b *testing.B, c *clock.Fake, wrap func(blob.Store) blob.Store, pol
 		b.Cleanup(func() { bs.Close() })
 		cfg.BlobStore = wrap(bs)
 	}
-	s, err := engine.Open(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := enginetest.Open(b, cfg)
 	return s, bucket
 }
 
@@ -77,13 +74,9 @@ func BenchmarkS3PutRedeem1MiB(b *testing.B) {
 	s, _ := openProd(b, nil, nil, claimcheck.Policy{Compression: claimcheck.CompressionAuto})
 	storage, client, bucket := testsvc.S3(b)
 	// The same engine with SQLite metadata, to show the metadata's share.
-	lite, err := engine.Open(ctx, engine.Config{Data: b.TempDir(), Storage: storage,
+	lite := enginetest.Open(b, engine.Config{Storage: storage,
 		Namespaces: map[string]claimcheck.Policy{"bench": {Compression: claimcheck.CompressionAuto}},
 		Sweeper:    sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer lite.Close()
 	var onPostgres, engineLite, raw time.Duration
 	putRedeem := func(s *engine.Store, data []byte) {
 		ref, err := s.Put(ctx, "bench", bytes.NewReader(data), claimcheck.PutOptions{})
@@ -160,11 +153,7 @@ func BenchmarkMetaSmallClaims(b *testing.B) {
 			if bc.backend == "postgres" {
 				cfg.Metadata, _ = testsvc.Postgres(b)
 			}
-			s, err := engine.Open(context.Background(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := enginetest.Open(b, cfg)
 			ctx := context.Background()
 			b.SetParallelism(4)
 			b.ResetTimer()

@@ -18,6 +18,7 @@ import (
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -52,11 +53,7 @@ func setup(t *testing.T, mutate ...func(*engine.Config)) *bundle {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	s, err := engine.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := enginetest.Open(t, cfg)
 	return &bundle{store: s, clock: fc, dir: dir}
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 

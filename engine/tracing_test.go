@@ -14,7 +14,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 )
 
 // traced is a store whose spans go to an in-memory exporter, as they

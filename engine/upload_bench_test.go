@@ -9,7 +9,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // BenchmarkConcurrentInitsQuota starts 50 uploads at once in a namespace

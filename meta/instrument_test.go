@@ -17,7 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 	"github.com/claimcheck/claimcheck/meta"
 )
 
@@ -28,34 +29,13 @@ const (
 
 // gathered returns the counters as "operation/result" → value and the
 // histograms' sample counts as operation → count.
-func gathered(t *testing.T, g prometheus.Gatherer) (counters map[string]float64, samples map[string]uint64) {
+func gathered(t *testing.T, g prometheus.Gatherer) (counters, samples map[string]float64) {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
+	counters = map[string]float64{}
+	for _, s := range metrictest.Find(t, g, totalName) {
+		counters[s.Labels["operation"]+"/"+s.Labels["result"]] = s.Value
 	}
-	counters, samples = map[string]float64{}, map[string]uint64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			switch mf.GetName() {
-			case totalName:
-				counters[l["operation"]+"/"+l["result"]] = m.GetCounter().GetValue()
-			case durationName:
-				samples[l["operation"]] = m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return counters, samples
-}
-
-// nonZero keeps the counters that moved.
-func nonZero(c map[string]float64) map[string]float64 {
-	maps.DeleteFunc(c, func(_ string, v float64) bool { return v == 0 })
-	return c
+	return counters, metrictest.SumBy(t, g, durationName, "operation")
 }
 
 // fake answers a few methods the way a real store does on its different
@@ -173,13 +153,13 @@ func TestMetricsResults(t *testing.T) {
 		"TryLease/ok":            1, // lost, but reported as a normal result
 		"FinishClaim/ok":         1,
 	}
-	if got := nonZero(counters); !maps.Equal(got, want) {
+	if got := metrictest.NonZero(counters); !maps.Equal(got, want) {
 		t.Errorf("counters = %v,\nwant %v", got, want)
 	}
 	for op := range want {
 		name, _, _ := strings.Cut(op, "/")
 		if samples[name] != 1 {
-			t.Errorf("%s{%s} has %d samples, want 1", durationName, name, samples[name])
+			t.Errorf("%s{%s} has %v samples, want 1", durationName, name, samples[name])
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -103,11 +104,7 @@ func setupAuthWith(t testing.TB, limits server.Limits, edit func(*engine.Config)
 	if edit != nil {
 		edit(&cfg)
 	}
-	b.store, err = engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.store.Close() })
+	b.store = enginetest.Open(t, cfg)
 	b.actors = &actorLog{Store: b.store}
 	b.http = httptest.NewServer(checkContract(t, true, server.New(server.Config{
 		Claims: b.actors, Logger: logger, Auth: b.auth, ClaimNamespace: b.store.ClaimNamespace, Limits: limits,

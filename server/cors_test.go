@@ -17,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -35,13 +36,8 @@ const (
 
 func setupCORS(t *testing.T) *corsBundle {
 	t.Helper()
-	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{Logger: logger})
 	limits := server.Limits{CORS: server.CORS{
 		AllowedOrigins: server.Origins{allowedOrigin, "https://*.example.com"},
 		MaxAge:         claimcheck.Duration(600e9),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -58,12 +59,8 @@ func TestExpectContinueAnsweredWithoutBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	store, err := engine.Open(ctx, engine.Config{Data: dir, MetaStore: m, Logger: slog.New(slog.DiscardHandler),
+	store := enginetest.Open(t, engine.Config{Data: dir, MetaStore: m, Logger: slog.New(slog.DiscardHandler),
 		Namespaces: map[string]claimcheck.Policy{"raw": {Compression: claimcheck.CompressionNone, MaxSize: 2 << 20}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	ts := httptest.NewServer(server.New(server.Config{Claims: store,
 		Limits: server.Limits{ReadTimeout: claimcheck.Duration(time.Hour), WriteTimeout: claimcheck.Duration(time.Hour)}}))
 	t.Cleanup(ts.Close)

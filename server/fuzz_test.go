@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -69,11 +69,7 @@ func FuzzServerRequests(f *testing.F) {
 	}
 
 	dir := f.TempDir()
-	store, err := engine.Open(context.Background(), engine.Config{Data: dir})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { store.Close() })
+	store := enginetest.Open(f, engine.Config{Data: dir})
 	h := server.New(server.Config{Claims: store, Ready: store.Ready})
 	methods := []string{http.MethodPut, http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodHead, http.MethodPatch}
 

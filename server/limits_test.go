@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/server/api"
 )
@@ -249,10 +250,5 @@ func TestRateLimitWithoutAuth(t *testing.T) {
 // openStore is the embedded store in a temporary directory.
 func openStore(t *testing.T) *engine.Store {
 	t.Helper()
-	store, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return store
+	return enginetest.Open(t, engine.Config{})
 }

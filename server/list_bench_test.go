@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -47,16 +48,12 @@ func BenchmarkListOverHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
+	b.Cleanup(func() { m.Close() })
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Duration(n) * time.Millisecond)
 	seedListing(b, path, base, n)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := engine.Open(ctx, engine.Config{Data: dir, MetaStore: m, Logger: quiet, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(b, engine.Config{Data: dir, MetaStore: m, Logger: quiet, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{"big": {}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
 	srv := httptest.NewServer(server.New(server.Config{Claims: store, Logger: quiet}))
 	defer srv.Close()
 	c, err := client.New(srv.URL)

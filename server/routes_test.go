@@ -15,6 +15,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -162,13 +163,9 @@ func TestRoutesRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	store, err := engine.Open(ctx, engine.Config{Data: dir, MetaStore: m, Sweeper: sweep.Config{Disabled: true},
+	t.Cleanup(func() { m.Close() })
+	store := enginetest.Open(t, engine.Config{Data: dir, MetaStore: m, Sweeper: sweep.Config{Disabled: true},
 		Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 
 	full := New(Config{Claims: store, Auth: auth.New(m, nil), ClaimNamespace: store.ClaimNamespace, Gatherer: prometheus.NewRegistry()})
 	bare := New(Config{Claims: store})

@@ -22,6 +22,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -50,14 +51,10 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(func() { m.Close() })
 	b := &bundle{meta: m, reg: prometheus.NewRegistry(), dir: dir}
-	b.store, err = engine.Open(ctx, engine.Config{
+	b.store = enginetest.Open(t, engine.Config{
 		Data: dir, MetaStore: m, Logger: logger, Registerer: b.reg,
 		Namespaces: map[string]claimcheck.Policy{"raw": {Compression: claimcheck.CompressionNone}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.store.Close() })
 	b.http = httptest.NewServer(checkContract(t, false, server.New(server.Config{
 		Claims: b.store, Ready: b.store.Ready, Gatherer: b.reg, Registerer: b.reg, Logger: logger,
 	})))

@@ -15,7 +15,8 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -32,11 +33,7 @@ func TestTracingAcrossTheServer(t *testing.T) {
 	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir(), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{TracerProvider: tp})
 	srv := httptest.NewServer(server.New(server.Config{Claims: store, TracerProvider: tp}))
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL)

@@ -28,7 +28,8 @@ import (
 	"github.com/claimcheck/claimcheck/auth"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
@@ -110,10 +111,7 @@ func (tb tusBackend) open(t *testing.T, dir string, wrap func(http.Handler) http
 	t.Cleanup(func() { m.Close() })
 	cfg.MetaStore = m
 	b.meta = m
-	if b.store, err = engine.Open(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.store.Close() })
+	b.store = enginetest.Open(t, cfg)
 	var h http.Handler = checkContract(t, false, server.New(server.Config{Claims: b.store, Logger: logger}))
 	if wrap != nil {
 		h = wrap(h)

@@ -9,6 +9,7 @@ import (
 	"github.com/tus/tusd/v2/pkg/handler"
 
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -19,11 +20,7 @@ import (
 // asked to let go either way, and once it has, the lock is free.
 func TestTusLockWaitRunsOut(t *testing.T) {
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{Sweeper: sweep.Config{Disabled: true}})
 	replicaA, replicaB := newTusLocker(store), newTusLocker(store)
 	if _, ok := replicaA.(tusLocker); !ok {
 		t.Fatalf("an engine store's tus locker is %T, want the shared one", replicaA)

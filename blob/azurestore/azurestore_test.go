@@ -18,7 +18,8 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/azurestore"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // sasUnchecked is why the suite's refused-body checks do not apply: a
@@ -115,14 +116,11 @@ func TestAzureLifecycleAbsentOnAzurite(t *testing.T) {
 	data := t.TempDir()
 	for _, mode := range []string{engine.LifecycleCheck, engine.LifecycleManage} {
 		var log bytes.Buffer
-		s, err := engine.Open(t.Context(), engine.Config{
+		s := enginetest.Open(t, engine.Config{
 			Data: data, Storage: u, Lifecycle: mode,
 			Namespaces: map[string]claimcheck.Policy{"orders": {}},
 			Logger:     slog.New(slog.NewTextHandler(&log, nil)),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		_ = s.Close()
 		for _, part := range []string{"level=WARN", "lifecycle safety net absent", "account_resource_id=", "Storage Account Contributor", "managementPolicies/write", "rules=3"} {
 			if !strings.Contains(log.String(), part) {

@@ -12,7 +12,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 	_ "github.com/claimcheck/claimcheck/blob/gcsstore"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // emulatorUnchecked: fake-gcs-server checks neither signatures nor the

@@ -17,7 +17,8 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // fakeBucketAPI is the bucket resource of GCS's JSON API as far as the
@@ -118,15 +119,11 @@ func TestGCSLifecycleRules(t *testing.T) {
 func TestGCSLifecycleCheck(t *testing.T) {
 	u := testsvc.GCS(t)
 	var log bytes.Buffer
-	s, err := engine.Open(t.Context(), engine.Config{
-		Data: t.TempDir(), Storage: u, Lifecycle: engine.LifecycleCheck,
+	enginetest.Open(t, engine.Config{
+		Storage: u, Lifecycle: engine.LifecycleCheck,
 		Namespaces: map[string]claimcheck.Policy{"orders": {}},
 		Logger:     slog.New(slog.NewTextHandler(&log, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	// Rule IDs are scoped to the store (claimcheck:<store id>:…).
 	for _, id := range []string{":ns:orders drift=missing", ":default drift=missing"} {
 		if !strings.Contains(log.String(), "lifecycle rule drift") || !strings.Contains(log.String(), id) {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // TestPublishConsume: large values travel as references with an empty
@@ -19,7 +20,7 @@ func TestPublishConsume(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
 	want := e.publish(t, pub, 6, 256<<10)
-	small := &kgo.Record{Topic: topic, Key: []byte("small"), Value: body(threshold - 1)}
+	small := &kgo.Record{Topic: topic, Key: []byte("small"), Value: brokertest.Body(threshold - 1)}
 	if err := pub.Publish(e.ctx, small); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestPublishConsume(t *testing.T) {
 		t.Fatalf("%d offloaded, %d inline records on the wire", offloaded, inline)
 	}
 	for key, ref := range col.refs {
-		info := e.stat(t, ref)
+		info := brokertest.Stat(t, e.store, ref)
 		if info.State != claimcheck.StateActive || len(info.ReleasedBy) != 1 || info.ReleasedBy[0] != "billing" {
 			t.Fatalf("%s after the commit: %+v", key, info)
 		}
@@ -98,7 +99,7 @@ func TestRebalance(t *testing.T) {
 
 	var reads int64
 	for key, ref := range col.refs {
-		info := e.stat(t, ref)
+		info := brokertest.Stat(t, e.store, ref)
 		if len(info.ReleasedBy) != 1 || info.ReleasedBy[0] != "billing" {
 			t.Fatalf("%s: %+v", key, info)
 		}
@@ -126,7 +127,7 @@ func TestTwoGroups(t *testing.T) {
 	billing.check(t, want)
 	e.clock.Advance(retention + time.Minute)
 	for key, ref := range billing.refs {
-		if info := e.stat(t, ref); info.State != claimcheck.StateActive || len(info.ReleasedBy) != 1 {
+		if info := brokertest.Stat(t, e.store, ref); info.State != claimcheck.StateActive || len(info.ReleasedBy) != 1 {
 			t.Fatalf("%s after one group: %+v", key, info)
 		}
 	}
@@ -140,7 +141,7 @@ func TestTwoGroups(t *testing.T) {
 	shipping.check(t, want)
 	e.clock.Advance(retention)
 	for key, ref := range shipping.refs {
-		info := e.stat(t, ref)
+		info := brokertest.Stat(t, e.store, ref)
 		if info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased || len(info.ReleasedBy) != 2 {
 			t.Fatalf("%s after both groups and the window: %+v", key, info)
 		}
@@ -208,19 +209,20 @@ func TestPublishFailureDeletesClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	rec := &recorder{Claims: e.store}
+	rec := &brokertest.Recorder{Claims: e.store}
 	pub, err := NewPublisher(e.ctx, rec, prod, PublisherConfig{Namespace: nsAcks, Metrics: e.m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = pub.Publish(e.ctx, &kgo.Record{Topic: "nowhere", Value: body(4 << 10)})
+	err = pub.Publish(e.ctx, &kgo.Record{Topic: "nowhere", Value: brokertest.Body(4 << 10)})
 	if err == nil {
 		t.Fatal("produce to a missing topic succeeded")
 	}
-	if len(rec.refs) != 1 {
-		t.Fatalf("%d claims created", len(rec.refs))
+	refs := rec.Refs()
+	if len(refs) != 1 {
+		t.Fatalf("%d claims created", len(refs))
 	}
-	info, err := e.store.Stat(e.ctx, rec.refs[0])
+	info, err := e.store.Stat(e.ctx, refs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,21 +239,22 @@ func TestPublishFailureDeletesClaim(t *testing.T) {
 // earlier records.
 func TestPublishAbortDeletesEarlierClaims(t *testing.T) {
 	e := setup(t)
-	rec := &recorder{Claims: e.store}
+	rec := &brokertest.Recorder{Claims: e.store}
 	pub, err := NewPublisher(e.ctx, rec, e.prod, PublisherConfig{Namespace: nsAcks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = pub.Publish(e.ctx,
-		&kgo.Record{Topic: topic, Value: body(4 << 10)},
-		&kgo.Record{Topic: topic, Value: body(4 << 10), Headers: []kgo.RecordHeader{{Key: HeaderRef, Value: []byte("{}")}}})
+		&kgo.Record{Topic: topic, Value: brokertest.Body(4 << 10)},
+		&kgo.Record{Topic: topic, Value: brokertest.Body(4 << 10), Headers: []kgo.RecordHeader{{Key: HeaderRef, Value: []byte("{}")}}})
 	if !errors.Is(err, claimcheck.ErrInvalidArgument) {
 		t.Fatalf("publish = %v, want invalid argument (the record has a ref header)", err)
 	}
-	if len(rec.refs) != 1 {
-		t.Fatalf("%d claims created", len(rec.refs))
+	refs := rec.Refs()
+	if len(refs) != 1 {
+		t.Fatalf("%d claims created", len(refs))
 	}
-	if info, err := e.store.Stat(e.ctx, rec.refs[0]); err != nil || info.State != claimcheck.StateDeleted {
+	if info, err := e.store.Stat(e.ctx, refs[0]); err != nil || info.State != claimcheck.StateDeleted {
 		t.Fatalf("claim of the aborted call: %+v, %v", info, err)
 	}
 }

@@ -3,9 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -17,18 +15,24 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/sweep"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
+)
+
+// The store's namespaces and their policy (brokertest.Open): "window"
+// deletes after read with a 5-minute redelivery window, "acks" keeps a
+// claim until the consumer groups release it.
+const (
+	nsWindow  = brokertest.Window
+	nsAcks    = brokertest.Acks
+	threshold = brokertest.Threshold
+	maxAge    = brokertest.MaxAge
+	retention = brokertest.Retention
 )
 
 const (
-	nsWindow  = "window" // delete_after_read with a 5-minute redelivery window
-	nsAcks    = "acks"   // kept until the consumer groups release it
-	threshold = 1024
-	maxAge    = time.Hour
-	retention = 5 * time.Minute
-	topic     = "orders"
-	dlqTopic  = "orders-dlq"
-	waitLong  = 30 * time.Second // upper bound on waiting for something that must happen
+	topic    = "orders"
+	dlqTopic = "orders-dlq"
+	waitLong = 30 * time.Second // upper bound on waiting for something that must happen
 )
 
 type env struct {
@@ -43,21 +47,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
-	yes, no := true, false
-	store, err := engine.Open(ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
-		Namespaces: map[string]claimcheck.Policy{
-			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &yes, RetentionAfterRead: claimcheck.Duration(retention)}},
-			nsAcks: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, clk := brokertest.Open(t)
 	addrs, prod := startKafka(t, 2)
 	return &env{ctx: ctx, clock: clk, store: store, addrs: addrs, prod: prod, m: NewMetrics(prometheus.NewRegistry())}
 }
@@ -100,7 +90,7 @@ func (e *env) publish(t *testing.T, p *Publisher, n, size int) map[string][]byte
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		key := fmt.Sprintf("k%d", i)
-		want[key] = body(size)
+		want[key] = brokertest.Body(size)
 		recs[i] = &kgo.Record{Topic: topic, Partition: int32(i % 2), Key: []byte(key), Value: want[key]}
 	}
 	if err := p.Publish(e.ctx, recs...); err != nil {
@@ -207,44 +197,4 @@ func (c *collector) check(t *testing.T, want map[string][]byte) {
 			t.Fatalf("record %s: got %d bytes, want %d", k, len(c.got[k]), len(w))
 		}
 	}
-}
-
-// stat returns the claim's info after letting the sweeper finish what is
-// due at the fake clock's time.
-func (e *env) stat(t *testing.T, ref claimcheck.Ref) claimcheck.ClaimInfo {
-	t.Helper()
-	if _, err := e.store.SweepOnce(e.ctx, 1000); err != nil {
-		t.Fatal(err)
-	}
-	info, err := e.store.Stat(e.ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info
-}
-
-// body returns n random bytes: they do not compress, and no two bodies
-// are deduplicated.
-func body(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-// recorder wraps the store and records the refs of every put, so a test
-// can follow a claim whose ref it never saw (a failed publish).
-type recorder struct {
-	claimcheck.Claims
-	mu   sync.Mutex
-	refs []claimcheck.Ref
-}
-
-func (r *recorder) Put(ctx context.Context, ns string, b io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {
-	ref, err := r.Claims.Put(ctx, ns, b, opts)
-	if err == nil {
-		r.mu.Lock()
-		r.refs = append(r.refs, ref)
-		r.mu.Unlock()
-	}
-	return ref, err
 }

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // The producer's trace context rides in the records' headers, offloaded
@@ -24,8 +26,8 @@ func TestTraceContextCrossesTheBus(t *testing.T) {
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
 	ctx, span := tp.Tracer("test").Start(e.ctx, "produce")
 	defer span.End()
-	large := &kgo.Record{Topic: topic, Key: []byte("large"), Value: body(64 << 10)}
-	small := &kgo.Record{Topic: topic, Key: []byte("small"), Value: body(threshold - 1)}
+	large := &kgo.Record{Topic: topic, Key: []byte("large"), Value: brokertest.Body(64 << 10)}
+	small := &kgo.Record{Topic: topic, Key: []byte("small"), Value: brokertest.Body(threshold - 1)}
 	if err := pub.Publish(ctx, large, small); err != nil {
 		t.Fatal(err)
 	}

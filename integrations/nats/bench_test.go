@@ -13,6 +13,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -37,16 +39,12 @@ func setupBench(b *testing.B) *benchEnv {
 	ctx := b.Context()
 	// Real clock, files under a temp dir; bodies are random (they do not
 	// compress), so compression is off on both sides.
-	store, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(b, engine.Config{
+		Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"bench": {Threshold: 64 << 10, Compression: claimcheck.Compression("none")},
 		},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
 	_, _, js := startNATS(b)
 	return &benchEnv{ctx: ctx, store: store, js: js}
 }
@@ -110,7 +108,7 @@ func stamped(base []byte) func(i int) []byte {
 // object store bucket (put the object, publish its name; the consumer
 // gets it, deletes it, acks).
 func BenchmarkLarge1MiB(b *testing.B) {
-	base := body(1 << 20)
+	base := brokertest.Body(1 << 20)
 	b.Run("envelope", func(b *testing.B) {
 		e := setupBench(b)
 		b.SetBytes(int64(len(base)))
@@ -171,7 +169,7 @@ func BenchmarkLarge1MiB(b *testing.B) {
 // through the envelope's Publisher and Consumer against plain JetStream
 // publish and ack: the cost of the envelope when it does nothing.
 func BenchmarkSmallInline(b *testing.B) {
-	base := body(1 << 10)
+	base := brokertest.Body(1 << 10)
 	b.Run("envelope", func(b *testing.B) {
 		e := setupBench(b)
 		pub, err := NewPublisher(e.ctx, e.store, e.js, PublisherConfig{Namespace: "bench"})
@@ -310,7 +308,7 @@ func (e *benchEnv) envelopeLane(b *testing.B, subject string, data func(i int) [
 func BenchmarkInterleaved(b *testing.B) {
 	b.Run("1MiB/envelope-vs-objectstore", func(b *testing.B) {
 		e := setupBench(b)
-		base := body(1 << 20)
+		base := brokertest.Body(1 << 20)
 		env := e.envelopeLane(b, "env.big", stamped(base))
 		obj, err := e.js.CreateObjectStore(e.ctx, jetstream.ObjectStoreConfig{Bucket: "bodies"})
 		if err != nil {
@@ -344,7 +342,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	})
 	b.Run("1KiB/envelope-vs-plain", func(b *testing.B) {
 		e := setupBench(b)
-		base := body(1 << 10)
+		base := brokertest.Body(1 << 10)
 		env := e.envelopeLane(b, "env.small", func(int) []byte { return base })
 		plain := &lane{it: e.messages(b, "RAW", "raw.small"),
 			send: func(int) error {

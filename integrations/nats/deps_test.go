@@ -3,7 +3,7 @@ package nats
 import (
 	"testing"
 
-	"github.com/claimcheck/claimcheck/internal/depcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/depcheck"
 )
 
 // TestContractDependencies: the integration links the claimcheck

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // TestHappyPath is scenario 1 of the TTL ADR: a large body is offloaded,
@@ -20,7 +21,7 @@ import (
 func TestHappyPath(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
-	large, small := body(64<<10), body(threshold-1)
+	large, small := brokertest.Body(64<<10), brokertest.Body(threshold-1)
 	if _, err := pub.Publish(e.ctx, "orders.created", large); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestHappyPath(t *testing.T) {
 	if raw.Header.Get(HeaderRef) != "" {
 		t.Fatal("inline message has a ref header")
 	}
-	sameBytes(t, raw.Data, small)
+	brokertest.SameBody(t, raw.Data, small)
 
 	// Consume asynchronously, as an application would.
 	got := make(chan *Message, 2)
@@ -65,17 +66,17 @@ func TestHappyPath(t *testing.T) {
 	if m1.Ref == nil || m1.Err != nil || m2.Ref != nil || m2.Err != nil {
 		t.Fatalf("messages: %+v, %+v", m1, m2)
 	}
-	sameBytes(t, m1.Body, large)
-	sameBytes(t, m2.Body, small)
+	brokertest.SameBody(t, m1.Body, large)
+	brokertest.SameBody(t, m2.Body, small)
 
 	// The ack released the claim as "billing" once the handler returned;
 	// Drain waited for that. The claim ends a retention window later.
-	info := e.stat(t, *m1.Ref)
+	info := brokertest.Stat(t, e.store, *m1.Ref)
 	if info.State != claimcheck.StateActive || info.Reads != 1 || len(info.ReleasedBy) != 1 || info.ReleasedBy[0] != "billing" {
 		t.Fatalf("after the ack: %+v", info)
 	}
 	e.clock.Advance(retention + 1)
-	if info := e.stat(t, *m1.Ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
+	if info := brokertest.Stat(t, e.store, *m1.Ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
 		t.Fatalf("after the retention window: %+v", info)
 	}
 
@@ -97,7 +98,7 @@ func TestHappyPath(t *testing.T) {
 func TestConsumerCrash(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
-	payload := body(8 << 10)
+	payload := brokertest.Body(8 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestConsumerCrash(t *testing.T) {
 	}
 
 	e.clock.Advance(maxAge + 1)
-	if info := e.stat(t, ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonExpired {
+	if info := brokertest.Stat(t, e.store, ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonExpired {
 		t.Fatalf("after max_age: %+v", info)
 	}
 
@@ -146,7 +147,7 @@ func TestConsumerCrash(t *testing.T) {
 func TestSlowConsumer(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
-	payload := body(16 << 10)
+	payload := brokertest.Body(16 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestSlowConsumer(t *testing.T) {
 	var ref claimcheck.Ref
 	cons := e.durable(t, "ml")
 	c := e.consumer(t, cons, func(_ context.Context, m *Message) error {
-		sameBytes(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		ref = *m.Ref
 		// Long processing: tell the broker we are alive, while the
 		// store's clock moves on by 10 minutes.
@@ -168,7 +169,7 @@ func TestSlowConsumer(t *testing.T) {
 	if out, err := c.Handle(e.ctx, next(t, cons)); out != Acked || err != nil {
 		t.Fatalf("Handle = %s, %v", out, err)
 	}
-	info := e.stat(t, ref)
+	info := brokertest.Stat(t, e.store, ref)
 	if info.State != claimcheck.StateActive || len(info.ReleasedBy) != 1 {
 		t.Fatalf("after the slow ack: %+v", info)
 	}
@@ -176,7 +177,7 @@ func TestSlowConsumer(t *testing.T) {
 		t.Fatalf("delete_at = %v, want release + retention = %v", info.DeleteAt, want)
 	}
 	e.clock.Advance(retention)
-	if info := e.stat(t, ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
+	if info := brokertest.Stat(t, e.store, ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
 		t.Fatalf("after the window: %+v", info)
 	}
 }
@@ -188,7 +189,7 @@ func TestSlowConsumer(t *testing.T) {
 func TestRedelivery(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsWindow})
-	payload := body(32 << 10)
+	payload := brokertest.Body(32 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestRedelivery(t *testing.T) {
 			told = m.Err
 			return nil
 		}
-		sameBytes(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		ref = *m.Ref
 		return errors.New("downstream unavailable, try again") // nak
 	}, ConsumerConfig{DeadLetterSubject: "dlq.orders", JetStream: e.js})
@@ -222,7 +223,7 @@ func TestRedelivery(t *testing.T) {
 	// batches off the redeem path; Stat waits for them, so the first
 	// read is on record before the fake clock jumps past its window.
 	// With real time the batch lands within milliseconds.)
-	if info := e.stat(t, ref); info.Reads != 2 {
+	if info := brokertest.Stat(t, e.store, ref); info.Reads != 2 {
 		t.Fatalf("after two deliveries: %+v", info)
 	}
 	e.clock.Advance(2 * time.Minute)
@@ -264,7 +265,7 @@ func TestRedelivery(t *testing.T) {
 func TestCrashAfterRedeem(t *testing.T) {
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsWindow})
-	payload := body(24 << 10)
+	payload := brokertest.Body(24 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestCrashAfterRedeem(t *testing.T) {
 		if m.Err != nil {
 			return m.Err
 		}
-		sameBytes(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		return nil
 	}
 	first := e.consumer(t, cons, handler, ConsumerConfig{})
@@ -281,7 +282,7 @@ func TestCrashAfterRedeem(t *testing.T) {
 	if err != nil || m.Err != nil {
 		t.Fatalf("resolve: %v, %v", err, m.Err)
 	}
-	sameBytes(t, m.Body, payload)
+	brokertest.SameBody(t, m.Body, payload)
 	// ... and the process dies here: no ack, no release.
 
 	e.clock.Advance(retention - time.Second)
@@ -289,7 +290,7 @@ func TestCrashAfterRedeem(t *testing.T) {
 	if out, err := second.Handle(e.ctx, next(t, cons)); out != Acked || err != nil {
 		t.Fatalf("redelivery: %s, %v", out, err)
 	}
-	info := e.stat(t, *m.Ref)
+	info := brokertest.Stat(t, e.store, *m.Ref)
 	if info.Reads != 2 || len(info.ReleasedBy) != 1 {
 		t.Fatalf("after the redelivery: %+v", info)
 	}
@@ -302,7 +303,7 @@ func TestFanOut(t *testing.T) {
 	e := setup(t)
 	names := []string{"billing", "shipping", "audit"}
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, ConsumerNames: names})
-	payload := body(48 << 10)
+	payload := brokertest.Body(48 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestFanOut(t *testing.T) {
 	for i, name := range names {
 		cons := e.durable(t, name)
 		c := e.consumer(t, cons, func(_ context.Context, m *Message) error {
-			sameBytes(t, m.Body, payload)
+			brokertest.SameBody(t, m.Body, payload)
 			ref = *m.Ref
 			return nil
 		}, ConsumerConfig{})
@@ -318,7 +319,7 @@ func TestFanOut(t *testing.T) {
 			t.Fatalf("%s: %s, %v", name, out, err)
 		}
 		e.clock.Advance(retention + time.Minute)
-		info := e.stat(t, ref)
+		info := brokertest.Stat(t, e.store, ref)
 		if i < len(names)-1 {
 			if info.State != claimcheck.StateActive || len(info.ReleasedBy) != i+1 {
 				t.Fatalf("after %d of 3 acks: %+v", i+1, info)
@@ -335,18 +336,19 @@ func TestFanOut(t *testing.T) {
 // stream captures the subject) leaves no claim behind.
 func TestPublishFailureDeletesClaim(t *testing.T) {
 	e := setup(t)
-	rec := &recorder{Claims: e.store}
+	rec := &brokertest.Recorder{Claims: e.store}
 	pub, err := NewPublisher(e.ctx, rec, e.js, PublisherConfig{Namespace: nsAcks, Metrics: e.m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pub.Publish(e.ctx, "nowhere.created", body(4<<10)); err == nil {
+	if _, err := pub.Publish(e.ctx, "nowhere.created", brokertest.Body(4<<10)); err == nil {
 		t.Fatal("publish to a subject without a stream succeeded")
 	}
-	if len(rec.refs) != 1 {
-		t.Fatalf("%d claims created", len(rec.refs))
+	refs := rec.Refs()
+	if len(refs) != 1 {
+		t.Fatalf("%d claims created", len(refs))
 	}
-	info, err := e.store.Stat(e.ctx, rec.refs[0])
+	info, err := e.store.Stat(e.ctx, refs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -32,7 +33,7 @@ func TestRemoteClient(t *testing.T) {
 	if pub.Threshold() != threshold {
 		t.Fatalf("threshold read from the server = %d, want %d", pub.Threshold(), threshold)
 	}
-	payload := body(40 << 10)
+	payload := brokertest.Body(40 << 10)
 	if _, err := pub.Publish(e.ctx, "orders.created", payload); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestRemoteClient(t *testing.T) {
 			told = m.Err
 			return nil
 		}
-		sameBytes(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		ref = *m.Ref
 		return errors.New("not yet")
 	}, ConsumerConfig{})

@@ -1,11 +1,7 @@
 package nats
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +10,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/sweep"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
-// Namespaces of the test store. "window" deletes after read with a
-// 5-minute redelivery window (the seed's example 3); "acks" keeps claims
-// until their consumers release them.
+// The store's namespaces and their policy (brokertest.Open): "window"
+// deletes after read with a 5-minute redelivery window, "acks" keeps a
+// claim until its consumers release it.
 const (
-	nsWindow  = "window"
-	nsAcks    = "acks"
-	threshold = 1024
-	maxAge    = time.Hour
-	retention = 5 * time.Minute
-	ackWait   = 500 * time.Millisecond // real time: how soon an unacked message comes back
-	waitLong  = 20 * time.Second       // upper bound on waiting for a delivery that must come
+	nsWindow  = brokertest.Window
+	nsAcks    = brokertest.Acks
+	threshold = brokertest.Threshold
+	maxAge    = brokertest.MaxAge
+	retention = brokertest.Retention
+)
+
+const (
+	ackWait  = 500 * time.Millisecond // real time: how soon an unacked message comes back
+	waitLong = 20 * time.Second       // upper bound on waiting for a delivery that must come
 )
 
 type env struct {
@@ -48,22 +46,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
-	yes, no := true, false
-	store, err := engine.Open(ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
-		Namespaces: map[string]claimcheck.Policy{
-			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &yes, RetentionAfterRead: claimcheck.Duration(retention)}},
-			nsAcks: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-
+	store, clk := brokertest.Open(t)
 	srv, nc, js := startNATS(t)
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
 	if err != nil {
@@ -147,20 +130,6 @@ func next(t *testing.T, cons jetstream.Consumer) jetstream.Msg {
 	return msg
 }
 
-// stat returns the claim's info after letting the sweeper finish what is
-// due at the fake clock's time.
-func (e *env) stat(t *testing.T, ref claimcheck.Ref) claimcheck.ClaimInfo {
-	t.Helper()
-	if _, err := e.store.SweepOnce(e.ctx, 1000); err != nil {
-		t.Fatal(err)
-	}
-	info, err := e.store.Stat(e.ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info
-}
-
 // terminated subscribes to the server's advisories of terminated
 // messages of consumer; the returned channel gets one value per Term.
 func (e *env) terminated(t *testing.T, consumer string) <-chan struct{} {
@@ -183,38 +152,5 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(waitLong):
 		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// body returns n random bytes: they do not compress, and no two bodies
-// are deduplicated.
-func body(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-// recorder wraps the store and records the refs of every put, so a test
-// can follow a claim whose ref it never saw (a failed publish).
-type recorder struct {
-	claimcheck.Claims
-	mu   sync.Mutex
-	refs []claimcheck.Ref
-}
-
-func (r *recorder) Put(ctx context.Context, ns string, b io.Reader, opts claimcheck.PutOptions) (claimcheck.Ref, error) {
-	ref, err := r.Claims.Put(ctx, ns, b, opts)
-	if err == nil {
-		r.mu.Lock()
-		r.refs = append(r.refs, ref)
-		r.mu.Unlock()
-	}
-	return ref, err
-}
-
-func sameBytes(t *testing.T, got, want []byte) {
-	t.Helper()
-	if !bytes.Equal(got, want) {
-		t.Fatalf("payload differs: got %d bytes, want %d", len(got), len(want))
 	}
 }

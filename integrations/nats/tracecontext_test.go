@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // The publisher's trace context rides in the message's headers, offloaded
@@ -21,7 +23,7 @@ func TestTraceContextCrossesTheBus(t *testing.T) {
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
 	ctx, span := tp.Tracer("test").Start(e.ctx, "publish")
 	defer span.End()
-	for _, b := range [][]byte{body(64 << 10), body(threshold - 1)} {
+	for _, b := range [][]byte{brokertest.Body(64 << 10), brokertest.Body(threshold - 1)} {
 		if _, err := pub.Publish(ctx, "orders.created", b); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,9 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -48,14 +50,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	ctx := b.Context()
 	sq, _ := awsClients(endpoint)
 	storage, s3c, bucket := testsvc.S3(b)
-	store, err := engine.Open(ctx, engine.Config{
-		Data: b.TempDir(), Storage: storage, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(b, engine.Config{
+		Storage: storage, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{"bench": {Compression: claimcheck.CompressionNone, MaxSize: 64 << 20}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	b.Cleanup(srv.Close)
 	remote, err := client.New(srv.URL)
@@ -71,7 +69,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 
 	for _, size := range []int{1 << 20, 10 << 20} {
-		payload := body(size)
+		payload := brokertest.Text(size)
 		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
 			envURL, sdkURL := newQueue("envelope"), newQueue("sdk")
 			pub, err := NewPublisher(ctx, remote, sq, PublisherConfig{Namespace: "bench", Threshold: 256 << 10})

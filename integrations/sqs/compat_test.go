@@ -18,7 +18,9 @@ import (
 	_ "github.com/claimcheck/claimcheck/blob/s3store" // the store's objects in MinIO
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -33,20 +35,16 @@ func TestExtendedClientWrite(t *testing.T) {
 	e := setup(t)
 	e.needS3(t)
 	storage, s3c, bucket := testsvc.S3(t)
-	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
+	clk := clock.NewFake(brokertest.Start)
 	no := false
-	store, err := engine.Open(e.ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Storage: storage, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(t, engine.Config{
+		Clock: clk, Storage: storage, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{
 			"compat": {Compression: claimcheck.CompressionNone, TTL: claimcheck.TTLPolicy{
 				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
 			"zstd": {Compression: claimcheck.CompressionZstd},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 
 	if _, err := NewPublisher(e.ctx, store, e.sqs, PublisherConfig{Namespace: "zstd", ExtendedClient: &ExtendedClientConfig{Bucket: bucket}}); !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "compression: none") {
 		t.Fatalf("a compressed namespace in Extended Client mode: %v", err)
@@ -57,7 +55,7 @@ func TestExtendedClientWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload := body(200 << 10)
+	payload := brokertest.Text(200 << 10)
 	e.send(t, pub, url, payload)
 	e.send(t, pub, url, payload)
 
@@ -86,7 +84,7 @@ func TestExtendedClientWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBody(t, string(got), payload)
+	brokertest.SameBody(t, string(got), payload)
 	if _, err := e.sqs.DeleteMessage(e.ctx, &awssqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: msg.ReceiptHandle}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +92,7 @@ func TestExtendedClientWrite(t *testing.T) {
 	// The claimcheck consumer's way: through the reference, then release.
 	var ref claimcheck.Ref
 	c, err := NewConsumer(e.ctx, store, e.sqs, url, func(_ context.Context, m *Message) error {
-		sameBody(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		ref = *m.Ref
 		return nil
 	}, ConsumerConfig{WaitTime: 5 * time.Second})

@@ -15,6 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // sendPointer stores payload at key in the test bucket and sends the
@@ -66,7 +67,7 @@ func TestExtendedClientPointers(t *testing.T) {
 			for _, del := range []bool{false, true} {
 				url := e.queue(t, "pointer", nil)
 				key := fmt.Sprintf("extended/%s-%v-%d", tc.name, del, time.Now().UnixNano())
-				payload := body(300 << 10)
+				payload := brokertest.Text(300 << 10)
 				e.sendPointer(t, url, key, payload, tc.format, tc.attr)
 				h, got := collect(nil)
 				c := e.consumer(t, e.sqs, url, h, ConsumerConfig{S3: e.s3, DeletePointerObjects: del})
@@ -74,7 +75,7 @@ func TestExtendedClientPointers(t *testing.T) {
 					t.Fatalf("%+v", rs[0])
 				}
 				m := got()[0]
-				sameBody(t, m.Body, payload)
+				brokertest.SameBody(t, m.Body, payload)
 				if m.Pointer == nil || m.Pointer.Bucket != e.bucket || m.Pointer.Key != key || m.Ref != nil {
 					t.Fatalf("pointer %+v, ref %v", m.Pointer, m.Ref)
 				}

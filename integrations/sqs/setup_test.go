@@ -3,8 +3,6 @@ package sqs
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/url"
@@ -24,22 +22,21 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
-	"github.com/claimcheck/claimcheck/sweep"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
-// Namespaces of the test store. "window" deletes after read with a
-// 5-minute redelivery window; "acks" keeps claims until their consumers
-// release them.
+// The store's namespaces and their policy (brokertest.Open): "window"
+// deletes after read with a 5-minute redelivery window, "acks" keeps a
+// claim until its consumers release it.
 const (
-	nsWindow  = "window"
-	nsAcks    = "acks"
-	threshold = 1024
-	maxAge    = time.Hour
-	retention = 5 * time.Minute
+	nsWindow  = brokertest.Window
+	nsAcks    = brokertest.Acks
+	threshold = brokertest.Threshold
+	maxAge    = brokertest.MaxAge
+	retention = brokertest.Retention
 )
 
 type env struct {
@@ -63,21 +60,7 @@ func setup(t *testing.T) *env {
 		t.Skip("TEST_SQS_ENDPOINT is not set: start goaws with scripts/goaws.sh (scripts/test.sh does)")
 	}
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC))
-	yes, no := true, false
-	store, err := engine.Open(ctx, engine.Config{
-		Clock: clk, Data: t.TempDir(), Sweeper: sweep.Config{Disabled: true},
-		Namespaces: map[string]claimcheck.Policy{
-			nsWindow: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &yes, RetentionAfterRead: claimcheck.Duration(retention)}},
-			nsAcks: {Threshold: threshold, TTL: claimcheck.TTLPolicy{
-				MaxAge: claimcheck.Duration(maxAge), DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(retention)}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, clk := brokertest.Open(t)
 	e := &env{ctx: ctx, clock: clk, store: store, m: NewMetrics(prometheus.NewRegistry())}
 	e.sqs, e.sns = awsClients(endpoint)
 	e.s3, e.bucket = s3Client(t)
@@ -223,35 +206,6 @@ func (e *env) empty(t *testing.T, url string, wait int32) bool {
 		t.Fatal(err)
 	}
 	return len(out.Messages) == 0
-}
-
-// stat returns the claim's info after letting the sweeper finish what is
-// due at the fake clock's time.
-func (e *env) stat(t *testing.T, ref claimcheck.Ref) claimcheck.ClaimInfo {
-	t.Helper()
-	if _, err := e.store.SweepOnce(e.ctx, 1000); err != nil {
-		t.Fatal(err)
-	}
-	info, err := e.store.Stat(e.ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info
-}
-
-// body returns a random text of n bytes (SQS bodies are text): it does
-// not compress, and no two bodies are deduplicated.
-func body(n int) string {
-	b := make([]byte, (n*3+3)/4)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)[:n]
-}
-
-func sameBody(t *testing.T, got, want string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("payload differs: got %d bytes, want %d", len(got), len(want))
-	}
 }
 
 // failingSQS wraps a client and fails the calls a test chooses.

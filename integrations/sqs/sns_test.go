@@ -11,6 +11,7 @@ import (
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // topic creates a topic with one queue subscribed per entry of raw
@@ -52,7 +53,7 @@ func TestSNSFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	large, small := body(48<<10), body(100)
+	large, small := brokertest.Text(48<<10), brokertest.Text(100)
 	for _, b := range []string{large, small} {
 		if _, err := pub.Publish(e.ctx, &awssns.PublishInput{TopicArn: aws.String(arn), Message: aws.String(b),
 			MessageAttributes: map[string]snstypes.MessageAttributeValue{"kind": {DataType: aws.String("String"), StringValue: aws.String("video")}}}); err != nil {
@@ -78,10 +79,10 @@ func TestSNSFanOut(t *testing.T) {
 				t.Fatalf("queue %d: body on the wire %.80q", i, aws.ToString(m.Msg.Body))
 			}
 			if m.Ref != nil {
-				sameBody(t, m.Body, large)
+				brokertest.SameBody(t, m.Body, large)
 				ref = m.Ref
 			} else {
-				sameBody(t, m.Body, small)
+				brokertest.SameBody(t, m.Body, small)
 			}
 		}
 	}
@@ -90,20 +91,20 @@ func TestSNSFanOut(t *testing.T) {
 	if ref == nil {
 		t.Fatal("no offloaded message")
 	}
-	if info := e.stat(t, *ref); info.State != claimcheck.StateActive || info.Releases != 2 || info.Consumers != 3 {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateActive || info.Releases != 2 || info.Consumers != 3 {
 		t.Fatalf("after two of three: %+v", info)
 	}
 	// The slow consumer is late by more than the retention window.
 	e.clock.Advance(2 * retention)
-	if info := e.stat(t, *ref); info.State != claimcheck.StateActive {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateActive {
 		t.Fatalf("gone before the slow consumer read it: %+v", info)
 	}
 	consume(2)
-	if info := e.stat(t, *ref); info.State != claimcheck.StateActive || info.Releases != 3 {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateActive || info.Releases != 3 {
 		t.Fatalf("after the third: %+v", info)
 	}
 	e.clock.Advance(retention + time.Second)
-	if info := e.stat(t, *ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
 		t.Fatalf("a window after the last release: %+v", info)
 	}
 }

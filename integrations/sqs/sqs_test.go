@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // collect returns a handler that records every message it is given and
@@ -60,7 +61,7 @@ func TestRoundTrip(t *testing.T) {
 	e := setup(t)
 	url := e.queue(t, "roundtrip", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	large, small := body(64<<10), body(threshold-1)
+	large, small := brokertest.Text(64<<10), brokertest.Text(threshold-1)
 	e.send(t, pub, url, large)
 	e.send(t, pub, url, small)
 
@@ -75,13 +76,13 @@ func TestRoundTrip(t *testing.T) {
 	for _, m := range got() {
 		switch {
 		case m.Ref != nil:
-			sameBody(t, m.Body, large)
+			brokertest.SameBody(t, m.Body, large)
 			if aws.ToString(m.Msg.Body) != m.Ref.String() || len(aws.ToString(m.Msg.Body)) > claimcheck.MaxRefSize {
 				t.Fatalf("offloaded message body on the wire: %q", aws.ToString(m.Msg.Body))
 			}
 			ref = m.Ref
 		default:
-			sameBody(t, m.Body, small)
+			brokertest.SameBody(t, m.Body, small)
 			if _, ok := m.Msg.MessageAttributes[AttrRef]; ok {
 				t.Fatal("inline message has a reference attribute")
 			}
@@ -93,12 +94,12 @@ func TestRoundTrip(t *testing.T) {
 	if !e.empty(t, url, 1) {
 		t.Fatal("messages left in the queue after their delete")
 	}
-	info := e.stat(t, *ref)
+	info := brokertest.Stat(t, e.store, *ref)
 	if info.State != claimcheck.StateActive || len(info.ReleasedBy) != 1 || info.ReleasedBy[0] != c.Name() || c.Name() != queueName(url) {
 		t.Fatalf("after the delete: %+v (consumer %s)", info, c.Name())
 	}
 	e.clock.Advance(retention + time.Second)
-	if info := e.stat(t, *ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateDeleted || info.DeleteReason != claimcheck.ReasonReleased {
 		t.Fatalf("after the retention window: %+v", info)
 	}
 }
@@ -113,7 +114,7 @@ func TestDefaultThreshold(t *testing.T) {
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks})
 	attrs := map[string]sqstypes.MessageAttributeValue{"kind": {DataType: aws.String("String"), StringValue: aws.String("order")}}
 	attrBytes := int64(len("kind") + len("String") + len("order"))
-	fits, over := body(SQSMaxMessageSize-int(attrBytes)), body(SQSMaxMessageSize-int(attrBytes)+1)
+	fits, over := brokertest.Text(SQSMaxMessageSize-int(attrBytes)), brokertest.Text(SQSMaxMessageSize-int(attrBytes)+1)
 	for _, b := range []string{fits, over} {
 		if _, err := pub.Send(e.ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(b), MessageAttributes: attrs}); err != nil {
 			t.Fatalf("send %d bytes: %v", len(b), err)
@@ -139,7 +140,7 @@ func TestCrashBeforeDelete(t *testing.T) {
 	e := setup(t)
 	url := e.queue(t, "crash", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsWindow, Threshold: threshold})
-	payload := body(32 << 10)
+	payload := brokertest.Text(32 << 10)
 	e.send(t, pub, url, payload)
 
 	// The crashed consumer: received (hidden for 1s), resolved, gone.
@@ -149,8 +150,8 @@ func TestCrashBeforeDelete(t *testing.T) {
 	if err != nil || first.Err != nil {
 		t.Fatal(err, first.Err)
 	}
-	sameBody(t, first.Body, payload)
-	if info := e.stat(t, *first.Ref); info.State != claimcheck.StateActive || info.Reads != 1 {
+	brokertest.SameBody(t, first.Body, payload)
+	if info := brokertest.Stat(t, e.store, *first.Ref); info.State != claimcheck.StateActive || info.Reads != 1 {
 		t.Fatalf("after the first read: %+v", info)
 	}
 
@@ -160,8 +161,8 @@ func TestCrashBeforeDelete(t *testing.T) {
 	if rs[0].Outcome != Acked || rs[0].Err != nil {
 		t.Fatalf("redelivery: %+v", rs[0])
 	}
-	sameBody(t, got()[0].Body, payload)
-	if info := e.stat(t, *first.Ref); info.Reads != 2 || len(info.ReleasedBy) != 1 {
+	brokertest.SameBody(t, got()[0].Body, payload)
+	if info := brokertest.Stat(t, e.store, *first.Ref); info.Reads != 2 || len(info.ReleasedBy) != 1 {
 		t.Fatalf("after the redelivery: %+v", info)
 	}
 }
@@ -174,7 +175,7 @@ func TestFailedDelete(t *testing.T) {
 	e := setup(t)
 	url := e.queue(t, "faildelete", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	payload := body(16 << 10)
+	payload := brokertest.Text(16 << 10)
 	e.send(t, pub, url, payload)
 
 	api := &failingSQS{SQSAPI: e.sqs}
@@ -186,7 +187,7 @@ func TestFailedDelete(t *testing.T) {
 		t.Fatalf("with the delete failing: %+v", rs[0])
 	}
 	ref := got()[0].Ref
-	if info := e.stat(t, *ref); info.State != claimcheck.StateActive || len(info.ReleasedBy) != 0 {
+	if info := brokertest.Stat(t, e.store, *ref); info.State != claimcheck.StateActive || len(info.ReleasedBy) != 0 {
 		t.Fatalf("released although the delete failed: %+v", info)
 	}
 
@@ -195,8 +196,8 @@ func TestFailedDelete(t *testing.T) {
 	if rs[0].Outcome != Acked || rs[0].Err != nil {
 		t.Fatalf("redelivery: %+v", rs[0])
 	}
-	sameBody(t, got()[1].Body, payload)
-	if info := e.stat(t, *ref); len(info.ReleasedBy) != 1 {
+	brokertest.SameBody(t, got()[1].Body, payload)
+	if info := brokertest.Stat(t, e.store, *ref); len(info.ReleasedBy) != 1 {
 		t.Fatalf("after the redelivery: %+v", info)
 	}
 }
@@ -208,7 +209,7 @@ func TestHandlerError(t *testing.T) {
 	e := setup(t)
 	url := e.queue(t, "nak", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	payload := body(8 << 10)
+	payload := brokertest.Text(8 << 10)
 	e.send(t, pub, url, payload)
 
 	fail := errors.New("not now")
@@ -217,7 +218,7 @@ func TestHandlerError(t *testing.T) {
 	c := e.consumer(t, e.sqs, url, func(_ context.Context, m *Message) error {
 		calls++
 		ref = *m.Ref
-		sameBody(t, m.Body, payload)
+		brokertest.SameBody(t, m.Body, payload)
 		if calls == 1 {
 			return fail
 		}
@@ -226,7 +227,7 @@ func TestHandlerError(t *testing.T) {
 	if rs := pollUntil(t, c, 1); rs[0].Outcome != Nakked || !errors.Is(rs[0].Err, fail) {
 		t.Fatalf("first delivery: %+v", rs[0])
 	}
-	if info := e.stat(t, ref); len(info.ReleasedBy) != 0 {
+	if info := brokertest.Stat(t, e.store, ref); len(info.ReleasedBy) != 0 {
 		t.Fatalf("released after a failed handler: %+v", info)
 	}
 	if rs := pollUntil(t, c, 1); rs[0].Outcome != Acked {
@@ -242,7 +243,7 @@ func TestLongHandler(t *testing.T) {
 	e := setup(t)
 	url := e.queue(t, "long", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	e.send(t, pub, url, body(4<<10))
+	e.send(t, pub, url, brokertest.Text(4<<10))
 	var sawOther bool
 	c := e.consumer(t, e.sqs, url, func(_ context.Context, m *Message) error {
 		// Two and a half times the visibility timeout of 2s.
@@ -268,7 +269,7 @@ func TestBatch(t *testing.T) {
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for i, n := range []int{10, 20 << 10, 100, 30 << 10, 40 << 10} {
 		id := string(rune('a' + i))
-		want[id] = body(n)
+		want[id] = brokertest.Text(n)
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(want[id]),
 			MessageAttributes: map[string]sqstypes.MessageAttributeValue{"id": {DataType: aws.String("String"), StringValue: aws.String(id)}}})
 	}
@@ -285,10 +286,10 @@ func TestBatch(t *testing.T) {
 	}
 	refs := 0
 	for _, m := range got() {
-		sameBody(t, m.Body, want[aws.ToString(m.Attributes["id"].StringValue)])
+		brokertest.SameBody(t, m.Body, want[aws.ToString(m.Attributes["id"].StringValue)])
 		if m.Ref != nil {
 			refs++
-			if info := e.stat(t, *m.Ref); len(info.ReleasedBy) != 1 {
+			if info := brokertest.Stat(t, e.store, *m.Ref); len(info.ReleasedBy) != 1 {
 				t.Fatalf("claim not released: %+v", info)
 			}
 		}
@@ -307,7 +308,7 @@ func TestBatchPartialDelete(t *testing.T) {
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for i := range 3 {
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body(8 << 10))})
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(brokertest.Text(8 << 10))})
 	}
 	if _, err := pub.SendBatch(e.ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
 		t.Fatal(err)
@@ -329,7 +330,7 @@ func TestBatchPartialDelete(t *testing.T) {
 	}
 	nakked := 0
 	for _, r := range rs {
-		info := e.stat(t, *byID[r.MessageID].Ref)
+		info := brokertest.Stat(t, e.store, *byID[r.MessageID].Ref)
 		switch r.Outcome {
 		case Nakked:
 			nakked++
@@ -350,7 +351,7 @@ func TestBatchPartialDelete(t *testing.T) {
 	api.failFirstEntry.Store(false)
 	pollUntil(t, c, 3-len(rs)+1)
 	for _, m := range got() {
-		if info := e.stat(t, *m.Ref); len(info.ReleasedBy) != 1 {
+		if info := brokertest.Stat(t, e.store, *m.Ref); len(info.ReleasedBy) != 1 {
 			t.Fatalf("not released in the end: %+v", info)
 		}
 	}
@@ -369,7 +370,7 @@ func TestGone(t *testing.T) {
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
 
 	for _, mode := range []OnGone{TerminateGone, RedriveGone} {
-		e.send(t, pub, url, body(4<<10))
+		e.send(t, pub, url, brokertest.Text(4<<10))
 		var told error
 		c := e.consumer(t, e.sqs, url, func(_ context.Context, m *Message) error {
 			if told = m.Err; told == nil {
@@ -420,7 +421,7 @@ func TestFailedSend(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	_, err := pub.Send(e.ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(e.queue(t, "x", nil) + "-missing"), MessageBody: aws.String(body(8 << 10))})
+	_, err := pub.Send(e.ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(e.queue(t, "x", nil) + "-missing"), MessageBody: aws.String(brokertest.Text(8 << 10))})
 	if err == nil || !strings.Contains(err.Error(), "deleted") {
 		t.Fatalf("send to a missing queue: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
 	ccsqs "github.com/claimcheck/claimcheck/integrations/sqs"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -31,12 +32,7 @@ func TestTour(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir(),
-		Namespaces: map[string]claimcheck.Policy{"orders": {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{Namespaces: map[string]claimcheck.Policy{"orders": {}}})
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	t.Cleanup(srv.Close)
 

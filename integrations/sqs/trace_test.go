@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/claimcheck/claimcheck/internal/testkit/brokertest"
 )
 
 // TestTraceContext: with a W3C propagator set globally, the publisher's
@@ -29,7 +31,7 @@ func TestTraceContext(t *testing.T) {
 	ctx := trace.ContextWithSpanContext(e.ctx, sc)
 	url := e.queue(t, "trace", nil)
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
-	for _, b := range []string{body(10), body(4 << 10)} {
+	for _, b := range []string{brokertest.Text(10), brokertest.Text(4 << 10)} {
 		if _, err := pub.Send(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(b)}); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,8 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -117,11 +118,7 @@ func BenchmarkDriverS3StoreRetrieve1MiB(b *testing.B) {
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		cfg.Metadata, _ = testsvc.Postgres(b)
 	}
-	s, err := engine.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := enginetest.Open(b, cfg)
 	cc, err := cctemporal.NewDriver(ctx, s, cctemporal.Options{})
 	if err != nil {
 		b.Fatal(err)

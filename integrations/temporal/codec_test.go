@@ -16,6 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -24,14 +25,9 @@ import (
 // reference again.
 func TestDeleteAfterReadNamespaceRefused(t *testing.T) {
 	yes := true
-	store, err := engine.Open(context.Background(), engine.Config{
-		Data:       t.TempDir(),
+	store := enginetest.Open(t, engine.Config{
 		Namespaces: map[string]claimcheck.Policy{"once": {TTL: claimcheck.TTLPolicy{DeleteAfterRead: &yes}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	ctx := context.Background()
 	opts := cctemporal.Options{Namespace: "once"}
 	_, errD := cctemporal.NewDriver(ctx, store, opts)

@@ -23,6 +23,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -65,15 +66,12 @@ func BenchmarkKeeperCost(b *testing.B) {
 	ctx := context.Background()
 	for range b.N {
 		fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		store, err := engine.Open(ctx, engine.Config{
-			Data: b.TempDir(), Clock: fc, Sweeper: sweep.Config{Disabled: true},
+		store := enginetest.Open(b, engine.Config{
+			Clock: fc, Sweeper: sweep.Config{Disabled: true},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Namespaces: map[string]claimcheck.Policy{"kept": {TTL: claimcheck.TTLPolicy{
 				MaxAge: claimcheck.Duration(20 * time.Minute), MaxLifetime: claimcheck.Duration(30 * 24 * time.Hour)}}},
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
 		for i := range runs {
 			_, err := store.Put(ctx, "kept", bytes.NewReader([]byte(fmt.Sprintf("payload of run %d", i))), claimcheck.PutOptions{
 				Labels: map[string]string{cctemporal.LabelNamespace: "default", cctemporal.LabelWorkflowID: fmt.Sprintf("wf-%d", i), cctemporal.LabelRunID: fmt.Sprintf("run-%d", i)}})

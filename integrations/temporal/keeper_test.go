@@ -19,6 +19,8 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -58,16 +60,12 @@ func TestKeeperKeepsClaimsWhileTheRunLives(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(time.Now().UTC())
 	no := false
-	store, err := engine.Open(ctx, engine.Config{
-		Data: t.TempDir(), Clock: fc, Sweeper: sweep.Config{Disabled: true},
+	store := enginetest.Open(t, engine.Config{
+		Clock: fc, Sweeper: sweep.Config{Disabled: true},
 		Namespaces: map[string]claimcheck.Policy{"kept": {TTL: claimcheck.TTLPolicy{
 			MaxAge: claimcheck.Duration(4 * time.Second), MaxLifetime: claimcheck.Duration(time.Hour),
 			DeleteAfterRead: &no, RetentionAfterRead: claimcheck.Duration(time.Second), GracePeriod: claimcheck.Duration(time.Second)}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	d, err := cctemporal.NewDriver(ctx, store, cctemporal.Options{Namespace: "kept"})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +193,7 @@ func TestKeeperKeepsClaimsWhileTheRunLives(t *testing.T) {
 			t.Errorf("claim %s of the closed run expires %v, want close + retention + margin = %v", ci.Ref.ID, ci.Ref.ExpiresAt, keepUntil)
 		}
 	}
-	if v := counterSum(t, reg, "claimcheck_temporal_keeper_claims_extended_total"); v == 0 {
+	if v := metrictest.Sum(t, reg, "claimcheck_temporal_keeper_claims_extended_total"); v == 0 {
 		t.Error("claimcheck_temporal_keeper_claims_extended_total is 0")
 	}
 
@@ -244,22 +242,4 @@ func TestKeeperKeepsClaimsWhileTheRunLives(t *testing.T) {
 			t.Errorf("redeem of %s after close + retention: %v, want gone", ci.Ref.ID, err)
 		}
 	}
-}
-
-// counterSum adds up a counter over all its labels.
-func counterSum(t *testing.T, g prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }

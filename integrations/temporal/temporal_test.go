@@ -26,6 +26,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // One in-process Temporal server serves every test of the package: it
@@ -54,12 +55,7 @@ func temporalServer(t *testing.T) *temporaltest.TestServer {
 // in a temporary directory).
 func openStore(t testing.TB) *engine.Store {
 	t.Helper()
-	s, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return enginetest.Open(t, engine.Config{})
 }
 
 // Photo and Comment are the seed's records: 5,000 photos make about

@@ -14,7 +14,8 @@ import (
 
 	"github.com/claimcheck/claimcheck/engine"
 	cctemporal "github.com/claimcheck/claimcheck/integrations/temporal"
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 )
 
 // CountPhotos is a workflow whose input is large: the starter offloads
@@ -37,11 +38,7 @@ func TestOffloadedInputInWorkflowTrace(t *testing.T) {
 
 	// The same tracer provider for the store and the interceptor, as one
 	// process set up with a global one would have.
-	store, err := engine.Open(context.Background(), engine.Config{Data: t.TempDir(), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{TracerProvider: tp})
 	d, err := cctemporal.NewDriver(context.Background(), store, cctemporal.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/bucketsetup"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 )
 
 // corsBucket is an in-memory bucket with CORS rules, or, with
@@ -47,11 +48,8 @@ func openCORS(t *testing.T, b *corsBucket, mode string, origins ...string) strin
 	if b.data == "" {
 		b.data = t.TempDir() // one store on the bucket, opened again and again
 	}
-	s, err := engine.Open(t.Context(), engine.Config{Data: b.data, BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
+	s := enginetest.Open(t, engine.Config{Data: b.data, BlobStore: b, BucketCORS: mode, BrowserOrigins: origins,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.Close()
 	return log.String()
 }

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/bucketsetup/lifecyclesim"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/lifecyclesim"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -34,15 +35,11 @@ func TestLifecycleNeverExpiresLiveClaims(t *testing.T) {
 	no := false
 	ttl := claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(48 * time.Hour), DeleteAfterRead: &no,
 		GracePeriod: claimcheck.Duration(time.Hour), RetentionAfterRead: claimcheck.Duration(time.Minute)}
-	s, err := engine.Open(context.Background(), engine.Config{
-		Data: t.TempDir(), Clock: fc, BlobStore: sim,
+	s := enginetest.Open(t, engine.Config{
+		Clock: fc, BlobStore: sim,
 		Namespaces: map[string]claimcheck.Policy{"lc": {TTL: ttl, Compression: claimcheck.CompressionNone}},
 		Sweeper:    sweep.Config{Disabled: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 
 	// The rules the store wrote: ceil(48h + 1h grace + 1h margin) = 3 days.
 	rules, _ := sim.LifecycleRules(context.Background())
@@ -118,31 +115,17 @@ func TestLifecycleDrift(t *testing.T) {
 	open := func(t *testing.T, mode string, sim *lifecyclesim.Bucket) (*engine.Store, *prometheus.Registry) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
-		s, err := engine.Open(context.Background(), engine.Config{
-			Data: t.TempDir(), Clock: sim.Clock, BlobStore: sim, Registerer: reg, Lifecycle: mode,
+		s := enginetest.Open(t, engine.Config{
+			Clock: sim.Clock, BlobStore: sim, Registerer: reg, Lifecycle: mode,
 			Defaults:   engine.Defaults{Disabled: true},
 			Namespaces: map[string]claimcheck.Policy{"lc": {TTL: claimcheck.TTLPolicy{MaxAge: claimcheck.Duration(24 * time.Hour)}}},
 			Sweeper:    sweep.Config{Disabled: true},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
 		return s, reg
 	}
 	drift := func(t *testing.T, reg *prometheus.Registry) float64 {
 		t.Helper()
-		v, err := testutil.GatherAndCount(reg, "claimcheck_lifecycle_drift_rules")
-		if err != nil || v != 1 {
-			t.Fatalf("gauge missing: %v", err)
-		}
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "claimcheck_lifecycle_drift_rules" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		return -1
+		return metrictest.Value(t, reg, "claimcheck_lifecycle_drift_rules")
 	}
 
 	t.Run("Check", func(t *testing.T) {

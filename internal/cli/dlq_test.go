@@ -19,6 +19,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
@@ -56,8 +57,9 @@ func (deniedDeletes) Delete(context.Context, string) error {
 
 // openDenied opens the store of cfg over the file store of its data
 // directory (where offline commands find it) with every delete denied, a
-// fake clock and the sweeper off, parking at the first failure. The
-// caller closes the store.
+// fake clock and the sweeper off, parking at the first failure. A caller
+// that runs an offline command closes the store first; it is closed when
+// t ends anyway.
 func openDenied(t *testing.T, cfg engine.Config) (*engine.Store, *clock.Fake) {
 	t.Helper()
 	ctx := context.Background()
@@ -69,10 +71,7 @@ func openDenied(t *testing.T, cfg engine.Config) (*engine.Store, *clock.Fake) {
 	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
 	cfg.BlobStore, cfg.Clock = deniedDeletes{files}, clk
 	cfg.Sweeper = sweep.Config{Disabled: true, MaxAttempts: 1}
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := enginetest.Open(t, cfg)
 	return store, clk
 }
 
@@ -222,15 +221,10 @@ func TestDLQRemote(t *testing.T) {
 // running server.
 func TestNsCommands(t *testing.T) {
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{
-		Data:       t.TempDir(),
+	store := enginetest.Open(t, engine.Config{
 		Namespaces: map[string]claimcheck.Policy{"orders": {Quota: claimcheck.Quota{Bytes: 1 << 20, Claims: 10}}},
 		Sweeper:    sweep.Config{Disabled: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	if _, err := store.Put(ctx, "orders", strings.NewReader(strings.Repeat("x", 2048)), claimcheck.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -267,10 +261,7 @@ func TestNsCommands(t *testing.T) {
 func TestFsckReportsQuotaDrift(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := enginetest.Open(t, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
 	if _, err := store.Put(ctx, "orders", strings.NewReader("counted once"), claimcheck.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

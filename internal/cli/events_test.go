@@ -11,16 +11,13 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
 func TestEventsCommand(t *testing.T) {
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{})
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	t.Cleanup(srv.Close)
 	ref, err := store.Put(claimcheck.WithActor(ctx, "key-1"), "orders", strings.NewReader("payload"), claimcheck.PutOptions{})

@@ -14,6 +14,7 @@ import (
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -28,11 +29,7 @@ func TestOldKeyLayoutKeepsWorking(t *testing.T) {
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Now().Add(-48 * time.Hour))
 	open := func() *engine.Store {
-		store, err := engine.Open(ctx, engine.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return store
+		return enginetest.Open(t, engine.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
 	}
 	payloads := map[string]string{"kept": "a payload kept across the layouts", "released": "a payload released after the reopen"}
 	refs := map[string]claimcheck.Ref{}

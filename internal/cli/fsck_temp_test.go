@@ -11,6 +11,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -23,10 +24,7 @@ import (
 func TestFsckTempFilesOfDeadWrites(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := enginetest.Open(t, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
 	if _, err := store.Put(ctx, "orders", strings.NewReader("a payload"), claimcheck.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

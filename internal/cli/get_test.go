@@ -16,6 +16,7 @@ import (
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -24,11 +25,7 @@ import (
 func getServer(t *testing.T, payload []byte) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, engine.Config{})
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL)

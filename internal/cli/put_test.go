@@ -17,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck/blob"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -50,12 +51,8 @@ func (c countedConn) Read(p []byte) (int, error) {
 func TestPutFileSendsDigestFirst(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler),
+	store := enginetest.Open(t, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler),
 		Namespaces: map[string]claimcheck.Policy{"raw": {Compression: claimcheck.CompressionNone}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	var received atomic.Int64
 	srv := httptest.NewUnstartedServer(server.New(server.Config{Claims: store}))
 	srv.Listener = wireCounter{srv.Listener, &received}

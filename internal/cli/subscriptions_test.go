@@ -10,6 +10,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 )
 
@@ -22,11 +23,7 @@ func TestSubscriptionsEventsPerRequest(t *testing.T) {
 	cfg := engine.Config{Data: t.TempDir()}
 	cfg.Subscriptions.AllowLoopback = true
 	cfg.Sweeper.Disabled = true
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := enginetest.Open(t, cfg)
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	t.Cleanup(srv.Close)
 	cli := func(args ...string) (string, string, int) {

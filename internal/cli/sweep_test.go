@@ -11,6 +11,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -22,10 +23,7 @@ func TestSweepOncePrunesHistory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Now().Add(-40 * 24 * time.Hour))
-	store, err := engine.Open(ctx, engine.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := enginetest.Open(t, engine.Config{Data: dir, Clock: clk, Sweeper: sweep.Config{Disabled: true}})
 	old, err := store.Put(ctx, "orders", strings.NewReader("deleted forty days ago"), claimcheck.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +55,7 @@ func TestSweepOncePrunesHistory(t *testing.T) {
 		t.Errorf("sweep --once = %s; want the expired claim finished, the deleted one compacted then pruned, old events pruned", out)
 	}
 
-	store, err = engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store = enginetest.Open(t, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}})
 	if _, err := store.Stat(ctx, old); !errors.Is(err, claimcheck.ErrNotFound) {
 		t.Errorf("stat of the pruned claim = %v, want not found", err)
 	}

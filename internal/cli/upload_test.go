@@ -14,6 +14,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/cli"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -24,11 +25,7 @@ import (
 func TestUploadCommand(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	store, err := engine.Open(ctx, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := enginetest.Open(t, engine.Config{Data: dir, Sweeper: sweep.Config{Disabled: true}, Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	defer srv.Close()
 

@@ -15,6 +15,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/config"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
 	"github.com/claimcheck/claimcheck/sweep"
 )
@@ -53,11 +54,7 @@ namespaces:
 	}
 	cfg.Sweeper = sweep.Config{Disabled: true}
 	ctx := context.Background()
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := enginetest.Open(t, cfg)
 	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
 	defer srv.Close()
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/benchdata"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/benchdata"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // BenchmarkVersusCloudEmulators compares claimcheck on Google Cloud

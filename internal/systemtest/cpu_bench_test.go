@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // BenchmarkServeCPU measures the CPU time a running `claimcheck serve`

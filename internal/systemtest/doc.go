@@ -18,7 +18,7 @@
 //   - benchmarks of the served paths, against MinIO among others
 //     (BenchmarkServeUserPaths, BenchmarkVersusMinIO, BenchmarkRedeemTail,
 //     BenchmarkRedeemP99WithScrub), and at 10^6 to 10^7 live claims
-//     (BenchmarkLiveClaims, stores filled by internal/livefill).
+//     (BenchmarkLiveClaims, stores filled by internal/testkit/livefill).
 //
 // Each test starts its own servers on their own data directory (or
 // PostgreSQL schema and S3 bucket), so the tests run in parallel

@@ -20,7 +20,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // TestEventsSurviveKilledDispatcher: two replicas on PostgreSQL, the one

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/claimcheck/claimcheck/internal/cutbody"
+	"github.com/claimcheck/claimcheck/internal/testkit/cutbody"
 )
 
 // cuttingProxy forwards to the server and, while cut is set, breaks every

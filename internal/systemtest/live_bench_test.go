@@ -19,8 +19,9 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/livefill"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/livefill"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -30,7 +31,7 @@ import (
 // loop: a reference store of 10^4 live claims and a store of
 // CLAIMCHECK_BENCH_LIVE claims (default 10^5; the figures in
 // docs/PERFORMANCE.md are at 10^6 and 10^7). Both stores are filled by
-// internal/livefill (claims spread over half their lifetime, a sample
+// internal/testkit/livefill (claims spread over half their lifetime, a sample
 // of them with objects), and run with the sweeper disabled, since most clones have no
 // object. Each of CLAIMCHECK_BENCH_ROUNDS rounds (default 1000; run with
 // -benchtime 1x, the stores are filled once) does both operations on both
@@ -112,10 +113,7 @@ func liveStore(b *testing.B, bin, backend string, n int) *liveServer {
 		driver, cfg.Metadata = "pgx", dsn
 		config += fmt.Sprintf("metadata: %q\n", dsn)
 	}
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := enginetest.Open(b, cfg)
 	tmpl, err := store.Put(ctx, "live", strings.NewReader("a small payload, cloned into every live claim"), claimcheck.PutOptions{})
 	store.Close()
 	if err != nil {

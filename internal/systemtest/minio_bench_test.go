@@ -21,8 +21,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/benchdata"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/benchdata"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // benchSetup is one store set-up of a side-by-side benchmark: config

@@ -23,8 +23,8 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/livefill"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/livefill"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // TestMeasureSweeperBacklog measures the running server's sweeper on its

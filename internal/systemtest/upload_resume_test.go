@@ -21,7 +21,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
-	"github.com/claimcheck/claimcheck/internal/cutbody"
+	"github.com/claimcheck/claimcheck/internal/testkit/cutbody"
 )
 
 // tusProxy forwards to the server and breaks uploads the way networks

@@ -9,7 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/claimcheck/claimcheck/internal/tracing/tracingtest"
+	"github.com/claimcheck/claimcheck/internal/testkit/metrictest"
+	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/metatest"
 )
@@ -26,24 +27,7 @@ func TestSQLiteConformanceWithMetrics(t *testing.T) {
 // operationCounts sums claimcheck_meta_operations_total by operation.
 func operationCounts(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "claimcheck_meta_operations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "operation" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
+	return metrictest.SumBy(t, g, "claimcheck_meta_operations_total", "operation")
 }
 
 // TestInstrumentEveryMethod calls every method of the wrapper once, on a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/claimcheck/claimcheck/blob"
 	_ "github.com/claimcheck/claimcheck/blob/memstore"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -34,7 +34,7 @@ import (
 //	go test -run '^$' -bench SweeperMillion -benchtime 1x ./meta/sqlmeta/
 //
 // CLAIMCHECK_BENCH_CLAIMS sets another count. The PostgreSQL runs use a
-// fresh schema of TEST_DATABASE_URL (internal/testsvc) and are skipped
+// fresh schema of TEST_DATABASE_URL (internal/testkit/testsvc) and are skipped
 // without it.
 func BenchmarkSweeperMillion(b *testing.B) {
 	n := 1_000_000

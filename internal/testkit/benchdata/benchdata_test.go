@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/claimcheck/claimcheck/internal/benchdata"
+	"github.com/claimcheck/claimcheck/internal/testkit/benchdata"
 )
 
 func TestJSONRecords(t *testing.T) {

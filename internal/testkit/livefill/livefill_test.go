@@ -10,8 +10,9 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/livefill"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
+	"github.com/claimcheck/claimcheck/internal/testkit/livefill"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
@@ -33,10 +34,7 @@ func TestFill(t *testing.T) {
 func fill(t *testing.T, dir, metadata, driver, dsn string, pg bool) {
 	ctx := context.Background()
 	cfg := engine.Config{Data: dir, Metadata: metadata, Sweeper: sweep.Config{Disabled: true}}
-	store, err := engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := enginetest.Open(t, cfg)
 	const body = "the template's payload"
 	tmpl, err := store.Put(ctx, "orders", strings.NewReader(body), claimcheck.PutOptions{})
 	if err != nil {
@@ -64,11 +62,7 @@ func fill(t *testing.T, dir, metadata, driver, dsn string, pg bool) {
 		t.Fatalf("%d sampled refs, want %d", len(refs), sample)
 	}
 
-	store, err = engine.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store = enginetest.Open(t, cfg)
 	info, err := store.Namespace(ctx, "orders")
 	if err != nil || info.Usage.ActiveClaims != n+1 || info.Usage.UsedBytes != int64(n+1)*int64(len(body)) {
 		t.Fatalf("namespace usage %+v, %v; want %d active claims", info.Usage, err, n+1)

@@ -1,11 +1,11 @@
-// Package enginetest puts the embedded store under the claimstest suite:
+// Package claimsharness puts the embedded store under the claimstest suite:
 // it opens a fresh *engine.Store for each subtest, on SQLite and files or
 // on the PostgreSQL and S3 (MinIO) test services, with a fake clock, the
 // sweeper driven by hand, and behind an HTTP server on 127.0.0.1 (which
 // serves the upload URLs of file storage, and the API a client test talks
 // to). It supplies the hooks the contract cannot: corrupting an object,
 // listing objects, and restarting with a rotated master key.
-package enginetest
+package claimsharness
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 	"github.com/claimcheck/claimcheck/claimstest"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/engine"
-	"github.com/claimcheck/claimcheck/internal/testsvc"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 	"github.com/claimcheck/claimcheck/server"

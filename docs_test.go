@@ -299,18 +299,15 @@ func TestADRHeadings(t *testing.T) {
 	}
 }
 
-// TestADRAmendmentsLinked checks that an amendment is linked both ways.
-// An ADR's header (the text before its first "## " section) says which
-// ADRs it amends, and which amend it, on lines that start with "Amends"
-// or "Amended by" and link the other ADR's file; when ADR A's header
-// links B as amended, B's header must link A as amending it, and the
-// other way round. A header whose status speaks of amending ("amends",
-// "amended by") must have such a line.
-func TestADRAmendmentsLinked(t *testing.T) {
-	files := adrs(t)
+// adrLinks is what the ADRs' headers (the text before the first "## "
+// section) say of amendments, on lines that start with "Amends" or
+// "Amended by" and link the other ADR's file: amends[A][B] when A amends
+// B, amendedBy[A][B] when A is amended by B. A header whose status speaks
+// of amending ("amends", "amended by") without such a line is an error.
+func adrLinks(t *testing.T, files map[int]string) (amends, amendedBy map[int]map[int]bool) {
+	t.Helper()
 	link := regexp.MustCompile(`\]\((\d{4})-[a-z0-9-]+\.md\)`)
-	amends := map[int]map[int]bool{}    // A amends B: amends[A][B]
-	amendedBy := map[int]map[int]bool{} // A is amended by B: amendedBy[A][B]
+	amends, amendedBy = map[int]map[int]bool{}, map[int]map[int]bool{}
 	for n, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -345,6 +342,15 @@ func TestADRAmendmentsLinked(t *testing.T) {
 			t.Errorf("%s: says it is amended, but has no \"Amended by\" line linking the amendment", path)
 		}
 	}
+	return amends, amendedBy
+}
+
+// TestADRAmendmentsLinked checks that an amendment is linked both ways:
+// when ADR A's header links B as amended, B's header must link A as
+// amending it, and the other way round.
+func TestADRAmendmentsLinked(t *testing.T) {
+	files := adrs(t)
+	amends, amendedBy := adrLinks(t, files)
 	for a, bs := range amends {
 		for b := range bs {
 			if !amendedBy[b][a] {
@@ -357,6 +363,49 @@ func TestADRAmendmentsLinked(t *testing.T) {
 			if !amends[b][a] {
 				t.Errorf("%s is amended by %s, whose header has no \"Amends\" line linking it", files[a], files[b])
 			}
+		}
+	}
+}
+
+// TestADRIndexAmendments checks that each ADR's line in the index
+// (docs/adr/README.md) names the same amendments as its header: the
+// numbers after "amended by" and after "amends" in the line's notes.
+func TestADRIndexAmendments(t *testing.T) {
+	files := adrs(t)
+	amends, amendedBy := adrLinks(t, files)
+	data, err := os.ReadFile("docs/adr/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`^\| \[(\d{4})\]`)
+	notes := map[string]*regexp.Regexp{
+		"amended by": regexp.MustCompile(`amended by ([\d, ]+)`),
+		"amends":     regexp.MustCompile(`amends ([\d, ]+)`),
+	}
+	listed := map[int]bool{}
+	for line := range strings.Lines(string(data)) {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		listed[n] = true
+		for word, want := range map[string]map[int]bool{"amended by": amendedBy[n], "amends": amends[n]} {
+			got := map[int]bool{}
+			for _, g := range notes[word].FindAllStringSubmatch(line, -1) {
+				for _, num := range regexp.MustCompile(`\d{4}`).FindAllString(g[1], -1) {
+					k, _ := strconv.Atoi(num)
+					got[k] = true
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("docs/adr/README.md, ADR %d: the index says %s %v, its header %v", n, word, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+			}
+		}
+	}
+	for n, path := range files {
+		if !listed[n] {
+			t.Errorf("%s has no line in docs/adr/README.md", path)
 		}
 	}
 }

@@ -139,7 +139,7 @@ const (
 // administrative events of a tenant (keys, failed authentications with
 // one of its keys) carry the tenant.
 type Event struct {
-	Seq       int64     `json:"seq"`
+	Seq       int64     `json:"seq,string"` // a string in JSON (ADR 0273)
 	At        time.Time `json:"at"`
 	Kind      string    `json:"kind"`
 	Namespace string    `json:"ns,omitempty"`

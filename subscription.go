@@ -87,7 +87,7 @@ type Subscription struct {
 	State string `json:"state"`
 	// Cursor is the seq of the last event delivered (or filtered out)
 	// with every earlier one: delivery resumes after it.
-	Cursor       int64      `json:"cursor"`
+	Cursor       int64      `json:"cursor,string"` // a string in JSON (ADR 0273)
 	Delivered    int64      `json:"delivered"`
 	Attempts     int        `json:"attempts,omitempty"`
 	LastError    string     `json:"last_error,omitempty"`

@@ -105,9 +105,9 @@ func appendCloudEvent(b []byte, e meta.FeedEvent) []byte {
 	}
 	b = append(b, `,"time":`...)
 	b = appendJSONTime(b, e.At)
-	b = append(b, `,"datacontenttype":"application/json","data":{"seq":`...)
+	b = append(b, `,"datacontenttype":"application/json","data":{"seq":"`...) // a string (ADR 0273)
 	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"at":`...)
+	b = append(b, `","at":`...)
 	b = appendJSONTime(b, e.At)
 	b = append(b, `,"kind":"`...)
 	b = appendJSONText(b, e.Kind)

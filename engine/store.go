@@ -79,6 +79,9 @@ type Store struct {
 	dispatcher *dispatch.Dispatcher
 	targets    dispatch.TargetPolicy
 	settle     time.Duration
+	// eventRetention is events.retention in force (0: kept for ever):
+	// a stream may not resume from before it (StreamBounds).
+	eventRetention time.Duration
 }
 
 var (
@@ -168,6 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.checkMasterKeys(ctx)
 	s.reads = newReadRecorder(s.meta, s.log)
 	cfg.Sweeper.EventRetention = cfg.Events.Retention.Effective(DefaultEventRetention)
+	s.eventRetention = cfg.Sweeper.EventRetention
 	cfg.Sweeper.HistoryRetention = cfg.History.Retention.Effective(DefaultHistoryRetention)
 	if metaSystem(cfg) == "postgresql" && cfg.Sweeper.PageWorkers == 0 {
 		// Due pages are taken FOR UPDATE SKIP LOCKED: idle maintenance

@@ -221,12 +221,27 @@ func (s *Store) syncTargets(ctx context.Context, targets []dispatch.Target) erro
 	return nil
 }
 
+// StreamBounds are the seqs a live stream may begin after (ADR 0273):
+// retained, the retention bound (events before it may have been pruned;
+// 0 when events are kept for ever), and head, the newest seq the stream
+// serves now (events older than subscriptions.settle). Seqs are the
+// events' times in Unix nanoseconds, so both come from the clock.
+func (s *Store) StreamBounds() (retained, head int64) {
+	now := s.clock.Now()
+	if s.eventRetention > 0 {
+		retained = now.Add(-s.eventRetention).UnixNano()
+	}
+	return retained, now.Add(-s.settle).UnixNano()
+}
+
 // StreamEvents returns the next events of tenant's live stream after
 // seq after that filter selects, and the seq to resume after (past the
 // events filtered out too). Like the dispatcher, it reads only events
 // old enough that no transaction can still write before them
 // (subscriptions.settle), so a stream resumed after its last id misses
-// nothing.
+// nothing. After 0 reads from the oldest event there is; where a stream
+// starts ("now", "oldest", a Last-Event-ID) is the caller's to resolve
+// with StreamBounds.
 func (s *Store) StreamEvents(ctx context.Context, tenant string, f claimcheck.EventFilter, after int64, limit int) ([]claimcheck.Event, int64, error) {
 	if err := claimcheck.ValidateTenant(tenant); err != nil {
 		return nil, after, fmt.Errorf("events stream: %w", err)
@@ -234,10 +249,7 @@ func (s *Store) StreamEvents(ctx context.Context, tenant string, f claimcheck.Ev
 	if err := checkFilter("", f); err != nil {
 		return nil, after, fmt.Errorf("events stream: %w", err)
 	}
-	upTo := s.clock.Now().Add(-s.settle).UnixNano()
-	if after == 0 {
-		after = upTo // a stream without a Last-Event-ID starts now
-	}
+	_, upTo := s.StreamBounds()
 	if upTo <= after {
 		return nil, after, nil
 	}

@@ -79,6 +79,14 @@ func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		// cancelled ctx starts the graceful shutdown, it must not abort
 		// the requests that shutdown waits for.
 	}
+	// Open event streams end at once when the shutdown begins, telling
+	// their clients to reconnect (endStream), instead of holding the
+	// shutdown for ShutdownTimeout and being cut off (ADR 0273).
+	shutdown := make(chan struct{})
+	srv.BaseContext = func(net.Listener) context.Context {
+		return context.WithValue(context.Background(), shutdownKey{}, shutdown)
+	}
+	srv.RegisterOnShutdown(func() { close(shutdown) })
 	served := make(chan error, 1)
 	go func() {
 		if opts.TLS != nil {

@@ -31,6 +31,9 @@ type subscriptionStore interface {
 	// StreamEvents returns tenant's next events after seq after that f
 	// selects, and the seq to go on after.
 	StreamEvents(ctx context.Context, tenant string, f claimcheck.EventFilter, after int64, limit int) ([]claimcheck.Event, int64, error)
+	// StreamBounds are the retention bound (0: none) and the head of
+	// the stream, the seqs a stream may begin after (streamStart).
+	StreamBounds() (retained, head int64)
 }
 
 // requestTenant is the tenant a tenant-wide request acts for. With API
@@ -127,14 +130,21 @@ const (
 
 // eventStream answers GET /v1/events/stream: Server-Sent Events, one
 // per event (id: its seq, event: its kind, data: its JSON), from after
-// Last-Event-ID (or ?last_event_id=), else from now. A mistake in the
-// request is answered as JSON before the stream starts.
+// Last-Event-ID (or ?last_event_id=; "oldest": the oldest retained),
+// else from now. A mistake in the request, or an id the stream cannot
+// resume from, is answered as JSON before the stream starts. When the
+// server shuts down the stream ends at once with a shutdown message
+// (streamEnd), and the client resumes on another replica.
 func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 	tenant, err := requestTenant(r)
 	if err != nil {
 		return err
 	}
-	f, after, err := api.ParseStreamQuery(r.URL.Query(), r.Header.Get(api.HeaderLastEvent))
+	f, from, err := api.ParseStreamQuery(r.URL.Query(), r.Header.Get(api.HeaderLastEvent))
+	if err != nil {
+		return err
+	}
+	after, err := streamStart(from, s.claims)
 	if err != nil {
 		return err
 	}
@@ -154,7 +164,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
 		return nil
 	}
-	idle := time.Now()
+	idle, shutdown := time.Now(), shuttingDown(ctx)
 	for {
 		for _, e := range es {
 			data, _ := json.Marshal(e) // an Event always marshals
@@ -176,6 +186,9 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 		if len(es) < streamPage {
 			select {
 			case <-ctx.Done():
+				return nil
+			case <-shutdown:
+				endStream(w, rc)
 				return nil
 			case <-time.After(streamPoll):
 			}

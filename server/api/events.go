@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -12,10 +13,24 @@ import (
 
 // EventsPage is the body of GET /v1/claims/{id}/events, GET
 // /v1/namespaces/{ns}/events and GET /v1/events. Next is the after parameter of the next
-// page; it is 0 when this page was the last.
+// page; it is 0 when this page was the last. Next is a JSON string, as
+// every seq is (ADR 0273); decoding takes a number too.
 type EventsPage struct {
 	Events []claimcheck.Event `json:"events"`
-	Next   int64              `json:"next,omitempty"`
+	Next   int64              `json:"next,string,omitempty"`
+}
+
+// UnmarshalJSON decodes a page whose next is a string or a number.
+func (p *EventsPage) UnmarshalJSON(b []byte) error {
+	type plain EventsPage // without this method
+	v := struct {
+		*plain
+		Next json.Number `json:"next"`
+	}{plain: (*plain)(p)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return claimcheck.SeqFromJSON("next", v.Next, &p.Next)
 }
 
 // Query parameters of the events routes.

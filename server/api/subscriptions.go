@@ -17,17 +17,32 @@ type SubscriptionsPage struct {
 // Query parameters of GET /v1/events/stream: the filter of a
 // subscription (type and ns repeated or comma-separated, label as
 // key=value, repeated), and where to resume when the client cannot send
-// a Last-Event-ID header on its first request.
+// a Last-Event-ID header on its first request: the id of the last
+// event received, or "oldest" (StreamOldest).
 const (
 	QueryType        = "type"
 	QueryLastEventID = "last_event_id"
 	HeaderLastEvent  = "Last-Event-ID"
 )
 
+// StreamOldest is the resume point (Last-Event-ID or last_event_id)
+// that starts a stream at the oldest event retained (ADR 0273).
+const StreamOldest = "oldest"
+
+// StreamFrom is where a stream request asks to begin: after the event
+// with seq After, or at the oldest event retained, or (neither, or an
+// After of 0) from now. Field names how the client gave it, as errors
+// about it say it.
+type StreamFrom struct {
+	After  int64
+	Oldest bool
+	Field  string
+}
+
 // ParseStreamQuery reads the filter and the resume point of a stream
 // request; lastEventID is the header's value ("" when absent), which
 // wins over the query's.
-func ParseStreamQuery(v url.Values, lastEventID string) (claimcheck.EventFilter, int64, error) {
+func ParseStreamQuery(v url.Values, lastEventID string) (claimcheck.EventFilter, StreamFrom, error) {
 	var f claimcheck.EventFilter
 	for name, vals := range v {
 		switch name {
@@ -39,7 +54,7 @@ func ParseStreamQuery(v url.Values, lastEventID string) (claimcheck.EventFilter,
 			for _, kv := range vals {
 				k, val, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return f, 0, queryErr(name, "want key=value")
+					return f, StreamFrom{}, queryErr(name, "want key=value")
 				}
 				if f.Labels == nil {
 					f.Labels = map[string]string{}
@@ -48,27 +63,28 @@ func ParseStreamQuery(v url.Values, lastEventID string) (claimcheck.EventFilter,
 			}
 		case QueryLastEventID, QueryTenant:
 		default:
-			return f, 0, queryErr(name, "unknown parameter; known: type, ns, label, last_event_id, tenant")
+			return f, StreamFrom{}, queryErr(name, "unknown parameter; known: type, ns, label, last_event_id, tenant")
 		}
 	}
-	from := lastEventID
-	if from == "" {
-		from = v.Get(QueryLastEventID)
+	from := StreamFrom{Field: HeaderLastEvent + " header"}
+	given := lastEventID
+	if given == "" {
+		given, from.Field = v.Get(QueryLastEventID), "query parameter "+QueryLastEventID
 	}
-	var after int64
-	if from != "" {
-		n, err := strconv.ParseInt(from, 10, 64)
+	switch {
+	case given == "":
+		from.Field = ""
+	case given == StreamOldest:
+		from.Oldest = true
+	default:
+		n, err := strconv.ParseInt(given, 10, 64)
 		if err != nil || n < 0 {
-			what := HeaderLastEvent + " header"
-			if lastEventID == "" {
-				what = "query parameter " + QueryLastEventID
-			}
-			return f, 0, fmt.Errorf("%w: %s: %q is not an event id (the id of the last event received)",
-				claimcheck.ErrInvalidArgument, what, clip(from))
+			return f, StreamFrom{}, fmt.Errorf("%w: %s: %q is not an event id (the id of the last event received, or %s)",
+				claimcheck.ErrInvalidArgument, from.Field, clip(given), StreamOldest)
 		}
-		after = n
+		from.After = n
 	}
-	return f, after, nil
+	return f, from, nil
 }
 
 func appendList(to, vals []string) []string {

@@ -106,6 +106,7 @@ func (c *Client) FollowEvents(ctx context.Context, f claimcheck.EventFilter, aft
 			req.Header.Set(api.HeaderLastEvent, strconv.FormatInt(after, 10))
 		}
 		resp, err := c.do(req, http.StatusOK, "events stream", "")
+		wait := time.Second
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -114,39 +115,64 @@ func (c *Client) FollowEvents(ctx context.Context, f claimcheck.EventFilter, aft
 				return err
 			}
 		} else {
-			after, err = readStream(resp, after, fn)
+			var st streamState
+			st, err = readStream(resp, after, fn)
 			_ = resp.Body.Close()
 			if err != nil {
 				return err
 			}
+			after = st.after
+			if st.retry > 0 {
+				wait = st.retry
+			}
 		}
-		if err := clock.Sleep(ctx, clock.Real{}, time.Second); err != nil {
+		if err := clock.Sleep(ctx, clock.Real{}, wait); err != nil {
 			return err
 		}
 	}
 }
 
+// streamState is where a stream stopped: the id of the last event
+// received, and the reconnection time the server asked for (its retry
+// field; it asks for a short one when it shuts down, ADR 0273).
+type streamState struct {
+	after int64
+	retry time.Duration
+}
+
 // readStream calls fn with each event of an SSE answer and returns the
-// id of the last one; an error is fn's.
-func readStream(resp *http.Response, after int64, fn func(claimcheck.Event) error) (int64, error) {
+// id of the last one and the server's retry hint; an error is fn's.
+// Messages of another event type than an event kind (the "shutdown" a
+// server sends before it ends the stream) carry no event, and are not
+// passed on.
+func readStream(resp *http.Response, after int64, fn func(claimcheck.Event) error) (streamState, error) {
+	st := streamState{after: after}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var data string
+	var data, kind string
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "data:"):
 			data = strings.TrimSpace(strings.TrimPrefix(line, "data:"))
-		case line == "" && data != "":
-			var e claimcheck.Event
-			if err := json.Unmarshal([]byte(data), &e); err == nil {
-				if err := fn(e); err != nil {
-					return after, err
-				}
-				after = e.Seq
+		case strings.HasPrefix(line, "event:"):
+			kind = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "retry:"):
+			if ms, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "retry:"))); err == nil && ms >= 0 {
+				st.retry = time.Duration(ms) * time.Millisecond
 			}
-			data = ""
+		case line == "":
+			if data != "" && kind != api.StreamShutdown {
+				var e claimcheck.Event
+				if err := json.Unmarshal([]byte(data), &e); err == nil {
+					if err := fn(e); err != nil {
+						return st, err
+					}
+					st.after = e.Seq
+				}
+			}
+			data, kind = "", ""
 		}
 	}
-	return after, nil
+	return st, nil
 }

@@ -46,6 +46,18 @@ func TestCloudEventEncodingIsEncodingJSONs(t *testing.T) {
 	}
 }
 
+// A delivery's data.seq is a JSON string: a JavaScript receiver's
+// JSON.parse would round a 19-digit number (ADR 0273).
+func TestCloudEventSeqIsString(t *testing.T) {
+	t.Parallel()
+	e := meta.FeedEvent{Event: meta.Event{Seq: 1795910484197391993, At: time.Unix(0, 1795910484197391993).UTC(), Kind: "created", Tenant: "t"}}
+	for _, body := range [][]byte{appendCloudEvent(nil, e), MarshalBatch([]meta.FeedEvent{e})} {
+		if !bytes.Contains(body, []byte(`"data":{"seq":"1795910484197391993",`)) {
+			t.Errorf("delivery %s: want data.seq as the string \"1795910484197391993\"", body)
+		}
+	}
+}
+
 // A signer reused for many deliveries signs each as a fresh HMAC does.
 func TestSignerReused(t *testing.T) {
 	t.Parallel()

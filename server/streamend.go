@@ -72,7 +72,7 @@ func shuttingDown(ctx context.Context) <-chan struct{} {
 // hint, so that an EventSource or a client of ours reconnects soon,
 // with Last-Event-ID, and reaches a replica that serves.
 func endStream(w io.Writer, rc *http.ResponseController) {
-	_, _ = fmt.Fprintf(w, "retry: %d\nevent: shutdown\ndata: {\"reason\":\"server shutting down: reconnect with Last-Event-ID\"}\n\n",
-		streamRetryOnShutdown.Milliseconds())
+	_, _ = fmt.Fprintf(w, "retry: %d\nevent: %s\ndata: {\"reason\":\"server shutting down: reconnect with Last-Event-ID\"}\n\n",
+		streamRetryOnShutdown.Milliseconds(), api.StreamShutdown)
 	_ = rc.Flush()
 }

@@ -29,6 +29,11 @@ const (
 // that starts a stream at the oldest event retained (ADR 0273).
 const StreamOldest = "oldest"
 
+// StreamShutdown is the event type of a stream's last message when the
+// server shuts down: it carries no event and no id, with a retry hint;
+// the client reconnects with Last-Event-ID (ADR 0273).
+const StreamShutdown = "shutdown"
+
 // StreamFrom is where a stream request asks to begin: after the event
 // with seq After, or at the oldest event retained, or (neither, or an
 // After of 0) from now. Field names how the client gave it, as errors

@@ -55,6 +55,7 @@ func TestFollowEventsAcrossShutdown(t *testing.T) {
 			return
 		}
 		fmt.Fprintf(w, "id: %s\nevent: created\ndata: {\"seq\":%s,\"at\":\"2026-11-29T00:00:00Z\",\"kind\":\"created\"}\n\n", second, second)
+		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
 	defer srv.Close()

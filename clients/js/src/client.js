@@ -400,6 +400,8 @@ export class BaseClient {
     for (const ns of namespaces ?? []) u.searchParams.append('ns', ns);
     for (const [k, v] of Object.entries(labels ?? {})) u.searchParams.append('label', `${k}=${v}`);
     let last = lastEventId;
+    /** The server's reconnection time (its retry field), in ms. */
+    const hint = { retry: 1000 };
     while (!signal?.aborted) {
       const headers = this.#headers({ Accept: 'text/event-stream' });
       if (last) headers.set('Last-Event-ID', last);
@@ -414,11 +416,16 @@ export class BaseClient {
       }
       if (resp?.body) {
         try {
-          for await (const [id, data] of sseMessages(resp.body)) {
+          for await (const [id, event, data] of sseMessages(resp.body, hint)) {
+            // A server shutting down ends the stream with a "shutdown"
+            // message: no event, no id; reconnect after its retry time
+            // (ADR 0273).
+            if (event === 'shutdown') continue;
             /** @type {ClaimEvent} */
             const ev = JSON.parse(data);
-            // The seq as a JSON number may have been rounded; the SSE id
-            // is its exact text.
+            // The seq is a JSON string; from an older server a number,
+            // perhaps rounded: the SSE id is its exact text.
+            if (id) ev.seq = id;
             ev.id = id;
             if (id) last = id;
             yield ev;
@@ -428,23 +435,25 @@ export class BaseClient {
           // A broken stream: reconnect from the last event.
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, hint.retry));
     }
   }
 
 }
 
 /**
- * The messages of a Server-Sent Events body: [id, data] for each that has
- * data (comments and retry lines skipped).
+ * The messages of a Server-Sent Events body: [id, event, data] for each
+ * that has data (comments skipped); a retry field sets hint.retry.
  * @param {ReadableStream<Uint8Array>} body
- * @returns {AsyncGenerator<[string, string], void, void>}
+ * @param {{retry: number}} hint
+ * @returns {AsyncGenerator<[string, string, string], void, void>}
  */
-async function* sseMessages(body) {
+async function* sseMessages(body, hint) {
   const reader = body.getReader();
   const dec = new TextDecoder();
   let buf = '';
   let id = '';
+  let event = '';
   /** @type {string[]} */
   let data = [];
   try {
@@ -457,8 +466,9 @@ async function* sseMessages(body) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
         if (line === '') {
-          if (data.length) yield [id, data.join('\n')];
+          if (data.length) yield [id, event, data.join('\n')];
           data = [];
+          event = '';
           continue;
         }
         const colon = line.indexOf(':');
@@ -467,6 +477,8 @@ async function* sseMessages(body) {
         const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
         if (field === 'data') data.push(val);
         else if (field === 'id') id = val;
+        else if (field === 'event') event = val;
+        else if (field === 'retry' && /^[0-9]+$/.test(val)) hint.retry = Number(val);
       }
     }
   } finally {

@@ -89,7 +89,7 @@
 /**
  * An event of the audit trail, as the live stream carries it.
  * @typedef {object} ClaimEvent
- * @property {number} seq Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
+ * @property {string} seq Its sequence number, exact: a JSON string (19 digits, past what a JavaScript number holds).
  * @property {string} id The stream's id of the event, exact: give it as lastEventId to resume after it.
  * @property {string} at
  * @property {string} kind created, confirmed, redeemed, first_redeemed, released, all_released, expired, expired_unread, deleted, reaped, …
@@ -107,7 +107,7 @@
  * @property {string[]} [types] Event kinds (default every kind).
  * @property {string[]} [namespaces] Namespaces of the key's tenant (default every one).
  * @property {Record<string, string>} [labels] Labels a claim must all have.
- * @property {string} [lastEventId] Resume after this event (its seq); default: from now.
+ * @property {string} [lastEventId] Resume after this event (its seq), or 'oldest' for the oldest retained; default: from now.
  * @property {AbortSignal} [signal] Ends the stream.
  */
 

@@ -47,3 +47,36 @@ test('events() throws the server\'s refusal of a filter', async () => {
   const stream = cc.events({ types: ['nope'] });
   await assert.rejects(stream.next(), (e) => e.code === 'invalid_argument' && /nope/.test(e.message));
 });
+
+test('events() skips a shutdown message and resumes with Last-Event-ID after its retry time', async () => {
+  const first = '1795910484197391993';
+  const second = '1795910484197391994';
+  const lastIds = [];
+  const { createServer } = await import('node:http');
+  const fake = createServer((req, res) => {
+    lastIds.push(req.headers['last-event-id'] ?? '');
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    if (lastIds.length === 1) {
+      res.end(`retry: 1000\n\nid: ${first}\nevent: created\ndata: {"seq":"${first}","kind":"created"}\n\n` +
+        'retry: 10\nevent: shutdown\ndata: {"reason":"server shutting down"}\n\n');
+      return;
+    }
+    res.write(`id: ${second}\nevent: created\ndata: {"seq":"${second}","kind":"created"}\n\n`);
+  });
+  await new Promise((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  const addr = /** @type {import('node:net').AddressInfo} */ (fake.address());
+  const ac = new AbortController();
+  const got = [];
+  try {
+    for await (const e of new Client(`http://127.0.0.1:${addr.port}`).events({ signal: ac.signal })) {
+      got.push(e.seq);
+      if (got.length === 2) break;
+    }
+  } finally {
+    ac.abort();
+    fake.closeAllConnections();
+    fake.close();
+  }
+  assert.deepEqual(got, [first, second], 'no event for the shutdown message; seqs exact');
+  assert.deepEqual(lastIds, ['', first]);
+});

@@ -91,9 +91,9 @@ export type NamespaceInfo = {
  */
 export type ClaimEvent = {
     /**
-     * Its sequence number (a JSON number: past 2^53 a JavaScript number rounds it; use id).
+     * Its sequence number, exact: a JSON string (19 digits, past what a JavaScript number holds).
      */
-    seq: number;
+    seq: string;
     /**
      * The stream's id of the event, exact: give it as lastEventId to resume after it.
      */
@@ -125,7 +125,7 @@ export type FollowOptions = {
      */
     labels?: Record<string, string> | undefined;
     /**
-     * Resume after this event (its seq); default: from now.
+     * Resume after this event (its seq), or 'oldest' for the oldest retained; default: from now.
      */
     lastEventId?: string | undefined;
     /**

@@ -78,8 +78,13 @@ func (c *Client) ResumeSubscription(ctx context.Context, id string) error {
 	return c.noContent(req, "resume subscription "+id, "")
 }
 
+// FromOldest, as FollowEvents' after, starts the stream at the oldest
+// event the server retains.
+const FromOldest int64 = -1
+
 // FollowEvents reads the live stream of the key's tenant's events that
-// f selects, from after event id after (0: from now), and calls fn with
+// f selects, from after event id after (0: from now; FromOldest: from
+// the oldest event retained), and calls fn with
 // each, until ctx ends or fn returns an error. A broken stream is opened
 // again after the last event received (Last-Event-ID), so fn sees every
 // event once, in order; a refusal by the server (a mistake in f, a key
@@ -102,7 +107,10 @@ func (c *Client) FollowEvents(ctx context.Context, f claimcheck.EventFilter, aft
 		}
 		req.URL.RawQuery = v.Encode()
 		req.Header.Set("Accept", "text/event-stream")
-		if after > 0 {
+		switch {
+		case after == FromOldest:
+			req.Header.Set(api.HeaderLastEvent, api.StreamOldest)
+		case after > 0:
 			req.Header.Set(api.HeaderLastEvent, strconv.FormatInt(after, 10))
 		}
 		resp, err := c.do(req, http.StatusOK, "events stream", "")

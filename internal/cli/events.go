@@ -3,11 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/server/api"
 )
 
 type eventsCmd struct {
@@ -20,7 +23,7 @@ type eventsCmd struct {
 	follow bool
 	types  []string
 	labels []string
-	after  int64
+	after  string
 }
 
 func newEventsCmd(env Env) *cobra.Command {
@@ -57,7 +60,8 @@ With --follow it streams the tenant's events as they happen (claim
 lifecycle included, and all_released, expired_unread, …; see 'claimcheck
 subscriptions'), until interrupted, reconnecting after the last event it
 printed; --type, --ns and --label filter, --after SEQ resumes after an
-event printed before. A tenant-wide admin key.
+event printed before (--after oldest: from the oldest event retained). A
+tenant-wide admin key.
 
   claimcheck events --follow --type all_released,expired_unread --ns orders`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -66,7 +70,7 @@ event printed before. A tenant-wide admin key.
 				return usageError{fmt.Errorf("--follow streams the key's tenant's events from now (or --after SEQ): give no reference, --tenant or --since with it")}
 			case e.follow:
 				return nil
-			case len(e.types) > 0 || len(e.labels) > 0 || e.after != 0:
+			case len(e.types) > 0 || len(e.labels) > 0 || e.after != "":
 				return usageError{fmt.Errorf("--type, --label and --after filter the stream of --follow")}
 			case e.tenant != "" && (e.ns != "" || len(args) > 0):
 				return usageError{fmt.Errorf("--tenant lists a tenant's events: give no reference and no --ns with it")}
@@ -138,7 +142,7 @@ event printed before. A tenant-wide admin key.
 	cmd.Flags().BoolVarP(&e.follow, "follow", "f", false, "stream the tenant's events as they happen, until interrupted")
 	cmd.Flags().StringSliceVar(&e.types, "type", nil, "with --follow: event types (repeat or separate with commas)")
 	cmd.Flags().StringArrayVar(&e.labels, "label", nil, "with --follow: key=value a claim must have (repeat: all of them)")
-	cmd.Flags().Int64Var(&e.after, "after", 0, "with --follow: resume after the event with this seq")
+	cmd.Flags().StringVar(&e.after, "after", "", "with --follow: resume after the event with this seq, or oldest: from the oldest event retained")
 	e.client.register(cmd, env)
 	return cmd
 }
@@ -165,12 +169,21 @@ func (e *eventsCmd) followStream(cmd *cobra.Command, env Env) error {
 	if err != nil {
 		return err
 	}
+	after := int64(0)
+	switch {
+	case e.after == api.StreamOldest:
+		after = client.FromOldest
+	case e.after != "":
+		if after, err = strconv.ParseInt(e.after, 10, 64); err != nil || after < 0 {
+			return usageError{fmt.Errorf("--after %q: want the seq of an event printed before, or %s", e.after, api.StreamOldest)}
+		}
+	}
 	c, err := e.client.client()
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(env.Stdout)
-	err = c.FollowEvents(cmd.Context(), f, e.after, func(ev claimcheck.Event) error { return enc.Encode(ev) })
+	err = c.FollowEvents(cmd.Context(), f, after, func(ev claimcheck.Event) error { return enc.Encode(ev) })
 	if cmd.Context().Err() != nil {
 		return nil // interrupted: the normal end of a follow
 	}

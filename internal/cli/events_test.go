@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/server"
@@ -69,4 +70,49 @@ func TestEventsCommand(t *testing.T) {
 	if got, err := parseSince("90m", time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)); err != nil || !got.Equal(time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC)) {
 		t.Errorf("parseSince(90m) = %v, %v", got, err)
 	}
+}
+
+// TestEventsFollowFromOldest: events --follow --after oldest prints the
+// events the store already holds, from the oldest (ADR 0273); a bad
+// --after is a usage error naming it.
+func TestEventsFollowFromOldest(t *testing.T) {
+	store := enginetest.Open(t, engine.Config{Subscriptions: dispatch.Config{Settle: 10 * time.Millisecond}})
+	srv := httptest.NewServer(server.New(server.Config{Claims: store}))
+	t.Cleanup(srv.Close)
+	ref, err := store.Put(context.Background(), "orders", strings.NewReader("payload"), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // past the settle time: the event is in the stream's past
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := &firstLine{cancel: cancel}
+	var errb bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb,
+		Getenv: func(string) string { return "" }, Environ: func() []string { return nil }}
+	if code := Main(ctx, []string{"events", "--follow", "--type", "created", "--after", "oldest", "--server", srv.URL}, env); code != ExitOK {
+		t.Fatalf("events --follow --after oldest: exit %d: %s", code, errb.String())
+	}
+	var e claimcheck.Event
+	if err := json.Unmarshal(out.buf.Bytes(), &e); err != nil || e.ClaimID != ref.ID {
+		t.Fatalf("first event %q (%v), want created of %s", out.buf.String(), err, ref.ID)
+	}
+	if code := Main(context.Background(), []string{"events", "--follow", "--after", "yesterday", "--server", srv.URL}, env); code != ExitUsage ||
+		!strings.Contains(errb.String(), `--after "yesterday"`) {
+		t.Errorf("--after yesterday: exit %d: %s, want a usage error naming --after", code, errb.String())
+	}
+}
+
+// firstLine keeps what is written to it and cancels when it has a line.
+type firstLine struct {
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	n, err := f.buf.Write(p)
+	if bytes.Contains(f.buf.Bytes(), []byte("\n")) {
+		f.cancel()
+	}
+	return n, err
 }

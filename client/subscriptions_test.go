@@ -50,11 +50,11 @@ func TestFollowEventsAcrossShutdown(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		if n == 1 {
-			fmt.Fprintf(w, "retry: 1000\n\nid: %s\nevent: created\ndata: {\"seq\":\"%s\",\"at\":\"2026-11-29T00:00:00Z\",\"kind\":\"created\"}\n\n", first, first)
-			fmt.Fprint(w, "retry: 10\nevent: shutdown\ndata: {\"reason\":\"server shutting down\"}\n\n")
+			_, _ = fmt.Fprintf(w, "retry: 1000\n\nid: %s\nevent: created\ndata: {\"seq\":\"%s\",\"at\":\"2026-11-29T00:00:00Z\",\"kind\":\"created\"}\n\n", first, first)
+			_, _ = fmt.Fprint(w, "retry: 10\nevent: shutdown\ndata: {\"reason\":\"server shutting down\"}\n\n")
 			return
 		}
-		fmt.Fprintf(w, "id: %s\nevent: created\ndata: {\"seq\":%s,\"at\":\"2026-11-29T00:00:00Z\",\"kind\":\"created\"}\n\n", second, second)
+		_, _ = fmt.Fprintf(w, "id: %s\nevent: created\ndata: {\"seq\":%s,\"at\":\"2026-11-29T00:00:00Z\",\"kind\":\"created\"}\n\n", second, second)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))

@@ -183,15 +183,17 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 		if err := rc.Flush(); err != nil {
 			return nil
 		}
-		if len(es) < streamPage {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-shutdown:
-				endStream(w, rc)
-				return nil
-			case <-time.After(streamPoll):
-			}
+		wait := streamPoll
+		if len(es) == streamPage {
+			wait = 0 // a backlog: read on, but end it too on a shutdown
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-shutdown:
+			endStream(w, rc)
+			return nil
+		case <-time.After(wait):
 		}
 		if es, after, err = s.claims.StreamEvents(ctx, tenant, f, after, streamPage); err != nil {
 			if ctx.Err() == nil {

@@ -76,10 +76,10 @@ func ParseStreamQuery(v url.Values, lastEventID string) (claimcheck.EventFilter,
 	if given == "" {
 		given, from.Field = v.Get(QueryLastEventID), "query parameter "+QueryLastEventID
 	}
-	switch {
-	case given == "":
+	switch given {
+	case "":
 		from.Field = ""
-	case given == StreamOldest:
+	case StreamOldest:
 		from.Oldest = true
 	default:
 		n, err := strconv.ParseInt(given, 10, 64)

@@ -13,6 +13,9 @@
 //     marked tour: shell lines, Go programs built as modules outside the
 //     repository, Python), and the integration READMEs' replace lines;
 //   - several replicas of one store on PostgreSQL and S3, working at once;
+//   - a rolling restart of two replicas with an event stream open
+//     (TestRollingRestartWithStreams: every exit 0, no event lost;
+//     CLAIMCHECK_TEST_ROLLING_RESTARTS=N for more rounds);
 //   - chaos: a server killed with SIGKILL between writing an object and
 //     committing it, and stored objects damaged under a running server;
 //   - benchmarks of the served paths, against MinIO among others

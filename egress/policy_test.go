@@ -240,3 +240,13 @@ func TestRedact(t *testing.T) {
 		t.Errorf("a refused literal, redacted: %q", got)
 	}
 }
+
+// BenchmarkCheckResolved is the connect-time check of one address (a
+// public one: the whole table is walked).
+func BenchmarkCheckResolved(b *testing.B) {
+	for b.Loop() {
+		if err := strict.CheckResolved("[2606:4700::1]:443"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/egress"
 	"github.com/claimcheck/claimcheck/engine"
 )
@@ -50,6 +52,29 @@ func TestLastErrorHidesTheResolvedAddress(t *testing.T) {
 	}
 	if strings.Contains(got.LastError, "127.0.0.1") || strings.Contains(got.LastError, "::1") {
 		t.Errorf("last_error %q shows the address the name resolved to", got.LastError)
+	}
+}
+
+// TestConfigTargetRefused: a target in the config is held to the same
+// policy as one a tenant makes, and the refusal names its key.
+func TestConfigTargetRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, says string }{
+		{"http://[64:ff9b::a9fe:a9fe]/hook", "64:ff9b::/96"},
+		{"http://0x7f000001:9/hook", "denotes 127.0.0.1"},
+		{"http://hooks.example.com:181810000/hook", "port 181810000"},
+	} {
+		dir := t.TempDir()
+		cfg := engine.Config{Data: dir, Metadata: "sqlite:" + filepath.Join(dir, "meta.db")}
+		cfg.Sweeper.Disabled = true
+		cfg.Subscriptions.Targets = []dispatch.Target{{ID: "ops", URL: tc.url, Secret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}}
+		s, err := engine.Open(context.Background(), cfg)
+		if err == nil {
+			_ = s.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "subscriptions.targets[0].url: ") || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want a refusal naming subscriptions.targets[0].url and saying %q", tc.url, err, tc.says)
+		}
 	}
 }
 

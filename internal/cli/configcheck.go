@@ -30,10 +30,11 @@ func (m metricsConfig) validate(listen string) error {
 	if m.Listen == "" {
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(m.Listen); err != nil {
+	_, port, err := net.SplitHostPort(m.Listen)
+	if err != nil {
 		return &claimcheck.FieldError{Field: "metrics.listen", Got: fmt.Sprintf("%q", m.Listen), Reason: "want host:port, e.g. 0.0.0.0:9090"}
 	}
-	if m.Listen == listen {
+	if m.Listen == listen && port != "0" {
 		return &claimcheck.FieldError{Field: "metrics.listen", Got: fmt.Sprintf("%q", m.Listen), Reason: "must differ from listen, the API's address"}
 	}
 	return nil

@@ -176,6 +176,9 @@ func (l Limits) Validate() error {
 	if err := l.CORS.Validate(); err != nil {
 		return err
 	}
+	if math.IsNaN(l.RateLimit) || math.IsInf(l.RateLimit, 0) {
+		return fmt.Errorf("%w: http.rate_limit %v: must be a number (requests per second; -1: off)", claimcheck.ErrInvalidArgument, l.RateLimit)
+	}
 	if l.RateLimit > 0 && l.RateBurst < 1 {
 		return fmt.Errorf("%w: http.rate_burst %d: at least 1 when rate_limit is set", claimcheck.ErrInvalidArgument, l.RateBurst)
 	}

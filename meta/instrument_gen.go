@@ -90,6 +90,7 @@ const (
 	opSetCursor
 	opSetNamespaceHold
 	opSetTenants
+	opSubscriptionPage
 	opSubscriptions
 	opSyncConfigSubscriptions
 	opTenantEvents
@@ -181,6 +182,7 @@ var opNames = [numOps]string{
 	opSetCursor:               "SetCursor",
 	opSetNamespaceHold:        "SetNamespaceHold",
 	opSetTenants:              "SetTenants",
+	opSubscriptionPage:        "SubscriptionPage",
 	opSubscriptions:           "Subscriptions",
 	opSyncConfigSubscriptions: "SyncConfigSubscriptions",
 	opTenantEvents:            "TenantEvents",
@@ -190,9 +192,9 @@ var opNames = [numOps]string{
 	opUploadByKey:             "UploadByKey",
 }
 
-func (w *instrumented) AdvanceSubscription(ctx context.Context, id string, p SubscriptionProgress) error {
+func (w *instrumented) AdvanceSubscription(ctx context.Context, tenant string, id string, p SubscriptionProgress) error {
 	ctx, call := w.begin(ctx, opAdvanceSubscription)
-	err := w.next.AdvanceSubscription(ctx, id, p)
+	err := w.next.AdvanceSubscription(ctx, tenant, id, p)
 	return call.end(err)
 }
 
@@ -340,9 +342,9 @@ func (w *instrumented) CreateResumable(ctx context.Context, u Upload, handle str
 	return call.end(err)
 }
 
-func (w *instrumented) CreateSubscription(ctx context.Context, s Subscription) error {
+func (w *instrumented) CreateSubscription(ctx context.Context, s Subscription, limit int) error {
 	ctx, call := w.begin(ctx, opCreateSubscription)
-	err := w.next.CreateSubscription(ctx, s)
+	err := w.next.CreateSubscription(ctx, s, limit)
 	return call.end(err)
 }
 
@@ -656,6 +658,12 @@ func (w *instrumented) SetTenants(ctx context.Context, byNamespace map[string]st
 	ctx, call := w.begin(ctx, opSetTenants)
 	err := w.next.SetTenants(ctx, byNamespace, others)
 	return call.end(err)
+}
+
+func (w *instrumented) SubscriptionPage(ctx context.Context, tenant string, after string, limit int) ([]Subscription, error) {
+	ctx, call := w.begin(ctx, opSubscriptionPage)
+	r0, err := w.next.SubscriptionPage(ctx, tenant, after, limit)
+	return r0, call.end(err)
 }
 
 func (w *instrumented) Subscriptions(ctx context.Context, tenant string) ([]Subscription, error) {

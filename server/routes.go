@@ -102,7 +102,7 @@ var routes = []route{
 	{pattern: "POST /v1/subscriptions", handler: (*Server).createSubscription, op: auth.OpAdmin, target: targetNone, json: true,
 		doc: "push the tenant's events to a URL (signed CloudEvents): `201` + the subscription with its secret"},
 	{pattern: "GET /v1/subscriptions", handler: (*Server).listSubscriptions, op: auth.OpAdmin, target: targetNone,
-		doc: "the tenant's subscriptions and how delivery stands (never their secrets)"},
+		doc: "a page of the tenant's subscriptions (by id; `cursor`, `limit`, `next`) and how delivery stands (never their secrets)"},
 	{pattern: "DELETE /v1/subscriptions/{id}", handler: (*Server).deleteSubscription, op: auth.OpAdmin, target: targetNone,
 		doc: "stop and remove a subscription: `204`"},
 	{pattern: "POST /v1/subscriptions/{id}/resume", handler: (*Server).resumeSubscription, op: auth.OpAdmin, target: targetNone,

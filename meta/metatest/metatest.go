@@ -96,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"CursorAndEvents", testCursorAndEvents},
 		{"AuditLifecycle", testAuditLifecycle},
 		{"SubscriptionsHoldPruning", testSubscriptionsHoldPruning},
+		{"SubscriptionsByTenant", testSubscriptionsByTenant},
 		{"AuditPrune", testAuditPrune},
 		{"AuditConcurrentAppends", testAuditConcurrentAppends},
 		{"AuditHolds", testAuditHolds},

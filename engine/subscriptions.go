@@ -91,7 +91,10 @@ func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec clai
 			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w",
 				invalidf("id: %q is taken by another subscription of this tenant", sub.ID))
 		}
-		err = limitErr(err, "subscriptions", s.limits.Subscriptions, "tenant_limits.subscriptions")
+		if errors.Is(err, meta.ErrLimitReached) {
+			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w",
+				limitErr("subscriptions", s.limits.Subscriptions, "tenant_limits.subscriptions"))
+		}
 		return claimcheck.Subscription{}, metaErr("create subscription", err)
 	}
 	s.subscriptionsChanged()

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/meta"
 )
 
 // Per-tenant limits on the objects a tenant makes by name (ADR 0270): a
@@ -41,12 +39,9 @@ func (l TenantLimits) WithDefaults() TenantLimits {
 	return l
 }
 
-// limitErr turns the metadata store's ErrLimitReached into the answer a
-// client gets: quota_exceeded (403, like a full quota), naming the limit
-// and its config key; other errors pass as they are.
-func limitErr(err error, what string, limit int, key string) error {
-	if !errors.Is(err, meta.ErrLimitReached) {
-		return err
-	}
+// limitErr is the answer to a tenant at its limit (the metadata store's
+// meta.ErrLimitReached): quota_exceeded (403, like a full quota), naming
+// the limit and its config key.
+func limitErr(what string, limit int, key string) error {
 	return fmt.Errorf("%w: the tenant has %d %s, its limit (%s)", claimcheck.ErrQuotaExceeded, limit, what, key)
 }

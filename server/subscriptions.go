@@ -141,6 +141,11 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.acquireEventStream(w, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
 	f, after, err := api.ParseStreamQuery(r.URL.Query(), r.Header.Get(api.HeaderLastEvent))
 	if err != nil {
 		return err

@@ -59,6 +59,8 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 	if f.data != "" {
 		fc.Data = f.data
 	}
+	// Named to a tenant that tries to change a configured subscription.
+	fc.ConfigFile = f.config
 	return fc, nil
 }
 

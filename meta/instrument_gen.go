@@ -56,6 +56,7 @@ const (
 	opFixRefcounts
 	opHeldClaims
 	opKey
+	opKeyPage
 	opKeys
 	opListClaims
 	opLiveDataKey
@@ -148,6 +149,7 @@ var opNames = [numOps]string{
 	opFixRefcounts:            "FixRefcounts",
 	opHeldClaims:              "HeldClaims",
 	opKey:                     "Key",
+	opKeyPage:                 "KeyPage",
 	opKeys:                    "Keys",
 	opListClaims:              "ListClaims",
 	opLiveDataKey:             "LiveDataKey",
@@ -324,9 +326,9 @@ func (w *instrumented) CreateDataKey(ctx context.Context, k DataKey) (DataKey, e
 	return r0, call.end(err)
 }
 
-func (w *instrumented) CreateKey(ctx context.Context, k APIKey) error {
+func (w *instrumented) CreateKey(ctx context.Context, k APIKey, limit int) error {
 	ctx, call := w.begin(ctx, opCreateKey)
-	err := w.next.CreateKey(ctx, k)
+	err := w.next.CreateKey(ctx, k, limit)
 	return call.end(err)
 }
 
@@ -453,6 +455,12 @@ func (w *instrumented) HeldClaims(ctx context.Context, ns string) (int64, error)
 func (w *instrumented) Key(ctx context.Context, id string) (APIKey, error) {
 	ctx, call := w.begin(ctx, opKey)
 	r0, err := w.next.Key(ctx, id)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) KeyPage(ctx context.Context, tenant string, afterCreated time.Time, afterID string, limit int) ([]APIKey, error) {
+	ctx, call := w.begin(ctx, opKeyPage)
+	r0, err := w.next.KeyPage(ctx, tenant, afterCreated, afterID, limit)
 	return r0, call.end(err)
 }
 

@@ -160,7 +160,7 @@ var routes = []route{
 	{pattern: "POST /v1/keys", handler: (*Server).createKey, op: auth.OpKeys, target: targetNone, json: true, only: (*Server).authOn,
 		doc: "a new key in the caller's tenant (auth on only)"},
 	{pattern: "GET /v1/keys", handler: (*Server).listKeys, op: auth.OpKeys, target: targetNone, only: (*Server).authOn,
-		doc: "the tenant's keys, never their tokens (auth on only)"},
+		doc: "a page of the tenant's keys (`cursor`, `limit`, `next`), never their tokens (auth on only)"},
 	{pattern: "DELETE /v1/keys/{key}", handler: (*Server).revokeKey, op: auth.OpKeys, target: targetNone, only: (*Server).authOn,
 		doc: "revoke a key (auth on only)"},
 

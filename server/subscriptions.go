@@ -82,7 +82,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	cursor, limit, err := api.ParseSubscriptionsQuery(r.URL.Query())
+	cursor, limit, err := api.ParsePageQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}

@@ -149,3 +149,61 @@ func TestEventStreamsPerTenant(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestAPIKeysLimitedAndPaged: past http.max_api_keys_per_tenant a
+// tenant's admin makes no more keys (403 quota_exceeded naming the key;
+// before, there was no bound), a revoke makes room, and GET /v1/keys
+// answers pages with the cursor of the next (ADR 0270).
+func TestAPIKeysLimitedAndPaged(t *testing.T) {
+	b := setupAuthWith(t, server.Limits{MaxAPIKeysPerTenant: 4}, nil)
+	admin := b.key(t, "acme", auth.RoleAdmin, "")
+	b.key(t, "beta", auth.RoleAdmin, "")
+	var made []string
+	for i := range 4 {
+		resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", jsonBody(`{"role":"producer"}`), "Content-Type", "application/json")
+		if i == 3 {
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "http.max_api_keys_per_tenant") {
+				t.Fatalf("the 5th key of acme: %s %s; want 403 naming http.max_api_keys_per_tenant", resp.Status, body)
+			}
+			continue
+		}
+		var k struct{ ID string }
+		if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &k) != nil {
+			t.Fatalf("key %d: %s %s", i, resp.Status, body)
+		}
+		made = append(made, k.ID)
+	}
+	if resp, body := b.do(t, admin, http.MethodDelete, "/v1/keys/"+made[0], nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %s %s", resp.Status, body)
+	}
+	if resp, body := b.do(t, admin, http.MethodPost, "/v1/keys", jsonBody(`{"role":"producer"}`), "Content-Type", "application/json"); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("after a revoke: %s %s", resp.Status, body)
+	}
+	n, pages := 0, 0
+	for cursor := ""; ; {
+		resp, body := b.do(t, admin, http.MethodGet, "/v1/keys?limit=2&cursor="+cursor, nil)
+		var page struct {
+			Keys []struct{ Tenant string }
+			Next string
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page.Keys) > 2 {
+			t.Fatalf("keys after %q: %s %s", cursor, resp.Status, body)
+		}
+		for _, k := range page.Keys {
+			if k.Tenant != "acme" {
+				t.Fatalf("another tenant's key listed: %s", body)
+			}
+		}
+		n, pages = n+len(page.Keys), pages+1
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	if n != 5 || pages != 3 {
+		t.Errorf("listed %d keys in %d pages, want 5 (the revoked one too) in 3", n, pages)
+	}
+	if resp, body := b.do(t, admin, http.MethodGet, "/v1/keys?cursor=nonsense", nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a bad cursor: %s %s", resp.Status, body)
+	}
+}

@@ -102,6 +102,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"AuditHolds", testAuditHolds},
 		{"AuditKeys", testAuditKeys},
 		{"Keys", testKeys},
+		{"KeyLimitAndPages", testKeyLimitAndPages},
 		{"ParkAndRetryDeadLetter", testParkAndRetry},
 		{"RetryAllDeadLetters", testRetryAllDeadLetters},
 		{"ParkConflicts", testParkConflicts},

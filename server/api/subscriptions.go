@@ -11,11 +11,13 @@ import (
 
 // SubscriptionsPage is the answer to GET /v1/subscriptions; its query
 // parameters are QueryCursor (the next of the page before) and
-// QueryLimit (1 to claimcheck.MaxListLimit), as in the claims' listing.
+// QueryLimit (1 to claimcheck.MaxListLimit), as in the claims' listing
+// (ParsePageQuery).
 type SubscriptionsPage = claimcheck.SubscriptionPage
 
-// ParseSubscriptionsQuery reads the query of GET /v1/subscriptions.
-func ParseSubscriptionsQuery(v url.Values) (cursor string, limit int, err error) {
+// ParsePageQuery reads the query of a listing paged by cursor and limit
+// alone (GET /v1/subscriptions, GET /v1/keys); limit 0: not given.
+func ParsePageQuery(v url.Values) (cursor string, limit int, err error) {
 	for name, vals := range v {
 		switch name {
 		case QueryCursor, QueryLimit, QueryTenant:

@@ -101,7 +101,8 @@ type SubscriptionStore interface {
 
 	// SyncConfigSubscriptions makes the subscriptions of source config
 	// the given ones, in one transaction: new ones inserted, changed ones
-	// updated with their progress kept, missing ones deleted.
+	// updated with their progress kept, missing ones deleted, dead-lettered
+	// ones active again (the operator's resume is a start).
 	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
 
 	// Subscriptions returns the subscriptions of tenant ("" every

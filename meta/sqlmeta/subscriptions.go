@@ -124,6 +124,13 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 				}
 			}
 		}
+		// Tenants cannot resume a configured target (ADR 0269): the
+		// operator does, by starting the server again once the receiver
+		// is fixed.
+		if _, err := q.exec(`UPDATE subscriptions SET state = ?, failing_since = 0, attempts = 0 WHERE source = ? AND state = ?`,
+			meta.SubscriptionActive, meta.SourceConfig, meta.SubscriptionDeadLettered); err != nil {
+			return err
+		}
 		for _, h := range have {
 			if !kept[key{h.Tenant, h.ID}] {
 				if _, err := q.exec(`DELETE FROM subscriptions WHERE tenant = ? AND id = ? AND source = ?`,

@@ -72,6 +72,17 @@ func testSubscriptionsByTenantMigration(t *testing.T, s *Store) {
 	if err != nil || len(subs) != 3 || subs[0].ID != "config:ops-b" || subs[0].Cursor != 7 || subs[1].ID != "config:ops-new" || subs[2].ID != "ops-new" {
 		t.Fatalf("after the sync: %+v, %v", subs, err)
 	}
+	// A dead-lettered target is active again at the next start.
+	if err := s.AdvanceSubscription(ctx, "acme", "config:ops-new", meta.SubscriptionProgress{Cursor: 9,
+		State: meta.SubscriptionDeadLettered, Attempts: 7, FailingSince: time.Unix(0, 9)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SyncConfigSubscriptions(ctx, []meta.Subscription{target("ops-b", false), target("ops-new", true)}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := s.Subscriptions(ctx, "acme"); err != nil || subs[1].State != meta.SubscriptionActive || subs[1].Attempts != 0 {
+		t.Fatalf("a dead-lettered target after a start: %+v, %v; want active", subs[1], err)
+	}
 	// Another tenant may have the same id.
 	if err := s.CreateSubscription(ctx, meta.Subscription{ID: "ops-new", Tenant: "beta", URL: "http://127.0.0.1/", Secret: []byte("x"),
 		Enabled: true, CreatedAt: time.Unix(0, 9), State: meta.SubscriptionActive}, 0); err != nil {

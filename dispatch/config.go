@@ -11,6 +11,8 @@ import (
 //	subscriptions:
 //	  allow_loopback_targets: false
 //	  allow_private_targets: false
+//	  allow_targets: []       # CIDRs beyond the public ranges (egress, ADR 0268)
+//	  allow_ports: []         # when given, the only ports allow_targets may be reached on
 //	  concurrency: 4          # deliveries in flight per subscription
 //	  timeout: 10s            # one delivery, connection to answer
 //	  dead_letter_after: 24h  # an event failing this long stops its subscription

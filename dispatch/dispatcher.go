@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/egress"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/service"
 )
@@ -447,7 +448,10 @@ func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subSta
 func (d *Dispatcher) failed(s meta.Subscription, st *subState, pr *meta.SubscriptionProgress, err error, now time.Time) {
 	st.failures++
 	pr.Attempts = s.Attempts + 1
-	pr.LastError = err.Error()
+	// The tenant reads last_error: it is told that a name resolved to a
+	// refused address, never which one (a window into the operator's
+	// DNS); the log below keeps the detail (ADR 0268).
+	pr.LastError = egress.Redact(err).Error()
 	pr.FailingSince = s.FailingSince
 	if pr.Cursor > s.Cursor || pr.FailingSince.IsZero() {
 		pr.FailingSince = now // a new event at the head of the line

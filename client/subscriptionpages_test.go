@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/claimcheck/claimcheck"
@@ -35,5 +36,30 @@ func TestSubscriptionsFollowPages(t *testing.T) {
 	page, err := b.client.SubscriptionPage(ctx, "s2", 2)
 	if err != nil || len(page.Subscriptions) != 3 || page.Subscriptions[0].ID != "s3" || page.Next != "s5" {
 		t.Fatalf("the page after s2: %+v, %v", page, err)
+	}
+}
+
+// TestNamespacesFollowPages: Namespaces reads every page of GET
+// /v1/namespaces (ADR 0270); the server here answers one per page.
+func TestNamespacesFollowPages(t *testing.T) {
+	onePerPage := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/namespaces" {
+				q := r.URL.Query()
+				q.Set("limit", "1")
+				r.URL.RawQuery = q.Encode()
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	b := setupWith(t, onePerPage)
+	list, err := b.client.Namespaces(context.Background())
+	if err != nil || len(list) != len(testNamespaces) {
+		t.Fatalf("Namespaces: %d, %v; want the %d configured", len(list), err, len(testNamespaces))
+	}
+	for i := 1; i < len(list); i++ {
+		if list[i-1].Name >= list[i].Name {
+			t.Fatalf("not in order of name: %s then %s", list[i-1].Name, list[i].Name)
+		}
 	}
 }

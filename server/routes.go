@@ -86,7 +86,7 @@ var routes = []route{
 	{pattern: "GET /v1/claims/{id}/events", handler: (*Server).claimEvents, op: auth.OpAdmin, target: targetClaim,
 		doc: "the claim's audit trail (see \"Audit events\")"},
 	{pattern: "GET /v1/namespaces", handler: (*Server).namespaces, op: auth.OpNamespace, target: targetList,
-		doc: "every namespace the caller may see: policy, limits, usage"},
+		doc: "a page of the namespaces the caller may see (by name; `cursor`, `limit`, `next`): policy, limits, usage"},
 	{pattern: "GET /v1/namespaces/{ns}", handler: (*Server).namespaceInfo, op: auth.OpNamespace, target: targetNamespace,
 		doc: "the namespace's effective policy, limits and usage"},
 	{pattern: "GET /v1/namespaces/{ns}/events", handler: (*Server).namespaceEvents, op: auth.OpAdmin, target: targetNamespace,

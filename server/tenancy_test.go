@@ -207,3 +207,31 @@ func TestAPIKeysLimitedAndPaged(t *testing.T) {
 		t.Errorf("a bad cursor: %s %s", resp.Status, body)
 	}
 }
+
+// TestNamespacesPaged: GET /v1/namespaces answers pages by name, of the
+// namespaces the key sees only (ADR 0270).
+func TestNamespacesPaged(t *testing.T) {
+	b := setupAuthWith(t, server.Limits{}, nil)
+	acme := b.key(t, "acme", auth.RoleAdmin, "")
+	var names []string
+	for cursor := ""; ; {
+		resp, body := b.do(t, acme, http.MethodGet, "/v1/namespaces?limit=1&cursor="+cursor, nil)
+		var page struct {
+			Namespaces []struct{ Name string }
+			Next       string
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page.Namespaces) > 1 {
+			t.Fatalf("namespaces after %q: %s %s", cursor, resp.Status, body)
+		}
+		for _, ns := range page.Namespaces {
+			names = append(names, ns.Name)
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	if strings.Join(names, ",") != "a1,a2" {
+		t.Errorf("acme's namespaces in pages: %v, want a1,a2 (not beta's b1)", names)
+	}
+}

@@ -55,7 +55,7 @@ type Store interface {
 	Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error)
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
-	AdvanceSubscription(ctx context.Context, id string, p meta.SubscriptionProgress) error
+	AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error
 }
 
 // Dispatcher delivers events to subscriptions while it holds the
@@ -74,7 +74,7 @@ type Dispatcher struct {
 	relistNow atomic.Bool // a subscription changed in this process
 
 	mu       sync.Mutex
-	subs     map[string]*subState // by subscription id
+	subs     map[string]*subState // by subKey: ids are unique per tenant (ADR 0269)
 	listed   []meta.Subscription  // as last read
 	listedAt time.Time
 }
@@ -175,6 +175,9 @@ func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// subKey names a subscription among every tenant's: its tenant and id.
+func subKey(s meta.Subscription) string { return s.Tenant + "\x00" + s.ID }
+
 func (d *Dispatcher) forget() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -206,11 +209,12 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 	defer d.mu.Unlock()
 	live := map[string]bool{}
 	for _, s := range d.listed {
-		live[s.ID] = true
-		st := d.subs[s.ID]
+		k := subKey(s)
+		live[k] = true
+		st := d.subs[k]
 		if st == nil {
 			st = &subState{sent: map[int64]bool{}}
-			d.subs[s.ID] = st
+			d.subs[k] = st
 		}
 		switch {
 		case st.running:
@@ -474,7 +478,7 @@ func (d *Dispatcher) persist(ctx context.Context, s meta.Subscription, set settl
 	if pr.Cursor == s.Cursor && pr.Attempts == s.Attempts && pr.State == s.State {
 		return s, set.more
 	}
-	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, pr); err != nil {
+	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.Tenant, s.ID, pr); err != nil {
 		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
 		return s, false
 	}

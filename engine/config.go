@@ -73,6 +73,13 @@ type Config struct {
 	// Subscriptions configures the delivery of events to receivers over
 	// HTTP and the operator's own targets (ADR 0240).
 	Subscriptions dispatch.Config `yaml:"subscriptions"`
+	// TenantLimits bounds the objects each tenant makes by name
+	// (tenantlimits.go, ADR 0270).
+	TenantLimits TenantLimits `yaml:"tenant_limits"`
+	// ConfigFile is the path of the config file the server was started
+	// with, named in the answer to a tenant that tries to change a
+	// subscription of that file ("": not started from a file).
+	ConfigFile string `yaml:"-"`
 	// History is how long finished claims and collected blobs keep their
 	// rows (history.go, ADR 0077).
 	History HistoryConfig `yaml:"history"`

@@ -62,6 +62,8 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 	if f.data != "" {
 		fc.Data = f.data
 	}
+	// Named to a tenant that tries to change a configured subscription.
+	fc.ConfigFile = f.config
 	if err := fc.validate(); err != nil {
 		if f.config != "" {
 			return fc, fmt.Errorf("config %s: %w", f.config, err)

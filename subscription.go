@@ -64,6 +64,14 @@ type SubscriptionSpec struct {
 // request's body stays a few MiB at most.
 const MaxEventsPerRequest = 1000
 
+// SubscriptionPage is a page of a tenant's subscriptions, ordered by id
+// (GET /v1/subscriptions). Next is the cursor of the page after, absent
+// after the last page.
+type SubscriptionPage struct {
+	Subscriptions []Subscription `json:"subscriptions"`
+	Next          string         `json:"next,omitempty"`
+}
+
 // Subscription is a receiver of a tenant's events and how delivery
 // stands. Its secret is never listed back: only the answer to its
 // creation carries it.

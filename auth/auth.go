@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,6 +165,11 @@ type CreateParams struct {
 	Role      Role
 	Namespace string // optional
 	Name      string // optional label
+	// Limit bounds the keys of Tenant not revoked: a create past it is
+	// refused quota_exceeded, naming LimitKey (ADR 0270). 0: no limit
+	// (the operator's offline `claimcheck keys create`).
+	Limit    int
+	LimitKey string
 }
 
 // maxKeyName bounds the label of a key.
@@ -194,7 +200,11 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Key, string, erro
 	sec := base64.RawURLEncoding.EncodeToString(secret)
 	m := meta.APIKey{ID: id, Tenant: p.Tenant, Role: string(p.Role), Namespace: p.Namespace, Name: p.Name,
 		Hash: hashSecret(sec), CreatedAt: s.clock.Now().UTC()}
-	if err := s.store.CreateKey(ctx, m); err != nil {
+	if err := s.store.CreateKey(ctx, m, p.Limit); err != nil {
+		if errors.Is(err, meta.ErrLimitReached) {
+			return Key{}, "", fmt.Errorf("create key: %w: the tenant has %d keys not revoked, its limit (%s); revoke one first",
+				claimcheck.ErrQuotaExceeded, p.Limit, p.LimitKey)
+		}
 		return Key{}, "", fmt.Errorf("create key: %w", err)
 	}
 	return keyOf(m), TokenPrefix + id + "_" + sec, nil
@@ -298,6 +308,36 @@ func (s *Service) List(ctx context.Context, tenant string) ([]Key, error) {
 		out[i] = keyOf(m)
 	}
 	return out, nil
+}
+
+// Page lists up to limit keys of tenant (revoked ones included) in
+// creation order, after cursor ("" from the first); next is the cursor
+// of the page after, "" after the last. A cursor is the creation time in
+// Unix nanoseconds and the id of the last key of a page.
+func (s *Service) Page(ctx context.Context, tenant, cursor string, limit int) (keys []Key, next string, err error) {
+	var at time.Time
+	var after string
+	if cursor != "" {
+		ns, id, ok := strings.Cut(cursor, ".")
+		n, perr := strconv.ParseInt(ns, 10, 64)
+		if !ok || perr != nil || n < 0 {
+			return nil, "", fmt.Errorf("%w: cursor %q: not the next of a page of keys", claimcheck.ErrInvalidArgument, cursor)
+		}
+		at, after = time.Unix(0, n), id
+	}
+	ms, err := s.store.KeyPage(ctx, tenant, at, after, limit+1) // one more tells whether there is a next page
+	if err != nil {
+		return nil, "", fmt.Errorf("list keys: %w", err)
+	}
+	for i, m := range ms {
+		if i == limit {
+			last := ms[limit-1]
+			next = strconv.FormatInt(last.CreatedAt.UnixNano(), 10) + "." + last.ID
+			break
+		}
+		keys = append(keys, keyOf(m))
+	}
+	return keys, next, nil
 }
 
 // Revoke revokes key id of tenant ("" = any tenant). It takes effect on

@@ -48,6 +48,11 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blob: open: %w", err)
 	}
+	// u.Query drops a pair that does not parse without a word, so the
+	// backend's check of its parameters would never see it.
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return nil, fmt.Errorf("blob: open %s: the URL's query does not parse: %w", redact(u), err)
+	}
 	registryMu.RLock()
 	open, ok := registry[u.Scheme]
 	schemes := make([]string, 0, len(registry))

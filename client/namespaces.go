@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -31,19 +32,31 @@ func (c *Client) Namespace(ctx context.Context, ns string) (claimcheck.Namespace
 }
 
 // Namespaces returns every namespace the server knows, with policy,
-// limits and usage, ordered by name (GET /v1/namespaces).
+// limits and usage, ordered by name (GET /v1/namespaces), following the
+// listing's pages to the last.
 func (c *Client) Namespaces(ctx context.Context) ([]claimcheck.NamespaceInfo, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "namespaces")
-	if err != nil {
-		return nil, err
+	var out []claimcheck.NamespaceInfo
+	for cursor := ""; ; {
+		req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "namespaces")
+		if err != nil {
+			return nil, err
+		}
+		if cursor != "" {
+			req.URL.RawQuery = url.Values{api.QueryCursor: {cursor}}.Encode()
+		}
+		resp, err := c.do(req, http.StatusOK, "list namespaces", "")
+		if err != nil {
+			return nil, err
+		}
+		var page api.NamespaceList
+		if err := decodeAnswer(resp, &page); err != nil {
+			return nil, fmt.Errorf("list namespaces: %w", err)
+		}
+		out = append(out, page.Namespaces...)
+		// A server from before the pages sends no next.
+		if page.Next == "" || page.Next == cursor {
+			return out, nil
+		}
+		cursor = page.Next
 	}
-	resp, err := c.do(req, http.StatusOK, "list namespaces", "")
-	if err != nil {
-		return nil, err
-	}
-	var list api.NamespaceList
-	if err := decodeAnswer(resp, &list); err != nil {
-		return nil, fmt.Errorf("list namespaces: %w", err)
-	}
-	return list.Namespaces, nil
 }

@@ -43,21 +43,48 @@ func (c *Client) CreateSubscription(ctx context.Context, spec claimcheck.Subscri
 	return sub, nil
 }
 
-// Subscriptions lists the key's tenant's subscriptions.
+// Subscriptions lists the key's tenant's subscriptions, following the
+// pages of the listing to the last.
 func (c *Client) Subscriptions(ctx context.Context) ([]claimcheck.Subscription, error) {
+	var out []claimcheck.Subscription
+	for cursor := ""; ; {
+		page, err := c.SubscriptionPage(ctx, cursor, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Subscriptions...)
+		if page.Next == "" || page.Next == cursor {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}
+
+// SubscriptionPage lists one page of the key's tenant's subscriptions,
+// by id, after cursor ("" from the first); limit 0 is the server's
+// default page size.
+func (c *Client) SubscriptionPage(ctx context.Context, cursor string, limit int) (claimcheck.SubscriptionPage, error) {
 	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "subscriptions")
 	if err != nil {
-		return nil, fmt.Errorf("subscriptions: %w", err)
+		return claimcheck.SubscriptionPage{}, fmt.Errorf("subscriptions: %w", err)
 	}
+	v := url.Values{}
+	if cursor != "" {
+		v.Set(api.QueryCursor, cursor)
+	}
+	if limit > 0 {
+		v.Set(api.QueryLimit, strconv.Itoa(limit))
+	}
+	req.URL.RawQuery = v.Encode()
 	resp, err := c.do(req, http.StatusOK, "subscriptions", "")
 	if err != nil {
-		return nil, err
+		return claimcheck.SubscriptionPage{}, err
 	}
-	var page api.SubscriptionsPage
+	var page claimcheck.SubscriptionPage
 	if err := decodeAnswer(resp, &page); err != nil {
-		return nil, fmt.Errorf("subscriptions: %w", err)
+		return claimcheck.SubscriptionPage{}, fmt.Errorf("subscriptions: %w", err)
 	}
-	return page.Subscriptions, nil
+	return page, nil
 }
 
 // DeleteSubscription removes a subscription.

@@ -11,6 +11,8 @@ import (
 //	subscriptions:
 //	  allow_loopback_targets: false
 //	  allow_private_targets: false
+//	  allow_targets: []       # CIDRs beyond the public ranges (egress, ADR 0268)
+//	  allow_ports: []         # when given, the only ports allow_targets may be reached on
 //	  concurrency: 4          # deliveries in flight per subscription
 //	  timeout: 10s            # one delivery, connection to answer
 //	  dead_letter_after: 24h  # an event failing this long stops its subscription
@@ -109,4 +111,47 @@ func (c Config) WithDefaults() Config {
 		c.EventsPerRequest = 1
 	}
 	return c
+}
+
+// The largest counts the subscriptions section takes. The dispatcher
+// holds concurrency lanes of connections per subscription and batch
+// events per subscription and round in memory; beyond these, a value is
+// a typo (an extra zero or three), not a tuning.
+const (
+	MaxConcurrency = 256
+	MaxBatch       = 10000
+)
+
+// Validate refuses a section no dispatcher can run as written, naming
+// the key as written ("subscriptions.timeout"). Zero is every field's
+// default; a negative duration or count, a count above its bound (for
+// events_per_request the API's own, claimcheck.MaxEventsPerRequest) or
+// backoff_min above backoff_max is an error, where WithDefaults alone
+// would have replaced it silently. The targets are the engine's to
+// check (engine/subscriptions.go, as it checks a subscription made over
+// the API; and whether a target's tenant is declared, since the tenants
+// are its config).
+func (c Config) Validate() error {
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"timeout", c.Timeout}, {"dead_letter_after", c.DeadLetterAfter}, {"lag_bound", c.LagBound}, {"settle", c.Settle},
+		{"interval", c.Interval}, {"backoff_min", c.BackoffMin}, {"backoff_max", c.BackoffMax}} {
+		if d.v < 0 {
+			return &claimcheck.FieldError{Field: "subscriptions." + d.key, Got: d.v.String(), Reason: "must be positive (or 0 for the default)"}
+		}
+	}
+	for _, n := range []struct {
+		key      string
+		v, limit int
+	}{{"concurrency", c.Concurrency, MaxConcurrency}, {"batch", c.Batch, MaxBatch}, {"events_per_request", c.EventsPerRequest, claimcheck.MaxEventsPerRequest}} {
+		if n.v < 0 || n.v > n.limit {
+			return countError("subscriptions."+n.key, n.v, n.limit, "the default")
+		}
+	}
+	if d := c.WithDefaults(); d.BackoffMin > d.BackoffMax {
+		return &claimcheck.FieldError{Field: "subscriptions.backoff_min", Got: d.BackoffMin.String(),
+			Reason: "must not be above subscriptions.backoff_max (" + d.BackoffMax.String() + ")"}
+	}
+	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/claimcheck/claimcheck/egress"
 )
 
 // Deliveries go out on HTTP/1.1 connections the dispatcher keeps itself,
@@ -45,7 +47,7 @@ const maxDrain = 64 << 10
 // poster sends deliveries and keeps idle connections by origin.
 type poster struct {
 	timeout time.Duration
-	dialer  *net.Dialer
+	dialer  *egress.Dialer
 
 	mu   sync.Mutex
 	idle map[string][]*hconn // by scheme://host:port
@@ -57,8 +59,8 @@ type hconn struct {
 	used time.Time
 }
 
-func newPoster(p TargetPolicy, timeout time.Duration) *poster {
-	return &poster{timeout: timeout, dialer: p.dialer(timeout), idle: map[string][]*hconn{}}
+func newPoster(p egress.Policy, timeout time.Duration) *poster {
+	return &poster{timeout: timeout, dialer: p.Dialer(timeout), idle: map[string][]*hconn{}}
 }
 
 // target is a subscription URL made ready for requests.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/clock"
+	"github.com/claimcheck/claimcheck/egress"
 	"github.com/claimcheck/claimcheck/meta"
 	"github.com/claimcheck/claimcheck/service"
 )
@@ -54,7 +55,7 @@ type Store interface {
 	Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error)
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
-	AdvanceSubscription(ctx context.Context, id string, p meta.SubscriptionProgress) error
+	AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error
 }
 
 // Dispatcher delivers events to subscriptions while it holds the
@@ -73,7 +74,7 @@ type Dispatcher struct {
 	relistNow atomic.Bool // a subscription changed in this process
 
 	mu       sync.Mutex
-	subs     map[string]*subState // by subscription id
+	subs     map[string]*subState // by subKey: ids are unique per tenant (ADR 0269)
 	listed   []meta.Subscription  // as last read
 	listedAt time.Time
 }
@@ -174,6 +175,9 @@ func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// subKey names a subscription among every tenant's: its tenant and id.
+func subKey(s meta.Subscription) string { return s.Tenant + "\x00" + s.ID }
+
 func (d *Dispatcher) forget() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -205,11 +209,12 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 	defer d.mu.Unlock()
 	live := map[string]bool{}
 	for _, s := range d.listed {
-		live[s.ID] = true
-		st := d.subs[s.ID]
+		k := subKey(s)
+		live[k] = true
+		st := d.subs[k]
 		if st == nil {
 			st = &subState{sent: map[int64]bool{}}
-			d.subs[s.ID] = st
+			d.subs[k] = st
 		}
 		switch {
 		case st.running:
@@ -443,7 +448,10 @@ func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subSta
 func (d *Dispatcher) failed(s meta.Subscription, st *subState, pr *meta.SubscriptionProgress, err error, now time.Time) {
 	st.failures++
 	pr.Attempts = s.Attempts + 1
-	pr.LastError = err.Error()
+	// The tenant reads last_error: it is told that a name resolved to a
+	// refused address, never which one (a window into the operator's
+	// DNS); the log below keeps the detail (ADR 0268).
+	pr.LastError = egress.Redact(err).Error()
 	pr.FailingSince = s.FailingSince
 	if pr.Cursor > s.Cursor || pr.FailingSince.IsZero() {
 		pr.FailingSince = now // a new event at the head of the line
@@ -470,7 +478,7 @@ func (d *Dispatcher) persist(ctx context.Context, s meta.Subscription, set settl
 	if pr.Cursor == s.Cursor && pr.Attempts == s.Attempts && pr.State == s.State {
 		return s, set.more
 	}
-	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.ID, pr); err != nil {
+	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.Tenant, s.ID, pr); err != nil {
 		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
 		return s, false
 	}

@@ -19,10 +19,12 @@
 // buffers, the subscriptions read once a second rather than every tick,
 // and an idle subscription looked at less often.
 //
-// Targets are checked twice (target.go): the URL when a subscription is
-// made, and every address at connect time, so a name that resolves to a
-// private address later (DNS rebinding) is refused too. Redirects are not
-// followed.
+// Targets are checked twice, by the outbound address policy of package
+// egress (ADR 0268): the URL when a subscription is made, and every
+// address at connect time, so a name that resolves to a private address
+// later (DNS rebinding) is refused too. A subscription's last error is
+// redacted by it: a tenant never reads what a name resolved to.
+// Redirects are not followed.
 //
 // The dispatcher is given what it needs (the metadata store, a function
 // that opens a subscription's secret, the clock) and never calls back

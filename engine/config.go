@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/claimcheck/claimcheck"
@@ -71,6 +73,13 @@ type Config struct {
 	// Subscriptions configures the delivery of events to receivers over
 	// HTTP and the operator's own targets (ADR 0240).
 	Subscriptions dispatch.Config `yaml:"subscriptions"`
+	// TenantLimits bounds the objects each tenant makes by name
+	// (tenantlimits.go, ADR 0270).
+	TenantLimits TenantLimits `yaml:"tenant_limits"`
+	// ConfigFile is the path of the config file the server was started
+	// with, named in the answer to a tenant that tries to change a
+	// subscription of that file ("": not started from a file).
+	ConfigFile string `yaml:"-"`
 	// History is how long finished claims and collected blobs keep their
 	// rows (history.go, ADR 0077).
 	History HistoryConfig `yaml:"history"`
@@ -307,10 +316,19 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Sweeper.Validate(); err != nil {
-		return invalidf("%v", err)
+		return invalidKey{err}
 	}
 	if err := c.Tracing.Validate(); err != nil {
-		return invalidf("%v", err)
+		return invalidKey{err}
+	}
+	if err := c.validateSubscriptions(); err != nil {
+		return err
+	}
+	if err := checkURLQuery("storage", c.Storage); err != nil {
+		return err
+	}
+	if err := checkURLQuery("metadata", c.Metadata); err != nil {
+		return err
 	}
 	switch c.Lifecycle {
 	case LifecycleManage, LifecycleCheck, LifecycleOff:
@@ -329,6 +347,48 @@ func (c Config) Validate() error {
 		return invalidf("metadata %q: want sqlite:PATH or a postgres:// URL", c.Metadata)
 	}
 	return nil
+}
+
+// validateSubscriptions checks the subscriptions section, and that each
+// target's tenant exists as a namespace's must: a typo would otherwise
+// make a subscription of a tenant nobody has.
+func (c Config) validateSubscriptions() error {
+	if err := c.Subscriptions.Validate(); err != nil {
+		return err
+	}
+	for i, t := range c.Subscriptions.Targets {
+		if t.Tenant != "" && !c.HasTenant(t.Tenant) {
+			return &claimcheck.FieldError{Field: fmt.Sprintf("subscriptions.targets[%d].tenant", i), Got: strconv.Quote(t.Tenant),
+				Reason: "is not declared in the tenants section"}
+		}
+	}
+	return nil
+}
+
+// checkURLQuery refuses a URL whose query does not parse: url.Query
+// drops a malformed pair without a word (an endpoint=%zz would vanish and
+// the default endpoint be used), so every backend's check of its
+// parameters would never see it. The value is not quoted back: it may
+// hold credentials.
+func checkURLQuery(key, raw string) error {
+	_, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return nil
+	}
+	if _, err := url.ParseQuery(query); err != nil {
+		return &claimcheck.FieldError{Field: key, Reason: "the URL's query does not parse (a parameter with a bad %-escape or a ';'): " + redactedQueryError(err)}
+	}
+	return nil
+}
+
+// redactedQueryError names what url.ParseQuery refused without the
+// parameter's value.
+func redactedQueryError(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return "invalid escape " + strconv.Quote(string(esc))
+	}
+	return "a ';' separator"
 }
 
 // under puts a config section's path in front of a field error, so that

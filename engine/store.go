@@ -79,6 +79,10 @@ type Store struct {
 	dispatcher *dispatch.Dispatcher
 	targets    dispatch.TargetPolicy
 	settle     time.Duration
+	// limits bounds each tenant's named objects (tenantlimits.go);
+	// configFile names where the configured subscriptions come from.
+	limits     TenantLimits
+	configFile string
 	// eventRetention is events.retention in force (0: kept for ever):
 	// a stream may not resume from before it (StreamBounds).
 	eventRetention time.Duration
@@ -186,6 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	subCfg := cfg.Subscriptions.WithDefaults()
 	s.targets, s.settle = subCfg.TargetPolicy, subCfg.Settle
+	s.limits, s.configFile = cfg.TenantLimits.WithDefaults(), cfg.ConfigFile
 	if err := s.syncTargets(ctx, subCfg.Targets); err != nil {
 		_ = s.Close() // opening failed; that error is the one to report
 		return nil, err

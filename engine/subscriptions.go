@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/dispatch"
@@ -83,9 +84,16 @@ func (s *Store) CreateSubscription(ctx context.Context, tenant string, spec clai
 	if err != nil {
 		return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", err)
 	}
-	if err := s.meta.CreateSubscription(ctx, sub); err != nil {
+	if err := s.meta.CreateSubscription(ctx, sub, s.limits.Subscriptions); err != nil {
 		if errors.Is(err, meta.ErrConflict) {
-			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w", invalidf("id: %q is taken", sub.ID))
+			// Ids are the tenant's own (ADR 0269): only its own
+			// subscriptions can take one.
+			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w",
+				invalidf("id: %q is taken by another subscription of this tenant", sub.ID))
+		}
+		if errors.Is(err, meta.ErrLimitReached) {
+			return claimcheck.Subscription{}, fmt.Errorf("create subscription: %w",
+				limitErr("subscriptions", s.limits.Subscriptions, "tenant_limits.subscriptions"))
 		}
 		return claimcheck.Subscription{}, metaErr("create subscription", err)
 	}
@@ -145,8 +153,57 @@ func (s *Store) Subscriptions(ctx context.Context, tenant string) ([]claimcheck.
 	return out, nil
 }
 
+// SubscriptionPage lists up to limit of tenant's subscriptions after the
+// id cursor ("" from the first), by id, without their secrets; next is
+// the cursor of the page after ("" after the last). limit 0 is
+// claimcheck.DefaultListLimit, at most claimcheck.MaxListLimit (ADR 0270).
+func (s *Store) SubscriptionPage(ctx context.Context, tenant, cursor string, limit int) (claimcheck.SubscriptionPage, error) {
+	if err := claimcheck.ValidateTenant(tenant); err != nil {
+		return claimcheck.SubscriptionPage{}, fmt.Errorf("subscriptions: %w", err)
+	}
+	switch {
+	case limit == 0:
+		limit = claimcheck.DefaultListLimit
+	case limit < 0 || limit > claimcheck.MaxListLimit:
+		return claimcheck.SubscriptionPage{}, invalidf("limit %d: want 1..%d", limit, claimcheck.MaxListLimit)
+	}
+	// One more than the page tells whether there is a next one.
+	subs, err := s.meta.SubscriptionPage(ctx, tenant, cursor, limit+1)
+	if err != nil {
+		return claimcheck.SubscriptionPage{}, metaErr("subscriptions", err)
+	}
+	page := claimcheck.SubscriptionPage{Subscriptions: make([]claimcheck.Subscription, 0, min(len(subs), limit))}
+	for i, sub := range subs {
+		if i == limit {
+			page.Next = subs[limit-1].ID
+			break
+		}
+		page.Subscriptions = append(page.Subscriptions, publicSubscription(sub))
+	}
+	return page, nil
+}
+
+// readOnlyConfigured refuses a change to a subscription of the config
+// file (ADR 0269): the operator set it, tenants only see it. Its id is
+// in the config's id space, so the refusal needs no read and tells
+// nothing about other tenants.
+func (s *Store) readOnlyConfigured(id string) error {
+	if !strings.HasPrefix(id, meta.ConfigIDPrefix) {
+		return nil
+	}
+	file := "the server's config file (subscriptions.targets)"
+	if s.configFile != "" {
+		file = s.configFile + " (subscriptions.targets)"
+	}
+	return fmt.Errorf("%w: subscription %s is set by the operator in %s; change it there",
+		claimcheck.ErrPermissionDenied, id, file)
+}
+
 // DeleteSubscription removes a subscription of tenant made over the API.
 func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error {
+	if err := s.readOnlyConfigured(id); err != nil {
+		return fmt.Errorf("delete subscription: %w", err)
+	}
 	if err := s.meta.DeleteSubscription(ctx, tenant, id); err != nil {
 		return metaErr("delete subscription "+id, err)
 	}
@@ -155,8 +212,11 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 }
 
 // ResumeSubscription restarts delivery to a dead-lettered subscription
-// of tenant, from the event that kept failing.
+// of tenant made over the API, from the event that kept failing.
 func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error {
+	if err := s.readOnlyConfigured(id); err != nil {
+		return fmt.Errorf("resume subscription: %w", err)
+	}
 	if err := s.meta.ResumeSubscription(ctx, tenant, id); err != nil {
 		return metaErr("resume subscription "+id, err)
 	}
@@ -200,10 +260,10 @@ func (s *Store) syncTargets(ctx context.Context, targets []dispatch.Target) erro
 		if err := claimcheck.ValidateTenant(tenant); err != nil {
 			return fmt.Errorf("%stenant: %w", field, err)
 		}
-		if t.ID == "" || seen[t.ID] {
-			return invalidf("%sid: required, and unique among the targets", field)
+		if t.ID == "" || seen[tenant+"/"+t.ID] {
+			return invalidf("%sid: required, and unique among the targets of its tenant", field)
 		}
-		seen[t.ID] = true
+		seen[tenant+"/"+t.ID] = true
 		if t.Secret == "" {
 			return invalidf("%ssecret: required (whsec_ and the base64 of 24 to 64 random bytes)", field)
 		}
@@ -212,6 +272,10 @@ func (s *Store) syncTargets(ctx context.Context, targets []dispatch.Target) erro
 		if err != nil {
 			return err
 		}
+		// Its own id space (ADR 0269): no subscription a tenant makes
+		// can take its id, so no tenant can stop the server's start.
+		sub.ID = meta.ConfigIDPrefix + t.ID
+		sub.Secret, sub.SecretKeyID = s.sealSecret(sub.ID, t.Secret)
 		sub.Source, sub.Enabled = meta.SourceConfig, !t.Disabled
 		subs = append(subs, sub)
 	}

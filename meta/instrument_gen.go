@@ -56,6 +56,7 @@ const (
 	opFixRefcounts
 	opHeldClaims
 	opKey
+	opKeyPage
 	opKeys
 	opListClaims
 	opLiveDataKey
@@ -90,6 +91,7 @@ const (
 	opSetCursor
 	opSetNamespaceHold
 	opSetTenants
+	opSubscriptionPage
 	opSubscriptions
 	opSyncConfigSubscriptions
 	opTenantEvents
@@ -147,6 +149,7 @@ var opNames = [numOps]string{
 	opFixRefcounts:            "FixRefcounts",
 	opHeldClaims:              "HeldClaims",
 	opKey:                     "Key",
+	opKeyPage:                 "KeyPage",
 	opKeys:                    "Keys",
 	opListClaims:              "ListClaims",
 	opLiveDataKey:             "LiveDataKey",
@@ -181,6 +184,7 @@ var opNames = [numOps]string{
 	opSetCursor:               "SetCursor",
 	opSetNamespaceHold:        "SetNamespaceHold",
 	opSetTenants:              "SetTenants",
+	opSubscriptionPage:        "SubscriptionPage",
 	opSubscriptions:           "Subscriptions",
 	opSyncConfigSubscriptions: "SyncConfigSubscriptions",
 	opTenantEvents:            "TenantEvents",
@@ -190,9 +194,9 @@ var opNames = [numOps]string{
 	opUploadByKey:             "UploadByKey",
 }
 
-func (w *instrumented) AdvanceSubscription(ctx context.Context, id string, p SubscriptionProgress) error {
+func (w *instrumented) AdvanceSubscription(ctx context.Context, tenant string, id string, p SubscriptionProgress) error {
 	ctx, call := w.begin(ctx, opAdvanceSubscription)
-	err := w.next.AdvanceSubscription(ctx, id, p)
+	err := w.next.AdvanceSubscription(ctx, tenant, id, p)
 	return call.end(err)
 }
 
@@ -322,9 +326,9 @@ func (w *instrumented) CreateDataKey(ctx context.Context, k DataKey) (DataKey, e
 	return r0, call.end(err)
 }
 
-func (w *instrumented) CreateKey(ctx context.Context, k APIKey) error {
+func (w *instrumented) CreateKey(ctx context.Context, k APIKey, limit int) error {
 	ctx, call := w.begin(ctx, opCreateKey)
-	err := w.next.CreateKey(ctx, k)
+	err := w.next.CreateKey(ctx, k, limit)
 	return call.end(err)
 }
 
@@ -340,9 +344,9 @@ func (w *instrumented) CreateResumable(ctx context.Context, u Upload, handle str
 	return call.end(err)
 }
 
-func (w *instrumented) CreateSubscription(ctx context.Context, s Subscription) error {
+func (w *instrumented) CreateSubscription(ctx context.Context, s Subscription, limit int) error {
 	ctx, call := w.begin(ctx, opCreateSubscription)
-	err := w.next.CreateSubscription(ctx, s)
+	err := w.next.CreateSubscription(ctx, s, limit)
 	return call.end(err)
 }
 
@@ -451,6 +455,12 @@ func (w *instrumented) HeldClaims(ctx context.Context, ns string) (int64, error)
 func (w *instrumented) Key(ctx context.Context, id string) (APIKey, error) {
 	ctx, call := w.begin(ctx, opKey)
 	r0, err := w.next.Key(ctx, id)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) KeyPage(ctx context.Context, tenant string, afterCreated time.Time, afterID string, limit int) ([]APIKey, error) {
+	ctx, call := w.begin(ctx, opKeyPage)
+	r0, err := w.next.KeyPage(ctx, tenant, afterCreated, afterID, limit)
 	return r0, call.end(err)
 }
 
@@ -656,6 +666,12 @@ func (w *instrumented) SetTenants(ctx context.Context, byNamespace map[string]st
 	ctx, call := w.begin(ctx, opSetTenants)
 	err := w.next.SetTenants(ctx, byNamespace, others)
 	return call.end(err)
+}
+
+func (w *instrumented) SubscriptionPage(ctx context.Context, tenant string, after string, limit int) ([]Subscription, error) {
+	ctx, call := w.begin(ctx, opSubscriptionPage)
+	r0, err := w.next.SubscriptionPage(ctx, tenant, after, limit)
+	return r0, call.end(err)
 }
 
 func (w *instrumented) Subscriptions(ctx context.Context, tenant string) ([]Subscription, error) {

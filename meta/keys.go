@@ -27,7 +27,9 @@ func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
 // a revoke must take effect on the next request.
 type KeyStore interface {
 	// CreateKey inserts a key. ErrConflict if the id exists.
-	CreateKey(ctx context.Context, k APIKey) error
+	// ErrLimitReached if k.Tenant has limit keys not revoked already
+	// (limit 0: no limit); the count and the insert are one transaction.
+	CreateKey(ctx context.Context, k APIKey, limit int) error
 
 	// Key loads a key by id, revoked or not. ErrNotFound if absent.
 	Key(ctx context.Context, id string) (APIKey, error)
@@ -35,6 +37,11 @@ type KeyStore interface {
 	// Keys lists the keys of tenant ("" = every tenant), revoked ones
 	// included, in creation order.
 	Keys(ctx context.Context, tenant string) ([]APIKey, error)
+
+	// KeyPage lists up to limit keys of tenant, revoked ones included,
+	// in creation order, after the key created at afterCreated with id
+	// afterID (zero time and "": from the first).
+	KeyPage(ctx context.Context, tenant string, afterCreated time.Time, afterID string, limit int) ([]APIKey, error)
 
 	// RevokeKey sets revoked_at = now on the key if it belongs to tenant
 	// ("" = any tenant) and is not revoked yet, and returns the key as it

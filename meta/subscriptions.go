@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -21,11 +22,20 @@ const (
 )
 
 // Subscription sources: made over the API, or named in the config file
-// (re-read at every start; the API cannot remove those).
+// (re-read at every start; the API cannot change or remove those).
 const (
 	SourceAPI    = "api"
 	SourceConfig = "config"
 )
+
+// ConfigIDPrefix starts the id of every subscription of source config
+// (ADR 0269): a configured target "ops" is "config:ops". An id made over
+// the API has no ':', so the two id spaces never meet.
+const ConfigIDPrefix = "config:"
+
+// ErrLimitReached: a tenant has as many objects of a kind as its limit
+// allows (ADR 0270).
+var ErrLimitReached = errors.New("meta: limit reached")
 
 // Subscription is one receiver of events and its delivery progress.
 type Subscription struct {
@@ -83,30 +93,39 @@ type FeedEvent struct {
 // SubscriptionStore keeps subscriptions and reads the event feed. Part of
 // Store.
 type SubscriptionStore interface {
-	// CreateSubscription inserts s. ErrConflict if its id is taken.
-	CreateSubscription(ctx context.Context, s Subscription) error
+	// CreateSubscription inserts s. Ids are unique per tenant:
+	// ErrConflict if s.Tenant has one with s.ID. ErrLimitReached if
+	// s.Tenant has limit subscriptions of source api already (limit 0:
+	// no limit); the count and the insert are one transaction.
+	CreateSubscription(ctx context.Context, s Subscription, limit int) error
 
 	// SyncConfigSubscriptions makes the subscriptions of source config
 	// the given ones, in one transaction: new ones inserted, changed ones
-	// updated with their progress kept, missing ones deleted.
+	// updated with their progress kept, missing ones deleted, dead-lettered
+	// ones active again (the operator's resume is a start).
 	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
 
 	// Subscriptions returns the subscriptions of tenant ("" every
-	// tenant's), ordered by id.
+	// tenant's), ordered by tenant and id.
 	Subscriptions(ctx context.Context, tenant string) ([]Subscription, error)
 
+	// SubscriptionPage returns up to limit subscriptions of tenant with
+	// an id after after ("" from the first), ordered by id.
+	SubscriptionPage(ctx context.Context, tenant, after string, limit int) ([]Subscription, error)
+
 	// DeleteSubscription deletes a subscription of tenant made over the
-	// API. ErrNotFound if there is none.
+	// API. ErrNotFound if there is none (a configured one is not).
 	DeleteSubscription(ctx context.Context, tenant, id string) error
 
 	// ResumeSubscription puts a dead-lettered or disabled subscription of
-	// tenant back to active, its failure count cleared. ErrNotFound if
-	// there is none.
+	// tenant made over the API back to active, its failure count cleared.
+	// ErrNotFound if there is none (a configured one is not: the config
+	// file says whether it is enabled).
 	ResumeSubscription(ctx context.Context, tenant, id string) error
 
 	// AdvanceSubscription records a delivery round's progress. The cursor
 	// only moves forward.
-	AdvanceSubscription(ctx context.Context, id string, p SubscriptionProgress) error
+	AdvanceSubscription(ctx context.Context, tenant, id string, p SubscriptionProgress) error
 
 	// MarkLagging marks lagging the active, enabled subscriptions whose
 	// cursor is before bound, and active again the lagging ones that

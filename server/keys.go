@@ -25,6 +25,11 @@ func KeyInfo(k auth.Key) api.KeyInfo {
 		Name: k.Name, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 }
 
+// DefaultMaxAPIKeysPerTenant is http.max_api_keys_per_tenant in
+// `claimcheck serve` when unset: a tenant's admin keys cannot grow its
+// keys (and GET /v1/keys) without bound (ADR 0270).
+const DefaultMaxAPIKeysPerTenant = 1000
+
 // createKey answers POST /v1/keys: a new key in the caller's tenant.
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	admin, _ := KeyFrom(r.Context())
@@ -54,7 +59,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: namespace %q", claimcheck.ErrNotFound, req.Namespace)
 		}
 	}
-	k, token, err := s.auth.Create(r.Context(), auth.CreateParams{Tenant: admin.Tenant, Role: role, Namespace: req.Namespace, Name: req.Name})
+	k, token, err := s.auth.Create(r.Context(), auth.CreateParams{Tenant: admin.Tenant, Role: role, Namespace: req.Namespace, Name: req.Name,
+		Limit: s.limits.MaxAPIKeysPerTenant, LimitKey: "http.max_api_keys_per_tenant"})
 	if err != nil {
 		return err
 	}
@@ -66,11 +72,18 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 // listKeys answers GET /v1/keys: the keys of the caller's tenant.
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	admin, _ := KeyFrom(r.Context())
-	ks, err := s.auth.List(r.Context(), admin.Tenant)
+	cursor, limit, err := api.ParsePageQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	out := api.KeyList{Keys: make([]api.KeyInfo, len(ks))}
+	if limit == 0 {
+		limit = claimcheck.DefaultListLimit
+	}
+	ks, next, err := s.auth.Page(r.Context(), admin.Tenant, cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := api.KeyList{Keys: make([]api.KeyInfo, len(ks)), Next: next}
 	for i, k := range ks {
 		out.Keys[i] = KeyInfo(k)
 	}

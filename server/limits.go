@@ -52,6 +52,15 @@ type Limits struct {
 	// open at once (default 64). PUTs to signed upload URLs carry no key
 	// and count per client address.
 	MaxStreamsPerKey int `yaml:"max_streams_per_key"`
+	// MaxEventStreamsPerTenant bounds the live event streams (GET
+	// /v1/events/stream) one tenant has open at once on this server
+	// process (default 16; eventstreams.go, ADR 0270): each polls the
+	// metadata store while it is open.
+	MaxEventStreamsPerTenant int `yaml:"max_event_streams_per_tenant"`
+	// MaxAPIKeysPerTenant bounds the keys not revoked a tenant's admin
+	// may have made over POST /v1/keys (default 1000; keys.go, ADR 0270);
+	// the operator's `claimcheck keys create` is not bounded.
+	MaxAPIKeysPerTenant int `yaml:"max_api_keys_per_tenant"`
 	// RateLimit is the requests per second one key (or client address;
 	// always the address for PUTs to signed upload URLs) may make on /v1
 	// on average, with bursts of RateBurst (defaults 1000 and 2000: they
@@ -155,6 +164,8 @@ func (l Limits) WithDefaults() Limits {
 	l.WriteTimeout = claimcheck.Duration(num(float64(l.WriteTimeout), float64(DefaultWriteTimeout)))
 	l.IdleTimeout = claimcheck.Duration(num(float64(l.IdleTimeout), float64(DefaultIdleTimeout)))
 	l.MaxStreamsPerKey = int(num(float64(l.MaxStreamsPerKey), DefaultMaxStreamsPerKey))
+	l.MaxEventStreamsPerTenant = int(num(float64(l.MaxEventStreamsPerTenant), DefaultMaxEventStreamsPerTenant))
+	l.MaxAPIKeysPerTenant = int(num(float64(l.MaxAPIKeysPerTenant), DefaultMaxAPIKeysPerTenant))
 	l.RateLimit = num(l.RateLimit, DefaultRateLimit)
 	l.RateBurst = int(num(float64(l.RateBurst), DefaultRateBurst))
 	l.MaxConnsPerAddr = int(num(float64(l.MaxConnsPerAddr), DefaultMaxConnsPerAddr))
@@ -175,6 +186,9 @@ func (l Limits) Validate() error {
 	}
 	if err := l.CORS.Validate(); err != nil {
 		return err
+	}
+	if math.IsNaN(l.RateLimit) || math.IsInf(l.RateLimit, 0) {
+		return fmt.Errorf("%w: http.rate_limit %v: must be a number (requests per second; -1: off)", claimcheck.ErrInvalidArgument, l.RateLimit)
 	}
 	if l.RateLimit > 0 && l.RateBurst < 1 {
 		return fmt.Errorf("%w: http.rate_burst %d: at least 1 when rate_limit is set", claimcheck.ErrInvalidArgument, l.RateBurst)

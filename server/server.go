@@ -80,6 +80,7 @@ type Server struct {
 	rate           *limiters // per key (or address); nil: no rate limit
 	authFailures   *limiters // per address, failed authentications only
 	streams        *streams
+	eventStreams   *streams                 // live event streams per tenant (eventstreams.go)
 	pending        *pendingBytes            // per client; nil: no bound (pending.go)
 	trusted        []netip.Prefix           // reverse proxies (Limits.TrustedProxies)
 	public         *url.URL                 // Limits.PublicURL; nil: from the request (proxy.go)
@@ -101,9 +102,10 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{claims: cfg.Claims, ready: cfg.Ready, log: cfg.Logger, mux: http.NewServeMux(),
 		auth: cfg.Auth, claimNamespace: cfg.ClaimNamespace, limits: cfg.Limits,
-		rate:    newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
-		streams: &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}},
-		pending: newPendingBytes(int64(cfg.Limits.MaxPendingBytesPerKey))}
+		rate:         newLimiters(cfg.Limits.RateLimit, cfg.Limits.RateBurst),
+		streams:      &streams{max: cfg.Limits.MaxStreamsPerKey, n: map[string]int{}},
+		eventStreams: &streams{max: cfg.Limits.MaxEventStreamsPerTenant, n: map[string]int{}},
+		pending:      newPendingBytes(int64(cfg.Limits.MaxPendingBytesPerKey))}
 	// Bad entries are Limits.Validate's to report; here they trust
 	// nothing, and a bad public URL is not used.
 	s.trusted, _ = cfg.Limits.trustedPrefixes()

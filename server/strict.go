@@ -45,7 +45,9 @@ var routeParams = map[string][]string{
 	"POST /v1/namespaces/{ns}/key/rewrap": {api.QueryDryRun},
 	"GET /v1/events/stream":               {api.QueryType, api.QueryNamespace, api.QueryLabel, api.QueryLastEventID, api.QueryTenant},
 	"POST /v1/subscriptions":              {api.QueryTenant},
-	"GET /v1/subscriptions":               {api.QueryTenant},
+	"GET /v1/subscriptions":               {api.QueryTenant, api.QueryCursor, api.QueryLimit},
+	"GET /v1/keys":                        {api.QueryCursor, api.QueryLimit},
+	"GET /v1/namespaces":                  {api.QueryCursor, api.QueryLimit},
 	"DELETE /v1/subscriptions/{id}":       {api.QueryTenant},
 	"POST /v1/subscriptions/{id}/resume":  {api.QueryTenant},
 }

@@ -22,10 +22,12 @@ type subscriptionStore interface {
 	// CreateSubscription makes a subscription of tenant; its answer is
 	// the only one that carries the secret.
 	CreateSubscription(ctx context.Context, tenant string, spec claimcheck.SubscriptionSpec) (claimcheck.Subscription, error)
-	// Subscriptions lists tenant's subscriptions, without secrets.
-	Subscriptions(ctx context.Context, tenant string) ([]claimcheck.Subscription, error)
+	// SubscriptionPage lists a page of tenant's subscriptions after the
+	// id cursor, without secrets.
+	SubscriptionPage(ctx context.Context, tenant, cursor string, limit int) (claimcheck.SubscriptionPage, error)
 	// DeleteSubscription and ResumeSubscription act on a subscription of
-	// tenant made over the API; another tenant's is ErrNotFound.
+	// tenant made over the API; another tenant's is ErrNotFound, one of
+	// the config file ErrPermissionDenied.
 	DeleteSubscription(ctx context.Context, tenant, id string) error
 	ResumeSubscription(ctx context.Context, tenant, id string) error
 	// StreamEvents returns tenant's next events after seq after that f
@@ -76,20 +78,25 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// listSubscriptions answers GET /v1/subscriptions.
+// listSubscriptions answers GET /v1/subscriptions: a page, by id, with
+// the cursor of the next (ADR 0270).
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	tenant, err := requestTenant(r)
 	if err != nil {
 		return err
 	}
-	subs, err := s.claims.Subscriptions(r.Context(), tenant)
+	cursor, limit, err := api.ParsePageQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	if subs == nil {
-		subs = []claimcheck.Subscription{}
+	page, err := s.claims.SubscriptionPage(r.Context(), tenant, cursor, limit)
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, api.SubscriptionsPage{Subscriptions: subs})
+	if page.Subscriptions == nil {
+		page.Subscriptions = []claimcheck.Subscription{}
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -140,6 +147,11 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.acquireEventStream(w, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
 	f, from, err := api.ParseStreamQuery(r.URL.Query(), r.Header.Get(api.HeaderLastEvent))
 	if err != nil {
 		return err

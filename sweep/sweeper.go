@@ -192,7 +192,12 @@ func (c Config) TempGrace() time.Duration {
 // ("<namespace>/<blob id>") never end in ".tmp".
 func IsTempKey(key string) bool { return strings.HasSuffix(key, ".tmp") }
 
-// Validate refuses negative bounds, naming the field.
+// MaxPageSize bounds sweeper.page_size: the rows of one transaction,
+// which holds its locks (and on SQLite the writer) that long.
+const MaxPageSize = 10000
+
+// Validate refuses negative bounds and a page above MaxPageSize, naming
+// the field.
 func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
@@ -210,6 +215,9 @@ func (c Config) Validate() error {
 		if n.v < 0 {
 			return fmt.Errorf("sweeper.%s %d: must not be negative", n.name, n.v)
 		}
+	}
+	if c.PageSize > MaxPageSize {
+		return fmt.Errorf("sweeper.page_size %d: at most %d", c.PageSize, MaxPageSize)
 	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("sweeper.scrub_bytes_per_second %d: must not be negative", c.ScrubRate)

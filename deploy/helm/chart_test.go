@@ -22,6 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -264,9 +265,61 @@ func checkObjects(t *testing.T, example string, objs []runtime.Object, monitorin
 		t.Fatalf("%s: an example this test does not know; add what it promises here", example)
 	}
 	if len(of[*corev1.Service](objs)) != 1 || len(of[*corev1.ConfigMap](objs)) != 1 {
-		t.Error("want one Service and one ConfigMap")
+		t.Fatal("want one Service and one ConfigMap")
 	}
 	checkPod(t, pod)
+	checkExposure(t, example, objs)
+}
+
+// checkExposure checks what keeps the server's ports to who should reach
+// them (ADR 0271): every example runs with auth on; /metrics is on the
+// metrics port (the API port does not serve it with auth on), which the
+// Service and a ServiceMonitor name; and a NetworkPolicy admits to that
+// port only the peers networkPolicy.metricsFrom lists, never any source.
+func checkExposure(t *testing.T, example string, objs []runtime.Object) {
+	t.Helper()
+	var cfg struct {
+		Auth bool `json:"auth"`
+	}
+	if err := yaml.Unmarshal([]byte(of[*corev1.ConfigMap](objs)[0].Data["claimcheck.yaml"]), &cfg); err != nil || !cfg.Auth {
+		t.Errorf("%s: the config does not turn auth on (%v)", example, err)
+	}
+	ports := map[string]int32{}
+	for _, p := range of[*corev1.Service](objs)[0].Spec.Ports {
+		ports[p.Name] = p.Port
+	}
+	if ports["http"] == 0 || ports["metrics"] != 9090 {
+		t.Errorf("%s: Service ports %v, want http and metrics 9090", example, ports)
+	}
+	for _, m := range of[*monitoringv1.ServiceMonitor](objs) {
+		if len(m.Spec.Endpoints) != 1 || m.Spec.Endpoints[0].Port != "metrics" {
+			t.Errorf("%s: the ServiceMonitor scrapes %+v, want the metrics port", example, m.Spec.Endpoints)
+		}
+	}
+	policies := of[*networkingv1.NetworkPolicy](objs)
+	if len(policies) != 1 {
+		t.Fatalf("%s: %d NetworkPolicies, want one", example, len(policies))
+	}
+	np := policies[0].Spec
+	if !slices.Equal(np.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.PodSelector.MatchLabels) == 0 {
+		t.Errorf("%s: NetworkPolicy %+v, want ingress rules on the chart's pods", example, np)
+	}
+	admitted := map[string]bool{}
+	for _, rule := range np.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil {
+				t.Errorf("%s: a NetworkPolicy rule admits every port", example)
+				continue
+			}
+			admitted[p.Port.String()] = true
+			if p.Port.String() == "metrics" && len(rule.From) == 0 {
+				t.Errorf("%s: the NetworkPolicy admits any source to the metrics port", example)
+			}
+		}
+	}
+	if len(admitted) != 2 || !admitted["http"] || !admitted["metrics"] {
+		t.Errorf("%s: the NetworkPolicy admits ports %v, want http and metrics", example, admitted)
+	}
 }
 
 func mounted(pod corev1.PodTemplateSpec, volume, path string) bool {
@@ -292,8 +345,11 @@ func checkPod(t *testing.T, pod corev1.PodTemplateSpec) {
 	}
 	probe("liveness", c.LivenessProbe, "/healthz")
 	probe("readiness", c.ReadinessProbe, "/readyz")
-	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
-		t.Errorf("ports %v, want http 8080 (the image's CLAIMCHECK_LISTEN)", c.Ports)
+	if len(c.Ports) != 2 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 || c.Ports[1].Name != "metrics" || c.Ports[1].ContainerPort != 9090 {
+		t.Errorf("ports %v, want http 8080 (the image's CLAIMCHECK_LISTEN) and metrics 9090", c.Ports)
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "CLAIMCHECK_METRICS__LISTEN" && e.Value == ":9090" }) {
+		t.Errorf("env %v: want CLAIMCHECK_METRICS__LISTEN=:9090 (metrics.listen)", c.Env)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %v: want cpu and memory requests and a memory limit", c.Resources)
@@ -363,6 +419,7 @@ func TestRefusals(t *testing.T) {
 		{"no storage", `secretEnv: {CLAIMCHECK_METADATA: {name: s, key: k}}`, "config.storage"},
 		{"embedded replicas", `{embedded: {enabled: true}, replicaCount: 3}`, "replicaCount: 3 with embedded.enabled"},
 		{"secret without key", `{config: {storage: "mem://"}, secretEnv: {CLAIMCHECK_METADATA: {name: s}}}`, "secretEnv.CLAIMCHECK_METADATA.key"},
+		{"metrics open to any source", `{embedded: {enabled: true}, replicaCount: 1, networkPolicy: {metricsFrom: []}}`, "networkPolicy.metricsFrom"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -108,11 +108,20 @@ type ConsumerConfig struct {
 	SNSEnvelope bool
 	// S3 reads the payloads of Extended Client pointers. A pointer message
 	// received without it is left for redelivery (and the error logged),
-	// not dropped.
+	// not dropped. With S3, PointerSources is required.
 	S3 S3API
+	// PointerSources are the buckets (and key prefixes) whose objects
+	// pointers may name (ADR 0272). Whoever can send to the queue writes
+	// the pointer, and the consumer reads with its own credentials: a
+	// pointer anywhere else, or with a key that is not a plain object key,
+	// is terminal (Message.Err matches ErrPointerNotAllowed) and its
+	// object is never read or deleted.
+	PointerSources []PointerSource
 	// DeletePointerObjects deletes a pointer's S3 object once its message
 	// was deleted (off by default: with several consumers of one object,
-	// the first would break the others).
+	// the first would break the others). Only objects in PointerSources,
+	// and never one named like a claimcheck store's own object (which the
+	// store deletes when its claim is finished).
 	DeletePointerObjects bool
 	// Metrics receives the consumer's metrics (nil: none).
 	Metrics *Metrics
@@ -155,6 +164,12 @@ func NewConsumer(ctx context.Context, claims claimcheck.Claims, client SQSAPI, q
 		cfg.WaitTime = 20 * time.Second
 	case cfg.WaitTime < 0 || cfg.WaitTime > 20*time.Second:
 		return nil, fmt.Errorf("sqs consumer %s: %w: WaitTime %s (want 0 to 20s)", cfg.Name, claimcheck.ErrInvalidArgument, cfg.WaitTime)
+	}
+	if cfg.S3 != nil && len(cfg.PointerSources) == 0 {
+		return nil, fmt.Errorf("sqs consumer %s: %w: S3 is set and PointerSources is empty: name the buckets pointers may point into", cfg.Name, claimcheck.ErrInvalidArgument)
+	}
+	if err := checkPointerSources(cfg.PointerSources); err != nil {
+		return nil, fmt.Errorf("sqs consumer %s: %w", cfg.Name, err)
 	}
 	if cfg.VisibilityTimeout < 0 || cfg.NakDelay < 0 {
 		return nil, fmt.Errorf("sqs consumer %s: %w: VisibilityTimeout and NakDelay must not be negative", cfg.Name, claimcheck.ErrInvalidArgument)
@@ -370,6 +385,10 @@ func (c *Consumer) Resolve(ctx context.Context, msg sqstypes.Message) (*Message,
 		return m, nil
 	}
 	m.Pointer = ptr
+	if err := allowPointer(c.cfg.PointerSources, *ptr); c.cfg.S3 != nil && err != nil {
+		m.Body, m.Err = "", err
+		return m, nil
+	}
 	if c.cfg.S3 == nil {
 		return nil, fmt.Errorf("%w: the message is an S3 pointer (s3://%s/%s) and ConsumerConfig.S3 is not set", claimcheck.ErrUnavailable, ptr.Bucket, ptr.Key)
 	}
@@ -466,7 +485,15 @@ func (c *Consumer) releaseOne(ctx context.Context, m *Message) error {
 			}
 			return fmt.Errorf("release claim %s as %s: %w", m.Ref.ID, c.cfg.Name, err)
 		}
-	case m.Pointer != nil && c.cfg.DeletePointerObjects:
+	case m.Pointer != nil && c.cfg.DeletePointerObjects && m.Err == nil:
+		if storeOwnedKey(m.Pointer.Key) {
+			// The object is a claimcheck store's: the store deletes it
+			// when its claim is finished, and another consumer may read
+			// it until then.
+			c.cfg.Logger.Warn("sqs consumer: not deleting a pointer's object named like a claimcheck store's own",
+				"consumer", c.cfg.Name, "bucket", m.Pointer.Bucket, "key", m.Pointer.Key)
+			return nil
+		}
 		_, err := c.cfg.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(m.Pointer.Bucket), Key: aws.String(m.Pointer.Key)})
 		if err != nil {
 			return fmt.Errorf("delete s3://%s/%s after its message: %w", m.Pointer.Bucket, m.Pointer.Key, err)

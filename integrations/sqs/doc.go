@@ -30,6 +30,13 @@
 // consumers still on the stock library read what it sends. See
 // docs/adr/0245 in the repository.
 //
+// A pointer is written by whoever can send to the queue and read with
+// the consumer's own S3 credentials, so the consumer follows only
+// pointers into ConsumerConfig.PointerSources (required with S3; any
+// other pointer is terminal and never fetched), never deletes an object
+// named like a claimcheck store's own, and takes S3's 4xx answers about
+// a pointer as terminal (pointersource.go, docs/adr/0272).
+//
 // The store can be the embedded *engine.Store or a remote
 // *client.Client: both implement claimcheck.Claims.
 package sqs

@@ -101,8 +101,9 @@ func pointerOf(body string, attrs map[string]sqstypes.MessageAttributeValue) (*P
 }
 
 // readPointer fetches the payload p points at. A missing object or one of
-// another size is a permanent error (ErrNotFound, ErrChecksumMismatch);
-// anything else may pass.
+// another size is a permanent error (ErrNotFound, ErrChecksumMismatch), and
+// so is any other answer of S3 that no retry changes (s3Terminal: a 4xx
+// about the request, ErrInvalidArgument); anything else may pass.
 func readPointer(ctx context.Context, client S3API, p Pointer) (string, error) {
 	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)})
 	if err != nil {
@@ -110,6 +111,9 @@ func readPointer(ctx context.Context, client S3API, p Pointer) (string, error) {
 		var nsb *s3types.NoSuchBucket
 		if errors.As(err, &nsk) || errors.As(err, &nsb) {
 			return "", fmt.Errorf("s3://%s/%s: %w: %v", p.Bucket, p.Key, claimcheck.ErrNotFound, err)
+		}
+		if s3Terminal(err) {
+			return "", fmt.Errorf("s3://%s/%s: %w: S3 refused the read: %v", p.Bucket, p.Key, claimcheck.ErrInvalidArgument, err)
 		}
 		return "", fmt.Errorf("%w: get s3://%s/%s: %v", claimcheck.ErrUnavailable, p.Bucket, p.Key, err)
 	}

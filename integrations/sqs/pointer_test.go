@@ -70,7 +70,7 @@ func TestExtendedClientPointers(t *testing.T) {
 				payload := brokertest.Text(300 << 10)
 				e.sendPointer(t, url, key, payload, tc.format, tc.attr)
 				h, got := collect(nil)
-				c := e.consumer(t, e.sqs, url, h, ConsumerConfig{S3: e.s3, DeletePointerObjects: del})
+				c := e.consumer(t, e.sqs, url, h, ConsumerConfig{S3: e.s3, PointerSources: []PointerSource{{Bucket: e.bucket, Prefix: "extended/"}}, DeletePointerObjects: del})
 				if rs := pollUntil(t, c, 1); rs[0].Outcome != Acked || rs[0].Err != nil {
 					t.Fatalf("%+v", rs[0])
 				}
@@ -111,7 +111,7 @@ func TestExtendedClientPointerFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, got := collect(nil)
-	c := e.consumer(t, e.sqs, url, h, ConsumerConfig{S3: e.s3})
+	c := e.consumer(t, e.sqs, url, h, ConsumerConfig{S3: e.s3, PointerSources: []PointerSource{{Bucket: e.bucket}}})
 	if rs := pollUntil(t, c, 1); rs[0].Outcome != Terminated || !errors.Is(rs[0].Err, claimcheck.ErrNotFound) {
 		t.Fatalf("missing object: %+v", rs[0])
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,6 +35,8 @@ type fileConfig struct {
 	// HTTP holds the server's limits and TLS files (serve_http.go). Not
 	// "server": CLAIMCHECK_SERVER is the client's server URL.
 	HTTP httpConfig `yaml:"http"`
+	// Metrics says where /metrics is served (serve_metrics.go, ADR 0271).
+	Metrics metricsConfig `yaml:"metrics"`
 }
 
 // storeFlags locate the store: a config file and the data directory.
@@ -58,6 +61,14 @@ func (f *storeFlags) load(env Env) (fileConfig, error) {
 	}
 	if f.data != "" {
 		fc.Data = f.data
+	}
+	// Named to a tenant that tries to change a configured subscription.
+	fc.ConfigFile = f.config
+	if err := fc.validate(); err != nil {
+		if f.config != "" {
+			return fc, fmt.Errorf("config %s: %w", f.config, err)
+		}
+		return fc, fmt.Errorf("config: %w", err)
 	}
 	return fc, nil
 }
@@ -179,12 +190,25 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	}
 	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	scfg := server.Config{
-		Claims: store, Ready: store.Ready, Gatherer: reg, Registerer: reg, Logger: logger, Limits: limits,
+		Claims: store, Ready: store.Ready, Registerer: reg, Logger: logger, Limits: limits,
 		TracerProvider: tp.TracerProvider,
+	}
+	if fc.Metrics.onAPIPort(fc.Auth) {
+		scfg.Gatherer = reg
+	} else if fc.Metrics.Listen == "" {
+		logger.Info("metrics: auth is on, so the API port does not serve /metrics; set metrics.listen to scrape them (docs/OPERATIONS.md)")
 	}
 	if err := secureServer(ctx, &scfg, store, fc.Auth, ln.Addr(), env.Stderr, logger); err != nil {
 		return err
 	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	waitMetrics, err := fc.Metrics.serve(sctx, reg, logger)
+	if err != nil {
+		return err
+	}
 	h := server.New(scfg)
-	return server.ServeWith(ctx, ln, h, logger, server.Options{Limits: limits, TLS: tlsConf})
+	err = server.ServeWith(sctx, ln, h, logger, server.Options{Limits: limits, TLS: tlsConf})
+	stop()
+	return errors.Join(err, waitMetrics())
 }

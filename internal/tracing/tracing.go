@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -71,6 +72,11 @@ type Config struct {
 // Validate checks the fields that are set; the OTEL_* variables are
 // checked by Setup, when they are read.
 func (c Config) Validate() error {
+	if c.Endpoint != "" {
+		if err := checkEndpoint(c.Endpoint); err != nil {
+			return fmt.Errorf("tracing.endpoint %q: %w", c.Endpoint, err)
+		}
+	}
 	if c.Protocol != "" {
 		if _, err := protocol(c.Protocol, "tracing.protocol"); err != nil {
 			return err
@@ -80,6 +86,26 @@ func (c Config) Validate() error {
 		if _, err := sampler(c.Sampler, c.SamplerArg, "tracing.sampler", "tracing.sampler_arg"); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkEndpoint refuses an endpoint the exporter could not use: it is
+// read as a URL by both exporters (WithEndpointURL), which otherwise only
+// logs the failure when the first spans are sent, long after start.
+func checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return errors.New("the URL has no host")
+	}
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return errors.New("the URL's query does not parse")
 	}
 	return nil
 }

@@ -354,13 +354,13 @@ func testAuditKeys(t *testing.T, h *harness) {
 	scoped := meta.APIKey{ID: "k1", Tenant: "acme", Role: "producer", Namespace: "orders", Hash: "hash-k1", CreatedAt: h.now()}
 	wide := meta.APIKey{ID: "k2", Tenant: "acme", Role: "admin", Hash: "hash-k2", CreatedAt: h.now()}
 	for _, k := range []meta.APIKey{scoped, wide} {
-		if err := h.s.CreateKey(as("boot"), k); err != nil {
+		if err := h.s.CreateKey(as("boot"), k, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A failed create (duplicate id) logs nothing: its transaction is
 	// rolled back with the event.
-	if err := h.s.CreateKey(as("intruder"), scoped); err == nil {
+	if err := h.s.CreateKey(as("intruder"), scoped, 0); err == nil {
 		t.Fatal("CreateKey(duplicate) succeeded")
 	}
 	h.clock.Advance(time.Minute)

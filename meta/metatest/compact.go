@@ -116,7 +116,7 @@ func testCompactHistoryHeld(t *testing.T, h *harness) {
 	start := h.now()
 	sub := meta.Subscription{ID: "s1", Tenant: "default", URL: "http://127.0.0.1/", Secret: []byte("whsec_x"), Enabled: true,
 		CreatedAt: start, Cursor: start.UnixNano() - 1, State: meta.SubscriptionActive}
-	if err := h.s.CreateSubscription(ctx, sub); err != nil {
+	if err := h.s.CreateSubscription(ctx, sub, 0); err != nil {
 		t.Fatal(err)
 	}
 	done := h.put(put{Labels: map[string]string{"team": "billing"}})
@@ -130,7 +130,7 @@ func testCompactHistoryHeld(t *testing.T, h *harness) {
 		t.Fatalf("feed: %+v, %v; want the claim's events with its labels", feed, err)
 	}
 	// The dispatcher has looked at everything up to now.
-	if err := h.s.AdvanceSubscription(ctx, "s1", meta.SubscriptionProgress{Cursor: h.now().UnixNano(), State: meta.SubscriptionActive}); err != nil {
+	if err := h.s.AdvanceSubscription(ctx, "default", "s1", meta.SubscriptionProgress{Cursor: h.now().UnixNano(), State: meta.SubscriptionActive}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := h.s.CompactHistory(ctx, h.now(), 100); err != nil || n != 1 {

@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func testKeys(t *testing.T, h *harness) {
 	mk := func(id, tenant, role, ns string) meta.APIKey {
 		k := meta.APIKey{ID: id, Tenant: tenant, Role: role, Namespace: ns, Name: "n-" + id,
 			Hash: "hash-" + id, CreatedAt: h.now()}
-		if err := h.s.CreateKey(ctx, k); err != nil {
+		if err := h.s.CreateKey(ctx, k, 0); err != nil {
 			t.Fatalf("CreateKey(%s): %v", id, err)
 		}
 		h.clock.Advance(time.Second)
@@ -39,7 +40,7 @@ func testKeys(t *testing.T, h *harness) {
 	if _, err := h.s.Key(ctx, "nope"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("Key(absent) = %v, want ErrNotFound", err)
 	}
-	if err := h.s.CreateKey(ctx, a); !errors.Is(err, meta.ErrConflict) {
+	if err := h.s.CreateKey(ctx, a, 0); !errors.Is(err, meta.ErrConflict) {
 		t.Fatalf("CreateKey(duplicate id) = %v, want ErrConflict", err)
 	}
 
@@ -84,5 +85,56 @@ func testKeys(t *testing.T, h *harness) {
 	}
 	if k, err := h.s.Key(ctx, "a1"); err != nil || k.Revoked() {
 		t.Fatalf("other keys are untouched: %+v, %v", k, err)
+	}
+}
+
+// testKeyLimitAndPages: a tenant's keys not revoked are held to the
+// limit in the create's transaction (a revoked one makes room), and
+// pages follow creation order, revoked keys included (ADR 0270).
+func testKeyLimitAndPages(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	mk := func(id, tenant string, limit int) error {
+		k := meta.APIKey{ID: id, Tenant: tenant, Role: "admin", Hash: "hash-" + id, CreatedAt: h.now()}
+		if id == "l3" {
+			k.CreatedAt = h.now().Add(-time.Second) // the same time as l2: the id orders them
+		}
+		return h.s.CreateKey(ctx, k, limit)
+	}
+	for _, id := range []string{"l1", "l2", "l3"} {
+		if err := mk(id, "lim", 3); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Second)
+	}
+	if err := mk("l4", "lim", 3); !errors.Is(err, meta.ErrLimitReached) {
+		t.Fatalf("the 4th key: %v, want ErrLimitReached", err)
+	}
+	if err := mk("o1", "other", 3); err != nil {
+		t.Fatalf("another tenant's key: %v", err)
+	}
+	if _, err := h.s.RevokeKey(ctx, "l1", "lim", h.now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mk("l4", "lim", 3); err != nil {
+		t.Fatalf("after a revoke: %v", err)
+	}
+	var got []string
+	var at time.Time
+	after := ""
+	for {
+		page, err := h.s.KeyPage(ctx, "lim", at, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, k := range page {
+			got = append(got, k.ID)
+		}
+		at, after = page[len(page)-1].CreatedAt, page[len(page)-1].ID
+	}
+	if want := "l1 l2 l3 l4"; strings.Join(got, " ") != want {
+		t.Errorf("pages: %v, want %s", got, want)
 	}
 }

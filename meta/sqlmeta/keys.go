@@ -35,8 +35,17 @@ func (q *txq) logKey(kind string, k meta.APIKey, at time.Time) error {
 }
 
 // CreateKey inserts an API key; see meta.KeyStore.
-func (s *Store) CreateKey(ctx context.Context, k meta.APIKey) error {
+func (s *Store) CreateKey(ctx context.Context, k meta.APIKey, limit int) error {
 	err := s.write(ctx, func(q *txq) error {
+		if limit > 0 {
+			var n int
+			if err := q.queryRow(`SELECT COUNT(*) FROM api_keys WHERE tenant = ? AND revoked_at IS NULL`, k.Tenant).Scan(&n); err != nil {
+				return err
+			}
+			if n >= limit {
+				return fmt.Errorf("tenant %s has %d: %w", k.Tenant, n, meta.ErrLimitReached)
+			}
+		}
 		if _, err := q.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
 			k.ID, k.Tenant, k.Role, k.Namespace, k.Name, k.Hash, k.CreatedAt.UnixNano()); err != nil {
 			return err
@@ -80,6 +89,26 @@ func (s *Store) Keys(ctx context.Context, tenant string) ([]meta.APIKey, error) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmeta: list keys: %w", err)
+	}
+	return out, nil
+}
+
+// KeyPage lists a page of a tenant's keys; see meta.KeyStore.
+func (s *Store) KeyPage(ctx context.Context, tenant string, afterCreated time.Time, afterID string, limit int) ([]meta.APIKey, error) {
+	after := int64(0)
+	if !afterCreated.IsZero() {
+		after = afterCreated.UnixNano()
+	}
+	var out []meta.APIKey
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		out, err = queryAll(q, scanKey, `SELECT `+keyColumns+` FROM api_keys
+			WHERE tenant = ? AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?`,
+			tenant, after, after, afterID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: list keys of %s: %w", tenant, err)
 	}
 	return out, nil
 }

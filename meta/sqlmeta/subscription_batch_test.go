@@ -43,10 +43,10 @@ func testSubscriptionBatchMigration(t *testing.T, s *Store) {
 		t.Fatalf("migrate: %v", err)
 	}
 	if err := s.CreateSubscription(ctx, meta.Subscription{ID: "new", Tenant: "acme", URL: "https://hooks.example.com/bulk",
-		Secret: []byte("secret"), Enabled: true, CreatedAt: time.Unix(0, 2), Cursor: 9, EventsPerRequest: 50}); err != nil {
+		Secret: []byte("secret"), Enabled: true, CreatedAt: time.Unix(0, 2), Cursor: 9, EventsPerRequest: 50}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AdvanceSubscription(ctx, "old", meta.SubscriptionProgress{Cursor: 8, State: meta.SubscriptionActive, Delivered: 1}); err != nil {
+	if err := s.AdvanceSubscription(ctx, "acme", "old", meta.SubscriptionProgress{Cursor: 8, State: meta.SubscriptionActive, Delivered: 1}); err != nil {
 		t.Fatal(err)
 	}
 	subs, err := s.Subscriptions(ctx, "acme")

@@ -58,10 +58,22 @@ func (q *txq) insertSubscription(s meta.Subscription) error {
 }
 
 // CreateSubscription inserts a subscription; see meta.SubscriptionStore.
-func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) error {
+// The count of the tenant's subscriptions and the insert are one write
+// transaction, so concurrent creates cannot pass the limit together.
+func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription, limit int) error {
 	err := s.write(ctx, func(q *txq) error {
+		if limit > 0 {
+			var n int
+			if err := q.queryRow(`SELECT COUNT(*) FROM subscriptions WHERE tenant = ? AND source = ?`,
+				sub.Tenant, meta.SourceAPI).Scan(&n); err != nil {
+				return err
+			}
+			if n >= limit {
+				return fmt.Errorf("tenant %s has %d: %w", sub.Tenant, n, meta.ErrLimitReached)
+			}
+		}
 		var one int
-		err := q.queryRow(`SELECT 1 FROM subscriptions WHERE id = ?`, sub.ID).Scan(&one)
+		err := q.queryRow(`SELECT 1 FROM subscriptions WHERE tenant = ? AND id = ?`, sub.Tenant, sub.ID).Scan(&one)
 		if err == nil {
 			return fmt.Errorf("id taken: %w", meta.ErrConflict)
 		}
@@ -77,33 +89,52 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 }
 
 // SyncConfigSubscriptions makes the config's subscriptions the given
-// ones; see meta.SubscriptionStore.
+// ones; see meta.SubscriptionStore. Their ids are in their own space
+// (meta.ConfigIDPrefix), keyed with their tenant, so no row made over the
+// API can be in their way.
 func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscription) error {
 	err := s.write(ctx, func(q *txq) error {
+		// A server of the version before migration 0062 names configured
+		// rows by their bare id: give them back their prefix, keeping
+		// their cursor (ADR 0269).
+		if _, err := q.exec(`UPDATE subscriptions SET id = ? || id WHERE source = ? AND id NOT LIKE ?
+			AND NOT EXISTS (SELECT 1 FROM subscriptions o WHERE o.tenant = subscriptions.tenant AND o.id = ? || subscriptions.id)`,
+			meta.ConfigIDPrefix, meta.SourceConfig, meta.ConfigIDPrefix+"%", meta.ConfigIDPrefix); err != nil {
+			return err
+		}
 		have, err := q.subscriptions(`WHERE source = ?`, meta.SourceConfig)
 		if err != nil {
 			return err
 		}
-		kept := map[string]bool{}
+		type key struct{ tenant, id string }
+		kept := map[key]bool{}
 		for _, sub := range subs {
 			sub.Source = meta.SourceConfig
-			kept[sub.ID] = true
+			kept[key{sub.Tenant, sub.ID}] = true
 			a := subscriptionArgs(sub) // id, tenant, url, types, namespaces, labels, secret, secret_key_id, enabled
-			n, err := q.exec(`UPDATE subscriptions SET tenant = ?, url = ?, types = ?, namespaces = ?, labels = ?,
-				secret = ?, secret_key_id = ?, enabled = ?, events_per_request = ? WHERE id = ? AND source = ?`,
-				a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], sub.EventsPerRequest, sub.ID, meta.SourceConfig)
+			n, err := q.exec(`UPDATE subscriptions SET url = ?, types = ?, namespaces = ?, labels = ?,
+				secret = ?, secret_key_id = ?, enabled = ?, events_per_request = ? WHERE tenant = ? AND id = ? AND source = ?`,
+				a[2], a[3], a[4], a[5], a[6], a[7], a[8], sub.EventsPerRequest, sub.Tenant, sub.ID, meta.SourceConfig)
 			if err != nil {
 				return err
 			}
 			if n == 0 {
 				if err := q.insertSubscription(sub); err != nil {
-					return fmt.Errorf("%s (is the id taken by a subscription made over the API?): %w", sub.ID, err)
+					return fmt.Errorf("%s of tenant %s: %w", sub.ID, sub.Tenant, err)
 				}
 			}
 		}
+		// Tenants cannot resume a configured target (ADR 0269): the
+		// operator does, by starting the server again once the receiver
+		// is fixed.
+		if _, err := q.exec(`UPDATE subscriptions SET state = ?, failing_since = 0, attempts = 0 WHERE source = ? AND state = ?`,
+			meta.SubscriptionActive, meta.SourceConfig, meta.SubscriptionDeadLettered); err != nil {
+			return err
+		}
 		for _, h := range have {
-			if !kept[h.ID] {
-				if _, err := q.exec(`DELETE FROM subscriptions WHERE id = ?`, h.ID); err != nil {
+			if !kept[key{h.Tenant, h.ID}] {
+				if _, err := q.exec(`DELETE FROM subscriptions WHERE tenant = ? AND id = ? AND source = ?`,
+					h.Tenant, h.ID, meta.SourceConfig); err != nil {
 					return err
 				}
 			}
@@ -117,7 +148,7 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 }
 
 func (q *txq) subscriptions(where string, args ...any) ([]meta.Subscription, error) {
-	rows, err := q.query(`SELECT `+subscriptionColumns+` FROM subscriptions `+where+` ORDER BY id`, args...)
+	rows, err := q.query(`SELECT `+subscriptionColumns+` FROM subscriptions `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +188,9 @@ func (s *Store) Subscriptions(ctx context.Context, tenant string) ([]meta.Subscr
 	err := s.read(ctx, func(q *txq) error {
 		var err error
 		if tenant == "" {
-			out, err = q.subscriptions(``)
+			out, err = q.subscriptions(`ORDER BY tenant, id`)
 		} else {
-			out, err = q.subscriptions(`WHERE tenant = ?`, tenant)
+			out, err = q.subscriptions(`WHERE tenant = ? ORDER BY id`, tenant)
 		}
 		return err
 	})
@@ -169,10 +200,25 @@ func (s *Store) Subscriptions(ctx context.Context, tenant string) ([]meta.Subscr
 	return out, nil
 }
 
+// SubscriptionPage lists a page of a tenant's subscriptions; see
+// meta.SubscriptionStore. The key (tenant, id) serves it.
+func (s *Store) SubscriptionPage(ctx context.Context, tenant, after string, limit int) ([]meta.Subscription, error) {
+	var out []meta.Subscription
+	err := s.read(ctx, func(q *txq) error {
+		var err error
+		out, err = q.subscriptions(`WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?`, tenant, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: subscriptions of %s after %q: %w", tenant, after, err)
+	}
+	return out, nil
+}
+
 // DeleteSubscription deletes one; see meta.SubscriptionStore.
 func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error {
 	err := s.write(ctx, func(q *txq) error {
-		n, err := q.exec(`DELETE FROM subscriptions WHERE id = ? AND tenant = ? AND source = ?`, id, tenant, meta.SourceAPI)
+		n, err := q.exec(`DELETE FROM subscriptions WHERE tenant = ? AND id = ? AND source = ?`, tenant, id, meta.SourceAPI)
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
@@ -188,7 +234,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error {
 	err := s.write(ctx, func(q *txq) error {
 		n, err := q.exec(`UPDATE subscriptions SET state = ?, enabled = 1, failing_since = 0, attempts = 0
-			WHERE id = ? AND tenant = ?`, meta.SubscriptionActive, id, tenant)
+			WHERE tenant = ? AND id = ? AND source = ?`, meta.SubscriptionActive, tenant, id, meta.SourceAPI)
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
@@ -202,11 +248,11 @@ func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error
 
 // AdvanceSubscription records a round's progress; see
 // meta.SubscriptionStore.
-func (s *Store) AdvanceSubscription(ctx context.Context, id string, p meta.SubscriptionProgress) error {
+func (s *Store) AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error {
 	err := s.write(ctx, func(q *txq) error {
 		_, err := q.exec(`UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq < ? THEN ? ELSE cursor_seq END,
-			state = ?, failing_since = ?, attempts = ?, last_error = ?, delivered = delivered + ? WHERE id = ?`,
-			p.Cursor, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, id)
+			state = ?, failing_since = ?, attempts = ?, last_error = ?, delivered = delivered + ? WHERE tenant = ? AND id = ?`,
+			p.Cursor, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, tenant, id)
 		return err
 	})
 	if err != nil {

@@ -65,7 +65,7 @@ func testUpgradeToSmallHistory(t *testing.T, open func(through int64) *Store) {
 	}
 	cursor := before[9].Seq
 	if err := old.CreateSubscription(ctx, meta.Subscription{ID: "s1", Tenant: "default", URL: "http://127.0.0.1/",
-		Secret: []byte("whsec_x"), Enabled: true, CreatedAt: base, Cursor: cursor, State: meta.SubscriptionActive}); err != nil {
+		Secret: []byte("whsec_x"), Enabled: true, CreatedAt: base, Cursor: cursor, State: meta.SubscriptionActive}, 0); err != nil {
 		t.Fatal(err)
 	}
 	_ = old.Close()
@@ -96,7 +96,7 @@ func testUpgradeToSmallHistory(t *testing.T, open func(through int64) *Store) {
 		t.Fatalf("CompactHistory under the subscription = %d, %v; want none", n, err)
 	}
 	// The dispatcher has looked at everything up to now.
-	if err := s.AdvanceSubscription(ctx, "s1", meta.SubscriptionProgress{Cursor: now.UnixNano(),
+	if err := s.AdvanceSubscription(ctx, "default", "s1", meta.SubscriptionProgress{Cursor: now.UnixNano(),
 		State: meta.SubscriptionActive}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func testUpgradeToSmallHistory(t *testing.T, open func(through int64) *Store) {
 	}
 	// A day's partition goes once the subscription has looked past the
 	// end of the day, not only past its last event.
-	if err := s.AdvanceSubscription(ctx, "s1", meta.SubscriptionProgress{Cursor: later.UnixNano(),
+	if err := s.AdvanceSubscription(ctx, "default", "s1", meta.SubscriptionProgress{Cursor: later.UnixNano(),
 		State: meta.SubscriptionActive}); err != nil {
 		t.Fatal(err)
 	}

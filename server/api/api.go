@@ -66,7 +66,10 @@ type ReleaseRequest struct {
 // quota limits and the usage (reservations and counts included).
 type NamespaceInfo = claimcheck.NamespaceInfo
 
-// NamespaceList is the body of GET /v1/namespaces.
+// NamespaceList is the body of GET /v1/namespaces: a page by name; Next
+// is the cursor of the page after, absent after the last (QueryCursor,
+// QueryLimit; ParsePageQuery).
 type NamespaceList struct {
 	Namespaces []claimcheck.NamespaceInfo `json:"namespaces"`
+	Next       string                     `json:"next,omitempty"`
 }

@@ -28,7 +28,10 @@ type CreatedKey struct {
 	Token string `json:"token"`
 }
 
-// KeyList answers GET /v1/keys.
+// KeyList answers GET /v1/keys: a page in creation order, revoked keys
+// included; Next is the cursor of the page after, absent after the last
+// (QueryCursor, QueryLimit; ParsePageQuery).
 type KeyList struct {
 	Keys []KeyInfo `json:"keys"`
+	Next string    `json:"next,omitempty"`
 }

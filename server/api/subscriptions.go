@@ -9,9 +9,33 @@ import (
 	"github.com/claimcheck/claimcheck"
 )
 
-// SubscriptionsPage is the answer to GET /v1/subscriptions.
-type SubscriptionsPage struct {
-	Subscriptions []claimcheck.Subscription `json:"subscriptions"`
+// SubscriptionsPage is the answer to GET /v1/subscriptions; its query
+// parameters are QueryCursor (the next of the page before) and
+// QueryLimit (1 to claimcheck.MaxListLimit), as in the claims' listing
+// (ParsePageQuery).
+type SubscriptionsPage = claimcheck.SubscriptionPage
+
+// ParsePageQuery reads the query of a listing paged by cursor and limit
+// alone (GET /v1/subscriptions, GET /v1/keys); limit 0: not given.
+func ParsePageQuery(v url.Values) (cursor string, limit int, err error) {
+	for name, vals := range v {
+		switch name {
+		case QueryCursor, QueryLimit, QueryTenant:
+		default:
+			return "", 0, queryErr(name, "unknown parameter; known: cursor, limit, tenant")
+		}
+		if len(vals) != 1 {
+			return "", 0, queryErr(name, "given %d times, want once", len(vals))
+		}
+	}
+	if s := v.Get(QueryLimit); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > claimcheck.MaxListLimit {
+			return "", 0, queryErr(QueryLimit, "%q: want 1 to %d", clip(s), claimcheck.MaxListLimit)
+		}
+		limit = n
+	}
+	return v.Get(QueryCursor), limit, nil
 }
 
 // Query parameters of GET /v1/events/stream: the filter of a

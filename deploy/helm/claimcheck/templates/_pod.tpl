@@ -34,9 +34,16 @@ spec:
         - name: http
           containerPort: 8080
           protocol: TCP
+        - name: metrics
+          containerPort: {{ .Values.metrics.port }}
+          protocol: TCP
       env:
         - name: CLAIMCHECK_LISTEN
           value: ":8080"
+        # /metrics on a port of its own, never on the API port (ADR 0271);
+        # the NetworkPolicy keeps it to the scrapers.
+        - name: CLAIMCHECK_METRICS__LISTEN
+          value: ":{{ .Values.metrics.port }}"
         {{- range $name, $ref := .Values.secretEnv }}
         - name: {{ $name }}
           valueFrom:

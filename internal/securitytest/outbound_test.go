@@ -2,7 +2,6 @@ package securitytest
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 )
@@ -53,13 +52,4 @@ func TestWebhookTargetsOutsideTheInternetAreRefused(t *testing.T) {
 	if n := tr.hits.Load(); n != 0 {
 		t.Errorf("the loopback listener got %d requests", n)
 	}
-}
-
-// TestSubscriptionErrorsShowNoResolvedAddress: a public-looking name that
-// resolves to loopback is refused when the dispatcher connects; what the
-// tenant reads (last_error) says so without the address it resolved to,
-// which would make the server a DNS oracle into the operator's network.
-func TestSubscriptionErrorsShowNoResolvedAddress(t *testing.T) {
-	t.Skip("filled in with the address policy")
-	_ = url.URL{}
 }

@@ -2,22 +2,30 @@ package securitytest
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// TestMetricsNeedAKeyWithAuthOn: with auth on, the API port answers
-// /metrics only to a key allowed to read them.
-func TestMetricsNeedAKeyWithAuthOn(t *testing.T) {
+// TestMetricsNeverOnTheAPIPortWithAuthOn: with auth on, the API port does
+// not answer /metrics to anyone, key or not; metrics.listen serves them on
+// an address of their own, for the network to guard.
+func TestMetricsNeverOnTheAPIPortWithAuthOn(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, "")
-	producer := f.key(t, "acme", "producer")
+	f := newFleet(t, "metrics: { listen: '127.0.0.1:0' }\n")
+	admin := f.key(t, "acme", "admin")
 	srv := f.serve(t)
-	if a := call(t, http.MethodGet, srv.URL+"/metrics", "", nil); a.Status != http.StatusUnauthorized {
-		t.Errorf("/metrics without a key: %d %.200s, want 401", a.Status, a.Body)
+	for _, key := range []string{"", admin} {
+		if a := call(t, http.MethodGet, srv.URL+"/metrics", key, nil); a.Status != http.StatusNotFound || strings.Contains(a.Body, "claimcheck_") {
+			t.Errorf("/metrics on the API port (key %t): %d %.200s, want 404", key != "", a.Status, a.Body)
+		}
 	}
-	if a := call(t, http.MethodGet, srv.URL+"/metrics", producer, nil); a.Status != http.StatusForbidden {
-		t.Errorf("/metrics with a producer key: %d %.200s, want 403", a.Status, a.Body)
+	m := metricsURL.FindStringSubmatch(srv.Logs())
+	if m == nil {
+		t.Fatalf("serve did not report its metrics listener:\n%s", srv.Logs())
+	}
+	if a := call(t, http.MethodGet, m[1], "", nil); a.Status != http.StatusOK || !strings.Contains(a.Body, "claimcheck_") {
+		t.Errorf("metrics.listen: %d %.200s", a.Status, a.Body)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if a := call(t, http.MethodGet, srv.URL+path, "", nil); a.Status != http.StatusOK {
@@ -25,6 +33,8 @@ func TestMetricsNeedAKeyWithAuthOn(t *testing.T) {
 		}
 	}
 }
+
+var metricsURL = regexp.MustCompile(`msg="metrics serving" url=(http://127\.0\.0\.1:\d+/metrics)`)
 
 // TestSettingsThatCannotWorkStopServe: serve refuses to start on each
 // setting that cannot work, naming its key as the config file spells it.
@@ -38,7 +48,7 @@ func TestSettingsThatCannotWorkStopServe(t *testing.T) {
 		{"subscriptions.batch", "subscriptions: { batch: 10000000 }"},
 		{"tenant", "subscriptions: { targets: [ { id: t, tenant: nope, url: 'https://hooks.example.com/', secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw } ] }"},
 		{"tracing.endpoint", "tracing: { endpoint: '::not a url' }"},
-		{"endpoint", "storage: 'gs://b?endpoint=%zz'"},
+		{"storage", "storage: 'gs://b?endpoint=%zz'"},
 	} {
 		f := newFleet(t, c.yaml+"\n")
 		s := startRefused(t, f)

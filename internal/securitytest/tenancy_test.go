@@ -74,18 +74,22 @@ func TestTenantRowsNeverStopServe(t *testing.T) {
 
 // TestConfiguredTargetsAreReadOnlyToTenants: the operator's disabled
 // target stays disabled whatever its tenant's admin asks; each refusal is
-// a 403 naming the config file.
+// a 403 naming the config file. (There is no tenant call that disables
+// a subscription: a tenant deletes its own.)
 func TestConfiguredTargetsAreReadOnlyToTenants(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, targetConfig("ops-b", true))
 	acme := f.key(t, "acme", "admin")
 	srv := f.serve(t)
 	id := configuredID(t, srv.URL, acme)
+	if !strings.HasPrefix(id, "config:") {
+		t.Fatalf("the configured target is listed as %q, want config:ops-b", id)
+	}
 	for _, req := range []struct{ method, path string }{
-		{http.MethodPost, "/resume"}, {http.MethodPost, "/disable"}, {http.MethodDelete, ""},
+		{http.MethodPost, "/resume"}, {http.MethodDelete, ""},
 	} {
 		a := call(t, req.method, srv.URL+"/v1/subscriptions/"+id+req.path, acme, nil)
-		if a.Status != http.StatusForbidden || !strings.Contains(a.Body, "config") {
+		if a.Status != http.StatusForbidden || !strings.Contains(a.Body, f.cfg) {
 			t.Errorf("%s %s: %d %s, want 403 naming the config file", req.method, req.path, a.Status, a.Body)
 		}
 	}
@@ -104,4 +108,34 @@ func configuredID(t *testing.T, url, key string) string {
 	}
 	rest := a.Body[i+len(`"id":"`):]
 	return rest[:strings.IndexByte(rest, '"')]
+}
+
+// TestSubscriptionLimitPerTenant: a tenant admin cannot fill the store
+// with subscriptions (each one costs every replica's dispatcher): past
+// tenant_limits.subscriptions the answer is 403 naming the limit, for as
+// many tries as it takes, and the listing comes in pages.
+func TestSubscriptionLimitPerTenant(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, "tenant_limits: { subscriptions: 5 }\n")
+	acme, beta := f.key(t, "acme", "admin"), f.key(t, "beta", "admin")
+	srv := f.serve(t)
+	for i := range 5 {
+		if a := call(t, http.MethodPost, srv.URL+"/v1/subscriptions", acme, map[string]any{"url": hook}); a.Status != http.StatusCreated {
+			t.Fatalf("subscription %d of 5: %d %s", i+1, a.Status, a.Body)
+		}
+	}
+	for range 50 {
+		a := call(t, http.MethodPost, srv.URL+"/v1/subscriptions", acme, map[string]any{"url": hook})
+		if a.Status != http.StatusForbidden || !strings.Contains(a.Body, "tenant_limits.subscriptions") {
+			t.Fatalf("a subscription past the limit: %d %s, want 403 naming tenant_limits.subscriptions", a.Status, a.Body)
+		}
+	}
+	// Another tenant's allowance is its own.
+	if a := call(t, http.MethodPost, srv.URL+"/v1/subscriptions", beta, map[string]any{"url": hook}); a.Status != http.StatusCreated {
+		t.Fatalf("beta's first subscription: %d %s", a.Status, a.Body)
+	}
+	first := call(t, http.MethodGet, srv.URL+"/v1/subscriptions?limit=2", acme, nil)
+	if first.Status != http.StatusOK || strings.Count(first.Body, `"url"`) != 2 || !strings.Contains(first.Body, `"next"`) {
+		t.Errorf("the first page of 2: %d %s", first.Status, first.Body)
+	}
 }

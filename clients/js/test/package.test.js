@@ -76,10 +76,12 @@ describe('the packed package', () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  test('holds the sources, the types and the README only', () => {
+  test('holds the sources, the types, the README and the LICENSE only', () => {
     const installed = join(project, 'node_modules', '@claimcheck', 'client');
     const top = readdirSync(installed).sort();
-    assert.deepEqual(top, ['README.md', 'package.json', 'src', 'types']);
+    assert.deepEqual(top, ['LICENSE', 'README.md', 'package.json', 'src', 'types']);
+    // The package's LICENSE is the repository's, word for word.
+    assert.equal(readFileSync(join(installed, 'LICENSE'), 'utf8'), readFileSync(join(jsRoot, '..', '..', 'LICENSE'), 'utf8'));
     for (const dep of Object.keys(pkg.dependencies)) {
       assert.ok(readdirSync(join(project, 'node_modules', ...dep.split('/'))).includes('package.json'), `${dep} installed`);
     }

@@ -401,10 +401,12 @@ class Client:
         if up.get("state") == "pending":
             put_headers = dict(up.get("headers") or {})
             put_headers["Content-Length"] = str(size)
-            # The URL may be another host (a presigned S3 URL): it gets no
-            # API key, and is used exactly as answered.
+            # The URL may be another host (a presigned S3 URL, a GCS signed
+            # URL, an Azure SAS URL): it gets no API key, and is used exactly
+            # as answered. Each storage answers its own success: S3 and GCS
+            # 200, Azure's Put Blob 201, the server's own upload route 204.
             self._call(up.get("method") or "PUT", up["url"], headers=put_headers,
-                       body=_HashingReader.of(file), ok=(200, 204), absolute=True, auth=False)
+                       body=_HashingReader.of(file), ok=(200, 201, 204), absolute=True, auth=False)
         _, _, data = self._call("POST", f"/v1/uploads/{up['id']}/confirm", ok=(200,))
         return Ref.parse(data)
 

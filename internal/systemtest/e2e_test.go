@@ -13,54 +13,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/internal/testkit/servetest"
 )
 
-// binDir holds the binary buildBinary builds; TestMain makes it and
-// removes it after the run.
-var binDir string
+func TestMain(m *testing.M) { servetest.Main(m) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "claimcheck-systemtest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	if err := os.RemoveAll(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err) // the exit code stays the tests'
-	}
-	os.Exit(code)
-}
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildBinary compiles cmd/claimcheck once per test run, the first time a
-// test asks for it, and returns its path; every test runs that binary.
+// buildBinary is the binary every test runs, built once per test run.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		bin := filepath.Join(binDir, "claimcheck")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		builtBin = bin
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	return servetest.Build(t)
 }
 
 var servingLine = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/claimcheck/claimcheck/internal/testkit/servetest"
 )
 
 // testHookStrings are what the engine's test hooks
@@ -27,7 +29,7 @@ var testBuild struct {
 func buildTestBinary(t testing.TB) string {
 	t.Helper()
 	testBuild.once.Do(func() {
-		bin := filepath.Join(binDir, "claimcheck-test")
+		bin := filepath.Join(servetest.BinDir(), "claimcheck-test")
 		cmd := exec.Command("go", "build", "-tags", "claimchecktest", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			testBuild.err = fmt.Errorf("go build -tags claimchecktest: %v\n%s", err, out)

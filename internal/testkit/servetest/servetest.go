@@ -20,24 +20,47 @@ import (
 	"time"
 )
 
+// binDir is where Build puts the binary: made by Main before the
+// package's tests and removed after them.
+var binDir string
+
+// Main is the TestMain of a package that runs the binary: it makes the
+// directory Build builds into, runs the tests, removes the directory and
+// exits with the tests' code.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "claimcheck-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err) // the exit code stays the tests'
+	}
+	os.Exit(code)
+}
+
+// BinDir is the directory Main made, for a package that builds other
+// variants of the binary beside it.
+func BinDir() string { return binDir }
+
 var (
 	buildOnce sync.Once
 	builtBin  string
 	buildErr  error
 )
 
-// Build compiles cmd/claimcheck once per test binary into a directory
-// that lives as long as the process (the first test's temp dir would go
-// with that test) and returns its path.
+// Build compiles cmd/claimcheck once per test binary, the first time a
+// test asks for it, and returns its path; the package's TestMain must be
+// Main.
 func Build(tb testing.TB) string {
 	tb.Helper()
+	if binDir == "" {
+		tb.Fatal("servetest.Build: the package's TestMain must call servetest.Main")
+	}
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "claimcheck-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		bin := filepath.Join(dir, "claimcheck")
+		bin := filepath.Join(binDir, "claimcheck")
 		cmd := exec.Command("go", "build", "-o", bin, "github.com/claimcheck/claimcheck/cmd/claimcheck")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -31,7 +31,7 @@ func (e *env) topic(t *testing.T, name string, raw ...bool) (string, []string) {
 	for i, r := range raw {
 		url := e.queue(t, fmt.Sprintf("%s-sub%d", name, i), nil)
 		if _, err := e.sns.Subscribe(e.ctx, &awssns.SubscribeInput{
-			TopicArn: aws.String(arn), Protocol: aws.String("sqs"), Endpoint: aws.String(queueArn(url)),
+			TopicArn: aws.String(arn), Protocol: aws.String("sqs"), Endpoint: aws.String(e.queueArn(t, url)),
 			Attributes: map[string]string{"RawMessageDelivery": fmt.Sprint(r)},
 		}); err != nil {
 			t.Fatal(err)

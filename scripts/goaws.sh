@@ -10,9 +10,11 @@
 # cache directory outside the repository (${XDG_CACHE_HOME:-~/.cache}/claimcheck)
 # and reused from there. goaws v0.5.4 is the first release that speaks the
 # JSON protocol the current AWS SDK for Go uses for SQS. The server keeps
-# its queues in memory, listens on a free port of 127.0.0.1, and takes
-# messages of up to 1 MiB (SQS's limit). The tests create their own
-# queues and topics; any access key and region are accepted.
+# its queues in memory, listens on a free port of 127.0.0.1, names its
+# queues http://127.0.0.1:PORT/ACCOUNT/NAME (so that SDKs that send to a
+# queue's URL reach it), and takes messages of up to 1 MiB (SQS's limit).
+# The tests create their own queues and topics; any access key and region
+# are accepted.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,7 +22,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
 
 GOAWS_VERSION=v0.5.4
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/goaws-$GOAWS_VERSION"
+# The build is cached under the version and a digest of the command's
+# source, so that a change of scripts/goaws builds anew.
+source_digest=$(cat "$here/goaws/main.go" "$here/goaws/go.mod" "$here/goaws/go.sum" | sha256sum | cut -c1-12)
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/goaws-$GOAWS_VERSION-$source_digest"
 
 binary() {
   if [ -x "$cache/goaws" ]; then echo "$cache/goaws"; return 0; fi
@@ -48,12 +53,13 @@ start() {
   local port tries=0 pid
   while :; do
     port=$(free_port)
-    # Queue URLs are made of Host and Port, so they name this server.
+    # Queue URLs are made of Host and Port, so they name this server
+    # (scripts/goaws/main.go clears the region goaws would put before the
+    # host; ARNs have an empty region field).
     cat >"$dir/goaws/goaws.yaml" <<YAML
 Local:
   Host: 127.0.0.1
   Port: "$port"
-  Region: us-east-1
   AccountId: "100010001000"
   LogToFile: false
   EnableDuplicates: false

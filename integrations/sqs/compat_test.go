@@ -24,16 +24,11 @@ import (
 	"github.com/claimcheck/claimcheck/sweep"
 )
 
-// TestExtendedClientWrite: a publisher in Extended Client mode, over a
-// store whose objects live in an S3 bucket, sends a message a plain SDK
-// consumer reads the way the stock library does (follow the pointer,
-// GetObject, check the size), and that a claimcheck consumer reads and
-// releases through its reference. The object stays until the claim is
-// finished, and the store deletes it then.
-func TestExtendedClientWrite(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	e.needS3(t)
+// compatStore opens a store on a fake clock whose objects live in a MinIO
+// bucket of their own: namespace "compat" stores payloads as they are
+// and keeps a claim until released, "zstd" compresses.
+func compatStore(t *testing.T) (*engine.Store, *clock.Fake, *s3.Client, string) {
+	t.Helper()
 	storage, s3c, bucket := testsvc.S3(t)
 	clk := clock.NewFake(brokertest.Start)
 	no := false
@@ -45,6 +40,67 @@ func TestExtendedClientWrite(t *testing.T) {
 			"zstd": {Compression: claimcheck.CompressionZstd},
 		},
 	})
+	return store, clk, s3c, bucket
+}
+
+// TestExtendedClientWriteLegacy: with LegacyAttribute and LegacyClass the
+// publisher writes the first Java library's form, which consumers that
+// read only SQSLargePayloadSize need: the size in SQSLargePayloadSize
+// (and not in ExtendedPayloadSize), the legacy class name; a claimcheck
+// consumer still reads it through its reference.
+func TestExtendedClientWriteLegacy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.needS3(t)
+	store, _, _, bucket := compatStore(t)
+	url := e.queue(t, "legacy", nil)
+	pub, err := NewPublisher(e.ctx, store, e.sqs, PublisherConfig{Namespace: "compat", Threshold: threshold,
+		ExtendedClient: &ExtendedClientConfig{Bucket: bucket, LegacyAttribute: true, LegacyClass: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := brokertest.Text(8 << 10)
+	e.send(t, pub, url, payload)
+	msg := e.receive(t, url, 30)
+	// Visible again at once, for the claimcheck consumer.
+	if _, err := e.sqs.ChangeMessageVisibility(e.ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: msg.ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	if _, current := msg.MessageAttributes[AttrPayloadSize]; current {
+		t.Fatalf("%s set with LegacyAttribute: %+v", AttrPayloadSize, msg.MessageAttributes)
+	}
+	if size := msg.MessageAttributes[AttrLegacyPayloadSize]; aws.ToString(size.StringValue) != strconv.Itoa(len(payload)) {
+		t.Fatalf("%s: %+v", AttrLegacyPayloadSize, msg.MessageAttributes)
+	}
+	if body := aws.ToString(msg.Body); !strings.HasPrefix(body, `["`+LegacyPointerClass+`",`) || !strings.Contains(body, bucket) {
+		t.Fatalf("body %q is not the legacy pointer", body)
+	}
+	h, got := collect(nil)
+	c, err := NewConsumer(e.ctx, store, e.sqs, url, h, ConsumerConfig{WaitTime: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := pollUntil(t, c, 1); rs[0].Outcome != Acked || rs[0].Err != nil {
+		t.Fatalf("%+v", rs[0])
+	}
+	if m := got()[0]; m.Ref == nil {
+		t.Fatal("read without its reference")
+	} else {
+		brokertest.SameBody(t, m.Body, payload)
+	}
+}
+
+// TestExtendedClientWrite: a publisher in Extended Client mode, over a
+// store whose objects live in an S3 bucket, sends a message a plain SDK
+// consumer reads the way the stock library does (follow the pointer,
+// GetObject, check the size), and that a claimcheck consumer reads and
+// releases through its reference. The object stays until the claim is
+// finished, and the store deletes it then.
+func TestExtendedClientWrite(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.needS3(t)
+	store, clk, s3c, bucket := compatStore(t)
 
 	if _, err := NewPublisher(e.ctx, store, e.sqs, PublisherConfig{Namespace: "zstd", ExtendedClient: &ExtendedClientConfig{Bucket: bucket}}); !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "compression: none") {
 		t.Fatalf("a compressed namespace in Extended Client mode: %v", err)

@@ -31,7 +31,7 @@ type Message struct {
 	// Err is set.
 	Body string
 	// Attributes are the message attributes: the message's own, or, for a
-	// notification unwrapped with ConsumerConfig.SNSEnvelope, those the
+	// notification the consumer unwrapped (ConsumerConfig.SNSEnvelope), those the
 	// publisher gave the notification.
 	Attributes map[string]sqstypes.MessageAttributeValue
 	// Ref is the claim reference of an offloaded message, nil otherwise.
@@ -104,7 +104,11 @@ type ConsumerConfig struct {
 	// topic without raw message delivery, the body is the notification's
 	// JSON and the published message and attributes are inside it. A body
 	// that is not a notification is read as it is, so a queue with raw
-	// and non-raw subscriptions works too.
+	// and non-raw subscriptions works too. Without it the consumer still
+	// unwraps a notification of an offloaded message (one carrying
+	// AttrRef, delivered without attributes of its own; ADR 0275), whose
+	// claim would otherwise never be released by this queue; other
+	// notifications reach the handler as their JSON.
 	SNSEnvelope bool
 	// S3 reads the payloads of Extended Client pointers. A pointer message
 	// received without it is left for redelivery (and the error logged),
@@ -353,10 +357,8 @@ func (c *Consumer) run(ctx context.Context, p *pending) {
 // S3 is unavailable, ctx ended, no S3 client for a pointer) is returned.
 func (c *Consumer) Resolve(ctx context.Context, msg sqstypes.Message) (*Message, error) {
 	m := &Message{Msg: msg, Body: aws.ToString(msg.Body), Attributes: msg.MessageAttributes}
-	if c.cfg.SNSEnvelope {
-		if body, attrs, ok := unwrapNotification(m.Body); ok {
-			m.Body, m.Attributes = body, attrs
-		}
+	if body, attrs, ok := c.notification(msg); ok {
+		m.Body, m.Attributes = body, attrs
 	}
 	if v, ok := m.Attributes[AttrRef]; ok {
 		ref, err := claimcheck.ParseRef([]byte(aws.ToString(v.StringValue)))
@@ -402,6 +404,30 @@ func (c *Consumer) Resolve(ctx context.Context, msg sqstypes.Message) (*Message,
 		return nil, err
 	}
 	return m, nil
+}
+
+// notification returns the published message and attributes inside msg
+// when msg is an SNS notification the consumer unwraps (ADR 0275): any
+// notification with SNSEnvelope; without it, only one that cannot be
+// anything else's: the SQS message has no attributes of its own (a
+// subscription without raw message delivery puts them all inside the
+// notification) and the notification carries AttrRef. Otherwise its
+// handler would get the notification's JSON as the payload, the message
+// would be deleted, and the claim never released under this consumer's
+// name. A notification without AttrRef stays as it is: that is what a
+// plain SNS subscriber receives.
+func (c *Consumer) notification(msg sqstypes.Message) (string, map[string]sqstypes.MessageAttributeValue, bool) {
+	body, attrs, ok := unwrapNotification(aws.ToString(msg.Body))
+	if !ok || c.cfg.SNSEnvelope {
+		return body, attrs, ok
+	}
+	if len(msg.MessageAttributes) > 0 {
+		return "", nil, false
+	}
+	if _, ref := attrs[AttrRef]; !ref {
+		return "", nil, false
+	}
+	return body, attrs, true
 }
 
 // nak leaves msg for redelivery: after NakDelay if set, else after the

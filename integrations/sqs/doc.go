@@ -22,6 +22,12 @@
 // is deleted (Terminated), or it is left to the queue's redrive policy
 // and its dead-letter queue (DeadLettered); it is never dropped unseen.
 //
+// Behind an SNS subscription without raw message delivery the body is
+// the notification's JSON: the consumer unwraps a notification that
+// carries the reference even when it was not told to (SNSEnvelope), so
+// that no offloaded message is handed over as its envelope and its
+// claim left unreleased (docs/adr/0275).
+//
 // The consumer also reads the pointers of the Amazon SQS Extended Client
 // libraries (an S3 bucket and key in the body, the payload size in the
 // ExtendedPayloadSize or SQSLargePayloadSize attribute), so that

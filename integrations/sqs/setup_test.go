@@ -241,6 +241,18 @@ func (f *failingSQS) DeleteMessageBatch(ctx context.Context, in *awssqs.DeleteMe
 	return f.SQSAPI.DeleteMessageBatch(ctx, in, opts...)
 }
 
-func queueArn(url string) string {
-	return "arn:aws:sqs:us-east-1:100010001000:" + url[strings.LastIndex(url, "/")+1:]
+// queueArn returns the ARN of the queue at url, as the server names it.
+func (e *env) queueArn(t *testing.T, url string) string {
+	t.Helper()
+	out, err := e.sqs.GetQueueAttributes(e.ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	if !strings.HasSuffix(arn, ":"+queueName(url)) {
+		t.Fatalf("queue %s: ARN %q", url, arn)
+	}
+	return arn
 }

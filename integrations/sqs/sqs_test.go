@@ -365,7 +365,7 @@ func TestGone(t *testing.T) {
 	e := setup(t)
 	dlq := e.queue(t, "gone-dlq", nil)
 	url := e.queue(t, "gone", map[string]string{
-		"RedrivePolicy": `{"maxReceiveCount":"2","deadLetterTargetArn":"` + queueArn(dlq) + `"}`,
+		"RedrivePolicy": `{"maxReceiveCount":"2","deadLetterTargetArn":"` + e.queueArn(t, dlq) + `"}`,
 	})
 	pub := e.publisher(t, PublisherConfig{Namespace: nsAcks, Threshold: threshold})
 

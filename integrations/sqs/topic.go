@@ -24,8 +24,9 @@ var _ SNSAPI = (*awssns.Client)(nil)
 // PublisherConfig.Consumers to the number of subscribed queues (or
 // ConsumerNames to their consumers' names) so that the claim lives until
 // the last of them has deleted its copy. Raw message delivery may be on
-// or off for each subscription: a Consumer with SNSEnvelope set reads the
-// reference from the notification's attributes. It is safe for
+// or off for each subscription: a Consumer reads the reference from the
+// notification's attributes (ADR 0275; with SNSEnvelope set it also
+// unwraps the notifications of inline messages). It is safe for
 // concurrent use.
 type TopicPublisher struct {
 	*envelope

@@ -1,5 +1,6 @@
 // Command goaws runs the goaws SQS and SNS emulator for the tests, bound
-// to 127.0.0.1 (goaws's own command listens on every interface).
+// to 127.0.0.1 (goaws's own command listens on every interface), whose
+// queue URLs name the address it listens on.
 //
 //	goaws -config goaws.yaml -listen 127.0.0.1:PORT
 //
@@ -15,6 +16,7 @@ import (
 
 	"github.com/Admiral-Piett/goaws/app/conf"
 	"github.com/Admiral-Piett/goaws/app/gosqs"
+	"github.com/Admiral-Piett/goaws/app/models"
 	"github.com/Admiral-Piett/goaws/app/router"
 	"github.com/sirupsen/logrus"
 )
@@ -25,6 +27,14 @@ func main() {
 	flag.Parse()
 	logrus.SetLevel(logrus.WarnLevel)
 	conf.LoadYamlConfig(*config, "Local")
+	// goaws names a queue http://REGION.HOST:PORT/ACCOUNT/NAME when a
+	// region is set, a host no resolver knows; an SDK that sends a queue's
+	// requests to its URL (the AWS SDK for JavaScript does) cannot reach
+	// it. Without a region the URL is http://HOST:PORT/ACCOUNT/NAME, this
+	// server. ARNs then have an empty region field ("arn:aws:sqs::ACCOUNT:
+	// NAME"), as those of global services do; goaws matches queues and
+	// topics by the ARN's last field, so subscriptions work either way.
+	models.CurrentEnvironment.Region = ""
 	quit := make(chan bool)
 	// Visibility timeouts and delays are applied by this loop.
 	go gosqs.PeriodicTasks(time.Second, quit)

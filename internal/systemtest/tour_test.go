@@ -2,7 +2,6 @@ package systemtest
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +15,10 @@ import (
 // The READMEs' tours are tests: every fenced block whose info string has
 // the word "tour" (```sh tour, ```go tour, ```python tour, ```go.mod tour)
 // is run here as a user would run it, so a README that stops working
-// fails the build. Other blocks (configuration, excerpts, HTML) are never
+// fails the build. The tours make their own input files, and a
+// ```sh tour module block holds the commands that build and run each go
+// block in a module of its own: nothing the README does not say is done
+// for it. Other blocks (configuration, excerpts, HTML) are never
 // run. The JavaScript blocks (```js tour) run in the JavaScript suite,
 // against the package as npm installs it (clients/js/test/package.test.js).
 //
@@ -38,7 +40,10 @@ type block struct {
 	file string
 	line int    // of the opening fence
 	lang string // the info string's first word
-	code string
+	// module: an sh block whose commands run in each go block's module
+	// (```sh tour module), not in the tour's directory.
+	module bool
+	code   string
 }
 
 var fence = regexp.MustCompile("^(```+)\\s*(.*)$")
@@ -67,6 +72,7 @@ func tourBlocks(t *testing.T, file string) []block {
 			if !contains(info[min(1, len(info)):], "tour") {
 				cur.lang = "-" // a block that does not run
 			}
+			cur.module = contains(info[min(1, len(info)):], "module")
 		case cur != nil && m != nil && m[1] == open && m[2] == "":
 			if cur.lang != "-" {
 				out = append(out, *cur)
@@ -115,10 +121,6 @@ func TestREADMETour(t *testing.T) {
 	}
 	tr := &tour{t: t, root: repoRoot(t), dir: t.TempDir(), bin: buildBinary(t)}
 	tr.env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(tr.dir, ".cache"), "CLAIMCHECK_API_KEY=")
-	// The files the tours name, as a user would have them.
-	tr.write("big.json", photosJSON(1228800))
-	tr.write("video.mp4", random(3<<20+17))
-	tr.write("big.iso", random(5<<20+3))
 	if err := os.Link(tr.bin, filepath.Join(tr.dir, "claimcheck")); err != nil {
 		data, rerr := os.ReadFile(tr.bin)
 		if rerr != nil {
@@ -132,14 +134,16 @@ func TestREADMETour(t *testing.T) {
 	for _, f := range tourReadmes {
 		for _, b := range tourBlocks(t, f) {
 			where := fmt.Sprintf("%s:%d", b.file, b.line)
-			switch b.lang {
-			case "sh":
+			switch {
+			case b.module:
+				continue // run by every go block, in its module
+			case b.lang == "sh":
 				tr.shell(where, b.code)
-			case "go":
+			case b.lang == "go":
 				tr.goProgram(where, b.code)
-			case "python":
+			case b.lang == "python":
 				tr.python(where, b.code)
-			case "go.mod":
+			case b.lang == "go.mod":
 				continue // the lines every go block's module is built with
 			default:
 				t.Fatalf("%s: a tour block of %q: this test runs sh, go and python", where, b.lang)
@@ -150,18 +154,6 @@ func TestREADMETour(t *testing.T) {
 	if ran < 5 || tr.url == "" {
 		t.Fatalf("%d tour blocks ran (server %q): the markers are gone", ran, tr.url)
 	}
-}
-
-func (tr *tour) write(name string, data []byte) {
-	if err := os.WriteFile(filepath.Join(tr.dir, name), data, 0o600); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
-func random(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
 }
 
 var (
@@ -242,29 +234,68 @@ func (tr *tour) program(code string) string {
 	return strings.ReplaceAll(code, "http://127.0.0.1:8080", tr.url)
 }
 
-// goProgram builds a go block as the main package of a module outside
-// this repository that requires this one through the replace line the
-// README gives (go.mod tour), and runs it in a directory of its own with
-// big.json.
+// goProgram runs a go block as a user of this repository would: as the
+// main.go of a module outside it, whose go.mod is `go mod init`'s plus
+// the README's ```go.mod tour lines, beside a link named claimcheck to
+// the repository (the replace path ../claimcheck), with the tour's
+// big.json; then the README's ```sh tour module commands, line by line,
+// in that directory. Nothing else is given: no go.sum, no -mod=mod. The
+// network stays off (GOPROXY=off): the module cache has what the
+// repository's own module uses.
 func (tr *tour) goProgram(where, code string) {
 	t := tr.t
-	dir := goModule(t, tr.root, "example.com/tour", rootGoMod(t), tr.program(code), true)
-	run := filepath.Join(dir, "run")
-	if err := os.Mkdir(run, 0o700); err != nil {
+	base := t.TempDir()
+	if err := os.Symlink(tr.root, filepath.Join(base, "claimcheck")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(tr.dir, "big.json"))
+	dir := filepath.Join(base, "app")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.ReadFile(filepath.Join(tr.dir, "big.json"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: the tour made no big.json: %v", where, err)
 	}
-	if err := os.WriteFile(filepath.Join(run, "big.json"), data, 0o600); err != nil {
-		t.Fatal(err)
+	files := map[string][]byte{
+		"go.mod":   []byte("module example.com/app\n\ngo 1.26\n\n" + rootGoMod(t)),
+		"main.go":  []byte(tr.program(code)),
+		"big.json": big,
 	}
-	c := exec.Command(filepath.Join(dir, "prog"))
-	c.Dir = run
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("%s: the program failed: %v\n%s", where, err, out)
+	for f, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local")
+	for _, l := range strings.Split(moduleSteps(t), "\n") {
+		cmd := strings.TrimSpace(l)
+		if cmd == "" || strings.HasPrefix(cmd, "#") {
+			continue
+		}
+		if cmd == "go mod tidy" || strings.HasPrefix(cmd, "go mod tidy ") {
+			// Offline, tidy cannot look up the modules only the tests of
+			// dependencies import (the cache has what builds need): -e
+			// records every other one, as the online tidy would.
+			cmd = "go mod tidy -e" + strings.TrimPrefix(cmd, "go mod tidy")
+		}
+		c := exec.Command("bash", "-c", cmd)
+		c.Dir, c.Env = dir, env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: in the program's module, %s: %v\n%s", where, cmd, err, out)
+		}
+	}
+}
+
+// moduleSteps is the README's ```sh tour module block: the commands
+// that build and run a go block in its module.
+func moduleSteps(t *testing.T) string {
+	for _, b := range tourBlocks(t, "README.md") {
+		if b.module {
+			return b.code
+		}
+	}
+	t.Fatal("README.md has no ```sh tour module block")
+	return ""
 }
 
 // rootGoMod is the README's ```go.mod tour block: what a module outside

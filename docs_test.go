@@ -515,3 +515,56 @@ func expandBraces(s string) []string {
 	}
 	return out
 }
+
+// TestDirectUploadsDocumentedPerStore keeps docs/HTTP.md's "Direct
+// uploads" true for every store that presigns: each header a store's
+// PresignPut names (the X-… literals of blob/*/presign.go) is in the
+// section, as are the status each service answers a PUT with and, for
+// the stores whose URLs only create (GCS, Azure: ADR 0230), the order
+// that gets past wrong bytes: confirm, which deletes them, then PUT.
+func TestDirectUploadsDocumentedPerStore(t *testing.T) {
+	doc, err := os.ReadFile("docs/HTTP.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Direct uploads\n")
+	if !ok {
+		t.Fatal(`docs/HTTP.md has no "## Direct uploads" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	flat := strings.Join(strings.Fields(section), " ")
+	presigners, err := filepath.Glob("blob/*/presign.go")
+	if err != nil || len(presigners) < 3 {
+		t.Fatalf("presign.go files %v (%v): want s3store's, gcsstore's and azurestore's", presigners, err)
+	}
+	header := regexp.MustCompile(`"(X-[A-Za-z0-9-]+)"(?::\s*"([^"]+)")?`)
+	for _, f := range presigners {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range header.FindAllStringSubmatch(string(src), -1) {
+			want := "`" + m[1]
+			if m[2] != "" {
+				want += ": " + m[2] + "`" // a fixed value: the header as sent
+			}
+			if !strings.Contains(flat, want) {
+				t.Errorf("docs/HTTP.md, Direct uploads: %s sends %s, the section does not name it", f, strings.Trim(want, "`"))
+			}
+		}
+	}
+	for _, want := range []string{
+		"`X-Amz-Checksum-Sha256`", // S3's signed checksum (the SDK's header)
+		"`201` (Azure)",           // Put Blob answers 201 Created
+		"`200` (S3, GCS)",         // PutObject and the XML API answer 200
+		"`204` (this server)",     // server/uploads.go
+		"confirm (`422`, which deletes the object), PUT again", // create-only URLs
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("docs/HTTP.md, Direct uploads: does not say %s", want)
+		}
+	}
+	if strings.Contains(flat, "PUT again and confirm |") {
+		t.Error("docs/HTTP.md, Direct uploads: the 422 row says PUT again and confirm, which GCS's and Azure's create-only URLs refuse")
+	}
+}

@@ -174,3 +174,60 @@ func TestContainerfile(t *testing.T) {
 		t.Errorf("the image's default config: listen %q metadata %q storage %q; want the embedded defaults on %s", fc.Listen, fc.Metadata, fc.Storage, listen)
 	}
 }
+
+// TestImageBinaryBuiltLikeTheRelease: the image built from source
+// (scripts/image.sh without --binary) carries the release's binary, not
+// a development build: scripts/image.sh builds it with scripts/release.sh
+// and has no go build of its own, and release.sh's build is static,
+// trimmed (-trimpath, -s -w) and stamps the VERSION file's version into
+// the variable `claimcheck version` reads. A plain go build reports
+// "(devel)" and keeps its symbol tables, a third larger.
+func TestImageBinaryBuiltLikeTheRelease(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	image := scriptCommands(read("../scripts/image.sh"))
+	if regexp.MustCompile(`\bgo (build|install)\b`).MatchString(image) {
+		t.Errorf("scripts/image.sh runs go build itself: build the binary with scripts/release.sh, as the release is built")
+	}
+	if !regexp.MustCompile(`scripts/release\.sh"? +"?\$ctx/\S+"? +"?linux/\$arch"?`).MatchString(image) {
+		t.Errorf("scripts/image.sh does not build its binary with scripts/release.sh DIR linux/$arch")
+	}
+	if !regexp.MustCompile(`version=\$\(cat "?\$root/VERSION"?\)`).MatchString(image) {
+		t.Errorf("scripts/image.sh: the image's version label does not default to the VERSION file's")
+	}
+
+	release := scriptCommands(read("../scripts/release.sh"))
+	build := regexp.MustCompile(`CGO_ENABLED=0 [^\n]*\n?\s*go build ([^\n]*\n?[^\n]*)`).FindStringSubmatch(release)
+	if build == nil {
+		t.Fatal("scripts/release.sh has no CGO_ENABLED=0 go build")
+	}
+	for _, want := range []string{"-trimpath", `-ldflags "-s -w `, "-X $pkg.version=$version"} {
+		if !strings.Contains(build[1], want) {
+			t.Errorf("scripts/release.sh's go build %q lacks %s", build[1], want)
+		}
+	}
+	if !strings.Contains(release, "version=v$(cat VERSION)") || !strings.Contains(release, "pkg=github.com/claimcheck/claimcheck/internal/cli") {
+		t.Errorf("scripts/release.sh does not stamp the VERSION file's version into internal/cli's version")
+	}
+	if !regexp.MustCompile(`(?m)^var version string$`).MatchString(read("../internal/cli/version.go")) {
+		t.Errorf("internal/cli/version.go has no var version string for release.sh's -X to set")
+	}
+}
+
+// scriptCommands is a shell script without its comments, its continued
+// lines joined.
+func scriptCommands(src string) string {
+	var out []string
+	for _, l := range strings.Split(src, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.ReplaceAll(strings.Join(out, "\n"), "\\\n", " ")
+}

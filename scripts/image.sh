@@ -6,9 +6,12 @@
 #
 # --binary is a static linux binary, e.g. scripts/release.sh's
 # claimcheck_linux_arm64; the image gets that binary's architecture.
-# Without it the script builds one for linux/<host arch>:
-# CGO_ENABLED=0 go build -trimpath ./cmd/claimcheck. --tag defaults to
-# claimcheck:<version>, --version to "dev". Prints the tag when done.
+# Without it the script builds one for linux/<host arch> exactly as the
+# release is built, by scripts/release.sh (static, -trimpath, -ldflags
+# "-s -w" and the VERSION file's version stamped where `claimcheck
+# version` reads it): the image from source is the release's binary.
+# --tag defaults to claimcheck:<version>, --version (the image's version
+# label) to the VERSION file's. Prints the tag when done.
 #
 # --smoke then runs the image with podman on a free port of 127.0.0.1,
 # puts a payload, redeems it with curl and compares, and removes the
@@ -25,7 +28,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
 root="$(cd "$here/.." && pwd)"
 
-binary= tag= version=dev smoke=
+binary= tag= version=$(cat "$root/VERSION") smoke=
 while [ $# -gt 0 ]; do
   case $1 in
     --binary) binary=${2:?--binary needs a path}; shift 2 ;;
@@ -67,8 +70,10 @@ trap 'rm -rf "$ctx"' EXIT
 
 if [ -z "$binary" ]; then
   arch=$(go env GOARCH)
-  log "building claimcheck for linux/$arch"
-  (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -o "$ctx/claimcheck" ./cmd/claimcheck)
+  log "building claimcheck for linux/$arch as the release does (scripts/release.sh)"
+  "$root/scripts/release.sh" "$ctx/release" "linux/$arch"
+  mv "$ctx/release/claimcheck_linux_$arch" "$ctx/claimcheck"
+  rm -rf "$ctx/release"
 else
   if [ ! -f "$binary" ]; then
     echo "image.sh: --binary $binary: no such file" >&2; exit 1

@@ -16,6 +16,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/azurestore"
+	"github.com/claimcheck/claimcheck/blob/gcsstore"
+	"github.com/claimcheck/claimcheck/blob/s3store"
 	"github.com/claimcheck/claimcheck/internal/cli"
 )
 
@@ -566,5 +570,84 @@ func TestDirectUploadsDocumentedPerStore(t *testing.T) {
 	}
 	if strings.Contains(flat, "PUT again and confirm |") {
 		t.Error("docs/HTTP.md, Direct uploads: the 422 row says PUT again and confirm, which GCS's and Azure's create-only URLs refuse")
+	}
+}
+
+// TestBucketCORSTableNamesEachStoresHeaders keeps docs/OPERATIONS.md's
+// bucket CORS table true per storage backend: each store that sets up
+// bucket CORS (a blob.CORSConfigurer) has a row of its own, naming its
+// URL scheme, and that row's rule by hand allows every header the
+// store's presigned PUT sends (CORSRequestHeaders), or a browser's
+// preflight fails.
+func TestBucketCORSTableNamesEachStoresHeaders(t *testing.T) {
+	doc, err := os.ReadFile("docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| ") && strings.Contains(l, "CORS") {
+			rows = append(rows, l)
+		}
+	}
+	for _, c := range []struct {
+		name, row string // the service, and what only its row has
+		store     blob.CORSConfigurer
+	}{
+		{"S3", "| AWS S3 |", &s3store.Bucket{}},
+		{"GCS", "(`gs://`)", &gcsstore.Bucket{}},
+		{"Azure", "(`azblob://`)", &azurestore.Bucket{}},
+	} {
+		i := slices.IndexFunc(rows, func(r string) bool { return strings.Contains(r, c.row) })
+		if i < 0 {
+			t.Errorf("docs/OPERATIONS.md: the bucket CORS table has no %s row (%s)", c.name, c.row)
+			continue
+		}
+		for _, h := range c.store.CORSRequestHeaders() {
+			if !strings.Contains(strings.ToLower(rows[i]), strings.ToLower(h)) {
+				t.Errorf("docs/OPERATIONS.md: the bucket CORS row of %s does not allow %s, a header its presigned PUT sends", c.name, h)
+			}
+		}
+	}
+}
+
+// TestHelmTemplateNamesKubeVersion: without a cluster `helm template`
+// checks the chart's kubeVersion against its own default, which a helm
+// built by go install leaves at 1.20, so the chart (Kubernetes 1.27 and
+// later) is refused unless the line passes --kube-version. The
+// deployment docs render the chart that way, with a version the chart
+// accepts.
+func TestHelmTemplateNamesKubeVersion(t *testing.T) {
+	chart, err := os.ReadFile("deploy/helm/claimcheck/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^kubeVersion: ">=1\.(\d+)`).FindSubmatch(chart)
+	if m == nil {
+		t.Fatal(`deploy/helm/claimcheck/Chart.yaml: no kubeVersion ">=1.N…"`)
+	}
+	least, _ := strconv.Atoi(string(m[1]))
+	lines := 0
+	for _, f := range []string{"README.md", "docs/OPERATIONS.md"} {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(doc), "\\\n", " ")
+		for _, l := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "helm template ") {
+				continue
+			}
+			lines++
+			v := regexp.MustCompile(`--kube-version[ =]v?1\.(\d+)`).FindStringSubmatch(l)
+			if v == nil {
+				t.Errorf("%s: %q has no --kube-version 1.N: a helm built by go install refuses the chart without it", f, l)
+			} else if n, _ := strconv.Atoi(v[1]); n < least {
+				t.Errorf("%s: %q: --kube-version 1.%d, the chart needs 1.%d or later", f, l, n, least)
+			}
+		}
+	}
+	if lines == 0 {
+		t.Error("docs/OPERATIONS.md has no helm template line: say how to render the chart without a cluster")
 	}
 }

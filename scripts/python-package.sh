@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The Python client installs as a package, without network: pip builds
-# clients/python with the system's setuptools (Debian's python3-setuptools
-# and python3-wheel; no build isolation, nothing fetched from an index)
-# into a throw-away venv, and the installed package imports, outside the
-# source tree, with the version of the VERSION file. As root, the Debian
+# The Python client installs as a package, without network, as
+# clients/python/README.md says: its ```sh offline block runs as written,
+# in a throw-away directory beside the repository's clients/python, with
+# the system's python3 first on PATH. pip builds the package with the
+# system's setuptools (Debian's python3-setuptools and python3-wheel; no
+# build isolation, nothing fetched from an index) into the venv the block
+# makes, and the installed package imports, outside the source tree, with
+# the version of the VERSION file. As root, the Debian
 # packages it needs (python3-setuptools, python3-wheel, python3-pip,
 # python3-venv) are installed with apt-get when missing; otherwise it
 # skips, saying why.
@@ -13,6 +16,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/lib.sh
 . "$here/lib.sh"
 root="$here/.."
+die() { log "$*"; exit 1; }
 
 # The system's Python (Debian's /usr/bin/python3, whose packages are the
 # build backend), else the first python3 on PATH.
@@ -33,15 +37,21 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The system's setuptools is the build backend: the venv sees the
-# system's packages, and pip takes nothing from an index.
-# The system's pip installs into the venv (--python), which saves a copy
-# of pip in it.
-"$py" -m venv --without-pip --system-site-packages "$work/venv"
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$py" -m pip --python "$work/venv/bin/python" install -q \
-  --no-build-isolation --no-index --no-cache-dir "$root/clients/python"
+# The README's lines: between the ```sh offline fence and the next fence.
+steps=$(awk '/^```sh offline$/ { on = 1; next } on && /^```/ { exit } on' "$root/clients/python/README.md")
+case $steps in
+  *"venv"*"pip install"*) ;;
+  *) die "clients/python/README.md has no \`\`\`sh offline block that makes a venv and pip installs into it" ;;
+esac
+mkdir -p "$work/clients"
+ln -s "$(cd "$root/clients/python" && pwd)" "$work/clients/python"
+(cd "$work" && PATH="$(dirname "$py"):$PATH" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_QUIET=1 \
+  PYTHONDONTWRITEBYTECODE=1 bash -euo pipefail -c "$steps") >&2 ||
+  die "the offline install of clients/python/README.md failed: $steps"
+venv=$work/.venv
+[ -x "$venv/bin/python" ] || die "the README's offline install made no .venv"
 want=$(cat "$root/VERSION")
-(cd "$work" && "$work/venv/bin/python" - "$want" "$work/venv" <<'PY'
+(cd "$work" && "$venv/bin/python" - "$want" "$venv" <<'PY'
 import os, sys
 import claimcheck
 want, venv = sys.argv[1], sys.argv[2]

@@ -25,7 +25,7 @@ type CORSRule struct {
 var ErrCORSUnsupported = errors.New("the storage service does not support bucket CORS configuration")
 
 // CORSConfigurer is implemented by stores whose presigned URLs browsers
-// use directly (S3): the bucket's CORS rules decide whether a page may
+// use directly (S3, GCS, Azure): the bucket's CORS rules decide whether a page may
 // PUT a direct upload. The start-up bucket set-up
 // (internal/bucketsetup) checks them (and writes its own rule when
 // asked), like the lifecycle rules.

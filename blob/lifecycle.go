@@ -37,7 +37,8 @@ func (r LifecycleRule) Covers(prefix string) bool {
 }
 
 // Lifecycler is implemented by stores whose bucket deletes objects by age
-// on its own (S3 lifecycle rules). The start-up bucket set-up
+// on its own (S3 and GCS lifecycle rules, an Azure storage account's
+// lifecycle management policy). The start-up bucket set-up
 // (internal/bucketsetup) uses it for the safety net: a rule per
 // namespace prefix, well past every deadline, so an object the protocol
 // failed to delete does not stay forever.

@@ -84,12 +84,14 @@ type Config struct {
 	// rows (history.go, ADR 0077).
 	History HistoryConfig `yaml:"history"`
 	// Lifecycle is what the store does with the bucket's lifecycle rules
-	// at start on storage that has them (S3): "manage" (default) creates
+	// at start on storage that has them (S3, GCS; Azure with the URL's
+	// account_resource_id, ADR 0230): "manage" (default) creates
 	// and repairs them, "check" only reports drift, "off" ignores them.
 	// See internal/bucketsetup and ADR 0020.
 	Lifecycle string `yaml:"lifecycle"`
 	// BucketCORS is what the store does at start with the CORS rules of a
-	// bucket browsers PUT direct uploads to (S3): "check" (default) says
+	// bucket browsers PUT direct uploads to (S3, GCS; Azure: the storage
+	// account's rules): "check" (default) says
 	// which of BrowserOrigins no rule covers, "manage" writes claimcheck's
 	// rule for them, "off" ignores them. See internal/bucketsetup and ADR 0086.
 	BucketCORS string `yaml:"bucket_cors"`

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -33,16 +34,39 @@ func traced(tp trace.TracerProvider, h http.Handler) http.Handler {
 		}))
 }
 
-// setRoute puts http.route, the route template the mux matched, on the
-// request's span, once it is known: otelhttp reads it only before the
-// request is routed.
-func setRoute(r *http.Request) {
-	if r.Pattern == "" {
+// nameSpan names the request's span by its route (spanName) and puts
+// http.route, the route template the mux matched, and the status sent on
+// it, once they are known. otelhttp reads the route only before the
+// request is routed, and names the span again and records the status
+// only when the handler returns: a redeem that aborts its connection
+// part-way (claims.go) panics instead, and its span would end named by
+// the method alone, without its status.
+func nameSpan(r *http.Request, rec *recorder) {
+	sp := trace.SpanFromContext(r.Context())
+	if !sp.IsRecording() {
 		return
 	}
-	if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() {
+	sp.SetName(spanName("", r))
+	if r.Pattern != "" && r.Pattern != preflightRoute {
 		sp.SetAttributes(semconv.HTTPRoute(routeTemplate(r.Pattern)))
 	}
+	if rec.status != 0 {
+		sp.SetAttributes(semconv.HTTPResponseStatusCode(rec.status))
+	}
+}
+
+// failSpan marks the request's span as failed with err: a redeem whose
+// payload fails verification after its status and headers were sent
+// (claims.go). The span keeps the status code that was sent (200, 206),
+// which alone would read as a success; the span's status is Error, with
+// err as an exception event.
+func failSpan(r *http.Request, err error) {
+	sp := trace.SpanFromContext(r.Context())
+	if !sp.IsRecording() {
+		return
+	}
+	sp.RecordError(err)
+	sp.SetStatus(codes.Error, err.Error())
 }
 
 // routeTemplate is a mux pattern without its method.
@@ -59,7 +83,7 @@ func routeTemplate(pattern string) string {
 // matched is named by its method alone. otelhttp names the span again
 // once the mux has matched the route (r.Pattern).
 func spanName(_ string, r *http.Request) string {
-	if r.Pattern == "" {
+	if r.Pattern == "" || r.Pattern == preflightRoute {
 		return r.Method
 	}
 	return r.Method + " " + routeTemplate(r.Pattern)

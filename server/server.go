@@ -128,7 +128,7 @@ func New(cfg Config) *Server {
 	}
 	s.tus = s.newTus()
 	s.register() // the route table, routes.go
-	s.traced = traced(cfg.TracerProvider, http.HandlerFunc(s.serve))
+	s.traced = s.tracedHandler(cfg.TracerProvider, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -149,7 +149,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.traced != nil {
 		// Deferred: a redeem that aborts its connection panics past
 		// otelhttp's own naming and status (tracing.go).
-		defer nameSpan(r, rec)
+		defer s.nameSpan(r, rec)
 	}
 	if s.metrics == nil {
 		s.route(rec, r)

@@ -229,14 +229,14 @@ func TestWrappersKeepAbilities(t *testing.T) {
 			wantCalls = append(wantCalls, "BeginAppend", "Append", "CompleteAppend", "AbortAppend")
 		}
 		if cc := sa.CORSConfigurer; cc != nil {
-			// Passed on as it is: CORS is read and written once, at start,
-			// and not measured.
 			if rules, err := cc.CORSRules(ctx); err != nil || len(rules) != 1 {
 				t.Errorf("CORSRules = %v, %v", rules, err)
 			}
 			if err := cc.PutCORSRules(ctx, nil); err != errBoom {
 				t.Errorf("PutCORSRules = %v, want the wrapped store's error", err)
 			}
+			wantOps["get_cors"] = map[string]float64{"ok": 1}
+			wantOps["put_cors"] = map[string]float64{"error": 1}
 			wantCalls = append(wantCalls, "CORSRules", "PutCORSRules")
 		}
 		if !slices.Equal(f.calls, wantCalls) {

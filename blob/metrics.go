@@ -26,6 +26,8 @@ const (
 	opAppend
 	opCompleteAppend
 	opAbortAppend
+	opGetCORS
+	opPutCORS
 	numOps
 )
 
@@ -34,6 +36,7 @@ var opNames = [numOps]string{
 	opDeleteMany: "delete_many", opList: "list", opPresign: "presign",
 	opGetLifecycle: "get_lifecycle", opPutLifecycle: "put_lifecycle",
 	opBeginAppend: "begin_append", opAppend: "append", opCompleteAppend: "complete_append", opAbortAppend: "abort_append",
+	opGetCORS: "get_cors", opPutCORS: "put_cors",
 }
 
 // Results, indexes into opMetrics.results; resultNames are their label
@@ -89,7 +92,8 @@ func (o *opMetrics) observe(start time.Time, err error) {
 //
 // operation is get, put, attributes, delete, list, and for the optional
 // abilities delete_many, presign, get_lifecycle, put_lifecycle,
-// begin_append, append, complete_append and abort_append; result
+// begin_append, append, complete_append, abort_append, get_cors and
+// put_cors; result
 // is ok, not_found (ErrNotFound), canceled (the caller's context was
 // cancelled) or error. Every (operation, result) series exists from the
 // start, at zero, so rates and ratios need no absent() guards. A get or
@@ -99,9 +103,8 @@ func (o *opMetrics) observe(start time.Time, err error) {
 // any of its keys failed. Close is not measured.
 //
 // The result carries exactly the optional abilities of s (AbilitiesOf
-// sees through it): BatchDeleter, Presigner, Lifecycler and Appender
-// measured too, CORSConfigurer passed on as it is (it is used once, at
-// start). The metrics are registered on reg (nil: not registered),
+// sees through it), each measured too (CORSConfigurer's
+// CORSRequestHeaders, which calls no storage, passed on). The metrics are registered on reg (nil: not registered),
 // which panics if it has them already, like MustRegister.
 func WithMetrics(s Store, reg prometheus.Registerer) Store {
 	total := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -136,6 +139,9 @@ func WithMetrics(s Store, reg prometheus.Registerer) Store {
 	}
 	if a.Appender != nil {
 		a.Appender = meteredAppend{m, a.Appender}
+	}
+	if a.CORSConfigurer != nil {
+		a.CORSConfigurer = meteredCORS{m, a.CORSConfigurer}
 	}
 	m.abilities = a
 	return m
@@ -347,6 +353,30 @@ func (l meteredLifecycle) PutLifecycleRules(ctx context.Context, rules []Lifecyc
 	start := time.Now()
 	err := l.lc.PutLifecycleRules(ctx, rules)
 	l.m.ops[opPutLifecycle].observe(start, err)
+	return err
+}
+
+type meteredCORS struct {
+	m  *meteredStore
+	cc CORSConfigurer
+}
+
+// CORSRequestHeaders implements CORSConfigurer; it calls no storage.
+func (c meteredCORS) CORSRequestHeaders() []string { return c.cc.CORSRequestHeaders() }
+
+// CORSRules implements CORSConfigurer.
+func (c meteredCORS) CORSRules(ctx context.Context) ([]CORSRule, error) {
+	start := time.Now()
+	rules, err := c.cc.CORSRules(ctx)
+	c.m.ops[opGetCORS].observe(start, err)
+	return rules, err
+}
+
+// PutCORSRules implements CORSConfigurer.
+func (c meteredCORS) PutCORSRules(ctx context.Context, rules []CORSRule) error {
+	start := time.Now()
+	err := c.cc.PutCORSRules(ctx, rules)
+	c.m.ops[opPutCORS].observe(start, err)
 	return err
 }
 

@@ -46,6 +46,9 @@ func WithTracing(s Store, tp trace.TracerProvider) Store {
 	if a.Appender != nil {
 		a.Appender = tracedAppend{t, a.Appender}
 	}
+	if a.CORSConfigurer != nil {
+		a.CORSConfigurer = tracedCORS{t, a.CORSConfigurer}
+	}
 	t.abilities = a
 	return t
 }
@@ -332,6 +335,30 @@ func (a tracedAppend) CompleteAppend(ctx context.Context, key, handle string, si
 func (a tracedAppend) AbortAppend(ctx context.Context, key, handle string) error {
 	ctx, sp := a.t.start(ctx, opAbortAppend)
 	err := a.ap.AbortAppend(ctx, key, handle)
+	endSpan(sp, err)
+	return err
+}
+
+type tracedCORS struct {
+	t  *tracedStore
+	cc CORSConfigurer
+}
+
+// CORSRequestHeaders implements CORSConfigurer; it calls no storage.
+func (c tracedCORS) CORSRequestHeaders() []string { return c.cc.CORSRequestHeaders() }
+
+// CORSRules implements CORSConfigurer.
+func (c tracedCORS) CORSRules(ctx context.Context) ([]CORSRule, error) {
+	ctx, sp := c.t.start(ctx, opGetCORS)
+	rules, err := c.cc.CORSRules(ctx)
+	endSpan(sp, err)
+	return rules, err
+}
+
+// PutCORSRules implements CORSConfigurer.
+func (c tracedCORS) PutCORSRules(ctx context.Context, rules []CORSRule) error {
+	ctx, sp := c.t.start(ctx, opPutCORS)
+	err := c.cc.PutCORSRules(ctx, rules)
 	endSpan(sp, err)
 	return err
 }

@@ -65,7 +65,7 @@ func (s *Store) namespaceKey(ctx context.Context, ns string) (*sealKey, error) {
 			Wrapped: s.keys.Wrap(ns, id, key), CreatedAt: s.clock.Now(),
 		})
 		if err == nil && dk.ID == id {
-			s.log.Info("created the data key of an encrypted namespace", "namespace", ns, "key", id, "master_key", s.keys.ID())
+			s.log.InfoContext(ctx, "created the data key of an encrypted namespace", "namespace", ns, "key", id, "master_key", s.keys.ID())
 			return newSealKey(dk, key)
 		}
 	}
@@ -127,19 +127,19 @@ func (s *Store) DestroyNamespaceKey(ctx context.Context, ns string) error {
 		return fmt.Errorf("destroy key of %s: %w: the namespace has no data key (nothing was encrypted, or it is destroyed already)", ns, claimcheck.ErrNotFound)
 	}
 	if errors.Is(err, meta.ErrShredIncomplete) {
-		s.log.Error("data key destroyed, but old copies may remain in the metadata store's files", "namespace", ns, "err", err)
+		s.log.ErrorContext(ctx, "data key destroyed, but old copies may remain in the metadata store's files", "namespace", ns, "err", err)
 		return fmt.Errorf("destroy key of %s: %w: the key is destroyed and unreadable, but erasing its old copies did not finish: %v", ns, claimcheck.ErrUnavailable, err)
 	}
 	if err != nil {
 		return metaErr("destroy key of "+ns, err)
 	}
-	s.log.Warn("data key destroyed: the namespace's encrypted objects are unreadable for good", "namespace", ns, "key", dk.ID, "actor", claimcheck.ActorFrom(ctx))
+	s.log.WarnContext(ctx, "data key destroyed: the namespace's encrypted objects are unreadable for good", "namespace", ns, "key", dk.ID, "actor", claimcheck.ActorFrom(ctx))
 	// The shred finished the namespace's uploads in progress and made
 	// their staging blobs due for collection (ADR 0255): their bytes,
 	// which arrived in clear, are deleted now rather than at the
 	// sweeper's next tick. Bounded; what remains the sweeper collects.
 	if _, err := s.sweeper.RunOnce(ctx, shredCollectOps); err != nil {
-		s.log.Warn("destroy key: collecting the bytes of ended uploads failed; the sweeper retries", "namespace", ns, "err", err)
+		s.log.WarnContext(ctx, "destroy key: collecting the bytes of ended uploads failed; the sweeper retries", "namespace", ns, "err", err)
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (s *Store) unreadable(ctx context.Context, c meta.Claim, err error) error {
 	}
 	res, done, ferr := s.meta.FinishClaim(ctx, c.ID, string(claimcheck.ReasonKeyDestroyed), s.clock.Now(), false)
 	if ferr != nil {
-		s.log.Warn("redeem: could not finish a claim whose data key is destroyed", "claim", c.ID, "err", ferr)
+		s.log.WarnContext(ctx, "redeem: could not finish a claim whose data key is destroyed", "claim", c.ID, "err", ferr)
 	} else if done {
 		s.sweepMetrics.ObserveFinished(res)
 	}

@@ -119,7 +119,7 @@ func (s *Store) retry(ctx context.Context, ids []string) ([]claimcheck.DeadLette
 		return nil, metaErr("retry dead letters", err)
 	}
 	for _, b := range back {
-		s.log.Info("dead letter retried: due now with a fresh retry schedule", "blob", b.ID, "namespace", b.Namespace,
+		s.log.InfoContext(ctx, "dead letter retried: due now with a fresh retry schedule", "blob", b.ID, "namespace", b.Namespace,
 			"key", b.Key, "attempts", b.Attempts, "actor", claimcheck.ActorFrom(ctx))
 		out = append(out, deadLetterOf(b))
 	}

@@ -105,7 +105,7 @@ func (s *Store) putDigestFirstOn(ctx context.Context, ns string, pol claimcheck.
 func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimcheck.PutOptions, start time.Time, checked meta.Blob, finding integrity.Finding, checkErr error, res meta.CommitResult, hit bool, err error) (claimcheck.Ref, bool, error) {
 	if checkErr != nil {
 		// Storage did not answer: the upload path decides for itself.
-		s.log.Warn("put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", checked.ID, "err", checkErr)
+		s.log.WarnContext(ctx, "put: digest-first dedup could not check the object; uploading", "namespace", ns, "blob", checked.ID, "err", checkErr)
 		return claimcheck.Ref{}, false, nil
 	}
 	if finding.Cause != "" {
@@ -121,7 +121,7 @@ func (s *Store) digestFirstAnswer(ctx context.Context, ns string, opts claimchec
 		}
 		// The shortcut is an optimisation: any other failure falls back
 		// to the upload, which decides for itself.
-		s.log.Warn("put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
+		s.log.WarnContext(ctx, "put: digest-first dedup failed; uploading", "namespace", ns, "err", err)
 		return claimcheck.Ref{}, false, nil
 	}
 	if !hit {
@@ -166,7 +166,7 @@ func (s *Store) discardObject(ctx context.Context, key string) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if err := s.blobs.Delete(cctx, key); err != nil {
-		s.log.Warn("put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
+		s.log.WarnContext(ctx, "put: could not delete the object of a refused commit; the backstop will", "key", key, "err", err)
 	}
 }
 
@@ -184,11 +184,11 @@ func (s *Store) collectDiscarded(ctx context.Context, res meta.CommitResult) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if err := s.blobs.Delete(cctx, b.Key); err != nil {
-		s.log.Warn("put: could not delete the object a dedup hit made unneeded; the sweeper will retry", "blob", b.ID, "key", b.Key, "err", err)
+		s.log.WarnContext(ctx, "put: could not delete the object a dedup hit made unneeded; the sweeper will retry", "blob", b.ID, "key", b.Key, "err", err)
 		return
 	}
 	if err := s.meta.FinishCollect(cctx, []string{b.ID}, s.clock.Now()); err != nil {
-		s.log.Warn("put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
+		s.log.WarnContext(ctx, "put: deleted the object a dedup hit made unneeded, but could not record it; the sweeper will", "blob", b.ID, "err", err)
 	}
 }
 

@@ -33,7 +33,7 @@ func (s *Store) SetHold(ctx context.Context, ref claimcheck.Ref, reason string) 
 		}
 		err = s.meta.SetClaimHold(ctx, c.ID, reason, s.clock.Now())
 		if err == nil {
-			s.log.Info("legal hold set", "claim", c.ID, "namespace", c.Namespace, "reason", reason, "actor", claimcheck.ActorFrom(ctx))
+			s.log.InfoContext(ctx, "legal hold set", "claim", c.ID, "namespace", c.Namespace, "reason", reason, "actor", claimcheck.ActorFrom(ctx))
 			return nil
 		}
 		if !errors.Is(err, meta.ErrConflict) || attempt == maxCASRetries {
@@ -55,7 +55,7 @@ func (s *Store) ClearHold(ctx context.Context, ref claimcheck.Ref) error {
 	if finished {
 		s.sweepMetrics.ObserveFinished(res)
 	}
-	s.log.Info("legal hold lifted", "claim", c.ID, "namespace", c.Namespace, "finished", finished, "actor", claimcheck.ActorFrom(ctx))
+	s.log.InfoContext(ctx, "legal hold lifted", "claim", c.ID, "namespace", c.Namespace, "finished", finished, "actor", claimcheck.ActorFrom(ctx))
 	return nil
 }
 
@@ -71,7 +71,7 @@ func (s *Store) SetNamespaceHold(ctx context.Context, ns, reason string) error {
 	if err != nil {
 		return metaErr("hold namespace "+ns, err)
 	}
-	s.log.Info("legal hold set", "namespace", ns, "reason", reason, "claims", parked, "actor", claimcheck.ActorFrom(ctx))
+	s.log.InfoContext(ctx, "legal hold set", "namespace", ns, "reason", reason, "claims", parked, "actor", claimcheck.ActorFrom(ctx))
 	return nil
 }
 
@@ -87,7 +87,7 @@ func (s *Store) ClearNamespaceHold(ctx context.Context, ns string) error {
 	for _, r := range rs {
 		s.sweepMetrics.ObserveFinished(r)
 	}
-	s.log.Info("legal hold lifted", "namespace", ns, "finished", len(rs), "actor", claimcheck.ActorFrom(ctx))
+	s.log.InfoContext(ctx, "legal hold lifted", "namespace", ns, "finished", len(rs), "actor", claimcheck.ActorFrom(ctx))
 	return nil
 }
 

@@ -43,7 +43,7 @@ func (s *Store) markDamaged(ctx context.Context, b meta.Blob, cause, detail stri
 		damaged = s.sweepMetrics.GC.Damaged
 	}
 	if _, err := integrity.MarkDamaged(cctx, s.meta, damaged, s.log, b, integrity.Finding{Cause: cause, Detail: detail}, s.clock.Now()); err != nil {
-		s.log.Warn("integrity: could not mark a damaged blob; the next check will", "blob", b.ID, "key", b.Key, "cause", cause, "err", err)
+		s.log.WarnContext(ctx, "integrity: could not mark a damaged blob; the next check will", "blob", b.ID, "key", b.Key, "cause", cause, "err", err)
 	}
 }
 

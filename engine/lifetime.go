@@ -154,7 +154,7 @@ func (s *Store) extend(ctx context.Context, ref claimcheck.Ref, opts claimcheck.
 		switch {
 		case err == nil:
 			if nc.ExpiresAt.After(c.ExpiresAt) {
-				s.log.Info("claim extended", "claim", c.ID, "namespace", c.Namespace,
+				s.log.InfoContext(ctx, "claim extended", "claim", c.ID, "namespace", c.Namespace,
 					"from", c.ExpiresAt.UTC().Format(time.RFC3339), "to", nc.ExpiresAt.UTC().Format(time.RFC3339),
 					"actor", claimcheck.ActorFrom(ctx))
 			}

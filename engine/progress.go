@@ -54,7 +54,7 @@ func (p *pendingProgress) Read(b []byte) (int, error) {
 	default:
 		// A database hiccup: the deadline stays where it is and the next
 		// bytes try again.
-		p.s.log.Warn("put: could not extend the deadline of a streaming put; retrying with its next bytes", "claim", p.claimID, "err", xerr)
+		p.s.log.WarnContext(p.ctx, "put: could not extend the deadline of a streaming put; retrying with its next bytes", "claim", p.claimID, "err", xerr)
 	}
 	return n, err
 }

@@ -193,7 +193,7 @@ func (s *Store) writePut(ctx context.Context, p *putting, obj *openingObject, bo
 	}
 	if res.Repaired {
 		s.sweepMetrics.GC.Repaired.Inc()
-		s.log.Info("integrity: a put repaired a damaged blob", "blob", res.Blob.ID, "namespace", p.ns, "claim", claim.ID, "key", res.Blob.Key)
+		s.log.InfoContext(ctx, "integrity: a put repaired a damaged blob", "blob", res.Blob.ID, "namespace", p.ns, "claim", claim.ID, "key", res.Blob.Key)
 	}
 	s.committed(ctx, p.ns, res, w, p.start)
 	return refOf(res.Claim, res.Blob), nil
@@ -208,7 +208,7 @@ func (s *Store) abortPut(ctx context.Context, claimID string, err error) {
 	if _, _, ferr := s.meta.FinishClaim(cctx, claimID, meta.ReasonAborted, s.clock.Now(), false); ferr != nil {
 		// The claim stays pending with its due time; the sweeper
 		// finishes it then.
-		s.log.Warn("put: could not finish aborted claim; the sweeper will", "claim", claimID, "err", ferr)
+		s.log.WarnContext(ctx, "put: could not finish aborted claim; the sweeper will", "claim", claimID, "err", ferr)
 	}
 }
 

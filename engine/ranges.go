@@ -75,7 +75,7 @@ func (s *Store) redeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		framed, err := storedform.FramedRange(ctx, s.blobs, obj, sk, off, n)
 		if bad, ok := errors.AsType[*storedform.SeekTableError](err); ok {
 			// The payload may still be fine: the whole read checks it.
-			s.log.Warn("ranged redeem: the seek table of a zstd object does not add up; reading it from the start", "blob", b.ID, "err", bad.Err)
+			s.log.WarnContext(ctx, "ranged redeem: the seek table of a zstd object does not add up; reading it from the start", "blob", b.ID, "err", bad.Err)
 		}
 		switch {
 		case err == nil:
@@ -104,7 +104,7 @@ func (s *Store) redeemRange(ctx context.Context, ref claimcheck.Ref, offset, len
 		case errors.Is(err, storedform.ErrNoBlockTable):
 			// Not trusted: the payload may still be fine, and the whole
 			// read checks it.
-			s.log.Warn("ranged redeem: the block table of a plain object does not add up; reading it whole", "blob", b.ID, "err", err)
+			s.log.WarnContext(ctx, "ranged redeem: the block table of a plain object does not add up; reading it whole", "blob", b.ID, "err", err)
 			whole = true
 		default:
 			return nil, s.rangeOpenErr(ctx, c, b, err)

@@ -195,7 +195,7 @@ func (r *readRecorder) writeBatch() {
 			todo = unrecorded.Reads
 		}
 	}
-	r.log.Warn("redeem: could not record reads; their claims keep their current deadlines", "reads", len(todo), "err", err)
+	r.log.WarnContext(ctx, "redeem: could not record reads; their claims keep their current deadlines", "reads", len(todo), "err", err)
 }
 
 // close writes what is pending and stops the writer.

@@ -193,7 +193,7 @@ func (s *Store) objectFailed(ctx context.Context, c meta.Claim, b meta.Blob, err
 	if cerr != nil {
 		return fmt.Errorf("redeem %s: %w", c.ID, cerr)
 	}
-	s.log.Error("redeem: the object of a live claim cannot be read", "claim", c.ID, "blob", b.ID, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
+	s.log.ErrorContext(ctx, "redeem: the object of a live claim cannot be read", "claim", c.ID, "blob", b.ID, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
 	s.metrics.corruption.Inc()
 	s.markDamaged(ctx, b, f.Cause, f.Detail+" (redeem)")
 	return fmt.Errorf("redeem %s: %w: the stored object %s is %s; a put of the same bytes repairs it", c.ID, claimcheck.ErrChecksumMismatch, b.Key, f.Cause)

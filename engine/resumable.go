@@ -648,7 +648,7 @@ func (s *Store) dropAppended(ctx context.Context, key, handle string) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if err := ap.AbortAppend(cctx, key, handle); err != nil {
-		s.log.Warn("resumable upload: could not remove the stored bytes now; the sweeper will", "key", key, "err", err)
+		s.log.WarnContext(ctx, "resumable upload: could not remove the stored bytes now; the sweeper will", "key", key, "err", err)
 	}
 }
 

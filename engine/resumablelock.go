@@ -122,7 +122,7 @@ func (s *Store) holdUploadLock(ctx context.Context, name, holder string, release
 			}
 			if err != nil || !ok {
 				if !released {
-					s.log.Warn("a resumable upload's lock could not be renewed; its request is asked to end", "lease", name, "held", ok, "error", err)
+					s.log.WarnContext(ctx, "a resumable upload's lock could not be renewed; its request is asked to end", "lease", name, "held", ok, "error", err)
 				}
 				letGo()
 			} else {

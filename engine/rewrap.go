@@ -60,7 +60,7 @@ func (s *Store) RewrapDataKeys(ctx context.Context, opt claimcheck.RewrapOptions
 	if err != nil {
 		return rep, fmt.Errorf("rewrap keys: %w", err)
 	}
-	s.log.Info("rewrapped data keys", "master_key", rep.MasterKeyID, "dry_run", rep.DryRun, "namespace", opt.Namespace,
+	s.log.InfoContext(ctx, "rewrapped data keys", "master_key", rep.MasterKeyID, "dry_run", rep.DryRun, "namespace", opt.Namespace,
 		"rewrapped", rep.Rewrapped, "already_current", rep.AlreadyCurrent, "failed", rep.Failed, "destroyed", rep.Destroyed,
 		"actor", claimcheck.ActorFrom(ctx))
 	return rep, nil
@@ -84,7 +84,7 @@ func (s *Store) rewrapKey(ctx context.Context, dk meta.DataKey, dryRun bool, rep
 			rep.Failed++
 			rep.ByMasterKey[dk.MasterKeyID]++
 			rep.Failures = append(rep.Failures, claimcheck.RewrapFailure{Namespace: dk.Namespace, KeyID: dk.ID, MasterKeyID: dk.MasterKeyID, Error: err.Error()})
-			s.log.Warn("rewrap keys: a data key cannot be rewrapped", "namespace", dk.Namespace, "key", dk.ID, "master_key", dk.MasterKeyID, "err", err)
+			s.log.WarnContext(ctx, "rewrap keys: a data key cannot be rewrapped", "namespace", dk.Namespace, "key", dk.ID, "master_key", dk.MasterKeyID, "err", err)
 			return nil
 		}
 		if dryRun {
@@ -100,7 +100,7 @@ func (s *Store) rewrapKey(ctx context.Context, dk meta.DataKey, dryRun bool, rep
 		if swapped {
 			rep.Rewrapped++
 			rep.ByMasterKey[s.keys.ID()]++
-			s.log.Info("rewrapped a data key", "namespace", dk.Namespace, "key", dk.ID, "from", dk.MasterKeyID, "to", s.keys.ID())
+			s.log.InfoContext(ctx, "rewrapped a data key", "namespace", dk.Namespace, "key", dk.ID, "from", dk.MasterKeyID, "to", s.keys.ID())
 			return nil
 		}
 		// Another process changed the row first (rewrapped or destroyed
@@ -148,7 +148,7 @@ func (s *Store) checkMasterKeys(ctx context.Context) {
 	if s.keys != nil {
 		// Which keys this replica has: during a rotation, the way to see
 		// that every replica runs the new config before the rewrap.
-		s.log.Info("encryption at rest: master keys", "master_key", s.keys.ID(), "previous_master_keys", s.keys.PreviousIDs())
+		s.log.InfoContext(ctx, "encryption at rest: master keys", "master_key", s.keys.ID(), "previous_master_keys", s.keys.PreviousIDs())
 	}
 	unknown := map[string][]string{} // master key id -> namespaces
 	err := s.eachLiveKey(ctx, "", func(dk meta.DataKey) error {
@@ -161,12 +161,12 @@ func (s *Store) checkMasterKeys(ctx context.Context) {
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("could not check which master keys wrap the data keys", "err", err)
+		s.log.WarnContext(ctx, "could not check which master keys wrap the data keys", "err", err)
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(unknown)) {
 		ns := unknown[id]
-		s.log.Warn("data keys are wrapped by a master key that is not configured: their namespaces cannot be read or written; add it to previous_master_keys (or master_key)",
+		s.log.WarnContext(ctx, "data keys are wrapped by a master key that is not configured: their namespaces cannot be read or written; add it to previous_master_keys (or master_key)",
 			"master_key", id, "data_keys", len(ns), "namespaces", ns[:min(len(ns), 20)])
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/storedform"
 	"github.com/claimcheck/claimcheck/internal/testkit/tracingtest"
 )
 
@@ -248,5 +252,47 @@ func TestTracingOffWrapsNothing(t *testing.T) {
 	span.End()
 	if got := exp.GetSpans(); len(got) != 1 {
 		t.Fatalf("spans %v, want the application's own only", tracingtest.Spans(got).Names())
+	}
+}
+
+// TestTracingEverySpanNamed follows a payload through the paths whose
+// metadata calls once went unnamed (a span "meta " with an empty
+// db.operation.name): a put into a namespace stored uncompressed, which
+// saves the object's block table, and a ranged redeem of it, which reads
+// the table. Every span is named after its operation, and every
+// metadata span carries that operation as db.operation.name.
+func TestTracingEverySpanNamed(t *testing.T) {
+	tr := setupTraced(t)
+	ctx, root := tr.tracer.Start(context.Background(), "app")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3*storedform.BlockSize/16+1)
+	ref, err := tr.store.Put(ctx, "plain", bytes.NewReader(data), claimcheck.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := tr.store.RedeemRange(ctx, ref, storedform.BlockSize+3, storedform.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(part)
+	part.Close()
+	if err != nil || !bytes.Equal(got, data[storedform.BlockSize+3:2*storedform.BlockSize+3]) {
+		t.Fatalf("ranged redeem: %d bytes, %v", len(got), err)
+	}
+	root.End()
+	spans := tr.take()
+	names := spans.Names()
+	for _, want := range []string{"meta SaveBlockTable", "meta BlockTable"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no span %q among %q", want, names)
+		}
+	}
+	for _, sp := range spans {
+		op, isMeta := strings.CutPrefix(sp.Name, "meta ")
+		if blobOp, isBlob := strings.CutPrefix(sp.Name, "blob "); sp.Name == "" || strings.TrimSpace(op) == "" || (isBlob && strings.TrimSpace(blobOp) == "") {
+			t.Errorf("a span named %q", sp.Name)
+		}
+		if isMeta {
+			tracingtest.WantAttr(t, sp, "db.operation.name", op)
+		}
 	}
 }

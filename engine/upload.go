@@ -128,7 +128,7 @@ func (s *Store) abortUpload(ctx context.Context, id string) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if _, _, err := s.meta.FinishClaim(cctx, id, meta.ReasonAborted, s.clock.Now(), false); err != nil {
-		s.log.Warn("init upload: could not finish an abandoned upload claim; the sweeper will", "claim", id, "err", err)
+		s.log.WarnContext(ctx, "init upload: could not finish an abandoned upload claim; the sweeper will", "claim", id, "err", err)
 	}
 }
 
@@ -331,7 +331,7 @@ func (s *Store) confirmUpload(ctx context.Context, id string) (claimcheck.Ref, e
 		// an object that does not exist, so that nobody can change it
 		// once it is confirmed (ADR 0230). The key is this upload's own.
 		if derr := s.blobs.Delete(ctx, up.Key); derr != nil {
-			s.log.Warn("confirm upload: deleting the object with the wrong bytes failed; a new PUT may be refused until the upload is reaped", "upload", id, "err", derr)
+			s.log.WarnContext(ctx, "confirm upload: deleting the object with the wrong bytes failed; a new PUT may be refused until the upload is reaped", "upload", id, "err", derr)
 		}
 	}
 	if size != up.Size {

@@ -328,6 +328,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, body 
 			return nil
 		case rerr != nil:
 			err := fmt.Errorf("redeem %s: the stream failed after %d bytes: %w", id, sent, rerr)
+			failSpan(r, err)
 			if !readsTrailers(r) {
 				// A client that did not say it reads trailers (curl -o,
 				// wget, a browser) would take a properly ended chunked

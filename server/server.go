@@ -128,7 +128,7 @@ func New(cfg Config) *Server {
 	}
 	s.tus = s.newTus()
 	s.register() // the route table, routes.go
-	s.traced = traced(cfg.TracerProvider, http.HandlerFunc(s.serve))
+	s.traced = s.tracedHandler(cfg.TracerProvider, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -145,10 +145,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve is ServeHTTP inside the request's span, if any.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if s.traced != nil {
-		defer setRoute(r) // deferred: a redeem that aborts its connection panics
-	}
 	rec := &recorder{ResponseWriter: w, req: r, allowed: s.allowed}
+	if s.traced != nil {
+		// Deferred: a redeem that aborts its connection panics past
+		// otelhttp's own naming and status (tracing.go).
+		defer s.nameSpan(r, rec)
+	}
 	if s.metrics == nil {
 		s.route(rec, r)
 		return
@@ -179,7 +181,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := s.ready(ctx); err != nil {
-			s.log.Warn("not ready", "err", err)
+			s.log.WarnContext(ctx, "not ready", "err", err)
 			return notReadyError{err}
 		}
 	}

@@ -209,7 +209,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		if es, after, err = s.claims.StreamEvents(ctx, tenant, f, after, streamPage); err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("events stream", "tenant", tenant, "err", err)
+				s.log.WarnContext(ctx, "events stream", "tenant", tenant, "err", err)
 			}
 			return nil // the stream has begun: the client reconnects from its last id
 		}

@@ -142,7 +142,7 @@ func MarkDamaged(ctx context.Context, m DamageMarker, damaged *prometheus.Counte
 			damaged.WithLabelValues(f.Cause).Inc()
 		}
 		if log != nil {
-			log.Error("integrity: blob marked damaged; a put of the same bytes repairs it", "blob", b.ID,
+			log.ErrorContext(ctx, "integrity: blob marked damaged; a put of the same bytes repairs it", "blob", b.ID,
 				"namespace", b.Namespace, "key", b.Key, "cause", f.Cause, "detail", f.Detail)
 		}
 	}

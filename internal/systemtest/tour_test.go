@@ -28,8 +28,10 @@ import (
 // programs through their literal http://127.0.0.1:8080, which is replaced
 // by its URL.
 
-// tourReadmes are the files whose tour blocks run here, in this order.
-var tourReadmes = []string{"README.md", "clients/python/README.md"}
+// tourReadmes are the files whose tour blocks run here, in this order
+// (the runbook's blocks take up where the README's tour left off: its
+// server, its ./claimcheck and its files).
+var tourReadmes = []string{"README.md", "clients/python/README.md", "docs/OPERATIONS.md"}
 
 // integrationReadmes hold a ```go.mod tour block: the lines a module
 // outside this repository adds to use the integration.

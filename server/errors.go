@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -21,6 +23,7 @@ func (s *Server) errorBody(r *http.Request, err error) (api.Error, int) {
 	case ok:
 		if status >= http.StatusInternalServerError {
 			s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+			body.Message = serverSideText(err, body.Message)
 		}
 		return body, status
 	case r.Context().Err() != nil:
@@ -30,6 +33,26 @@ func (s *Server) errorBody(r *http.Request, err error) (api.Error, int) {
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		return api.Internal()
 	}
+}
+
+// serverSideText is what a client reads of a failure on the server's
+// side: its own words, unless the failure is a connection of the server
+// (to its database, storage or DNS). Then the text would name the
+// addresses and host names inside the operator's network, to any caller
+// (/readyz needs no key), so it says only which kind of thing failed;
+// the log has the whole error.
+func serverSideText(err error, text string) string {
+	var notReady notReadyError
+	if errors.As(err, &notReady) {
+		err = notReady.err // not unwrapped in general: it answers unavailable, whatever it holds
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	var ue *url.Error
+	if errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &ue) {
+		return "a connection of the server to its database or storage failed; the details are in the server's log"
+	}
+	return text
 }
 
 // writeError answers err as a JSON error. It is the only function that

@@ -510,3 +510,31 @@ func TestNewNeedsClaims(t *testing.T) {
 	}()
 	server.New(server.Config{})
 }
+
+// TestServerSideFailuresNameNoAddress: a 503 whose cause is a connection
+// of the server (here /readyz, which needs no key, with the database
+// unreachable) tells the caller neither the address nor the host name
+// inside the operator's network; the log keeps them.
+func TestServerSideFailuresNameNoAddress(t *testing.T) {
+	b := setup(t)
+	var logs bytes.Buffer
+	down := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 5432},
+		Err: &net.DNSError{Err: "no such host", Name: "db.internal", Server: "10.0.0.2:53"}}
+	h := server.New(server.Config{Claims: b.store, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ready: func(context.Context) error {
+		return fmt.Errorf("metadata: ping: %w", down)
+	}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	e := wantError(t, rec.Result(), rec.Body.Bytes(), http.StatusServiceUnavailable, api.CodeUnavailable)
+	for _, secret := range []string{"10.0.0.5", "db.internal", "10.0.0.2", "5432"} {
+		if strings.Contains(e.Message, secret) {
+			t.Errorf("the answer %q names %s", e.Message, secret)
+		}
+		if !strings.Contains(logs.String(), secret) {
+			t.Errorf("the log lost %s: %s", secret, logs.String())
+		}
+	}
+	if !strings.Contains(e.Message, "database or storage") {
+		t.Errorf("the answer %q does not say what failed", e.Message)
+	}
+}

@@ -29,6 +29,13 @@ func (cliDriver) notOffered(path string) (string, bool) {
 	return "", false
 }
 
+func (cliDriver) leftOut(path string) string {
+	if path == "direct" {
+		return "upload hashes the file it sends: no upload of wrong bytes, and so no retry after one"
+	}
+	return ""
+}
+
 // command is the binary with the target's server and key in its
 // environment and a cache directory of the target's own (upload
 // --resume keeps its state there).

@@ -25,7 +25,8 @@ const (
 	notRun             // the path could not be tried here (a missing tool, service)
 )
 
-// outcome is one cell: its verdict and, unless it passed, why.
+// outcome is one cell: its verdict and, unless it passed, why (a pass
+// may say what of the path the client left out).
 type outcome struct {
 	verdict verdict
 	why     string
@@ -95,7 +96,17 @@ func cell(t *testing.T, tg *target, backendWhy string, d driver, path string) ou
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cellTimeout)
 	defer cancel()
-	return d.run(ctx, tg, path)
+	o := d.run(ctx, tg, path)
+	if p, ok := d.(partial); ok && o.verdict == passed {
+		o.why = p.leftOut(path)
+	}
+	return o
+}
+
+// partial is a driver whose client does some path only in part: what it
+// leaves out is noted on the passing cell.
+type partial interface {
+	leftOut(path string) string
 }
 
 // offerer is a driver some of whose cells are fixed whatever runs: the
@@ -143,13 +154,13 @@ func (m *matrix) failures() int {
 	return n
 }
 
-// String is the table: PASS, or FAIL / "-" (not offered) / "skip" (not
-// run) with the number of the note that says why.
+// String is the table: PASS, or PASS (in part) / FAIL / "-" (not
+// offered) / "skip" (not run) with the number of the note that says why.
 func (m *matrix) String() string {
 	var notes []string
 	noteOf := map[string]int{}
 	text := func(o outcome) string {
-		if o.verdict == passed {
+		if o.verdict == passed && o.why == "" {
 			return "PASS"
 		}
 		n, ok := noteOf[o.why]
@@ -158,7 +169,7 @@ func (m *matrix) String() string {
 			n = len(notes)
 			noteOf[o.why] = n
 		}
-		return fmt.Sprintf("%s [%d]", [...]string{"", "FAIL", "-", "skip"}[o.verdict], n)
+		return fmt.Sprintf("%s [%d]", [...]string{"PASS", "FAIL", "-", "skip"}[o.verdict], n)
 	}
 	grid := [][]string{append([]string{"client / backend"}, paths...)}
 	for _, row := range m.rows {

@@ -55,7 +55,7 @@ func (d httpDriver) do(ctx context.Context, tg *target, method, url string, head
 	if err != nil {
 		return answer{}, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	args := []string{"-sS", "-X", method, "-D", filepath.Join(dir, "head"), "-o", filepath.Join(dir, "body"), "-w", "%{http_code}"}
 	for k, v := range header {
 		args = append(args, "-H", k+": "+v)

@@ -482,6 +482,11 @@ async function* sseMessages(body, hint) {
       }
     }
   } finally {
+    // A loop over events() that stops (break, return, a throw) ends here
+    // too: cancelling the body closes the connection, which would
+    // otherwise stay open until the server or the signal ends it, and
+    // count against the tenant's http.max_event_streams_per_tenant.
+    await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
 }

@@ -80,3 +80,28 @@ test('events() skips a shutdown message and resumes with Last-Event-ID after its
   assert.deepEqual(got, [first, second], 'no event for the shutdown message; seqs exact');
   assert.deepEqual(lastIds, ['', first]);
 });
+
+test('events() closes its connection when the loop over it stops, without an abort', { timeout: 20000 }, async () => {
+  const { createServer } = await import('node:http');
+  let closed;
+  const streamClosed = new Promise((resolve) => { closed = resolve; });
+  const fake = createServer((req, res) => {
+    res.on('close', closed);
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    res.write('id: 1795910484197391993\nevent: created\ndata: {"seq":"1795910484197391993","kind":"created"}\n\n');
+  });
+  await new Promise((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  const addr = /** @type {import('node:net').AddressInfo} */ (fake.address());
+  try {
+    for await (const e of new Client(`http://127.0.0.1:${addr.port}`).events()) {
+      assert.equal(e.kind, 'created');
+      break;
+    }
+    // The server sees the stream end: it no longer counts against the
+    // tenant's http.max_event_streams_per_tenant.
+    await streamClosed;
+  } finally {
+    fake.closeAllConnections();
+    fake.close();
+  }
+});

@@ -95,6 +95,17 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
     echo "could not install wget and aria2: TestDownloadTools will skip"
 fi
 
+# python3 and curl, for the conformance matrix's Python and curl cells
+# (internal/conformance) and the Python client's suite below: installed
+# before the Go tests, so that the matrix runs those cells.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
+  { ! command -v python3 >/dev/null || ! command -v curl >/dev/null; }; then
+  echo "== python3 and curl (apt-get install python3 curl)"
+  apt-get install -y -q python3 curl >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q python3 curl >/dev/null; } ||
+    echo "could not install python3 and curl: the matrix names the cells it cannot run"
+fi
+
 # Every go test run's output also goes to one log, summed up at the end.
 log="$work/test.log"
 
@@ -146,9 +157,6 @@ go test -count=1 -timeout 30m -run 'Stress|RandomDeadlines|Concurrent' ./... 2>&
 # with the standard library's unittest: no package to install. The binary
 # is built once here; the tests start their own server on 127.0.0.1.
 echo "== python client (clients/python)"
-if ! command -v python3 >/dev/null && [ "$(id -u)" = 0 ]; then
-  apt-get install -y -q python3 >/dev/null
-fi
 go build -o "$work/claimcheck" ./cmd/claimcheck
 (cd clients/python && CLAIMCHECK_TEST_BIN="$work/claimcheck" PYTHONDONTWRITEBYTECODE=1 \
   python3 -m unittest -v) 2>&1

@@ -222,6 +222,11 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
+		if err != nil {
+			return err
+		}
+		// Its parked events go with it (ADR 0277).
+		_, err = q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, tenant, id)
 		return err
 	})
 	if err != nil {

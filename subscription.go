@@ -25,6 +25,7 @@ var EventKinds = []string{
 	"blob_damaged", "blob_repaired", "blob_verified",
 	"data_key_destroyed", "data_key_rewrapped",
 	"key_created", "key_revoked", "auth_failed",
+	"subscription_dead_lettered",
 }
 
 // EventFilter selects events; an empty field selects everything.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck"
-	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/dispatch"
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/server"
 )

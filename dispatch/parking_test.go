@@ -96,7 +96,15 @@ func attempts(t *testing.T, e *env, id string) []claimcheck.SubscriptionAttempt 
 // event was counted delivered.
 func TestOneRefusedClaimDoesNotStallTheOthers(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *engine.Config) { c.Subscriptions.BackoffMax = 2 * time.Second })
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testOneRefusedClaim(t, setupOn(t, backend, func(c *engine.Config) { c.Subscriptions.BackoffMax = 2 * time.Second }))
+		})
+	}
+}
+
+func testOneRefusedClaim(t *testing.T, e *env) {
 	r := newRefusingReceiver(t)
 	sub, err := e.store.CreateSubscription(context.Background(), claimcheck.DefaultTenant,
 		claimcheck.SubscriptionSpec{URL: r.url, EventFilter: claimcheck.EventFilter{Types: []string{"created", "deleted"}}})

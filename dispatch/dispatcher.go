@@ -488,8 +488,7 @@ type settlement struct {
 // unparked, failed ones counted (and dead-lettered, ADR 0277), and unless
 // the receiver took nothing of the batch, the batch's undelivered events
 // parked and the cursor moved past the batch. It reports false when the
-// round failed because the dispatcher is stopping: then nothing is
-// stored.
+// dispatcher is stopping: then nothing is stored.
 func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subState, p roundPlan) (settlement, bool) {
 	set := settlement{progress: meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State, Attempts: s.Attempts,
 		FailingSince: s.FailingSince, LastError: s.LastError}}
@@ -502,13 +501,16 @@ func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subSta
 		}
 	}
 	firstErr = cmp.Or(p.err, firstErr)
-	if firstErr != nil && ctx.Err() != nil {
+	if ctx.Err() != nil {
+		// Stopping: what was not sent is neither delivered nor failed,
+		// so nothing is settled; the next holder sends the batch again.
 		return settlement{}, false
 	}
 	d.settleParked(&set, p)
-	// The receiver took nothing of the batch: hold the cursor and back
-	// off (a receiver that is down gets no event parked).
-	stuck := firstErr != nil && set.progress.Delivered == 0 && p.batch > 0
+	// The receiver took nothing of the batch, or nothing could be sent:
+	// hold the cursor and back off (a receiver that is down gets no
+	// event parked).
+	stuck := firstErr != nil && set.progress.Delivered == 0 && (p.batch > 0 || p.err != nil)
 	if !stuck {
 		d.parkBatch(&set, st, p)
 		if p.batch > 0 {

@@ -101,8 +101,10 @@ type SubscriptionStore interface {
 
 	// SyncConfigSubscriptions makes the subscriptions of source config
 	// the given ones, in one transaction: new ones inserted, changed ones
-	// updated with their progress kept, missing ones deleted, dead-lettered
-	// ones active again (the operator's resume is a start).
+	// updated with their progress kept, missing ones deleted (their
+	// parked events too), dead-lettered ones active again and their
+	// dead-lettered events parked again (the operator's resume and retry
+	// is a start; ADR 0277).
 	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
 
 	// Subscriptions returns the subscriptions of tenant ("" every

@@ -228,4 +228,29 @@ func testParkedEvents(t *testing.T, h *harness) {
 	if got, _ = h.s.ParkedEvents(ctx, "acme", "p1", 0, 10); len(got) != 0 {
 		t.Fatalf("a deleted subscription's parked events: %+v", got)
 	}
+
+	// A configured target's dead-lettered events are parked again by the
+	// start (its sync), and go with the target.
+	cfg := sub
+	cfg.ID, cfg.Source = meta.ConfigIDPrefix+"ops", meta.SourceConfig
+	if err := h.s.SyncConfigSubscriptions(ctx, []meta.Subscription{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	dead := park(40, "c3")
+	dead.SubscriptionID, dead.State, dead.Attempts = cfg.ID, meta.ParkedDeadLettered, 3
+	if err := h.s.ParkEvents(ctx, []meta.ParkedEvent{dead}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.SyncConfigSubscriptions(ctx, []meta.Subscription{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", cfg.ID, 0, 10); len(got) != 1 || got[0].State != meta.ParkedWaiting || got[0].Attempts != 0 {
+		t.Fatalf("a configured target's dead-lettered event after a start: %+v, want parked again", got)
+	}
+	if err := h.s.SyncConfigSubscriptions(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", cfg.ID, 0, 10); len(got) != 0 {
+		t.Fatalf("a removed target's parked events: %+v", got)
+	}
 }

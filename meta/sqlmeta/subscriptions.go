@@ -131,10 +131,19 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 			meta.SubscriptionActive, meta.SourceConfig, meta.SubscriptionDeadLettered); err != nil {
 			return err
 		}
+		// Nor retry its dead-lettered events (ADR 0277): the start is
+		// their retry too.
+		if _, err := q.exec(`UPDATE subscription_parked SET state = ?, attempts = 0, failing_since = 0, next_attempt = 0
+			WHERE state = ? AND subscription_id LIKE ?`, meta.ParkedWaiting, meta.ParkedDeadLettered, meta.ConfigIDPrefix+"%"); err != nil {
+			return err
+		}
 		for _, h := range have {
 			if !kept[key{h.Tenant, h.ID}] {
 				if _, err := q.exec(`DELETE FROM subscriptions WHERE tenant = ? AND id = ? AND source = ?`,
 					h.Tenant, h.ID, meta.SourceConfig); err != nil {
+					return err
+				}
+				if _, err := q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, h.Tenant, h.ID); err != nil {
 					return err
 				}
 			}

@@ -490,7 +490,7 @@ type settlement struct {
 // parked and the cursor moved past the batch. It reports false when the
 // dispatcher is stopping: then nothing is stored.
 func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subState, p roundPlan) (settlement, bool) {
-	set := settlement{progress: meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State, Attempts: s.Attempts,
+	set := settlement{progress: meta.SubscriptionProgress{Cursor: s.Cursor, From: s.Cursor, State: s.State, Attempts: s.Attempts,
 		FailingSince: s.FailingSince, LastError: s.LastError}}
 	var firstErr error
 	for i := range p.events {

@@ -74,7 +74,10 @@ type Subscription struct {
 // SubscriptionProgress is what one delivery round changes on a
 // subscription.
 type SubscriptionProgress struct {
-	Cursor       int64 // never moved back
+	Cursor int64 // never moved back
+	// From, when not 0, is the cursor the round started from: a cursor
+	// stored since (a replay, ADR 0277) is left as it is.
+	From         int64
 	State        string
 	FailingSince time.Time
 	Attempts     int
@@ -126,7 +129,8 @@ type SubscriptionStore interface {
 	ResumeSubscription(ctx context.Context, tenant, id string) error
 
 	// AdvanceSubscription records a delivery round's progress. The cursor
-	// only moves forward.
+	// only moves forward, and not when p.From is set and the stored
+	// cursor is no longer it.
 	AdvanceSubscription(ctx context.Context, tenant, id string, p SubscriptionProgress) error
 
 	// MarkLagging marks lagging the active, enabled subscriptions whose

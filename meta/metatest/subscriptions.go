@@ -219,6 +219,22 @@ func testParkedEvents(t *testing.T, h *harness) {
 	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.UnixNano() {
 		t.Fatalf("after a replay: %+v, %v; want the cursor moved back", subs, err)
 	}
+	// A round that started before the replay does not move the cursor
+	// past it.
+	if err := h.s.AdvanceSubscription(ctx, "acme", "p1", meta.SubscriptionProgress{From: start.Add(time.Hour).UnixNano(),
+		Cursor: start.Add(2 * time.Hour).UnixNano(), State: meta.SubscriptionActive, Delivered: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.UnixNano() || subs[0].Delivered != 1 {
+		t.Fatalf("a round from before the replay: %+v, %v; want the replayed cursor kept", subs, err)
+	}
+	if err := h.s.AdvanceSubscription(ctx, "acme", "p1", meta.SubscriptionProgress{From: start.UnixNano(),
+		Cursor: start.Add(time.Second).UnixNano(), State: meta.SubscriptionActive}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.Add(time.Second).UnixNano() {
+		t.Fatalf("a round from the replayed cursor: %+v, %v; want it moved", subs, err)
+	}
 	if err := h.s.ReplaySubscription(ctx, "beta", "p1", 0); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("replay of another tenant's: %v, want ErrNotFound", err)
 	}

@@ -264,9 +264,10 @@ func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error
 // meta.SubscriptionStore.
 func (s *Store) AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error {
 	err := s.write(ctx, func(q *txq) error {
-		_, err := q.exec(`UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq < ? THEN ? ELSE cursor_seq END,
+		_, err := q.exec(`UPDATE subscriptions SET
+			cursor_seq = CASE WHEN cursor_seq < ? AND (CAST(? AS BIGINT) = 0 OR cursor_seq = ?) THEN ? ELSE cursor_seq END,
 			state = ?, failing_since = ?, attempts = ?, last_error = ?, delivered = delivered + ? WHERE tenant = ? AND id = ?`,
-			p.Cursor, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, tenant, id)
+			p.Cursor, p.From, p.From, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, tenant, id)
 		return err
 	})
 	if err != nil {

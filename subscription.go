@@ -25,6 +25,7 @@ var EventKinds = []string{
 	"blob_damaged", "blob_repaired", "blob_verified",
 	"data_key_destroyed", "data_key_rewrapped",
 	"key_created", "key_revoked", "auth_failed",
+	"subscription_dead_lettered",
 }
 
 // EventFilter selects events; an empty field selects everything.
@@ -101,4 +102,39 @@ type Subscription struct {
 	LastError    string     `json:"last_error,omitempty"`
 	FailingSince *time.Time `json:"failing_since,omitempty"`
 	CreatedAt    time.Time  `json:"created_at"`
+}
+
+// SubscriptionAttempt is an event of a subscription that waits for
+// delivery or was given up on (ADR 0277): a failed event parks its claim,
+// and the claim's later events wait behind it while other claims' events
+// flow. State is "parked" (retried at NextAttempt, or when the event
+// before it in its claim is delivered) or "dead_lettered" (failed for the
+// configured attempts or age; its claim's later events went on).
+type SubscriptionAttempt struct {
+	Event        Event      `json:"event"`
+	State        string     `json:"state"`
+	Attempts     int        `json:"attempts"`
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	NextAttempt  *time.Time `json:"next_attempt,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+}
+
+// SubscriptionAttemptPage is a page of a subscription's parked and
+// dead-lettered events in seq order (GET /v1/subscriptions/{id}/attempts);
+// Next is the cursor of the page after, absent after the last.
+type SubscriptionAttemptPage struct {
+	Attempts []SubscriptionAttempt `json:"attempts"`
+	Next     string                `json:"next,omitempty"`
+}
+
+// SubscriptionRetry answers POST /v1/subscriptions/{id}/retry: how many
+// parked and dead-lettered events are due again.
+type SubscriptionRetry struct {
+	Retried int `json:"retried"`
+}
+
+// SubscriptionReplay answers POST /v1/subscriptions/{id}/replay: the
+// subscription's cursor now; delivery goes on after it.
+type SubscriptionReplay struct {
+	Cursor int64 `json:"cursor,string"`
 }

@@ -211,3 +211,62 @@ func readStream(resp *http.Response, after int64, fn func(claimcheck.Event) erro
 	}
 	return st, nil
 }
+
+// SubscriptionAttempts lists one page of a subscription's parked and
+// dead-lettered events (ADR 0277), by seq, after cursor ("" from the
+// first); limit 0 is the server's default page size.
+func (c *Client) SubscriptionAttempts(ctx context.Context, id, cursor string, limit int) (claimcheck.SubscriptionAttemptPage, error) {
+	var page claimcheck.SubscriptionAttemptPage
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "v1", "subscriptions", id, "attempts")
+	if err != nil {
+		return page, fmt.Errorf("subscription attempts: %w", err)
+	}
+	v := url.Values{}
+	if cursor != "" {
+		v.Set(api.QueryCursor, cursor)
+	}
+	if limit > 0 {
+		v.Set(api.QueryLimit, strconv.Itoa(limit))
+	}
+	req.URL.RawQuery = v.Encode()
+	err = c.subscriptionCall(req, "subscription attempts", id, &page)
+	return page, err
+}
+
+// RetrySubscription has a subscription's parked and dead-lettered
+// events delivered now; it returns how many.
+func (c *Client) RetrySubscription(ctx context.Context, id string) (claimcheck.SubscriptionRetry, error) {
+	var out claimcheck.SubscriptionRetry
+	req, err := c.newRequest(ctx, http.MethodPost, nil, "v1", "subscriptions", id, "retry")
+	if err != nil {
+		return out, fmt.Errorf("retry subscription: %w", err)
+	}
+	err = c.subscriptionCall(req, "retry subscription", id, &out)
+	return out, err
+}
+
+// ReplaySubscription has a subscription's events after since delivered
+// again: since is an RFC 3339 time or an event seq. It returns the
+// cursor the server set.
+func (c *Client) ReplaySubscription(ctx context.Context, id, since string) (claimcheck.SubscriptionReplay, error) {
+	var out claimcheck.SubscriptionReplay
+	req, err := c.newRequest(ctx, http.MethodPost, nil, "v1", "subscriptions", id, "replay")
+	if err != nil {
+		return out, fmt.Errorf("replay subscription: %w", err)
+	}
+	req.URL.RawQuery = url.Values{api.QuerySince: {since}}.Encode()
+	err = c.subscriptionCall(req, "replay subscription", id, &out)
+	return out, err
+}
+
+// subscriptionCall sends req and decodes its 200 answer into out.
+func (c *Client) subscriptionCall(req *http.Request, op, id string, out any) error {
+	resp, err := c.do(req, http.StatusOK, op, id)
+	if err != nil {
+		return err
+	}
+	if err := decodeAnswer(resp, out); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}

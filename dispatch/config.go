@@ -15,7 +15,8 @@ import (
 //	  allow_ports: []         # when given, the only ports allow_targets may be reached on
 //	  concurrency: 4          # deliveries in flight per subscription
 //	  timeout: 10s            # one delivery, connection to answer
-//	  dead_letter_after: 24h  # an event failing this long stops its subscription
+//	  dead_letter_after: 24h  # an event failing this long is dead-lettered; every delivery failing this long stops the subscription
+//	  max_attempts: 0         # when above 0, an event is dead-lettered after this many failed attempts
 //	  lag_bound: 72h          # a cursor older than this no longer holds back event pruning
 //	  events_per_request: 1   # above 1: CloudEvents batched mode, events per request
 //	  targets:                # the operator's own receivers
@@ -35,10 +36,16 @@ type Config struct {
 	Concurrency int `yaml:"concurrency"`
 	// Timeout bounds one delivery (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
-	// DeadLetterAfter is how long the oldest undelivered event of a
-	// subscription may keep failing before the subscription is marked
-	// dead_lettered and delivery stops (default 24h).
+	// DeadLetterAfter is how long a parked event may keep failing before
+	// it is dead-lettered (its claim's later events flow again), and how
+	// long every delivery of a subscription may fail before the
+	// subscription is marked dead_lettered and delivery stops (default
+	// 24h; ADR 0277).
 	DeadLetterAfter time.Duration `yaml:"dead_letter_after"`
+	// MaxAttempts, when above 0, dead-letters a parked event after that
+	// many failed attempts, before DeadLetterAfter (default 0: by age
+	// only).
+	MaxAttempts int `yaml:"max_attempts"`
 	// LagBound is how far behind a subscription's cursor may fall before
 	// it is marked lagging, after which event pruning no longer waits for
 	// it (default 72h).
@@ -120,6 +127,7 @@ func (c Config) WithDefaults() Config {
 const (
 	MaxConcurrency = 256
 	MaxBatch       = 10000
+	MaxAttempts    = 1000000
 )
 
 // Validate refuses a section no dispatcher can run as written, naming
@@ -144,7 +152,8 @@ func (c Config) Validate() error {
 	for _, n := range []struct {
 		key      string
 		v, limit int
-	}{{"concurrency", c.Concurrency, MaxConcurrency}, {"batch", c.Batch, MaxBatch}, {"events_per_request", c.EventsPerRequest, claimcheck.MaxEventsPerRequest}} {
+	}{{"concurrency", c.Concurrency, MaxConcurrency}, {"batch", c.Batch, MaxBatch}, {"events_per_request", c.EventsPerRequest, claimcheck.MaxEventsPerRequest},
+		{"max_attempts", c.MaxAttempts, MaxAttempts}} {
 		if n.v < 0 || n.v > n.limit {
 			return countError("subscriptions."+n.key, n.v, n.limit, "the default")
 		}

@@ -446,6 +446,11 @@ func testReceiverDownThenBack(t *testing.T, e *env) {
 	r.wait("a refused delivery", func() bool { return r.tries > 0 })
 	// The failure is on the subscription, for an operator to see.
 	waitState(t, e, func(s claimcheck.Subscription) bool { return s.ID == sub.ID && s.Attempts > 0 && s.LastError != "" })
+	// A receiver that takes nothing holds the cursor: nothing is parked
+	// (ADR 0277).
+	if a := attempts(t, e, sub.ID); len(a) != 0 {
+		t.Errorf("a receiver that is down: %d events parked, want none", len(a))
+	}
 
 	r.mu.Lock()
 	r.status = 0

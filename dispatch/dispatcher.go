@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,7 +46,8 @@ type SecretOpener func(s meta.Subscription) ([]byte, error)
 
 // Store is what the dispatcher needs of the metadata store: the
 // DispatchLease, the subscriptions with their cursors, and the event
-// feed they read. Its methods are those of meta.Store, which documents
+// feed they read, the parked events (ADR 0277) and the log of events
+// (a dead-lettered subscription says so). Its methods are those of meta.Store, which documents
 // them.
 type Store interface {
 	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
@@ -56,6 +56,11 @@ type Store interface {
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
 	AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error
+	ParkEvents(ctx context.Context, es []meta.ParkedEvent) error
+	ParkedEvents(ctx context.Context, tenant, id string, afterSeq int64, limit int) ([]meta.ParkedEvent, error)
+	UpdateParked(ctx context.Context, p meta.ParkedEvent) error
+	UnparkEvents(ctx context.Context, tenant, id string, seqs []int64) error
+	AppendEvents(ctx context.Context, events []meta.Event) error
 }
 
 // Dispatcher delivers events to subscriptions while it holds the
@@ -82,21 +87,33 @@ type Dispatcher struct {
 // subState is what the holder keeps of a subscription between rounds.
 type subState struct {
 	running  bool
-	next     time.Time      // no attempt before (backoff)
-	sent     map[int64]bool // delivered above the stored cursor (another claim's event failed first)
+	next     time.Time // no attempt before (backoff)
 	failures int
 	idle     int                // looks in a row that found no event
 	quietTil time.Time          // no look before (idle)
 	lanes    []*lane            // reused by every round (one round at a time)
 	sub      *meta.Subscription // as its last round left it, or as last read
+
+	// parked holds the subscription's waiting parked events by claim
+	// lane (laneKey), each lane in seq order (ADR 0277); rows counts
+	// the stored parked and dead-lettered ones as far as this holder
+	// knows; loaded says parked was read since the state was made or
+	// told to read again.
+	parked map[string][]meta.ParkedEvent
+	rows   int
+	loaded bool
 }
 
 // lane is what one lane of a round writes its deliveries with: reused
 // buffers, so a delivery allocates next to nothing.
 type lane struct {
-	idx   []int            // the round's events in this lane, in seq order
-	batch []meta.FeedEvent // one request's events
-	sign  *signer          // the round's key
+	idx  []int // the round's events in this lane, in seq order
+	held []int // the next request's events (indexes)
+	// failed are the claims (laneKey) whose request failed this round:
+	// their later events wait.
+	failed map[string]bool
+	batch  []meta.FeedEvent // one request's events
+	sign   *signer          // the round's key
 	// batched is the subscription's mode this round: batched
 	// (application/cloudevents-batch+json) or structured.
 	batched bool
@@ -156,7 +173,7 @@ func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
 		d.log.Warn("dispatch: lease", "err", err)
 	}
 	if term.Began {
-		d.forget() // a new term: what another holder sent is in the cursors
+		d.forget() // a new term: what another holder did is in the cursors and the parked events
 	}
 	if term.Tried {
 		// Read again after a new term (another holder moved the
@@ -213,7 +230,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		live[k] = true
 		st := d.subs[k]
 		if st == nil {
-			st = &subState{sent: map[int64]bool{}}
+			st = &subState{}
 			d.subs[k] = st
 		}
 		switch {
@@ -222,6 +239,13 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		case fresh || st.sub == nil:
 			c := s
 			st.sub = &c
+			// A subscription known to have parked events has them
+			// read again before its next round: a retry (here or on
+			// another replica) changed them. One with none has
+			// nothing a retry changes.
+			if st.rows > 0 {
+				st.loaded = false
+			}
 		default:
 			s = *st.sub // as its last round left it
 		}
@@ -259,64 +283,78 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 
 // A round delivers the subscription's next batch in four stages, each a
 // function over the typed result of the one before: plan reads the batch
-// and spreads it over the lanes (a roundPlan), deliver sends the lanes
-// (the first failure), settle moves the cursor and counts failures (a
-// settlement), and persist stores what changed.
+// and the parked events now due and spreads them over the lanes (a
+// roundPlan), deliver sends the lanes (each event's outcome in the
+// plan), settle parks what failed and moves the cursor (a settlement),
+// and persist stores what changed.
 //
 // Matching events are spread over Concurrency lanes by claim, each lane
-// in seq order and stopping at its first failure, so a claim's events
-// arrive in order and one failing receiver call holds back only its
-// lane's later events. The cursor then moves over the prefix of the batch
-// that was delivered or filtered out; events delivered past a failure are
-// remembered (sent) and not sent again by this holder.
+// in seq order. A request that fails stops its claim's later events in
+// the round, not the lane's other claims (ADR 0277): the failed event and
+// those behind it are parked in their claim's lane, retried on their own
+// backoff, and the cursor moves over the whole batch. A claim with parked
+// events has its new events parked behind them, so a claim's events
+// arrive in order. Only when the receiver took nothing of a batch does
+// the cursor stay (the receiver, not a claim, is failing: nothing is
+// parked) and the subscription back off as a whole.
 //
 // round returns the subscription as it now stands, and whether the batch
-// was full and delivered, so the next one can follow at once.
+// was full and the cursor moved, so the next one can follow at once.
 func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) (meta.Subscription, bool) {
 	p, ok := d.plan(ctx, s, st)
 	if !ok {
 		return s, false
 	}
-	err := d.deliver(ctx, p, st)
-	set, ok := d.settle(ctx, s, st, p, err)
+	d.deliver(ctx, p)
+	set, ok := d.settle(ctx, s, st, p)
 	if !ok {
 		return s, false // stopping: the next holder goes on from the stored cursor
 	}
-	return d.persist(ctx, s, set)
+	return d.persist(ctx, s, st, set)
 }
 
-// roundPlan is what a round sends: the batch read at now, the filter, the
-// lanes with their events, and how to send them. err, when set, is why
-// nothing can be sent (the secret does not open, the URL is refused): the
-// round fails as a delivery would.
+// roundPlan is what a round sends: the batch read at now (events[:batch])
+// and the parked events due (events[batch:], parked[i-batch] each), the
+// filter, the lanes with their events, and how to send them. err, when
+// set, is why nothing can be sent (the secret does not open, the URL is
+// refused): the round fails as a delivery would. deliver fills done and
+// errs, one per event.
 type roundPlan struct {
 	now    time.Time
 	events []meta.FeedEvent
+	batch  int
+	parked []meta.ParkedEvent
+	behind []int // batch events of claims with parked events: parked behind them
 	filter claimcheck.EventFilter
 	lanes  []*lane // st.lanes, each with its events (idx)
 	key    []byte
 	target *target
 	per    int // events per request
 	err    error
+	done   []bool  // delivered
+	errs   []error // the request carrying it failed
 }
 
-// plan reads the subscription's next batch, settled by now, and spreads
-// it over the lanes. It reports false when there is nothing to send: no
-// settled event past the cursor, or the events table could not be read.
+// plan reads the subscription's next batch, settled by now, adds the
+// parked events due, and spreads them over the lanes. It reports false
+// when there is nothing to send, or the events could not be read.
 func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState) (roundPlan, bool) {
 	now := d.clock.Now()
-	upTo := now.Add(-d.cfg.Settle).UnixNano()
-	if upTo <= s.Cursor {
+	if !d.loadParked(ctx, s, st) {
 		return roundPlan{}, false
 	}
-	es, err := d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0)
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
+	var es []meta.FeedEvent
+	if upTo := now.Add(-d.cfg.Settle).UnixNano(); upTo > s.Cursor {
+		var err error
+		if es, err = d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0); err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("dispatch: read events", "subscription", s.ID, "err", err)
+			}
+			return roundPlan{}, false
 		}
-		return roundPlan{}, false
 	}
-	if len(es) == 0 {
+	due := st.due(now, d.cfg.Batch)
+	if len(es) == 0 && len(due) == 0 {
 		// Nothing new: look again after twice the wait of the last
 		// empty look, up to quietLooks intervals, so an idle replica
 		// does not read the table ten times a second for nothing, and
@@ -326,26 +364,45 @@ func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState
 		return roundPlan{}, false
 	}
 	st.idle, st.quietTil = 0, time.Time{}
-	p := roundPlan{now: now, events: es, filter: claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels},
+	p := roundPlan{now: now, batch: len(es), parked: due,
+		filter: claimcheck.EventFilter{Types: s.Types, Namespaces: s.Namespaces, Labels: s.Labels},
 		// The subscription's own mode, else the configured default.
 		per: cmp.Or(s.EventsPerRequest, d.cfg.EventsPerRequest)}
+	p.events = es
+	for _, pe := range due {
+		p.events = append(p.events, pe.Event)
+	}
+	p.done, p.errs = make([]bool, len(p.events)), make([]error, len(p.events))
 	if len(st.lanes) != d.cfg.Concurrency {
 		st.lanes = make([]*lane, d.cfg.Concurrency)
 		for i := range st.lanes {
-			st.lanes[i] = &lane{}
+			st.lanes[i] = &lane{failed: map[string]bool{}}
 		}
 	}
 	p.lanes = st.lanes
 	for _, ln := range p.lanes {
 		ln.idx = ln.idx[:0]
 	}
-	for i, e := range es {
-		if !Match(p.filter, e) || st.sent[e.Seq] {
-			continue
+	for i, e := range p.events {
+		if i < p.batch {
+			if !Match(p.filter, e) {
+				continue
+			}
+			if _, waiting := st.parked[laneKey(e)]; waiting {
+				p.behind = append(p.behind, i)
+				continue
+			}
 		}
 		ln := p.lanes[laneOf(e, len(p.lanes))]
 		ln.idx = append(ln.idx, i)
 	}
+	d.prepare(s, &p)
+	return p, true
+}
+
+// prepare opens the subscription's key and reads its URL for the plan;
+// when either fails, the plan's err says why.
+func (d *Dispatcher) prepare(s meta.Subscription, p *roundPlan) {
 	p.key, p.err = d.open(s)
 	if p.err != nil {
 		d.log.Error("dispatch: the subscription's secret does not open", "subscription", s.ID, "err", p.err)
@@ -355,132 +412,175 @@ func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState
 		p.err = fmt.Errorf("url: %w", terr)
 	}
 	p.target = t
-	return p, true
 }
 
-// deliver sends the plan's lanes at once, each per events a request in
-// its order, records what arrived in st.sent, and returns the first
-// failure (the plan's own error, when it has one, and nothing is sent).
-func (d *Dispatcher) deliver(ctx context.Context, p roundPlan, st *subState) error {
+// deliver sends the plan's lanes at once and records each event's
+// outcome in p.done and p.errs (disjoint indexes per lane). Nothing is
+// sent when the plan has its own error.
+func (d *Dispatcher) deliver(ctx context.Context, p roundPlan) {
 	if p.err != nil {
-		return p.err
+		return
 	}
-	var mu sync.Mutex
-	var firstErr error
 	var wg sync.WaitGroup
 	for _, ln := range p.lanes {
 		if len(ln.idx) == 0 {
 			continue
 		}
 		ln.sign, ln.batched = newSigner(p.key), p.per > 1
-		wg.Go(func() {
-			// per events at a time, in the lane's order: a request
-			// that fails stops the lane, so nothing of a claim goes
-			// ahead of an earlier event of it.
-			for part := range slices.Chunk(ln.idx, p.per) {
-				ln.batch = ln.batch[:0]
-				for _, i := range part {
-					ln.batch = append(ln.batch, p.events[i])
-				}
-				err := d.send(ctx, p.target, ln)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				for _, e := range ln.batch {
-					st.sent[e.Seq] = true
-				}
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { d.deliverLane(ctx, p, ln) })
 	}
 	wg.Wait()
-	return firstErr
 }
 
-// settlement is what a round leaves to store: the progress, and whether
-// the next batch may follow at once.
+// deliverLane sends a lane's events per events a request, in its order.
+// After a request fails, the claims it carried send nothing more this
+// round, so nothing of a claim goes ahead of an earlier event of it; the
+// lane's other claims go on.
+func (d *Dispatcher) deliverLane(ctx context.Context, p roundPlan, ln *lane) {
+	clear(ln.failed)
+	ln.held = ln.held[:0]
+	flush := func() {
+		if len(ln.held) == 0 {
+			return
+		}
+		ln.batch = ln.batch[:0]
+		for _, i := range ln.held {
+			ln.batch = append(ln.batch, p.events[i])
+		}
+		err := d.send(ctx, p.target, ln)
+		for _, i := range ln.held {
+			if err == nil {
+				p.done[i] = true
+			} else {
+				p.errs[i] = err
+				ln.failed[laneKey(p.events[i])] = true
+			}
+		}
+		ln.held = ln.held[:0]
+	}
+	for _, i := range ln.idx {
+		if ctx.Err() != nil {
+			return
+		}
+		if ln.failed[laneKey(p.events[i])] {
+			continue
+		}
+		ln.held = append(ln.held, i)
+		if len(ln.held) == p.per {
+			flush()
+		}
+	}
+	flush()
+}
+
+// settlement is what a round leaves to store: the progress, the events
+// to park, unpark (delivered) and update (failed again), and whether the
+// next batch may follow at once.
 type settlement struct {
 	progress meta.SubscriptionProgress
+	park     []meta.ParkedEvent
+	unpark   []int64
+	update   []meta.ParkedEvent
 	more     bool
 }
 
-// settle moves the cursor over the prefix of the batch that was
-// delivered or filtered out, counts the deliveries it passes, and on a
-// failure counts the attempt, backs off and dead-letters. It reports
-// false when the round failed because the dispatcher is stopping: then
-// nothing is stored.
-func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subState, p roundPlan, err error) (settlement, bool) {
-	pr := meta.SubscriptionProgress{Cursor: s.Cursor, State: s.State}
-	for _, e := range p.events {
-		if Match(p.filter, e) && !st.sent[e.Seq] {
-			break
-		}
-		pr.Cursor = e.Seq
-	}
-	// Counted once, when the cursor passes them; sent above the cursor
-	// stay remembered until it does.
-	for seq := range st.sent {
-		if seq <= pr.Cursor {
-			pr.Delivered++
-			delete(st.sent, seq)
+// settle turns the outcomes into a settlement: delivered parked events
+// unparked, failed ones counted (and dead-lettered, ADR 0277), and unless
+// the receiver took nothing of the batch, the batch's undelivered events
+// parked and the cursor moved past the batch. It reports false when the
+// dispatcher is stopping: then nothing is stored.
+func (d *Dispatcher) settle(ctx context.Context, s meta.Subscription, st *subState, p roundPlan) (settlement, bool) {
+	set := settlement{progress: meta.SubscriptionProgress{Cursor: s.Cursor, From: s.Cursor, State: s.State, Attempts: s.Attempts,
+		FailingSince: s.FailingSince, LastError: s.LastError}}
+	var firstErr error
+	for i := range p.events {
+		if p.done[i] {
+			set.progress.Delivered++
+		} else if firstErr == nil && p.errs[i] != nil {
+			firstErr = p.errs[i]
 		}
 	}
-	if err != nil && ctx.Err() != nil {
+	firstErr = cmp.Or(p.err, firstErr)
+	if ctx.Err() != nil {
+		// Stopping: what was not sent is neither delivered nor failed,
+		// so nothing is settled; the next holder sends the batch again.
 		return settlement{}, false
 	}
-	if err != nil {
-		d.failed(s, st, &pr, err, p.now)
-	} else {
-		st.failures = 0
+	d.settleParked(&set, p)
+	// The receiver took nothing of the batch, or nothing could be sent:
+	// hold the cursor and back off (a receiver that is down gets no
+	// event parked).
+	stuck := firstErr != nil && set.progress.Delivered == 0 && (p.batch > 0 || p.err != nil)
+	if !stuck {
+		d.parkBatch(&set, st, p)
+		if p.batch > 0 {
+			set.progress.Cursor = p.events[p.batch-1].Seq
+		}
 	}
-	return settlement{progress: pr, more: err == nil && len(p.events) == d.cfg.Batch}, true
+	switch {
+	case set.progress.Delivered > 0:
+		st.failures = 0
+		set.progress.Attempts, set.progress.FailingSince = 0, time.Time{}
+	case firstErr != nil:
+		d.failed(s, st, &set.progress, firstErr, p.now, stuck)
+	}
+	set.more = !stuck && p.batch == d.cfg.Batch
+	st.apply(set)
+	return set, true
 }
 
-// failed records a failed round in pr and st: the attempts at the event
-// at the head of the line and since when it fails (both start again when
-// the cursor moved), the dead letter once it failed for
-// DeadLetterAfter, and the backoff before the next round.
-func (d *Dispatcher) failed(s meta.Subscription, st *subState, pr *meta.SubscriptionProgress, err error, now time.Time) {
-	st.failures++
+// failed records a round in which every delivery failed: the attempts
+// and since when (both start again after a delivery), the subscription
+// dead-lettered once every delivery failed for DeadLetterAfter (ADR
+// 0277), and, when the cursor could not move, the backoff before the
+// next round.
+func (d *Dispatcher) failed(s meta.Subscription, st *subState, pr *meta.SubscriptionProgress, err error, now time.Time, stuck bool) {
 	pr.Attempts = s.Attempts + 1
 	// The tenant reads last_error: it is told that a name resolved to a
 	// refused address, never which one (a window into the operator's
 	// DNS); the log below keeps the detail (ADR 0268).
 	pr.LastError = egress.Redact(err).Error()
-	pr.FailingSince = s.FailingSince
-	if pr.Cursor > s.Cursor || pr.FailingSince.IsZero() {
-		pr.FailingSince = now // a new event at the head of the line
-		if pr.Cursor > s.Cursor {
-			pr.Attempts = 1
-		}
+	if pr.FailingSince.IsZero() {
+		pr.FailingSince = now
 	}
 	if now.Sub(pr.FailingSince) >= d.cfg.DeadLetterAfter {
 		pr.State = meta.SubscriptionDeadLettered
-		d.log.Error("dispatch: subscription dead-lettered: its oldest undelivered event kept failing",
+		d.log.Error("dispatch: subscription dead-lettered: every delivery kept failing",
 			"subscription", s.ID, "since", pr.FailingSince, "err", err)
 	}
+	if !stuck {
+		return
+	}
+	st.failures++
 	st.next = now.Add(d.backoff(st.failures))
 	d.log.Warn("dispatch: delivery failed; retrying later", "subscription", s.ID, "attempts", pr.Attempts,
 		"retry_in", st.next.Sub(now), "err", err)
 }
 
-// persist stores the settlement's progress when it changed the cursor,
-// the attempts or the state, and returns the subscription as it now
-// stands. The store outlives a stopping dispatcher's context: what was
-// delivered is recorded.
-func (d *Dispatcher) persist(ctx context.Context, s meta.Subscription, set settlement) (meta.Subscription, bool) {
+// persist stores the settlement: parked events first (so a cursor is
+// never stored past an event that is neither delivered nor parked), then
+// the delivered and retried ones, then the progress when it changed the
+// cursor, the attempts or the state; it returns the subscription as it
+// now stands. The store outlives a stopping dispatcher's context: what
+// was delivered is recorded. A failed write makes the holder read the
+// parked events again.
+func (d *Dispatcher) persist(ctx context.Context, s meta.Subscription, st *subState, set settlement) (meta.Subscription, bool) {
+	wctx := context.WithoutCancel(ctx)
+	if err := d.storeParking(wctx, s, set); err != nil {
+		d.log.Warn("dispatch: record parked events", "subscription", s.ID, "err", err)
+		st.loaded = false
+		return s, false
+	}
 	pr := set.progress
-	if pr.Cursor == s.Cursor && pr.Attempts == s.Attempts && pr.State == s.State {
+	if pr.Cursor == s.Cursor && pr.Attempts == s.Attempts && pr.State == s.State && pr.Delivered == 0 {
 		return s, set.more
 	}
-	if err := d.meta.AdvanceSubscription(context.WithoutCancel(ctx), s.Tenant, s.ID, pr); err != nil {
+	if err := d.meta.AdvanceSubscription(wctx, s.Tenant, s.ID, pr); err != nil {
 		d.log.Warn("dispatch: record progress", "subscription", s.ID, "err", err)
 		return s, false
+	}
+	if pr.State == meta.SubscriptionDeadLettered && s.State != meta.SubscriptionDeadLettered {
+		d.announceDeadLetter(wctx, s, pr)
 	}
 	s.Cursor, s.State, s.Attempts, s.FailingSince, s.LastError = pr.Cursor, pr.State, pr.Attempts, pr.FailingSince, pr.LastError
 	return s, set.more

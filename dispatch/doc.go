@@ -19,6 +19,13 @@
 // buffers, the subscriptions read once a second rather than every tick,
 // and an idle subscription looked at less often.
 //
+// A refused event holds back its own claim only (ADR 0277, parking.go):
+// it is parked with the claim's later events behind it, in the metadata
+// store, and retried on its own backoff while the cursor moves past the
+// other claims' events; it is dead-lettered alone after max_attempts or
+// dead_letter_after. A subscription is dead-lettered only when every
+// delivery to it failed for dead_letter_after.
+//
 // Targets are checked twice, by the outbound address policy of package
 // egress (ADR 0268): the URL when a subscription is made, and every
 // address at connect time, so a name that resolves to a private address

@@ -70,6 +70,8 @@ const (
 	opNamespaces
 	opOldestDue
 	opParkBlob
+	opParkEvents
+	opParkedEvents
 	opPing
 	opPruneEvents
 	opPruneHistory
@@ -78,11 +80,13 @@ const (
 	opRecordReceived
 	opRelease
 	opReleaseLease
+	opReplaySubscription
 	opRequestLeaseRelease
 	opRestage
 	opResumable
 	opResumeSubscription
 	opRetryDeadLetters
+	opRetryParked
 	opRevokeKey
 	opRewrapDataKey
 	opSaveBlockTable
@@ -97,6 +101,8 @@ const (
 	opTenantEvents
 	opTenants
 	opTryLease
+	opUnparkEvents
+	opUpdateParked
 	opUpload
 	opUploadByKey
 	numOps
@@ -163,6 +169,8 @@ var opNames = [numOps]string{
 	opNamespaces:              "Namespaces",
 	opOldestDue:               "OldestDue",
 	opParkBlob:                "ParkBlob",
+	opParkEvents:              "ParkEvents",
+	opParkedEvents:            "ParkedEvents",
 	opPing:                    "Ping",
 	opPruneEvents:             "PruneEvents",
 	opPruneHistory:            "PruneHistory",
@@ -171,11 +179,13 @@ var opNames = [numOps]string{
 	opRecordReceived:          "RecordReceived",
 	opRelease:                 "Release",
 	opReleaseLease:            "ReleaseLease",
+	opReplaySubscription:      "ReplaySubscription",
 	opRequestLeaseRelease:     "RequestLeaseRelease",
 	opRestage:                 "Restage",
 	opResumable:               "Resumable",
 	opResumeSubscription:      "ResumeSubscription",
 	opRetryDeadLetters:        "RetryDeadLetters",
+	opRetryParked:             "RetryParked",
 	opRevokeKey:               "RevokeKey",
 	opRewrapDataKey:           "RewrapDataKey",
 	opSaveBlockTable:          "SaveBlockTable",
@@ -190,6 +200,8 @@ var opNames = [numOps]string{
 	opTenantEvents:            "TenantEvents",
 	opTenants:                 "Tenants",
 	opTryLease:                "TryLease",
+	opUnparkEvents:            "UnparkEvents",
+	opUpdateParked:            "UpdateParked",
 	opUpload:                  "Upload",
 	opUploadByKey:             "UploadByKey",
 }
@@ -542,6 +554,18 @@ func (w *instrumented) ParkBlob(ctx context.Context, id string, cause string, no
 	return call.end(err)
 }
 
+func (w *instrumented) ParkEvents(ctx context.Context, es []ParkedEvent) error {
+	ctx, call := w.begin(ctx, opParkEvents)
+	err := w.next.ParkEvents(ctx, es)
+	return call.end(err)
+}
+
+func (w *instrumented) ParkedEvents(ctx context.Context, tenant string, id string, afterSeq int64, limit int) ([]ParkedEvent, error) {
+	ctx, call := w.begin(ctx, opParkedEvents)
+	r0, err := w.next.ParkedEvents(ctx, tenant, id, afterSeq, limit)
+	return r0, call.end(err)
+}
+
 func (w *instrumented) Ping(ctx context.Context) error {
 	ctx, call := w.begin(ctx, opPing)
 	err := w.next.Ping(ctx)
@@ -590,6 +614,12 @@ func (w *instrumented) ReleaseLease(ctx context.Context, name string, holder str
 	return call.end(err)
 }
 
+func (w *instrumented) ReplaySubscription(ctx context.Context, tenant string, id string, cursor int64) error {
+	ctx, call := w.begin(ctx, opReplaySubscription)
+	err := w.next.ReplaySubscription(ctx, tenant, id, cursor)
+	return call.end(err)
+}
+
 func (w *instrumented) RequestLeaseRelease(ctx context.Context, name string, holder string) error {
 	ctx, call := w.begin(ctx, opRequestLeaseRelease)
 	err := w.next.RequestLeaseRelease(ctx, name, holder)
@@ -617,6 +647,12 @@ func (w *instrumented) ResumeSubscription(ctx context.Context, tenant string, id
 func (w *instrumented) RetryDeadLetters(ctx context.Context, ids []string, all bool, now time.Time) ([]Blob, error) {
 	ctx, call := w.begin(ctx, opRetryDeadLetters)
 	r0, err := w.next.RetryDeadLetters(ctx, ids, all, now)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) RetryParked(ctx context.Context, tenant string, id string, now time.Time) (int, error) {
+	ctx, call := w.begin(ctx, opRetryParked)
+	r0, err := w.next.RetryParked(ctx, tenant, id, now)
 	return r0, call.end(err)
 }
 
@@ -702,6 +738,18 @@ func (w *instrumented) TryLease(ctx context.Context, name string, holder string,
 	ctx, call := w.begin(ctx, opTryLease)
 	r0, err := w.next.TryLease(ctx, name, holder, now, ttl)
 	return r0, call.end(err)
+}
+
+func (w *instrumented) UnparkEvents(ctx context.Context, tenant string, id string, seqs []int64) error {
+	ctx, call := w.begin(ctx, opUnparkEvents)
+	err := w.next.UnparkEvents(ctx, tenant, id, seqs)
+	return call.end(err)
+}
+
+func (w *instrumented) UpdateParked(ctx context.Context, p ParkedEvent) error {
+	ctx, call := w.begin(ctx, opUpdateParked)
+	err := w.next.UpdateParked(ctx, p)
+	return call.end(err)
 }
 
 func (w *instrumented) Upload(ctx context.Context, id string) (Upload, error) {

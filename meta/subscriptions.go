@@ -74,7 +74,10 @@ type Subscription struct {
 // SubscriptionProgress is what one delivery round changes on a
 // subscription.
 type SubscriptionProgress struct {
-	Cursor       int64 // never moved back
+	Cursor int64 // never moved back
+	// From, when not 0, is the cursor the round started from: a cursor
+	// stored since (a replay, ADR 0277) is left as it is.
+	From         int64
 	State        string
 	FailingSince time.Time
 	Attempts     int
@@ -101,8 +104,10 @@ type SubscriptionStore interface {
 
 	// SyncConfigSubscriptions makes the subscriptions of source config
 	// the given ones, in one transaction: new ones inserted, changed ones
-	// updated with their progress kept, missing ones deleted, dead-lettered
-	// ones active again (the operator's resume is a start).
+	// updated with their progress kept, missing ones deleted (their
+	// parked events too), dead-lettered ones active again and their
+	// dead-lettered events parked again (the operator's resume and retry
+	// is a start; ADR 0277).
 	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
 
 	// Subscriptions returns the subscriptions of tenant ("" every
@@ -124,7 +129,8 @@ type SubscriptionStore interface {
 	ResumeSubscription(ctx context.Context, tenant, id string) error
 
 	// AdvanceSubscription records a delivery round's progress. The cursor
-	// only moves forward.
+	// only moves forward, and not when p.From is set and the stored
+	// cursor is no longer it.
 	AdvanceSubscription(ctx context.Context, tenant, id string, p SubscriptionProgress) error
 
 	// MarkLagging marks lagging the active, enabled subscriptions whose
@@ -137,4 +143,69 @@ type SubscriptionStore interface {
 	// labels is set (a filter names labels; without one, the claims are
 	// not read). tenant "" reads every tenant's.
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]FeedEvent, error)
+
+	ParkingStore
+}
+
+// Parked event states (ADR 0277). A parked event waits in its claim's
+// lane for a retry; a dead-lettered one failed for the configured
+// attempts or age and is kept for the tenant to see and retry, and no
+// longer holds its lane.
+const (
+	ParkedWaiting      = "parked"
+	ParkedDeadLettered = "dead_lettered"
+)
+
+// ParkedEvent is an event of a subscription that was not delivered with
+// the rest of its batch (ADR 0277): it failed, or an earlier event of
+// its claim had. The event is stored whole, so event pruning never takes
+// what a lane still owes.
+type ParkedEvent struct {
+	Tenant         string
+	SubscriptionID string
+	// ClaimID is the lane: a claim's parked events are delivered in seq
+	// order, and the claim's later events wait behind them. "" (an event
+	// of no claim) is a lane of its own.
+	ClaimID string
+	Event   FeedEvent
+	State   string // ParkedWaiting or ParkedDeadLettered
+	// Attempts counts the failed deliveries of this event; FailingSince
+	// is when the first of them was made (zero: it has waited behind an
+	// earlier event of its claim and not been tried alone).
+	Attempts     int
+	FailingSince time.Time
+	NextAttempt  time.Time
+	LastError    string // egress.Redact-ed, as the tenant reads it
+}
+
+// ParkingStore keeps the parked events of subscriptions (ADR 0277).
+// Part of SubscriptionStore.
+type ParkingStore interface {
+	// ParkEvents stores es (each names its tenant and subscription); an
+	// event parked already (same tenant, subscription and seq) is kept
+	// as it is.
+	ParkEvents(ctx context.Context, es []ParkedEvent) error
+
+	// ParkedEvents returns up to limit parked and dead-lettered events
+	// of the subscription id of tenant with a seq after afterSeq, in seq
+	// order.
+	ParkedEvents(ctx context.Context, tenant, id string, afterSeq int64, limit int) ([]ParkedEvent, error)
+
+	// UpdateParked records a delivery attempt of a parked event: its
+	// state, attempts, failing since, next attempt and last error.
+	UpdateParked(ctx context.Context, p ParkedEvent) error
+
+	// UnparkEvents deletes the parked events of the subscription with
+	// the given seqs (delivered).
+	UnparkEvents(ctx context.Context, tenant, id string, seqs []int64) error
+
+	// RetryParked puts every parked and dead-lettered event of the
+	// subscription back to parked with no attempts, due at now; it
+	// returns how many there are.
+	RetryParked(ctx context.Context, tenant, id string, now time.Time) (int, error)
+
+	// ReplaySubscription sets the subscription's cursor to cursor, in
+	// either direction, and clears its failures: delivery goes on (again)
+	// after that seq. ErrNotFound if tenant has no subscription id.
+	ReplaySubscription(ctx context.Context, tenant, id string, cursor int64) error
 }

@@ -107,6 +107,12 @@ var routes = []route{
 		doc: "stop and remove a subscription: `204`"},
 	{pattern: "POST /v1/subscriptions/{id}/resume", handler: (*Server).resumeSubscription, op: auth.OpAdmin, target: targetNone,
 		doc: "deliver again to a dead-lettered subscription: `204`"},
+	{pattern: "GET /v1/subscriptions/{id}/attempts", handler: (*Server).subscriptionAttempts, op: auth.OpAdmin, target: targetNone,
+		doc: "a page of the subscription's parked and dead-lettered events (by seq; `cursor`, `limit`, `next`) with their attempts"},
+	{pattern: "POST /v1/subscriptions/{id}/retry", handler: (*Server).retrySubscription, op: auth.OpAdmin, target: targetNone,
+		doc: "deliver the subscription's parked and dead-lettered events now: how many (`retried`)"},
+	{pattern: "POST /v1/subscriptions/{id}/replay", handler: (*Server).replaySubscription, op: auth.OpAdmin, target: targetNone,
+		doc: "deliver again the events after `since` (an RFC 3339 time or an event seq): the cursor set"},
 
 	// Legal holds, crypto-shredding and key rotation (holds.go, rewrap.go).
 	{pattern: "PUT /v1/claims/{id}/hold", handler: (*Server).setClaimHold, op: auth.OpAdmin, target: targetClaim, json: true,

@@ -50,6 +50,9 @@ var routeParams = map[string][]string{
 	"GET /v1/namespaces":                  {api.QueryCursor, api.QueryLimit},
 	"DELETE /v1/subscriptions/{id}":       {api.QueryTenant},
 	"POST /v1/subscriptions/{id}/resume":  {api.QueryTenant},
+	"GET /v1/subscriptions/{id}/attempts": {api.QueryTenant, api.QueryCursor, api.QueryLimit},
+	"POST /v1/subscriptions/{id}/retry":   {api.QueryTenant},
+	"POST /v1/subscriptions/{id}/replay":  {api.QueryTenant, api.QuerySince},
 }
 
 // repeatable are the parameters a route takes more than once (the

@@ -30,6 +30,14 @@ type subscriptionStore interface {
 	// the config file ErrPermissionDenied.
 	DeleteSubscription(ctx context.Context, tenant, id string) error
 	ResumeSubscription(ctx context.Context, tenant, id string) error
+	// SubscriptionAttempts lists a page of the parked and dead-lettered
+	// events of tenant's subscription (ADR 0277); RetrySubscription
+	// makes them due now; ReplaySubscription sets the cursor back to
+	// since. Retry and replay of a configured target are
+	// ErrPermissionDenied.
+	SubscriptionAttempts(ctx context.Context, tenant, id, after string, limit int) (claimcheck.SubscriptionAttemptPage, error)
+	RetrySubscription(ctx context.Context, tenant, id string) (claimcheck.SubscriptionRetry, error)
+	ReplaySubscription(ctx context.Context, tenant, id, since string) (claimcheck.SubscriptionReplay, error)
 	// StreamEvents returns tenant's next events after seq after that f
 	// selects, and the seq to go on after.
 	StreamEvents(ctx context.Context, tenant string, f claimcheck.EventFilter, after int64, limit int) ([]claimcheck.Event, int64, error)
@@ -123,6 +131,56 @@ func (s *Server) resumeSubscription(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// subscriptionAttempts answers GET /v1/subscriptions/{id}/attempts: a
+// page of its parked and dead-lettered events in seq order (cursor: the
+// next of the page before).
+func (s *Server) subscriptionAttempts(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	cursor, limit, err := api.ParsePageQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page, err := s.claims.SubscriptionAttempts(r.Context(), tenant, r.PathValue("id"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// retrySubscription answers POST /v1/subscriptions/{id}/retry: how many
+// parked and dead-lettered events are due again.
+func (s *Server) retrySubscription(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	n, err := s.claims.RetrySubscription(r.Context(), tenant, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// replaySubscription answers POST /v1/subscriptions/{id}/replay?since=:
+// the cursor it set.
+func (s *Server) replaySubscription(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := requestTenant(r)
+	if err != nil {
+		return err
+	}
+	c, err := s.claims.ReplaySubscription(r.Context(), tenant, r.PathValue("id"), r.URL.Query().Get(api.QuerySince))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
 	return nil
 }
 

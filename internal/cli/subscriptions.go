@@ -39,7 +39,8 @@ func (f *filterFlags) filter() (claimcheck.EventFilter, error) {
 	return out, nil
 }
 
-// newSubscriptionsCmd is `claimcheck subscriptions create|ls|rm|resume`:
+// newSubscriptionsCmd is `claimcheck subscriptions
+// create|ls|rm|resume|attempts|retry|replay`:
 // the key's tenant's webhook subscriptions, through a running server
 // (a tenant-wide admin key).
 func newSubscriptionsCmd(env Env) *cobra.Command {
@@ -52,9 +53,13 @@ signed with the Standard Webhooks headers webhook-id, webhook-timestamp and
 webhook-signature (v1, HMAC-SHA256 over id.timestamp.body under the secret).
 Delivery is at least once and in order per claim, from the events after the
 subscription was made; the webhook-id is the event's id, the same in every
-retry, so a receiver can drop repeats. A receiver that keeps failing for
-subscriptions.dead_letter_after (24h) stops its subscription
-(state dead_lettered) until 'claimcheck subscriptions resume'.
+retry, so a receiver can drop repeats. An event the receiver refuses holds
+back its own claim only: it is parked ('claimcheck subscriptions attempts'),
+retried on its own backoff, and dead-lettered after subscriptions.max_attempts
+or subscriptions.dead_letter_after (24h); 'retry' delivers parked events now,
+'replay --since' delivers events again from a point. A receiver whose every
+delivery fails for dead_letter_after stops its subscription (state
+dead_lettered) until 'claimcheck subscriptions resume'.
 
 With --events-per-request N above 1 (at most 1000) the subscription takes
 the batched mode instead: application/cloudevents-batch+json, a JSON array
@@ -68,11 +73,14 @@ $CLAIMCHECK_API_KEY or --server, --api-key).
   claimcheck subscriptions create https://hooks.example.com/cc --type all_released,expired_unread --ns orders
   claimcheck subscriptions create https://hooks.example.com/bulk --events-per-request 100
   claimcheck subscriptions ls
+  claimcheck subscriptions attempts sub_...
+  claimcheck subscriptions replay sub_... --since 2026-01-09T12:00:00Z
   claimcheck subscriptions rm sub_...`,
 	}
 
 	cmd.AddCommand(newSubscriptionsCreateCmd(env), newSubscriptionsLsCmd(env),
-		newSubscriptionsRmCmd(env), newSubscriptionsResumeCmd(env))
+		newSubscriptionsRmCmd(env), newSubscriptionsResumeCmd(env), newSubscriptionsAttemptsCmd(env),
+		newSubscriptionsRetryCmd(env), newSubscriptionsReplayCmd(env))
 	return cmd
 }
 

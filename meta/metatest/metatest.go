@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"AuditLifecycle", testAuditLifecycle},
 		{"SubscriptionsHoldPruning", testSubscriptionsHoldPruning},
 		{"SubscriptionsByTenant", testSubscriptionsByTenant},
+		{"ParkedEvents", testParkedEvents},
 		{"AuditPrune", testAuditPrune},
 		{"AuditConcurrentAppends", testAuditConcurrentAppends},
 		{"AuditHolds", testAuditHolds},

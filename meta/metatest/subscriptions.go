@@ -142,3 +142,131 @@ func testSubscriptionsByTenant(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testParkedEvents: parked events are stored whole per subscription and
+// tenant, listed in seq order and paged, an event parked twice is kept
+// as it was, an attempt is recorded, a retry makes every one due again,
+// delivered ones are deleted, and a replay moves the cursor back (ADR
+// 0277).
+func testParkedEvents(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	start := h.now()
+	sub := meta.Subscription{ID: "p1", Tenant: "acme", URL: "http://127.0.0.1/", Secret: []byte("whsec_x"), Enabled: true,
+		CreatedAt: start, Cursor: start.Add(time.Hour).UnixNano(), State: meta.SubscriptionActive}
+	if err := h.s.CreateSubscription(ctx, sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	park := func(seq int64, claim string) meta.ParkedEvent {
+		return meta.ParkedEvent{Tenant: "acme", SubscriptionID: "p1", ClaimID: claim, State: meta.ParkedWaiting,
+			Event: meta.FeedEvent{Event: meta.Event{Seq: seq, At: start, Kind: "created", Namespace: "orders", ClaimID: claim},
+				Labels: map[string]string{"k": "v"}}}
+	}
+	first := park(30, "c1")
+	first.Attempts, first.FailingSince, first.NextAttempt, first.LastError = 1, start, start.Add(time.Second), "refused"
+	if err := h.s.ParkEvents(ctx, []meta.ParkedEvent{first, park(10, "c2"), park(20, "c1")}); err != nil {
+		t.Fatal(err)
+	}
+	other := park(10, "c2")
+	other.Tenant = "beta"
+	if err := h.s.ParkEvents(ctx, []meta.ParkedEvent{park(30, "c1"), other}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.s.ParkedEvents(ctx, "acme", "p1", 0, 10)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("parked: %+v, %v; want three", got, err)
+	}
+	if got[0].Event.Seq != 10 || got[1].Event.Seq != 20 || got[2].Event.Seq != 30 {
+		t.Fatalf("parked out of seq order: %+v", got)
+	}
+	g := got[2]
+	if g.ClaimID != "c1" || g.Attempts != 1 || g.LastError != "refused" || !g.FailingSince.Equal(start) ||
+		!g.NextAttempt.Equal(start.Add(time.Second)) || g.Event.Kind != "created" || g.Event.Labels["k"] != "v" ||
+		!g.Event.At.Equal(start) {
+		t.Fatalf("parked twice: %+v, want it as first stored", g)
+	}
+	if page, err := h.s.ParkedEvents(ctx, "acme", "p1", 10, 1); err != nil || len(page) != 1 || page[0].Event.Seq != 20 {
+		t.Fatalf("page after 10: %+v, %v", page, err)
+	}
+	g.State, g.Attempts, g.LastError = meta.ParkedDeadLettered, 5, "gone"
+	if err := h.s.UpdateParked(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", "p1", 20, 10); len(got) != 1 || got[0].State != meta.ParkedDeadLettered || got[0].Attempts != 5 {
+		t.Fatalf("after an update: %+v", got)
+	}
+	if n, err := h.s.RetryParked(ctx, "acme", "p1", start.Add(time.Minute)); err != nil || n != 3 {
+		t.Fatalf("retry: %d, %v; want 3", n, err)
+	}
+	got, _ = h.s.ParkedEvents(ctx, "acme", "p1", 0, 10)
+	for _, p := range got {
+		if p.State != meta.ParkedWaiting || p.Attempts != 0 || !p.NextAttempt.Equal(start.Add(time.Minute)) {
+			t.Fatalf("after a retry: %+v", p)
+		}
+	}
+	if err := h.s.UnparkEvents(ctx, "acme", "p1", []int64{10, 30}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", "p1", 0, 10); len(got) != 1 || got[0].Event.Seq != 20 {
+		t.Fatalf("after unparking 10 and 30: %+v", got)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "beta", "p1", 0, 10); len(got) != 1 {
+		t.Fatalf("the other tenant's: %+v", got)
+	}
+
+	if err := h.s.ReplaySubscription(ctx, "acme", "p1", start.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.UnixNano() {
+		t.Fatalf("after a replay: %+v, %v; want the cursor moved back", subs, err)
+	}
+	// A round that started before the replay does not move the cursor
+	// past it.
+	if err := h.s.AdvanceSubscription(ctx, "acme", "p1", meta.SubscriptionProgress{From: start.Add(time.Hour).UnixNano(),
+		Cursor: start.Add(2 * time.Hour).UnixNano(), State: meta.SubscriptionActive, Delivered: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.UnixNano() || subs[0].Delivered != 1 {
+		t.Fatalf("a round from before the replay: %+v, %v; want the replayed cursor kept", subs, err)
+	}
+	if err := h.s.AdvanceSubscription(ctx, "acme", "p1", meta.SubscriptionProgress{From: start.UnixNano(),
+		Cursor: start.Add(time.Second).UnixNano(), State: meta.SubscriptionActive}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := h.s.Subscriptions(ctx, "acme"); err != nil || len(subs) != 1 || subs[0].Cursor != start.Add(time.Second).UnixNano() {
+		t.Fatalf("a round from the replayed cursor: %+v, %v; want it moved", subs, err)
+	}
+	if err := h.s.ReplaySubscription(ctx, "beta", "p1", 0); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("replay of another tenant's: %v, want ErrNotFound", err)
+	}
+	if err := h.s.DeleteSubscription(ctx, "acme", "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", "p1", 0, 10); len(got) != 0 {
+		t.Fatalf("a deleted subscription's parked events: %+v", got)
+	}
+
+	// A configured target's dead-lettered events are parked again by the
+	// start (its sync), and go with the target.
+	cfg := sub
+	cfg.ID, cfg.Source = meta.ConfigIDPrefix+"ops", meta.SourceConfig
+	if err := h.s.SyncConfigSubscriptions(ctx, []meta.Subscription{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	dead := park(40, "c3")
+	dead.SubscriptionID, dead.State, dead.Attempts = cfg.ID, meta.ParkedDeadLettered, 3
+	if err := h.s.ParkEvents(ctx, []meta.ParkedEvent{dead}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.SyncConfigSubscriptions(ctx, []meta.Subscription{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", cfg.ID, 0, 10); len(got) != 1 || got[0].State != meta.ParkedWaiting || got[0].Attempts != 0 {
+		t.Fatalf("a configured target's dead-lettered event after a start: %+v, want parked again", got)
+	}
+	if err := h.s.SyncConfigSubscriptions(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.s.ParkedEvents(ctx, "acme", cfg.ID, 0, 10); len(got) != 0 {
+		t.Fatalf("a removed target's parked events: %+v", got)
+	}
+}

@@ -131,10 +131,19 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 			meta.SubscriptionActive, meta.SourceConfig, meta.SubscriptionDeadLettered); err != nil {
 			return err
 		}
+		// Nor retry its dead-lettered events (ADR 0277): the start is
+		// their retry too.
+		if _, err := q.exec(`UPDATE subscription_parked SET state = ?, attempts = 0, failing_since = 0, next_attempt = 0
+			WHERE state = ? AND subscription_id LIKE ?`, meta.ParkedWaiting, meta.ParkedDeadLettered, meta.ConfigIDPrefix+"%"); err != nil {
+			return err
+		}
 		for _, h := range have {
 			if !kept[key{h.Tenant, h.ID}] {
 				if _, err := q.exec(`DELETE FROM subscriptions WHERE tenant = ? AND id = ? AND source = ?`,
 					h.Tenant, h.ID, meta.SourceConfig); err != nil {
+					return err
+				}
+				if _, err := q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, h.Tenant, h.ID); err != nil {
 					return err
 				}
 			}
@@ -222,6 +231,11 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
+		if err != nil {
+			return err
+		}
+		// Its parked events go with it (ADR 0277).
+		_, err = q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, tenant, id)
 		return err
 	})
 	if err != nil {
@@ -250,9 +264,10 @@ func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error
 // meta.SubscriptionStore.
 func (s *Store) AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error {
 	err := s.write(ctx, func(q *txq) error {
-		_, err := q.exec(`UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq < ? THEN ? ELSE cursor_seq END,
+		_, err := q.exec(`UPDATE subscriptions SET
+			cursor_seq = CASE WHEN cursor_seq < ? AND (CAST(? AS BIGINT) = 0 OR cursor_seq = ?) THEN ? ELSE cursor_seq END,
 			state = ?, failing_since = ?, attempts = ?, last_error = ?, delivered = delivered + ? WHERE tenant = ? AND id = ?`,
-			p.Cursor, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, tenant, id)
+			p.Cursor, p.From, p.From, p.Cursor, p.State, unixOrZero(p.FailingSince), p.Attempts, p.LastError, p.Delivered, tenant, id)
 		return err
 	})
 	if err != nil {

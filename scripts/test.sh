@@ -128,6 +128,10 @@ if command -v npm >/dev/null; then
     npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# The conformance matrix writes its table here; it is printed after the
+# Go tests, whatever their outcome.
+export CLAIMCHECK_TEST_MATRIX_REPORT="$work/conformance-matrix.txt"
+
 echo "== go test -race $short"
 for i in "${!modules[@]}"; do
   echo "-- ${paths[$i]}"
@@ -141,6 +145,9 @@ for dir in "${standalone[@]}"; do
   if [ "$dir" = deploy/helm ]; then race=; fi
   (cd "$dir" && GOWORK=off go test $race $short -count=1 -timeout 30m ./...) 2>&1 | tee -a "$log"
 done
+
+echo "== conformance matrix (internal/conformance)"
+if [ -f "$CLAIMCHECK_TEST_MATRIX_REPORT" ]; then cat "$CLAIMCHECK_TEST_MATRIX_REPORT"; else echo "no table: TestConformanceMatrix did not run"; fi
 
 # The JavaScript client (clients/js): Node and headless Chromium against
 # a real server, and MinIO while it is up. node --test prints its own

@@ -220,8 +220,43 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		d.listed, d.listedAt = subs, d.clock.Now()
 	}
+	rounds := d.dueRounds(fresh)
+	if len(rounds) == 0 {
+		return
+	}
+	// One read of the feed for every round this tick starts (ADR 0278):
+	// each takes its events from the page, not from a read of its own.
+	pages := d.readPages(ctx, rounds)
+	for _, r := range rounds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, page := r.sub, pages[r.sub.Tenant]
+			// Batch after batch while they come full: the cursor is
+			// stored after each, so what a killed holder had in flight
+			// is at most one batch. The page serves the first.
+			for more := true; more && ctx.Err() == nil; page = nil {
+				s, more = d.round(ctx, s, r.st, page)
+			}
+			d.mu.Lock()
+			r.st.running, r.st.sub = false, &s
+			d.mu.Unlock()
+		}()
+	}
+}
+
+// dueRound is a subscription whose round a tick starts, as it stands.
+type dueRound struct {
+	sub meta.Subscription
+	st  *subState
+}
+
+// dueRounds marks running and returns every subscription that is due
+// and not in a round already, and forgets the removed ones.
+func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 	now := d.clock.Now()
 	dead := 0
+	var rounds []dueRound
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	live := map[string]bool{}
@@ -259,19 +294,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		st.running = true
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Batch after batch while they come full: the cursor is
-			// stored after each, so what a killed holder had in flight
-			// is at most one batch.
-			for more := true; more && ctx.Err() == nil; {
-				s, more = d.round(ctx, s, st)
-			}
-			d.mu.Lock()
-			st.running, st.sub = false, &s
-			d.mu.Unlock()
-		}()
+		rounds = append(rounds, dueRound{sub: s, st: st})
 	}
 	for id, st := range d.subs {
 		if !live[id] && !st.running {
@@ -279,6 +302,7 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	d.metrics.deadLettered.Set(float64(dead))
+	return rounds
 }
 
 // A round delivers the subscription's next batch in four stages, each a
@@ -300,8 +324,8 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 //
 // round returns the subscription as it now stands, and whether the batch
 // was full and the cursor moved, so the next one can follow at once.
-func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState) (meta.Subscription, bool) {
-	p, ok := d.plan(ctx, s, st)
+func (d *Dispatcher) round(ctx context.Context, s meta.Subscription, st *subState, pg *feedPage) (meta.Subscription, bool) {
+	p, ok := d.plan(ctx, s, st, pg)
 	if !ok {
 		return s, false
 	}
@@ -338,13 +362,19 @@ type roundPlan struct {
 // plan reads the subscription's next batch, settled by now, adds the
 // parked events due, and spreads them over the lanes. It reports false
 // when there is nothing to send, or the events could not be read.
-func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState) (roundPlan, bool) {
+func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState, pg *feedPage) (roundPlan, bool) {
 	now := d.clock.Now()
+	es, shared := pg.eventsFor(s, d.cfg.Batch)
+	if shared {
+		// The look is the page's read: the round is as of its time, so
+		// an event settled since is the next look's, and a quiet
+		// subscription's wait counts from the read, not from now.
+		now = pg.at
+	}
 	if !d.loadParked(ctx, s, st) {
 		return roundPlan{}, false
 	}
-	var es []meta.FeedEvent
-	if upTo := now.Add(-d.cfg.Settle).UnixNano(); upTo > s.Cursor {
+	if upTo := now.Add(-d.cfg.Settle).UnixNano(); !shared && upTo > s.Cursor {
 		var err error
 		if es, err = d.meta.FeedEvents(ctx, s.Tenant, s.Cursor, upTo, d.cfg.Batch, len(s.Labels) > 0); err != nil {
 			if ctx.Err() == nil {

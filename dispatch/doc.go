@@ -17,7 +17,9 @@
 // is kept cheap (ADR 0240, decision 15): its own kept HTTP/1.1
 // connections (conn.go), the body encoded and signed into reused
 // buffers, the subscriptions read once a second rather than every tick,
-// and an idle subscription looked at less often.
+// an idle subscription looked at less often, and the rounds a tick
+// starts served by one read of each tenant's feed (ADR 0278,
+// feedpage.go), not a read each.
 //
 // A refused event holds back its own claim only (ADR 0277, parking.go):
 // it is parked with the claim's later events behind it, in the metadata

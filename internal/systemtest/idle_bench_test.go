@@ -18,7 +18,10 @@ import (
 // targets allowed) with tenant_limits.subscriptions subscriptions to a
 // 127.0.0.1 receiver, no traffic, its CPU (utime + stime from /proc) and
 // RSS over CLAIMCHECK_BENCH_IDLE_SECONDS (default 60), beside the same
-// server with one subscription. docs/PERFORMANCE.md has the figures.
+// server with one subscription. CLAIMCHECK_BENCH_IDLE_SUBS=N measures N
+// subscriptions too, with the limit raised to N in the config (ADR 0278:
+// the idle cost does not grow with N). docs/PERFORMANCE.md has the
+// figures.
 func TestMeasureIdleSubscriptions(t *testing.T) {
 	if os.Getenv("CLAIMCHECK_BENCH_IDLE") == "" {
 		t.Skip("a measurement: set CLAIMCHECK_BENCH_IDLE=1")
@@ -30,10 +33,18 @@ func TestMeasureIdleSubscriptions(t *testing.T) {
 	bin := buildBinary(t)
 	rec := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(rec.Close)
-	for _, n := range []int{1, 100} {
+	counts := []int{1, 100}
+	if n, err := strconv.Atoi(os.Getenv("CLAIMCHECK_BENCH_IDLE_SUBS")); err == nil && n > 0 {
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "claimcheck.yaml")
-		if err := os.WriteFile(cfg, []byte("subscriptions: { allow_loopback_targets: true }\n"), 0o600); err != nil {
+		conf := "subscriptions: { allow_loopback_targets: true }\n"
+		if n > 100 {
+			conf += fmt.Sprintf("tenant_limits: { subscriptions: %d }\n", n)
+		}
+		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		url, pid := startServerProcess(t, bin, dir, "--config", cfg, "--data", dir)
@@ -59,7 +70,7 @@ func TestMeasureIdleSubscriptions(t *testing.T) {
 		if !ok0 || !ok1 {
 			t.Skip("no /proc CPU counters here")
 		}
-		t.Logf("%3d subscriptions, idle %s: CPU %s (%.1f%% of a core), RSS %.1f MiB",
+		t.Logf("%4d subscriptions, idle %s: CPU %s (%.1f%% of a core), RSS %.1f MiB",
 			n, window, cpu1-cpu0, 100*(cpu1-cpu0).Seconds()/window.Seconds(), float64(processRSS(pid))/(1<<20))
 	}
 }

@@ -108,30 +108,38 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// deleteSubscription answers DELETE /v1/subscriptions/{id}.
-func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
+// subscriptionCall runs do on one subscription of the key's tenant (the
+// path's id) and answers its result as JSON, or 204 when it has none:
+// the shape every call on one subscription shares.
+func (s *Server) subscriptionCall(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, tenant, id string) (any, error)) error {
 	tenant, err := requestTenant(r)
 	if err != nil {
 		return err
 	}
-	if err := s.claims.DeleteSubscription(r.Context(), tenant, r.PathValue("id")); err != nil {
+	out, err := do(r.Context(), tenant, r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if out == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// deleteSubscription answers DELETE /v1/subscriptions/{id}.
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
+	return s.subscriptionCall(w, r, func(ctx context.Context, tenant, id string) (any, error) {
+		return nil, s.claims.DeleteSubscription(ctx, tenant, id)
+	})
 }
 
 // resumeSubscription answers POST /v1/subscriptions/{id}/resume.
 func (s *Server) resumeSubscription(w http.ResponseWriter, r *http.Request) error {
-	tenant, err := requestTenant(r)
-	if err != nil {
-		return err
-	}
-	if err := s.claims.ResumeSubscription(r.Context(), tenant, r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.subscriptionCall(w, r, func(ctx context.Context, tenant, id string) (any, error) {
+		return nil, s.claims.ResumeSubscription(ctx, tenant, id)
+	})
 }
 
 // subscriptionAttempts answers GET /v1/subscriptions/{id}/attempts: a
@@ -157,31 +165,17 @@ func (s *Server) subscriptionAttempts(w http.ResponseWriter, r *http.Request) er
 // retrySubscription answers POST /v1/subscriptions/{id}/retry: how many
 // parked and dead-lettered events are due again.
 func (s *Server) retrySubscription(w http.ResponseWriter, r *http.Request) error {
-	tenant, err := requestTenant(r)
-	if err != nil {
-		return err
-	}
-	n, err := s.claims.RetrySubscription(r.Context(), tenant, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, n)
-	return nil
+	return s.subscriptionCall(w, r, func(ctx context.Context, tenant, id string) (any, error) {
+		return s.claims.RetrySubscription(ctx, tenant, id)
+	})
 }
 
 // replaySubscription answers POST /v1/subscriptions/{id}/replay?since=:
 // the cursor it set.
 func (s *Server) replaySubscription(w http.ResponseWriter, r *http.Request) error {
-	tenant, err := requestTenant(r)
-	if err != nil {
-		return err
-	}
-	c, err := s.claims.ReplaySubscription(r.Context(), tenant, r.PathValue("id"), r.URL.Query().Get(api.QuerySince))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, c)
-	return nil
+	return s.subscriptionCall(w, r, func(ctx context.Context, tenant, id string) (any, error) {
+		return s.claims.ReplaySubscription(ctx, tenant, id, r.URL.Query().Get(api.QuerySince))
+	})
 }
 
 // Live stream timing: how often it looks for new events, how often an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,4 +128,14 @@ func newTrap(t *testing.T) *trap {
 func servetestStart(t *testing.T, f *fleet) *servetest.Server {
 	t.Helper()
 	return servetest.Start(t, f.bin, f.dir, "--config", f.cfg, "--data", f.dir)
+}
+
+// listenLoopback is a listener on a free port of 127.0.0.1.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

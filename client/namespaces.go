@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -42,7 +41,7 @@ func (c *Client) Namespaces(ctx context.Context) ([]claimcheck.NamespaceInfo, er
 			return nil, err
 		}
 		if cursor != "" {
-			req.URL.RawQuery = url.Values{api.QueryCursor: {cursor}}.Encode()
+			req.URL.RawQuery = api.FormatPageQuery(cursor, 0).Encode()
 		}
 		resp, err := c.do(req, http.StatusOK, "list namespaces", "")
 		if err != nil {

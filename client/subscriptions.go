@@ -68,14 +68,7 @@ func (c *Client) SubscriptionPage(ctx context.Context, cursor string, limit int)
 	if err != nil {
 		return claimcheck.SubscriptionPage{}, fmt.Errorf("subscriptions: %w", err)
 	}
-	v := url.Values{}
-	if cursor != "" {
-		v.Set(api.QueryCursor, cursor)
-	}
-	if limit > 0 {
-		v.Set(api.QueryLimit, strconv.Itoa(limit))
-	}
-	req.URL.RawQuery = v.Encode()
+	req.URL.RawQuery = api.FormatPageQuery(cursor, limit).Encode()
 	resp, err := c.do(req, http.StatusOK, "subscriptions", "")
 	if err != nil {
 		return claimcheck.SubscriptionPage{}, err
@@ -221,14 +214,7 @@ func (c *Client) SubscriptionAttempts(ctx context.Context, id, cursor string, li
 	if err != nil {
 		return page, fmt.Errorf("subscription attempts: %w", err)
 	}
-	v := url.Values{}
-	if cursor != "" {
-		v.Set(api.QueryCursor, cursor)
-	}
-	if limit > 0 {
-		v.Set(api.QueryLimit, strconv.Itoa(limit))
-	}
-	req.URL.RawQuery = v.Encode()
+	req.URL.RawQuery = api.FormatPageQuery(cursor, limit).Encode()
 	err = c.subscriptionCall(req, "subscription attempts", id, &page)
 	return page, err
 }

@@ -38,6 +38,19 @@ func ParsePageQuery(v url.Values) (cursor string, limit int, err error) {
 	return v.Get(QueryCursor), limit, nil
 }
 
+// FormatPageQuery is the query ParsePageQuery reads: cursor and limit,
+// each left out when not given ("" and 0).
+func FormatPageQuery(cursor string, limit int) url.Values {
+	v := url.Values{}
+	if cursor != "" {
+		v.Set(QueryCursor, cursor)
+	}
+	if limit > 0 {
+		v.Set(QueryLimit, strconv.Itoa(limit))
+	}
+	return v
+}
+
 // Query parameters of GET /v1/events/stream: the filter of a
 // subscription (type and ns repeated or comma-separated, label as
 // key=value, repeated), and where to resume when the client cannot send

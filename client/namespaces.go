@@ -40,9 +40,7 @@ func (c *Client) Namespaces(ctx context.Context) ([]claimcheck.NamespaceInfo, er
 		if err != nil {
 			return nil, err
 		}
-		if cursor != "" {
-			req.URL.RawQuery = api.FormatPageQuery(cursor, 0).Encode()
-		}
+		req.URL.RawQuery = api.FormatPageQuery(cursor, 0).Encode()
 		resp, err := c.do(req, http.StatusOK, "list namespaces", "")
 		if err != nil {
 			return nil, err

@@ -95,6 +95,16 @@ func FaultOf(err error) Fault {
 	return FaultUnavailable
 }
 
+// RangeNotSatisfiable reports whether err is a storage service's 416
+// answer: a range read that starts at or past the object's end. Stores
+// turn it into an empty read (Store.NewRangeReader), so that an object
+// shorter than the caller recorded reads as short, which is damage, and
+// never as the storage being unavailable.
+func RangeNotSatisfiable(err error) bool {
+	var hs interface{ HTTPStatusCode() int }
+	return errors.As(err, &hs) && hs.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+}
+
 func faultOfStatus(status int) Fault {
 	switch {
 	case status == http.StatusNotFound:

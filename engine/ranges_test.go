@@ -11,8 +11,11 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/claimcheck/claimcheck"
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/compress"
 	"github.com/claimcheck/claimcheck/engine"
+	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
 // Ranged redeems (ranges.go, internal/storedform, ADR 0110) on the real store:
@@ -330,4 +333,48 @@ func TestRedeemRangeTruncatedPlain(t *testing.T) {
 	if _, _, err := b.redeemRange(t, ref, 0, 10); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 		t.Fatalf("after the damage was found: %v, want ErrChecksumMismatch", err)
 	}
+}
+
+// A plain object on MinIO cut short underneath the store: a range that
+// starts past the cut is answered 416 by S3, which is the object being
+// shorter than recorded (damage, checksum_mismatch), not the storage
+// being unavailable.
+func TestRedeemRangePastTheCutOnS3(t *testing.T) {
+	u, _, _ := testsvc.S3(t)
+	bs := blobtest.Open(t, u)
+	t.Cleanup(func() { bs.Close() })
+	b := setup(t, ranged, func(c *engine.Config) { c.BlobStore = bs })
+	data := jsonDoc(100_000)
+	ref := b.put(t, "plain", data)
+	key := onlyKey(t, bs)
+	stored, err := io.ReadAll(mustReader(t, bs, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := bs.NewWriter(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(stored[:50_000]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.redeemRange(t, ref, 90_000, 1000); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+		t.Fatalf("range past the cut: %v, want ErrChecksumMismatch", err)
+	}
+	if _, _, err := b.redeemRange(t, ref, 0, 10); !errors.Is(err, claimcheck.ErrChecksumMismatch) {
+		t.Fatalf("after the damage was found: %v, want ErrChecksumMismatch", err)
+	}
+}
+
+func mustReader(t *testing.T, bs blob.Store, key string) io.Reader {
+	t.Helper()
+	r, err := bs.NewReader(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

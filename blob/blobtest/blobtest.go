@@ -453,8 +453,10 @@ func testPartialRead(t *testing.T, h *harness) {
 }
 
 // testRangeRead: NewRangeReader gives exactly the bytes asked for, fewer
-// past the end (never an error: the engine checks the count itself), and
-// ErrNotFound for a missing object.
+// past the end and none for a range that starts past it (never an error:
+// the engine checks the count itself, and an object shorter than
+// recorded is damage, not an outage), and ErrNotFound for a missing
+// object.
 func testRangeRead(t *testing.T, h *harness) {
 	key := h.key("ranged")
 	data := payload(300<<10, 9)
@@ -465,6 +467,9 @@ func testRangeRead(t *testing.T, h *harness) {
 		{int64(len(data)) - 10, -1, int64(len(data)) - 10, int64(len(data))},
 		{int64(len(data)) - 10, 100, int64(len(data)) - 10, int64(len(data))},
 		{0, -1, 0, int64(len(data))},
+		{int64(len(data)), 10, int64(len(data)), int64(len(data))},
+		{int64(len(data)) + 65536, 100, int64(len(data)), int64(len(data))},
+		{int64(len(data)) + 1, -1, int64(len(data)), int64(len(data))},
 	} {
 		r, err := h.store.NewRangeReader(t.Context(), key, c.off, c.n)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	gcblob "gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -156,7 +157,14 @@ func (b *Bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, erro
 func (b *Bucket) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	r, err := b.b.NewRangeReader(ctx, key, offset, length, nil)
 	if err != nil {
-		return nil, b.wrap("read", key, err)
+		err = b.wrap("read", key, err)
+		if offset > 0 && blob.RangeNotSatisfiable(err) {
+			// Starts at or past the end (S3, GCS and Azure answer 416;
+			// a missing object is 404 first): no bytes, as the contract
+			// says.
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return nil, err
 	}
 	return &reader{r: r, key: key, wrap: b.wrap}, nil
 }

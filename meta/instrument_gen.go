@@ -58,6 +58,7 @@ const (
 	opKey
 	opKeyPage
 	opKeys
+	opLeases
 	opListClaims
 	opLiveDataKey
 	opLiveDataKeys
@@ -157,6 +158,7 @@ var opNames = [numOps]string{
 	opKey:                     "Key",
 	opKeyPage:                 "KeyPage",
 	opKeys:                    "Keys",
+	opLeases:                  "Leases",
 	opListClaims:              "ListClaims",
 	opLiveDataKey:             "LiveDataKey",
 	opLiveDataKeys:            "LiveDataKeys",
@@ -479,6 +481,12 @@ func (w *instrumented) KeyPage(ctx context.Context, tenant string, afterCreated 
 func (w *instrumented) Keys(ctx context.Context, tenant string) ([]APIKey, error) {
 	ctx, call := w.begin(ctx, opKeys)
 	r0, err := w.next.Keys(ctx, tenant)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) Leases(ctx context.Context, prefix string, now time.Time) ([]LeaseHolding, error) {
+	ctx, call := w.begin(ctx, opLeases)
+	r0, err := w.next.Leases(ctx, prefix, now)
 	return r0, call.end(err)
 }
 

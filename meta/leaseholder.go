@@ -15,3 +15,12 @@ func LeaseHolder() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }
+
+// LeaseHolding is a live lease as Store.Leases reports it.
+type LeaseHolding struct {
+	Name   string
+	Holder string
+	// ReleaseRequested: another holder asked for the lease
+	// (Store.RequestLeaseRelease) since Holder took it.
+	ReleaseRequested bool
+}

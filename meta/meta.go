@@ -470,6 +470,12 @@ type Store interface {
 	// the lock, on whichever replica, end (ADR 0185).
 	RequestLeaseRelease(ctx context.Context, name, holder string) error
 
+	// Leases returns the leases live at now whose names begin with
+	// prefix, by name: who holds each and whether another asked for it
+	// (RequestLeaseRelease). A read. The dispatcher's replicas share the
+	// subscriptions out by it (ADR 0285).
+	Leases(ctx context.Context, prefix string, now time.Time) ([]LeaseHolding, error)
+
 	// CheckLease reports whether holder has the named lease at now, and
 	// whether another asked it to give the lease up since holder took
 	// it. A read: it renews nothing.

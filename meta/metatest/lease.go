@@ -2,10 +2,13 @@ package metatest
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
 )
 
 func testLease(t *testing.T, h *harness) {
@@ -232,4 +235,39 @@ func testLeaseReleaseContended(t *testing.T, h *harness) {
 		}()
 	}
 	wg.Wait()
+}
+
+// testLeases: Leases lists the live leases under a prefix, by name, with
+// their holders and release requests; an expired or released lease is
+// not listed, nor one whose name only matches if a LIKE wildcard in the
+// prefix were taken as one.
+func testLeases(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	take := func(name, holder string, ttl time.Duration) {
+		t.Helper()
+		if ok, err := h.s.TryLease(ctx, name, holder, h.now(), ttl); err != nil || !ok {
+			t.Fatalf("TryLease(%s, %s) = %v, %v; want the lease", name, holder, ok, err)
+		}
+	}
+	take("shard_1/b", "r1", time.Minute)
+	take("shard_1/a", "r2", time.Minute)
+	take("shard_1/short", "r1", time.Second)
+	take("shard_1/gone", "r1", time.Minute)
+	take("shardX1/wildcard", "r1", time.Minute)
+	take("other", "r1", time.Minute)
+	if err := h.s.ReleaseLease(ctx, "shard_1/gone", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.RequestLeaseRelease(ctx, "shard_1/b", "r2"); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(2 * time.Second)
+	got, err := h.s.Leases(ctx, "shard_1/", h.now())
+	want := []meta.LeaseHolding{{Name: "shard_1/a", Holder: "r2"}, {Name: "shard_1/b", Holder: "r1", ReleaseRequested: true}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Leases(shard_1/) = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := h.s.Leases(ctx, "none/", h.now()); err != nil || len(got) != 0 {
+		t.Fatalf("Leases(none/) = %+v, %v; want none", got, err)
+	}
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"LeaseRelease", testLeaseRelease},
 		{"LeaseReleaseContended", testLeaseReleaseContended},
+		{"Leases", testLeases},
 		{"NotFound", testNotFound},
 		{"Ping", testPing},
 		{"Concurrent", testConcurrent},

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
 )
 
 // TryLease takes or renews a named lease; see meta.Store. One upsert
@@ -57,6 +60,35 @@ func (s *Store) RequestLeaseRelease(ctx context.Context, name, holder string) er
 	return nil
 }
 
+// Leases reads the live leases under a prefix; see meta.Store. The
+// prefix is matched with LIKE, its wildcards escaped.
+func (s *Store) Leases(ctx context.Context, prefix string, now time.Time) ([]meta.LeaseHolding, error) {
+	var out []meta.LeaseHolding
+	err := s.read(ctx, func(q *txq) error {
+		out = out[:0]
+		rows, err := q.query(`SELECT name, holder, release_requested FROM leases
+			WHERE name LIKE ? ESCAPE '\' AND expires_at > ? ORDER BY name`, likePrefix(prefix), now.UnixNano())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var l meta.LeaseHolding
+			var requested int64
+			if err := rows.Scan(&l.Name, &l.Holder, &requested); err != nil {
+				return err
+			}
+			l.ReleaseRequested = requested != 0
+			out = append(out, l)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlmeta: leases %s*: %w", prefix, err)
+	}
+	return out, nil
+}
+
 // CheckLease reads whether holder has a lease and was asked to give it
 // up; see meta.Store.
 func (s *Store) CheckLease(ctx context.Context, name, holder string, now time.Time) (held, releaseRequested bool, err error) {
@@ -75,4 +107,10 @@ func (s *Store) CheckLease(ctx context.Context, name, holder string, now time.Ti
 		return false, false, fmt.Errorf("sqlmeta: check lease %s: %w", name, err)
 	}
 	return held, releaseRequested, nil
+}
+
+// likePrefix is the LIKE pattern (escape character \) of the names
+// beginning with prefix.
+func likePrefix(prefix string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix) + "%"
 }

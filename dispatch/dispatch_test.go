@@ -26,6 +26,7 @@ import (
 	"github.com/claimcheck/claimcheck/engine"
 	"github.com/claimcheck/claimcheck/internal/testkit/enginetest"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )
 
 // t0 is the fake clock's start.
@@ -678,5 +679,61 @@ func TestConfigTargetMode(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "subscriptions.targets[0].events_per_request: 2000") {
 		t.Errorf("a target with events_per_request 2000: %v, want a refusal naming the field", err)
+	}
+}
+
+// TestNothingDeliveredBesideAReplicaFromBeforeTheShards: while another
+// replica holds the single events-dispatch lease of a version without
+// shards (ADR 0285), this one delivers nothing; once that lease is
+// given up, every event arrives.
+func TestNothingDeliveredBesideAReplicaFromBeforeTheShards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var old *sqlmeta.Store
+	e := setup(t, func(c *engine.Config) {
+		// The old replica holds its lease before this one starts.
+		var err error
+		if old, err = sqlmeta.Open(ctx, c.Metadata); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { old.Close() })
+		if ok, err := old.TryLease(ctx, dispatch.DispatchLease, "a replica from before the shards", c.Clock.Now(), time.Hour); err != nil || !ok {
+			t.Fatalf("TryLease = %v, %v", ok, err)
+		}
+	})
+	r := newReceiver(t)
+	e.subscribe(t, claimcheck.DefaultTenant, r, claimcheck.EventFilter{Types: []string{"created"}})
+	ref := e.put(t, "orders", claimcheck.PutOptions{})
+	// The dispatcher is running once its member lease is there; its
+	// looks (each tick, a second of the clock apart) then find the old
+	// lease and take no shard.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if l, err := old.Leases(ctx, dispatch.DispatchLease+"/member/", e.clock.Now()); err == nil && len(l) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the dispatcher's member lease")
+		}
+	}
+	for range 3 {
+		e.clock.Advance(tick)
+		time.Sleep(20 * time.Millisecond) // a few of the dispatcher's 5ms ticks
+	}
+	if l, err := old.Leases(ctx, dispatch.DispatchLease+"/shard/", e.clock.Now()); err != nil || len(l) != 0 {
+		t.Fatalf("shards taken beside a replica from before the shards: %+v, %v", l, err)
+	}
+	r.mu.Lock()
+	early := len(r.got)
+	r.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d events delivered while a replica from before the shards held the lease", early)
+	}
+	if err := old.ReleaseLease(ctx, dispatch.DispatchLease, "a replica from before the shards"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(tick)
+	r.wait("the created event", func() bool { return len(r.got) >= 1 })
+	if got := r.kinds()[ref.ID]; !slices.Equal(got, []string{"created"}) {
+		t.Errorf("claim %s: got %v, want created", ref.ID, got)
 	}
 }

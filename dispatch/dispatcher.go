@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,9 @@ import (
 	"github.com/claimcheck/claimcheck/service"
 )
 
-// DispatchLease is the lease the delivering replica holds.
+// DispatchLease names the dispatcher's leases: the shards and members
+// (shards.go) are named under it. Alone, it is the lease a replica from
+// before the shards delivered for every subscription under.
 const DispatchLease = "events-dispatch"
 
 // relist is how often the holder reads the subscriptions again while
@@ -36,8 +39,8 @@ const relist = time.Second
 // event after a quiet spell is looked for within 400ms of settling.
 const quietLooks = 4
 
-// leaseTTL is how long a dispatcher that stopped renewing keeps the
-// lease: a replica killed mid-delivery is replaced after at most this.
+// leaseTTL is how long a dispatcher that stopped renewing keeps its
+// shards: a replica killed mid-delivery is replaced after at most this.
 const leaseTTL = 10 * time.Second
 
 // SecretOpener returns the signing key of a subscription from its stored
@@ -45,13 +48,15 @@ const leaseTTL = 10 * time.Second
 type SecretOpener func(s meta.Subscription) ([]byte, error)
 
 // Store is what the dispatcher needs of the metadata store: the
-// DispatchLease, the subscriptions with their cursors, and the event
+// dispatch leases (shards.go), the subscriptions with their cursors, and the event
 // feed they read, the parked events (ADR 0277) and the log of events
 // (a dead-lettered subscription says so). Its methods are those of meta.Store, which documents
 // them.
 type Store interface {
 	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
+	Leases(ctx context.Context, prefix string, now time.Time) ([]meta.LeaseHolding, error)
+	RequestLeaseRelease(ctx context.Context, name, holder string) error
 	Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error)
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
@@ -63,8 +68,8 @@ type Store interface {
 	AppendEvents(ctx context.Context, events []meta.Event) error
 }
 
-// Dispatcher delivers events to subscriptions while it holds the
-// DispatchLease.
+// Dispatcher delivers events to the subscriptions of the shards it
+// holds (shards.go).
 type Dispatcher struct {
 	cfg     Config
 	meta    Store
@@ -72,7 +77,7 @@ type Dispatcher struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	post    *poster
-	lease   *service.Lease // DispatchLease, kept across ticks
+	shards  *shards // this replica's part of the subscriptions
 	metrics *metrics
 	svc     service.StartStop
 
@@ -82,10 +87,13 @@ type Dispatcher struct {
 	subs     map[string]*subState // by subKey: ids are unique per tenant (ADR 0269)
 	listed   []meta.Subscription  // as last read
 	listedAt time.Time
+
+	laggingAt time.Time // when MarkLagging last ran here
 }
 
 // subState is what the holder keeps of a subscription between rounds.
 type subState struct {
+	shard    int // shardOf the subscription
 	running  bool
 	next     time.Time // no attempt before (backoff)
 	failures int
@@ -129,12 +137,8 @@ func New(cfg Config, m Store, open SecretOpener, clk clock.Clock, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	// The lease is renewed at a third of its TTL: a write every few
-	// seconds, not every tick.
-	lease := service.NewLease(m, service.LeaseConfig{Name: DispatchLease, Holder: meta.LeaseHolder(), TTL: leaseTTL,
-		RenewAfter: leaseTTL / 3, Clock: clk, Logger: log})
 	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
-		lease: lease, metrics: newMetrics(reg), subs: map[string]*subState{}}
+		shards: newShards(m, meta.LeaseHolder(), clk, log), metrics: newMetrics(reg), subs: map[string]*subState{}}
 }
 
 // SubscriptionsChanged tells the dispatcher that a subscription was
@@ -146,7 +150,7 @@ func (d *Dispatcher) SubscriptionsChanged() { d.relistNow.Store(true) }
 func (d *Dispatcher) Start(ctx context.Context) { d.svc.Start(ctx, d.run) }
 
 // Stop ends the dispatcher and waits for its deliveries; idempotent. It
-// gives the lease up, so another replica takes over at once.
+// gives its shards up, so other replicas take over at once.
 func (d *Dispatcher) Stop() {
 	if d.svc.Stop() {
 		d.post.closeIdle()
@@ -155,54 +159,76 @@ func (d *Dispatcher) Stop() {
 
 // run ticks every interval (real time: the tests move a fake clock that
 // the rounds read, with the loop running) until Stop, then waits for the
-// rounds in flight and gives the lease up.
+// rounds in flight and gives the shards up.
 func (d *Dispatcher) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	_ = service.Every(ctx, service.Config{Name: "dispatch", Interval: d.cfg.Interval, RunAtStart: true},
 		func(ctx context.Context) { d.hold(ctx, &wg) })
 	wg.Wait()
-	if d.lease.Held() {
-		d.lease.Release(ctx)
-	}
+	d.shards.releaseAll(ctx)
+	d.metrics.shards.Set(0)
 }
 
-// hold keeps the lease and, while it is held, ticks.
+// hold keeps this replica's shards and ticks for them, then gives up the
+// drained ones.
 func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
-	term, err := d.lease.Keep(ctx)
-	if err != nil && ctx.Err() == nil {
-		d.log.Warn("dispatch: lease", "err", err)
-	}
-	if term.Began {
-		d.forget() // a new term: what another holder did is in the cursors and the parked events
-	}
-	if term.Tried {
-		// Read again after a new term (another holder moved the
-		// cursors) and after MarkLagging (it moves states).
+	if taken := d.shards.keep(ctx); len(taken) > 0 {
+		// What another replica did in them is in the cursors and the
+		// parked events: read them again.
+		d.forget(taken)
 		d.relistNow.Store(true)
-		if term.Held {
-			if n, err := d.meta.MarkLagging(ctx, d.clock.Now().Add(-d.cfg.LagBound)); err == nil {
-				d.metrics.lagging.Set(float64(n))
-			} else if ctx.Err() == nil {
-				d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
-			}
-		}
 	}
-	if term.Held {
+	d.metrics.shards.Set(float64(d.shards.count()))
+	if d.shards.held[0] {
+		d.markLagging(ctx)
+	}
+	if d.shards.count() > 0 {
 		d.tick(ctx, wg)
+	}
+	d.shards.releaseDrained(ctx, d.runningIn)
+}
+
+// markLagging marks the subscriptions of every shard behind lag_bound,
+// from the holder of shard 0 every few seconds, and has them read again
+// (it moves states).
+func (d *Dispatcher) markLagging(ctx context.Context) {
+	if d.clock.Now().Sub(d.laggingAt) < leaseTTL/3 {
+		return
+	}
+	d.laggingAt = d.clock.Now()
+	if n, err := d.meta.MarkLagging(ctx, d.clock.Now().Add(-d.cfg.LagBound)); err == nil {
+		d.metrics.lagging.Set(float64(n))
+		d.relistNow.Store(true)
+	} else if ctx.Err() == nil {
+		d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
 	}
 }
 
 // subKey names a subscription among every tenant's: its tenant and id.
 func subKey(s meta.Subscription) string { return s.Tenant + "\x00" + s.ID }
 
-func (d *Dispatcher) forget() {
+// forget drops what this replica kept of the subscriptions of shards
+// (none of them is in a round: the shards were not held).
+func (d *Dispatcher) forget(shards []int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for id, st := range d.subs {
-		if !st.running {
-			delete(d.subs, id)
+	for key, st := range d.subs {
+		if !st.running && slices.Contains(shards, st.shard) {
+			delete(d.subs, key)
 		}
 	}
+}
+
+// runningIn reports whether a round of a subscription of shard k runs.
+func (d *Dispatcher) runningIn(k int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, st := range d.subs {
+		if st.running && st.shard == k {
+			return true
+		}
+	}
+	return false
 }
 
 // tick starts a round for every subscription that is due and not in a
@@ -261,11 +287,15 @@ func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 	defer d.mu.Unlock()
 	live := map[string]bool{}
 	for _, s := range d.listed {
+		shard := shardOf(s.Tenant, s.ID)
+		if !d.shards.held[shard] {
+			continue // another replica's: its state, if any, goes below
+		}
 		k := subKey(s)
 		live[k] = true
 		st := d.subs[k]
 		if st == nil {
-			st = &subState{}
+			st = &subState{shard: shard}
 			d.subs[k] = st
 		}
 		switch {
@@ -287,7 +317,7 @@ func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 		if s.State == meta.SubscriptionDeadLettered {
 			dead++
 		}
-		if !s.Enabled || s.State == meta.SubscriptionDeadLettered {
+		if !s.Enabled || s.State == meta.SubscriptionDeadLettered || !d.shards.delivers(shard) {
 			continue
 		}
 		if st.running || now.Before(st.next) || now.Before(st.quietTil) {

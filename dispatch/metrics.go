@@ -9,6 +9,7 @@ type metrics struct {
 	lag          prometheus.Histogram
 	lagging      prometheus.Gauge
 	deadLettered prometheus.Gauge
+	shards       prometheus.Gauge
 }
 
 // newMetrics registers the dispatcher's metrics on reg (nil: not
@@ -17,7 +18,8 @@ type metrics struct {
 //	claimcheck_event_deliveries_total{result}    ok, refused (not 2xx), error (no answer)
 //	claimcheck_event_delivery_lag_seconds        event written to receiver's 2xx
 //	claimcheck_subscriptions_lagging             behind lag_bound: pruning no longer waits for them
-//	claimcheck_subscriptions_dead_lettered       delivery stopped
+//	claimcheck_subscriptions_dead_lettered       delivery stopped (of this replica's shards)
+//	claimcheck_dispatch_shards_held              this replica's shards of the subscriptions
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -35,13 +37,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deadLettered: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "claimcheck_subscriptions_dead_lettered",
-			Help: "Subscriptions whose delivery stopped after an event kept failing past subscriptions.dead_letter_after.",
+			Help: "Subscriptions of this replica's shards whose delivery stopped after an event kept failing past subscriptions.dead_letter_after.",
+		}),
+		shards: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "claimcheck_dispatch_shards_held",
+			Help: "Shards of the subscriptions this replica delivers for (of 16, shared out over the replicas).",
 		}),
 	}
 	m.ok, m.refused, m.errored = m.deliveries.WithLabelValues("ok"), m.deliveries.WithLabelValues("refused"),
 		m.deliveries.WithLabelValues("error")
 	if reg != nil {
-		reg.MustRegister(m.deliveries, m.lag, m.lagging, m.deadLettered)
+		reg.MustRegister(m.deliveries, m.lag, m.lagging, m.deadLettered, m.shards)
 	}
 	return m
 }

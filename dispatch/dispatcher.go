@@ -26,13 +26,18 @@ import (
 // before the shards delivered for every subscription under.
 const DispatchLease = "events-dispatch"
 
-// relist is how often the holder reads the subscriptions again while
-// nothing in this process changed them: a change made on another replica
-// is seen within it (a new subscription starts at its creation, so it
-// misses nothing for it). Between reads, rounds go on from the cursors
-// the holder stored itself; every tick reading the table cost each
-// replica a read transaction ten times a second.
+// relist is how often the dispatcher looks whether the subscriptions
+// changed (the cursor meta.SubscriptionsChanged, one row) while nothing
+// in this process changed them: a change made on another replica is seen
+// within it (a new subscription starts at its creation, so it misses
+// nothing for it), and the table is read again only then. Between reads,
+// rounds go on from the cursors the dispatcher stored itself; reading
+// the table every second cost 8% of a core at 10,000 subscriptions.
 const relist = time.Second
+
+// relistAnyway is how often the subscriptions are read again even when
+// the cursor did not move.
+const relistAnyway = time.Minute
 
 // quietLooks bounds the wait between looks for events of a subscription
 // whose last looks found none, in poll intervals: with the defaults an
@@ -58,6 +63,7 @@ type Store interface {
 	Leases(ctx context.Context, prefix string, now time.Time) ([]meta.LeaseHolding, error)
 	RequestLeaseRelease(ctx context.Context, name, holder string) error
 	Subscriptions(ctx context.Context, tenant string) ([]meta.Subscription, error)
+	Cursor(ctx context.Context, name string) (string, error)
 	MarkLagging(ctx context.Context, bound time.Time) (int, error)
 	FeedEvents(ctx context.Context, tenant string, afterSeq, upTo int64, limit int, labels bool) ([]meta.FeedEvent, error)
 	AdvanceSubscription(ctx context.Context, tenant, id string, p meta.SubscriptionProgress) error
@@ -85,10 +91,16 @@ type Dispatcher struct {
 
 	mu       sync.Mutex
 	subs     map[string]*subState // by subKey: ids are unique per tenant (ADR 0269)
-	listed   []meta.Subscription  // as last read
-	listedAt time.Time
+	listed   []listedSub          // as last read
+	listedAt time.Time            // when the table was last read, or found unchanged
+	readAt   time.Time            // when the table was last read
+	version  string               // meta.SubscriptionsChanged as of that read
 
 	laggingAt time.Time // when MarkLagging last ran here
+
+	// quiet is, by tenant, a span of the feed known to hold none of the
+	// tenant's events (feedpage.go). Used by the loop only (tick).
+	quiet map[string]quietSpan
 }
 
 // subState is what the holder keeps of a subscription between rounds.
@@ -110,6 +122,16 @@ type subState struct {
 	parked map[string][]meta.ParkedEvent
 	rows   int
 	loaded bool
+}
+
+// lookedQuiet records a look at now that found nothing to send: the
+// next is after twice the wait of the last empty look, up to quietLooks
+// intervals, so an idle replica does not look ten times a second for
+// nothing, and the first event after a quiet spell still waits at most
+// that.
+func (st *subState) lookedQuiet(now time.Time, interval time.Duration) {
+	st.idle = min(st.idle+1, 8)
+	st.quietTil = now.Add(min(interval<<(st.idle-1), quietLooks*interval) - interval)
 }
 
 // lane is what one lane of a round writes its deliveries with: reused
@@ -138,7 +160,8 @@ func New(cfg Config, m Store, open SecretOpener, clk clock.Clock, log *slog.Logg
 		log = slog.Default()
 	}
 	return &Dispatcher{cfg: cfg, meta: m, open: open, clock: clk, log: log, post: newPoster(cfg.TargetPolicy, cfg.Timeout),
-		shards: newShards(m, meta.LeaseHolder(), clk, log), metrics: newMetrics(reg), subs: map[string]*subState{}}
+		shards: newShards(m, meta.LeaseHolder(), clk, log), metrics: newMetrics(reg), subs: map[string]*subState{},
+		quiet: map[string]quietSpan{}}
 }
 
 // SubscriptionsChanged tells the dispatcher that a subscription was
@@ -189,8 +212,8 @@ func (d *Dispatcher) hold(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // markLagging marks the subscriptions of every shard behind lag_bound,
-// from the holder of shard 0 every few seconds, and has them read again
-// (it moves states).
+// from the holder of shard 0 every few seconds; a state it moves moves
+// meta.SubscriptionsChanged, so every replica reads them again.
 func (d *Dispatcher) markLagging(ctx context.Context) {
 	if d.clock.Now().Sub(d.laggingAt) < leaseTTL/3 {
 		return
@@ -198,7 +221,6 @@ func (d *Dispatcher) markLagging(ctx context.Context) {
 	d.laggingAt = d.clock.Now()
 	if n, err := d.meta.MarkLagging(ctx, d.clock.Now().Add(-d.cfg.LagBound)); err == nil {
 		d.metrics.lagging.Set(float64(n))
-		d.relistNow.Store(true)
 	} else if ctx.Err() == nil {
 		d.log.Warn("dispatch: mark lagging subscriptions", "err", err)
 	}
@@ -206,6 +228,35 @@ func (d *Dispatcher) markLagging(ctx context.Context) {
 
 // subKey names a subscription among every tenant's: its tenant and id.
 func subKey(s meta.Subscription) string { return s.Tenant + "\x00" + s.ID }
+
+// listedSub is a subscription as the table was last read, with what
+// every tick needs of it worked out once.
+type listedSub struct {
+	meta.Subscription
+	key   string // subKey
+	shard int    // shardOf
+}
+
+// relistNeeded reports whether the subscriptions must be read again: a
+// change in this process, or the cursor meta.SubscriptionsChanged moved
+// since the last read (looked at once a relist), or relistAnyway passed.
+// version is the cursor as read now, for the read that follows.
+func (d *Dispatcher) relistNeeded(ctx context.Context) (fresh bool, version string) {
+	now := d.clock.Now()
+	forced := d.relistNow.Swap(false)
+	if !forced && now.Sub(d.listedAt) < relist {
+		return false, ""
+	}
+	v, err := d.meta.Cursor(ctx, meta.SubscriptionsChanged)
+	if err != nil {
+		return true, ""
+	}
+	if !forced && v == d.version && d.listed != nil && now.Sub(d.readAt) < relistAnyway {
+		d.listedAt = now
+		return false, v
+	}
+	return true, v
+}
 
 // forget drops what this replica kept of the subscriptions of shards
 // (none of them is in a round: the shards were not held).
@@ -234,7 +285,7 @@ func (d *Dispatcher) runningIn(k int) bool {
 // tick starts a round for every subscription that is due and not in a
 // round already: a slow receiver holds up only its own subscription.
 func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
-	fresh := d.relistNow.Swap(false) || d.clock.Now().Sub(d.listedAt) >= relist
+	fresh, version := d.relistNeeded(ctx)
 	if fresh {
 		subs, err := d.meta.Subscriptions(ctx, "")
 		if err != nil {
@@ -244,7 +295,11 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			return
 		}
-		d.listed, d.listedAt = subs, d.clock.Now()
+		d.listed = d.listed[:0]
+		for _, s := range subs {
+			d.listed = append(d.listed, listedSub{Subscription: s, key: subKey(s), shard: shardOf(s.Tenant, s.ID)})
+		}
+		d.listedAt, d.readAt, d.version = d.clock.Now(), d.clock.Now(), version
 	}
 	rounds := d.dueRounds(fresh)
 	if len(rounds) == 0 {
@@ -254,6 +309,9 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 	// each takes its events from the page, not from a read of its own.
 	pages := d.readPages(ctx, rounds)
 	for _, r := range rounds {
+		if d.nothingToSend(r, pages[r.sub.Tenant]) {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -271,38 +329,54 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// nothingToSend reports whether r's page holds everything after its
+// cursor and that is nothing, while it has no parked events: then its
+// round would only find that out, so it is not started (an idle
+// subscription costs no goroutine and no read) and counts as a quiet
+// look.
+func (d *Dispatcher) nothingToSend(r dueRound, pg *feedPage) bool {
+	es, whole := pg.eventsFor(r.sub, d.cfg.Batch)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !whole || len(es) > 0 || !r.st.loaded || r.st.rows > 0 {
+		return false
+	}
+	r.st.lookedQuiet(pg.at, d.cfg.Interval)
+	r.st.running = false
+	return true
+}
+
 // dueRound is a subscription whose round a tick starts, as it stands.
 type dueRound struct {
 	sub meta.Subscription
 	st  *subState
 }
 
-// dueRounds marks running and returns every subscription that is due
-// and not in a round already, and forgets the removed ones.
+// dueRounds marks running and returns every subscription of this
+// replica's shards that is due and not in a round already, and, after a
+// read of the table, forgets the removed ones.
 func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 	now := d.clock.Now()
 	dead := 0
 	var rounds []dueRound
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	live := map[string]bool{}
-	for _, s := range d.listed {
-		shard := shardOf(s.Tenant, s.ID)
-		if !d.shards.held[shard] {
-			continue // another replica's: its state, if any, goes below
+	for i := range d.listed {
+		ls := &d.listed[i]
+		if !d.shards.held[ls.shard] {
+			continue // another replica's; a state kept of it is forgotten when its shard is taken
 		}
-		k := subKey(s)
-		live[k] = true
-		st := d.subs[k]
+		st := d.subs[ls.key]
 		if st == nil {
-			st = &subState{shard: shard}
-			d.subs[k] = st
+			st = &subState{shard: ls.shard}
+			d.subs[ls.key] = st
 		}
+		s := &ls.Subscription
 		switch {
 		case st.running:
 			// Its round leaves the subscription as it stands after it.
 		case fresh || st.sub == nil:
-			c := s
+			c := ls.Subscription
 			st.sub = &c
 			// A subscription known to have parked events has them
 			// read again before its next round: a retry (here or on
@@ -312,27 +386,39 @@ func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 				st.loaded = false
 			}
 		default:
-			s = *st.sub // as its last round left it
+			s = st.sub // as its last round left it
 		}
 		if s.State == meta.SubscriptionDeadLettered {
 			dead++
 		}
-		if !s.Enabled || s.State == meta.SubscriptionDeadLettered || !d.shards.delivers(shard) {
+		if !s.Enabled || s.State == meta.SubscriptionDeadLettered || !d.shards.delivers(ls.shard) {
 			continue
 		}
 		if st.running || now.Before(st.next) || now.Before(st.quietTil) {
 			continue
 		}
 		st.running = true
-		rounds = append(rounds, dueRound{sub: s, st: st})
+		rounds = append(rounds, dueRound{sub: *s, st: st})
 	}
-	for id, st := range d.subs {
-		if !live[id] && !st.running {
-			delete(d.subs, id)
-		}
+	if fresh {
+		d.forgetRemoved()
 	}
 	d.metrics.deadLettered.Set(float64(dead))
 	return rounds
+}
+
+// forgetRemoved drops the states of subscriptions no longer listed
+// (deleted) that are not in a round. d.mu is held.
+func (d *Dispatcher) forgetRemoved() {
+	live := make(map[string]bool, len(d.listed))
+	for i := range d.listed {
+		live[d.listed[i].key] = true
+	}
+	for key, st := range d.subs {
+		if !live[key] && !st.running {
+			delete(d.subs, key)
+		}
+	}
 }
 
 // A round delivers the subscription's next batch in four stages, each a
@@ -415,12 +501,7 @@ func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState
 	}
 	due := st.due(now, d.cfg.Batch)
 	if len(es) == 0 && len(due) == 0 {
-		// Nothing new: look again after twice the wait of the last
-		// empty look, up to quietLooks intervals, so an idle replica
-		// does not read the table ten times a second for nothing, and
-		// the first event after a quiet spell still waits at most that.
-		st.idle = min(st.idle+1, 8)
-		st.quietTil = now.Add(min(d.cfg.Interval<<(st.idle-1), quietLooks*d.cfg.Interval) - d.cfg.Interval)
+		st.lookedQuiet(now, d.cfg.Interval)
 		return roundPlan{}, false
 	}
 	st.idle, st.quietTil = 0, time.Time{}

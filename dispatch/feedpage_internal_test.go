@@ -51,6 +51,8 @@ func TestFeedPageAnswersAsOwnRead(t *testing.T) {
 		{"labels wanted, none read", page(100, false, 11), sub(10, true), 3, nil, false},
 		{"full page, less than a batch left", page(40, false, 11, 20, 30, 40), sub(30, false), 3, []int64{40}, false},
 		{"full page, a batch left", page(40, false, 11, 20, 30, 40), sub(10, false), 3, []int64{11, 20, 30}, true},
+		{"cursor before the page, in a quiet span reaching it", quietPage(page(100, false, 11), quietSpan{2, 10}), sub(5, false), 3, []int64{11}, true},
+		{"cursor before a quiet span", quietPage(page(100, false, 11), quietSpan{6, 10}), sub(5, false), 3, nil, false},
 	} {
 		got, ok := c.pg.eventsFor(c.s, c.batch)
 		if ok != c.wantOK || (ok && !slices.Equal(seqsOf(got), c.want)) {
@@ -60,6 +62,35 @@ func TestFeedPageAnswersAsOwnRead(t *testing.T) {
 			if (e.Labels != nil) != (len(c.s.Labels) > 0) {
 				t.Errorf("%s: event %d labels %v for a filter with labels %v", c.name, e.Seq, e.Labels, c.s.Labels)
 			}
+		}
+	}
+}
+
+func quietPage(pg *feedPage, q quietSpan) *feedPage {
+	pg.quiet = q
+	return pg
+}
+
+// Quiet spans: a subscription at a cursor inside one reads from its end;
+// spans that meet join, others replace.
+func TestQuietSpans(t *testing.T) {
+	q := quietSpan{after: 10, through: 50}
+	for cursor, want := range map[int64]int64{5: 5, 10: 50, 30: 50, 50: 50, 60: 60} {
+		if got := q.from(cursor); got != want {
+			t.Errorf("from(%d) = %d, want %d", cursor, got, want)
+		}
+	}
+	for _, c := range []struct {
+		after, through int64
+		want           quietSpan
+	}{
+		{50, 80, quietSpan{10, 80}}, // meets at the end
+		{30, 80, quietSpan{10, 80}}, // overlaps
+		{60, 80, quietSpan{60, 80}}, // an event between: a new span
+		{5, 80, quietSpan{5, 80}},   // read from before it
+	} {
+		if got := q.joined(c.after, c.through); got != c.want {
+			t.Errorf("joined(%d, %d) = %+v, want %+v", c.after, c.through, got, c.want)
 		}
 	}
 }

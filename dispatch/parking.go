@@ -179,8 +179,14 @@ func (st *subState) apply(set settlement) {
 // storeParking stores the settlement's parked events, deletes the
 // delivered ones and records the retried ones.
 func (d *Dispatcher) storeParking(ctx context.Context, s meta.Subscription, set settlement) error {
+	// The lanes kept in memory (subState.apply) hold events parked by
+	// this holder's rounds as they were planned, without the names the
+	// rows are keyed by: every write names them here.
 	for i := range set.park {
 		set.park[i].Tenant, set.park[i].SubscriptionID = s.Tenant, s.ID
+	}
+	for i := range set.update {
+		set.update[i].Tenant, set.update[i].SubscriptionID = s.Tenant, s.ID
 	}
 	if err := d.meta.ParkEvents(ctx, set.park); err != nil {
 		return err

@@ -88,6 +88,13 @@ type SubscriptionProgress struct {
 // FeedEvent is an event as the dispatcher and the live stream read it:
 // its tenant resolved (a claim's through its namespace) and the labels
 // of its claim.
+// SubscriptionsChanged names the cursor (Store.Cursor) that every change
+// of the subscriptions other than a round's own progress sets to a new
+// token: creates, deletes, resumes, replays, retries, the configured
+// targets' sync and MarkLagging's moves. A dispatcher reads the
+// subscriptions again only when it moved (ADR 0278).
+const SubscriptionsChanged = "subscriptions_changed"
+
 type FeedEvent struct {
 	Event
 	Labels map[string]string
@@ -111,7 +118,9 @@ type SubscriptionStore interface {
 	SyncConfigSubscriptions(ctx context.Context, subs []Subscription) error
 
 	// Subscriptions returns the subscriptions of tenant ("" every
-	// tenant's), ordered by tenant and id.
+	// tenant's), ordered by tenant and id. Every change to them but a
+	// round's own progress (AdvanceSubscription) also rewrites the
+	// cursor SubscriptionsChanged in the same transaction.
 	Subscriptions(ctx context.Context, tenant string) ([]Subscription, error)
 
 	// SubscriptionPage returns up to limit subscriptions of tenant with

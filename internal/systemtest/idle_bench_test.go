@@ -2,6 +2,7 @@ package systemtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )
 
 // TestMeasureIdleSubscriptions is the idle cost of a tenant at its
@@ -20,8 +24,10 @@ import (
 // RSS over CLAIMCHECK_BENCH_IDLE_SECONDS (default 60), beside the same
 // server with one subscription. CLAIMCHECK_BENCH_IDLE_SUBS=N measures N
 // subscriptions too, with the limit raised to N in the config (ADR 0278:
-// the idle cost does not grow with N). docs/PERFORMANCE.md has the
-// figures.
+// the idle cost does not grow with N). CLAIMCHECK_BENCH_IDLE_TENANTS=T
+// spreads those N over T tenants (written into the metadata store
+// beside the running server, as the API would write them: the API makes
+// a tenant's only). docs/PERFORMANCE.md has the figures.
 func TestMeasureIdleSubscriptions(t *testing.T) {
 	if os.Getenv("CLAIMCHECK_BENCH_IDLE") == "" {
 		t.Skip("a measurement: set CLAIMCHECK_BENCH_IDLE=1")
@@ -37,6 +43,7 @@ func TestMeasureIdleSubscriptions(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CLAIMCHECK_BENCH_IDLE_SUBS")); err == nil && n > 0 {
 		counts = append(counts, n)
 	}
+	tenants, _ := strconv.Atoi(os.Getenv("CLAIMCHECK_BENCH_IDLE_TENANTS"))
 	for _, n := range counts {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "claimcheck.yaml")
@@ -48,6 +55,10 @@ func TestMeasureIdleSubscriptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		url, pid := startServerProcess(t, bin, dir, "--config", cfg, "--data", dir)
+		if tenants > 1 && n > 100 {
+			subscribeTenants(t, filepath.Join(dir, "claimcheck.db"), rec.URL, n, tenants)
+			n = -n // the loop below makes none
+		}
 		for i := range n {
 			body := fmt.Sprintf(`{"url":%q}`, rec.URL+"/"+strconv.Itoa(i))
 			resp, err := http.Post(url+"/v1/subscriptions", "application/json", bytes.NewReader([]byte(body)))
@@ -70,8 +81,9 @@ func TestMeasureIdleSubscriptions(t *testing.T) {
 		if !ok0 || !ok1 {
 			t.Skip("no /proc CPU counters here")
 		}
-		t.Logf("%4d subscriptions, idle %s: CPU %s (%.1f%% of a core), RSS %.1f MiB",
-			n, window, cpu1-cpu0, 100*(cpu1-cpu0).Seconds()/window.Seconds(), float64(processRSS(pid))/(1<<20))
+		n = max(n, -n)
+		t.Logf("%4d subscriptions over %d tenants, idle %s: CPU %s (%.1f%% of a core), RSS %.1f MiB",
+			n, max(1, min(tenants, n/100)), window, cpu1-cpu0, 100*(cpu1-cpu0).Seconds()/window.Seconds(), float64(processRSS(pid))/(1<<20))
 	}
 }
 
@@ -88,4 +100,24 @@ func processRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// subscribeTenants writes n subscriptions to url, spread over tenants
+// tenants, into the SQLite metadata store at path.
+func subscribeTenants(t *testing.T, path, url string, n, tenants int) {
+	ctx := context.Background()
+	m, err := sqlmeta.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	now := time.Now()
+	for i := range n {
+		s := meta.Subscription{ID: fmt.Sprintf("s%05d", i), Tenant: fmt.Sprintf("t%03d", i%tenants), URL: url + "/" + strconv.Itoa(i),
+			Secret: []byte("whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="), Enabled: true, Source: meta.SourceAPI,
+			CreatedAt: now, Cursor: now.UnixNano(), State: meta.SubscriptionActive}
+		if err := m.CreateSubscription(ctx, s, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

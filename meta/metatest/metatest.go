@@ -98,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"AuditLifecycle", testAuditLifecycle},
 		{"SubscriptionsHoldPruning", testSubscriptionsHoldPruning},
 		{"SubscriptionsByTenant", testSubscriptionsByTenant},
+		{"SubscriptionsChangedCursor", testSubscriptionsChangedCursor},
 		{"ParkedEvents", testParkedEvents},
 		{"AuditPrune", testAuditPrune},
 		{"AuditConcurrentAppends", testAuditConcurrentAppends},

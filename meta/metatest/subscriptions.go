@@ -270,3 +270,42 @@ func testParkedEvents(t *testing.T, h *harness) {
 		t.Fatalf("a removed target's parked events: %+v", got)
 	}
 }
+
+// testSubscriptionsChangedCursor: every change of the subscriptions
+// moves the cursor meta.SubscriptionsChanged, a round's own progress
+// and a retry or MarkLagging that changes nothing do not (a dispatcher
+// reads the table again only when it moved, ADR 0278).
+func testSubscriptionsChangedCursor(t *testing.T, h *harness) {
+	ctx := h.ctx()
+	sub := meta.Subscription{ID: "s1", Tenant: "ta", URL: "http://127.0.0.1/", Secret: []byte("whsec_x"), Enabled: true,
+		Source: meta.SourceAPI, CreatedAt: h.now(), Cursor: h.now().UnixNano(), State: meta.SubscriptionActive}
+	last, err := h.s.Cursor(ctx, meta.SubscriptionsChanged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, moves bool, f func() error) {
+		t.Helper()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		v, err := h.s.Cursor(ctx, meta.SubscriptionsChanged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (v != last) != moves {
+			t.Errorf("%s: the cursor went from %q to %q; want moved %v", what, last, v, moves)
+		}
+		last = v
+	}
+	step("create", true, func() error { return h.s.CreateSubscription(ctx, sub, 0) })
+	step("a round's progress", false, func() error {
+		return h.s.AdvanceSubscription(ctx, "ta", "s1", meta.SubscriptionProgress{Cursor: sub.Cursor + 1, State: meta.SubscriptionActive, Delivered: 1})
+	})
+	step("retry with nothing parked", false, func() error { _, err := h.s.RetryParked(ctx, "ta", "s1", h.now()); return err })
+	step("mark lagging, nothing behind", false, func() error { _, err := h.s.MarkLagging(ctx, h.now().Add(-time.Hour)); return err })
+	step("mark lagging, one behind", true, func() error { _, err := h.s.MarkLagging(ctx, h.now().Add(time.Hour)); return err })
+	step("replay", true, func() error { return h.s.ReplaySubscription(ctx, "ta", "s1", sub.Cursor) })
+	step("resume", true, func() error { return h.s.ResumeSubscription(ctx, "ta", "s1") })
+	step("sync the configured ones", true, func() error { return h.s.SyncConfigSubscriptions(ctx, nil) })
+	step("delete", true, func() error { return h.s.DeleteSubscription(ctx, "ta", "s1") })
+}

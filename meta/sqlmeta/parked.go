@@ -127,7 +127,10 @@ func (s *Store) RetryParked(ctx context.Context, tenant, id string, now time.Tim
 		var err error
 		n, err = q.exec(`UPDATE subscription_parked SET state = ?, attempts = 0, failing_since = 0, next_attempt = ?
 			WHERE tenant = ? AND subscription_id = ?`, meta.ParkedWaiting, now.UnixNano(), tenant, id)
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlmeta: retry parked events of subscription %s: %w", id, err)
@@ -144,7 +147,10 @@ func (s *Store) ReplaySubscription(ctx context.Context, tenant, id string, curso
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: replay subscription %s: %w", id, err)

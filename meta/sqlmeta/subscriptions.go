@@ -2,8 +2,10 @@ package sqlmeta
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +82,10 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription, l
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		return q.insertSubscription(sub)
+		if err := q.insertSubscription(sub); err != nil {
+			return err
+		}
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: create subscription %s: %w", sub.ID, err)
@@ -148,7 +153,7 @@ func (s *Store) SyncConfigSubscriptions(ctx context.Context, subs []meta.Subscri
 				}
 			}
 		}
-		return nil
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: subscriptions of the config: %w", err)
@@ -235,8 +240,10 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, id string) error
 			return err
 		}
 		// Its parked events go with it (ADR 0277).
-		_, err = q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, tenant, id)
-		return err
+		if _, err = q.exec(`DELETE FROM subscription_parked WHERE tenant = ? AND subscription_id = ?`, tenant, id); err != nil {
+			return err
+		}
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: delete subscription %s: %w", id, err)
@@ -252,7 +259,10 @@ func (s *Store) ResumeSubscription(ctx context.Context, tenant, id string) error
 		if err == nil && n == 0 {
 			err = meta.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return q.subscriptionsChanged()
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: resume subscription %s: %w", id, err)
@@ -282,13 +292,20 @@ func (s *Store) AdvanceSubscription(ctx context.Context, tenant, id string, p me
 func (s *Store) MarkLagging(ctx context.Context, bound time.Time) (int, error) {
 	var n int
 	err := s.write(ctx, func(q *txq) error {
-		if _, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND enabled = 1 AND cursor_seq < ?`,
-			meta.SubscriptionLagging, meta.SubscriptionActive, bound.UnixNano()); err != nil {
+		lagging, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND enabled = 1 AND cursor_seq < ?`,
+			meta.SubscriptionLagging, meta.SubscriptionActive, bound.UnixNano())
+		if err != nil {
 			return err
 		}
-		if _, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND cursor_seq >= ?`,
-			meta.SubscriptionActive, meta.SubscriptionLagging, bound.UnixNano()); err != nil {
+		active, err := q.exec(`UPDATE subscriptions SET state = ? WHERE state = ? AND cursor_seq >= ?`,
+			meta.SubscriptionActive, meta.SubscriptionLagging, bound.UnixNano())
+		if err != nil {
 			return err
+		}
+		if lagging+active > 0 {
+			if err := q.subscriptionsChanged(); err != nil {
+				return err
+			}
 		}
 		return q.queryRow(`SELECT COUNT(*) FROM subscriptions WHERE state = ? AND enabled = 1`, meta.SubscriptionLagging).Scan(&n)
 	})
@@ -410,4 +427,14 @@ func endBetweenSeqs[E any](out []E, limit int, seq func(E) int64) []E {
 		return out
 	}
 	return out[:i]
+}
+
+// subscriptionsChanged sets the cursor meta.SubscriptionsChanged to a new
+// token, in the transaction that changes the subscriptions.
+func (q *txq) subscriptionsChanged() error {
+	var token [8]byte
+	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails
+	_, err := q.exec(`INSERT INTO cursors (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, meta.SubscriptionsChanged, hex.EncodeToString(token[:]))
+	return err
 }

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"sort"
 	"syscall"
 
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	apiKey := fs.String("api-key", os.Getenv("CLAIMCHECK_API_KEY"), "producer or admin API key of the namespace's tenant (default $CLAIMCHECK_API_KEY)")
 	ns := fs.String("ns", cctemporal.DefaultNamespace, "claimcheck namespace the claims go to (the keeper's)")
 	source := fs.String("source", "", "storage URL of the driver's bucket: s3://bucket?region=…, gs://bucket, azblob://container (required)")
-	bucket := fs.String("bucket", "", "the bucket's name as the references write it (default: the --source URL's host)")
+	bucket := fs.String("bucket", "", "the bucket's name as the references write it (default: the --source URL's host; a file:// directory's name)")
 	prefix := fs.String("prefix", "v0/", "only keys under this prefix (e.g. v0/ns/<namespace>/)")
 	apply := fs.Bool("apply", false, "adopt for real; without it, a dry run that changes nothing")
 	keep := fs.Bool("keep-source", false, "leave the objects in the bucket after adopting them")
@@ -67,11 +68,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("--source is required")
 	}
 	if *bucket == "" {
-		u, err := url.Parse(*source)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("--source %q: want a storage URL with the bucket as its host, or give --bucket", *source)
+		name, err := bucketOf(*source)
+		if err != nil {
+			return err
 		}
-		*bucket = u.Host
+		*bucket = name
 	}
 	var opts []client.Option
 	if *apiKey != "" {
@@ -114,6 +115,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errRefused
 	}
 	return nil
+}
+
+// bucketOf is the bucket a storage URL names: its host, or for a
+// directory (file://) its last element.
+func bucketOf(source string) (string, error) {
+	u, err := url.Parse(source)
+	switch {
+	case err != nil:
+	case u.Host != "":
+		return u.Host, nil
+	case u.Scheme == "file" && path.Base(u.Path) != "/" && path.Base(u.Path) != ".":
+		return path.Base(u.Path), nil
+	}
+	return "", fmt.Errorf("--source %q: want a storage URL naming the bucket (s3://bucket?…), or give --bucket", source)
 }
 
 func printSummary(out io.Writer, rep cctemporal.AdoptReport) {

@@ -57,7 +57,7 @@ type AdoptOutcome string
 const (
 	AdoptAdopted AdoptOutcome = "adopted"         // stored as a claim (dry run: would be)
 	AdoptAlready AdoptOutcome = "already-adopted" // a claim has it from an earlier run
-	AdoptUnowned AdoptOutcome = "unowned"         // the key names no workflow run: left where it is
+	AdoptUnowned AdoptOutcome = "unowned"         // the key names no workflow run (or names too long for a label): left where it is
 	AdoptForeign AdoptOutcome = "not-a-driver-key"
 	AdoptRefused AdoptOutcome = "refused" // bytes fail the key's hash, or the put failed
 	AdoptMissing AdoptOutcome = "missing" // listed, then gone before it was read
@@ -138,8 +138,12 @@ func adoptOne(ctx context.Context, c claimcheck.Claims, o AdoptOptions, key stri
 		obj.Outcome = AdoptForeign
 		return obj
 	}
-	if !k.Workflow() {
-		obj.Outcome = AdoptUnowned // a standalone activity's, or no owner: no run to end with
+	if !k.Workflow() || !labelable(k) {
+		// A standalone activity's, or no owner: no run to end with. Or
+		// a name longer than a label holds: the keeper, reading the cut
+		// label, would not find the run and would let the claim expire
+		// while its history still needs it.
+		obj.Outcome = AdoptUnowned
 		return obj
 	}
 	ci, found, err := adoptedClaim(ctx, c, o.Namespace, o.Bucket, key)
@@ -178,6 +182,16 @@ func adoptOne(ctx context.Context, c claimcheck.Claims, o AdoptOptions, key stri
 	}
 	obj.Claim = ref.ID
 	return deleteSource(ctx, o, obj)
+}
+
+// labelable reports whether the run's names fit claim labels whole.
+func labelable(k ForeignKey) bool {
+	for _, v := range []string{k.Namespace, k.WorkflowType, k.WorkflowID, k.RunID} {
+		if len(v) > maxLabelValue {
+			return false
+		}
+	}
+	return true
 }
 
 // deleteSource deletes an adopted object unless told to keep it (or in a

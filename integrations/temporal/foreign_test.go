@@ -177,3 +177,32 @@ func TestAdoptRefusesReplayUnsafeNamespace(t *testing.T) {
 		t.Fatalf("adopt into a delete-after-read namespace: %v, want ErrReplayUnsafe", err)
 	}
 }
+
+// Adopt leaves alone what the keeper could not end with its run: a
+// standalone activity's object, one without an owner, and one whose
+// workflow id is longer than a label holds (the keeper would read the
+// cut id, find no run, and let the claim expire under a live history).
+func TestAdoptLeavesWhatNoRunOwns(t *testing.T) {
+	b, s := memBucket(t)
+	data, _, _ := stockObject(t, "b")
+	h := hexSum(data)
+	long := strings.Repeat("w", 300)
+	for _, key := range []string{
+		"v0/ns/default/at/Fetch/ai/1/ri/r/d/sha256/" + h,
+		"v0/d/sha256/" + h,
+		"v0/ns/default/wt/W/wi/" + long + "/ri/r/d/sha256/" + h,
+		"v0/ns/default/wt/W/wi/ok/ri/r/d/sha256/" + h,
+		"other/file",
+	} {
+		writeObject(t, s, key, data)
+	}
+	store := openStore(t)
+	rep, err := cctemporal.Adopt(context.Background(), store, cctemporal.AdoptOptions{Bucket: "b", Objects: b})
+	if err != nil || rep.Counts[cctemporal.AdoptUnowned] != 3 || rep.Counts[cctemporal.AdoptAdopted] != 1 || rep.Deleted != 1 {
+		t.Fatalf("adopt: %+v, %v; want 3 unowned, 1 adopted", rep, err)
+	}
+	left, _, _ := b.List(context.Background(), "", "", 0)
+	if len(left) != 4 {
+		t.Fatalf("bucket after adoption: %v; want everything but the adopted object", left)
+	}
+}

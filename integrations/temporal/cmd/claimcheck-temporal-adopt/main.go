@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/claimcheck/claimcheck/client"
@@ -101,13 +102,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if o.Err != nil {
 			line += " error=" + o.Err.Error()
 		}
-		fmt.Fprintln(out, line)
+		// A line that cannot be written changes nothing adopted; the
+		// summary's write error is returned.
+		_, _ = fmt.Fprintln(out, line)
 	}
 	rep, err := cctemporal.Adopt(ctx, cl, cctemporal.AdoptOptions{
 		Bucket: *bucket, Objects: objs, Namespace: *ns, Prefix: *prefix,
 		DryRun: !*apply, KeepSource: *keep, Each: each,
 	})
-	printSummary(out, rep)
+	if _, werr := io.WriteString(out, summary(rep)); werr != nil && err == nil {
+		err = werr
+	}
 	if err != nil {
 		return err
 	}
@@ -131,7 +136,8 @@ func bucketOf(source string) (string, error) {
 	return "", fmt.Errorf("--source %q: want a storage URL naming the bucket (s3://bucket?…), or give --bucket", source)
 }
 
-func printSummary(out io.Writer, rep cctemporal.AdoptReport) {
+// summary is the last line: the mode and the count of each outcome.
+func summary(rep cctemporal.AdoptReport) string {
 	mode := "applied"
 	if rep.DryRun {
 		mode = "dry run (nothing changed; --apply to adopt)"
@@ -141,9 +147,11 @@ func printSummary(out io.Writer, rep cctemporal.AdoptReport) {
 		outcomes = append(outcomes, string(o))
 	}
 	sort.Strings(outcomes)
-	fmt.Fprintf(out, "%s: %d objects listed", mode, rep.Listed)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d objects listed", mode, rep.Listed)
 	for _, o := range outcomes {
-		fmt.Fprintf(out, ", %s %d", o, rep.Counts[cctemporal.AdoptOutcome(o)])
+		fmt.Fprintf(&b, ", %s %d", o, rep.Counts[cctemporal.AdoptOutcome(o)])
 	}
-	fmt.Fprintf(out, ", sources deleted %d\n", rep.Deleted)
+	fmt.Fprintf(&b, ", sources deleted %d\n", rep.Deleted)
+	return b.String()
 }

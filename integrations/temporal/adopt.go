@@ -77,7 +77,7 @@ type AdoptReport struct {
 	DryRun   bool
 	Listed   int
 	Counts   map[AdoptOutcome]int
-	Deleted  int   // source objects deleted
+	Deleted  int // source objects deleted
 	Refusals []error
 }
 

@@ -9,10 +9,7 @@ package foreignbucket
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 
 	"github.com/claimcheck/claimcheck/blob"
 	_ "github.com/claimcheck/claimcheck/blob/allstores" // the URL schemes
@@ -36,13 +33,10 @@ func Open(ctx context.Context, storageURL string) (Bucket, error) {
 // Of reads s as a foreign driver's bucket.
 func Of(s blob.Store) Bucket { return Bucket{s: s} }
 
-// Read returns the object's bytes; a missing object's error wraps
-// fs.ErrNotExist.
+// Read returns the object's bytes; a missing object's error is
+// blob.ErrNotFound, which matches fs.ErrNotExist.
 func (b Bucket) Read(ctx context.Context, key string) ([]byte, error) {
 	r, err := b.s.NewReader(ctx, key)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
-	}
 	if err != nil {
 		return nil, err
 	}

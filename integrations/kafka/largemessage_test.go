@@ -32,7 +32,7 @@ import (
 // gs:// URI, compressed as Kafka's Java client frames each codec (gzip
 // stream, snappy-java's xerial framing, LZ4 frame, zstd frame).
 
-func compressVector(t *testing.T, c LargeCompression, data []byte) []byte {
+func compressVector(t testing.TB, c LargeCompression, data []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	switch c {
@@ -271,4 +271,35 @@ func TestLargeMessageWriterRefusesStoredForms(t *testing.T) {
 	if !errors.Is(err, claimcheck.ErrInvalidArgument) || !strings.Contains(err.Error(), "LargeMessage.URIPrefix") {
 		t.Fatalf("http prefix: %v", err)
 	}
+}
+
+// FuzzDecodeLarge: no record makes DecodeLarge panic or hand out more
+// than MaxSize bytes, and every refusal is permanent or a read of a
+// configured bucket.
+func FuzzDecodeLarge(f *testing.F) {
+	f.Add([]byte{0, 'x'}, []byte{}, byte(0), false)
+	f.Add([]byte("s3://payloads/k"), []byte{1}, byte(0), true)
+	f.Add(compressVector(f, LargeZstd, make([]byte, 3000)), []byte{0}, byte(4), true)
+	f.Add(append([]byte{0}, compressVector(f, LargeSnappy, []byte("snappy payload"))...), []byte{}, byte(2), true)
+	f.Add([]byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff}, []byte{0}, byte(2), true)
+	f.Fuzz(func(t *testing.T, value, flag []byte, comp byte, withComp bool) {
+		s, _ := blob.Open(context.Background(), "mem://")
+		defer func() { _ = s.Close() }()
+		putObject(t, s, "k", []byte("stored"))
+		cfg := LargeMessageConfig{Buckets: map[string]ObjectReader{"s3://payloads": s}, MaxSize: 4096}
+		var hs []kgo.RecordHeader
+		if len(flag) > 0 {
+			hs = append(hs, kgo.RecordHeader{Key: HeaderLargeValue, Value: flag})
+		}
+		if withComp {
+			hs = append(hs, kgo.RecordHeader{Key: HeaderLargeCompression, Value: []byte{comp}})
+		}
+		out, err := DecodeLarge(context.Background(), cfg, value, hs, false)
+		if err != nil && !claimcheck.Permanent(err) {
+			t.Fatalf("a refusal that is not permanent: %v", err)
+		}
+		if int64(len(out)) > cfg.MaxSize {
+			t.Fatalf("%d bytes out, MaxSize %d", len(out), cfg.MaxSize)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,4 +206,25 @@ func TestAdoptLeavesWhatNoRunOwns(t *testing.T) {
 	if len(left) != 4 {
 		t.Fatalf("bucket after adoption: %v; want everything but the adopted object", left)
 	}
+}
+
+// FuzzParseForeignKey: no key makes the parser panic; a key it accepts
+// ends in its hash, and a refusal names the key.
+func FuzzParseForeignKey(f *testing.F) {
+	h := hexSum([]byte("x"))
+	for _, k := range []string{"v0/d/sha256/" + h, "v0/ns/a/wt/b/wi/c%2F/ri/null/d/sha256/" + h, "v0/ns/%zz/d/sha256/" + h, "v0//d/sha256/" + h} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		k, err := cctemporal.ParseForeignKey(key)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(key)) {
+				t.Fatalf("refusal %v does not name the key", err)
+			}
+			return
+		}
+		if !strings.HasSuffix(key, "/d/sha256/"+k.Hash) || len(k.Hash) != 64 {
+			t.Fatalf("accepted %q with hash %q", key, k.Hash)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -302,4 +303,29 @@ func FuzzDecodeLarge(f *testing.F) {
 			t.Fatalf("%d bytes out, MaxSize %d", len(out), cfg.MaxSize)
 		}
 	})
+}
+
+// failingReader is a bucket whose service is down.
+type failingReader struct{}
+
+func (failingReader) NewReader(context.Context, string) (io.ReadCloser, error) {
+	return nil, errors.New("connection refused")
+}
+
+// A consumer tells an outage (the record is re-read) from a record that
+// can never be read (the handler is told, the record dead-lettered).
+func TestLargeMessageResolveOutageOrLoss(t *testing.T) {
+	cfg := &LargeMessageConfig{Buckets: map[string]ObjectReader{"s3://down": failingReader{}, "s3://up": memStore(t)}}
+	down := &kgo.Record{Topic: topic, Value: append([]byte{1}, "s3://down/k"...)}
+	if m, err := resolve(t.Context(), nil, cfg, down); err == nil {
+		t.Fatalf("outage: %+v; want an error to retry", m)
+	}
+	gone := &kgo.Record{Topic: topic, Value: append([]byte{1}, "s3://up/missing"...)}
+	m, err := resolve(t.Context(), nil, cfg, gone)
+	if err != nil || m.Err == nil || !errors.Is(m.Err, claimcheck.ErrNotFound) || m.Body != nil {
+		t.Fatalf("missing object: %+v, %v; want Message.Err (not found) and no body", m, err)
+	}
+	if got := claimcheck.ResolveFailure(m.Err); got != "not_found" {
+		t.Fatalf("metric label %q, want not_found", got)
+	}
 }

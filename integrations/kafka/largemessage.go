@@ -310,7 +310,9 @@ func (w LargeMessageWriter) check(pol claimcheck.Policy, ns string) error {
 // or a URI (backed).
 func (w LargeMessageWriter) encode(flag byte, body []byte) ([]byte, []kgo.RecordHeader) {
 	if w.Headers {
-		return body, []kgo.RecordHeader{{Key: HeaderLargeValue, Value: []byte{flag}}}
+		// The compression header too, saying none: the object is the
+		// payload as it is, and a reader that expects the header finds it.
+		return body, []kgo.RecordHeader{{Key: HeaderLargeValue, Value: []byte{flag}}, {Key: HeaderLargeCompression, Value: []byte{byte(LargeNone)}}}
 	}
 	return append([]byte{flag}, body...), nil
 }

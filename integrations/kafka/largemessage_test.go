@@ -329,3 +329,16 @@ func TestLargeMessageResolveOutageOrLoss(t *testing.T) {
 		t.Fatalf("metric label %q, want not_found", got)
 	}
 }
+
+// With headers, the writer says the compression (none) as well as the flag.
+func TestLargeMessageWriterHeaders(t *testing.T) {
+	w := LargeMessageWriter{URIPrefix: "s3://b/", Headers: true}
+	v, hs := w.encode(largeBacked, []byte("s3://b/k"))
+	if string(v) != "s3://b/k" || len(hs) != 2 || hs[0].Key != HeaderLargeValue || hs[0].Value[0] != 1 ||
+		hs[1].Key != HeaderLargeCompression || hs[1].Value[0] != 0 {
+		t.Fatalf("value %q, headers %v", v, hs)
+	}
+	if v, hs := (LargeMessageWriter{URIPrefix: "s3://b/"}).encode(largeInline, []byte("x")); string(v) != "\x00x" || hs != nil {
+		t.Fatalf("first-byte placement: %q, %v", v, hs)
+	}
+}

@@ -8,14 +8,15 @@ import (
 )
 
 // runbookFiles are the documents whose code blocks a reader runs as they
-// stand: the operations runbook and the integrations' READMEs.
+// stand: the operations runbook, the migration guide and the
+// integrations' READMEs.
 func runbookFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("integrations/*/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"docs/OPERATIONS.md"}, files...)
+	return append([]string{"docs/OPERATIONS.md", "docs/MIGRATING.md"}, files...)
 }
 
 // runnableLangs are the fence languages a reader would run.

@@ -30,15 +30,26 @@ package blob
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 )
 
-// ErrNotFound is returned when an object does not exist.
-var ErrNotFound = errors.New("blob: object not found")
+// ErrNotFound is returned when an object does not exist. It is also
+// fs.ErrNotExist (errors.Is), so that code reading a Store through a
+// narrower interface of its own (the integrations read other tools'
+// buckets through one, and may not import this package) can tell a
+// missing object from an outage.
+var ErrNotFound error = notFoundError{}
+
+type notFoundError struct{}
+
+func (notFoundError) Error() string { return "blob: object not found" }
+
+// Is makes ErrNotFound match fs.ErrNotExist.
+func (notFoundError) Is(target error) bool { return target == fs.ErrNotExist }
 
 // Attributes describe a stored object.
 type Attributes struct {

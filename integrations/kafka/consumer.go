@@ -57,6 +57,9 @@ type ConsumerConfig struct {
 	Metrics *Metrics
 	// Logger receives release failures (default slog.Default()).
 	Logger *slog.Logger
+	// LargeMessage, when set, reads records without HeaderRef in
+	// bakdata's large-message format (largemessage.go, ADR 0281).
+	LargeMessage *LargeMessageConfig
 }
 
 // Consumer is a consumer-group member that resolves claim-check envelopes
@@ -220,16 +223,28 @@ func (c *Consumer) handleBatch(ctx context.Context, records []*kgo.Record) error
 // resolved is reported in Message.Err; an error that a retry may cure
 // (the store is unavailable, ctx ended) is returned.
 func (c *Consumer) Resolve(ctx context.Context, rec *kgo.Record) (*Message, error) {
-	return resolve(ctx, c.claims, rec)
+	return resolve(ctx, c.claims, c.cfg.LargeMessage, rec)
 }
 
-func resolve(ctx context.Context, claims claimcheck.Claims, rec *kgo.Record) (*Message, error) {
+func resolve(ctx context.Context, claims claimcheck.Claims, large *LargeMessageConfig, rec *kgo.Record) (*Message, error) {
 	m := &Message{Record: rec}
 	var raw []byte
 	for _, h := range rec.Headers {
 		if h.Key == HeaderRef {
 			raw = h.Value
 		}
+	}
+	if raw == nil && large != nil {
+		body, err := DecodeLarge(ctx, *large, rec.Value, rec.Headers, false)
+		switch {
+		case err == nil:
+			m.Body = body
+		case claimcheck.Permanent(err):
+			m.Err = err
+		default:
+			return nil, err
+		}
+		return m, nil
 	}
 	if raw == nil {
 		m.Body = rec.Value

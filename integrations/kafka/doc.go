@@ -20,6 +20,10 @@
 // so that the partition moves on. See docs/adr/0040 in the repository for
 // what happens when a produce fails.
 //
+// Records in bakdata's large-message format are read with
+// ConsumerConfig.LargeMessage and written, for stock bakdata consumers,
+// with PublisherConfig.LargeMessage (largemessage.go).
+//
 // The store can be the embedded *engine.Store or a remote
 // *client.Client: both implement claimcheck.Claims.
 package kafka

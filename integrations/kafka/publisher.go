@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -54,6 +55,9 @@ type PublisherConfig struct {
 	Labels map[string]string
 	// Metrics receives the publisher's metrics (nil: none).
 	Metrics *Metrics
+	// LargeMessage, when set, writes bakdata's large-message format for
+	// stock bakdata consumers (largemessage.go, ADR 0281).
+	LargeMessage *LargeMessageWriter
 }
 
 // Publisher produces records through a kgo.Client, offloading large
@@ -79,12 +83,19 @@ func NewPublisher(ctx context.Context, claims claimcheck.Claims, client *kgo.Cli
 		return nil, fmt.Errorf("kafka publisher: %w: threshold %d and consumers %d must not be negative", claimcheck.ErrInvalidArgument, cfg.Threshold, cfg.Consumers)
 	}
 	threshold := int64(cfg.Threshold)
-	if threshold == 0 {
+	if threshold == 0 || cfg.LargeMessage != nil {
 		pol, err := claims.Policy(ctx, cfg.Namespace)
 		if err != nil {
 			return nil, fmt.Errorf("kafka publisher: policy of %s: %w", cfg.Namespace, err)
 		}
-		threshold = int64(pol.Threshold)
+		if threshold == 0 {
+			threshold = int64(pol.Threshold)
+		}
+		if cfg.LargeMessage != nil {
+			if err := cfg.LargeMessage.check(pol, cfg.Namespace); err != nil {
+				return nil, fmt.Errorf("kafka publisher: %w", err)
+			}
+		}
 	}
 	return &Publisher{claims: claims, client: client, cfg: cfg, threshold: threshold}, nil
 }
@@ -127,11 +138,17 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 			}
 			return p.abort(ctx, records, refs[:i], fmt.Errorf("publish to %s: offload: %w", r.Topic, err))
 		}
+		refs[i] = v.Ref
+		if p.cfg.LargeMessage != nil {
+			if out[i], err = p.largeRecord(rctx, r, v.Ref, th); err != nil {
+				return p.abort(ctx, records, refs[:i+1], fmt.Errorf("publish to %s: %w", r.Topic, err))
+			}
+			continue
+		}
 		if !v.Offloaded() {
 			out[i] = withTraceContext(r, th)
 			continue
 		}
-		refs[i] = v.Ref
 		out[i] = &kgo.Record{
 			Topic: r.Topic, Key: r.Key, Timestamp: r.Timestamp, Partition: r.Partition, Context: r.Context,
 			Headers: append(slices.Clip(r.Headers), kgo.RecordHeader{Key: HeaderRef, Value: []byte(v.Ref.String())}),
@@ -163,6 +180,28 @@ func (p *Publisher) Publish(ctx context.Context, records ...*kgo.Record) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// largeRecord is r in bakdata's format: flagged inline, or (ref set) the
+// URI of the claim's object, with the reference beside it.
+func (p *Publisher) largeRecord(ctx context.Context, r *kgo.Record, ref *claimcheck.Ref, th propagation.MapCarrier) (*kgo.Record, error) {
+	w := p.cfg.LargeMessage
+	flag, body := largeInline, r.Value
+	if ref != nil {
+		uri, err := w.objectURI(ctx, p.claims, *ref)
+		if err != nil {
+			return nil, err
+		}
+		flag, body = largeBacked, []byte(uri)
+	}
+	value, hs := w.encode(flag, body)
+	out := &kgo.Record{Topic: r.Topic, Key: r.Key, Value: value, Timestamp: r.Timestamp, Partition: r.Partition, Context: r.Context,
+		Headers: append(slices.Clip(r.Headers), hs...)}
+	if ref != nil {
+		out.Headers = append(out.Headers, kgo.RecordHeader{Key: HeaderRef, Value: []byte(ref.String())})
+	}
+	addTraceHeaders(&out.Headers, th)
+	return out, nil
 }
 
 // abort deletes the claims made for a call that produces nothing.

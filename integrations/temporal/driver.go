@@ -60,9 +60,11 @@ func NewDriver(ctx context.Context, c claimcheck.Claims, opts Options) (*Driver,
 // ExternalStorage returns the client (and worker) configuration that
 // offloads through d. The SDK's own size threshold is set to its minimum so
 // that d's selector, which knows each namespace's threshold, decides.
-func (d *Driver) ExternalStorage() converter.ExternalStorage {
+// foreign are drivers that only retrieve (NewForeignDriver): the
+// references other drivers wrote into histories still being replayed.
+func (d *Driver) ExternalStorage(foreign ...converter.StorageDriver) converter.ExternalStorage {
 	return converter.ExternalStorage{
-		Drivers:              []converter.StorageDriver{d},
+		Drivers:              append([]converter.StorageDriver{d}, foreign...),
 		DriverSelector:       d,
 		PayloadSizeThreshold: 1,
 	}

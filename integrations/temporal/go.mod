@@ -8,6 +8,7 @@ require (
 	github.com/claimcheck/claimcheck v0.0.0-20261124070726-f782dd1b9c77
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
+	go.temporal.io/sdk/contrib/aws/s3driver v0.2.0
 	go.temporal.io/sdk/contrib/opentelemetry v0.8.1
 	go.temporal.io/server v1.32.0
 	google.golang.org/protobuf v1.36.12
@@ -216,4 +217,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-

@@ -29,9 +29,9 @@ import (
 // by its URL.
 
 // tourReadmes are the files whose tour blocks run here, in this order
-// (the runbook's blocks take up where the README's tour left off: its
-// server, its ./claimcheck and its files).
-var tourReadmes = []string{"README.md", "clients/python/README.md", "docs/OPERATIONS.md"}
+// (the runbook's and the migration guide's blocks take up where the
+// README's tour left off: its server, its ./claimcheck and its files).
+var tourReadmes = []string{"README.md", "clients/python/README.md", "docs/OPERATIONS.md", "docs/MIGRATING.md"}
 
 // integrationReadmes hold a ```go.mod tour block: the lines a module
 // outside this repository adds to use the integration.

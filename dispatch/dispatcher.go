@@ -312,10 +312,11 @@ func (d *Dispatcher) tick(ctx context.Context, wg *sync.WaitGroup) {
 		if d.nothingToSend(r, pages[r.sub.Tenant]) {
 			continue
 		}
+		sub := *r.sub // before the loop can change what it points at
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, page := r.sub, pages[r.sub.Tenant]
+			s, page := sub, pages[sub.Tenant]
 			// Batch after batch while they come full: the cursor is
 			// stored after each, so what a killed holder had in flight
 			// is at most one batch. The page serves the first.
@@ -348,7 +349,10 @@ func (d *Dispatcher) nothingToSend(r dueRound, pg *feedPage) bool {
 
 // dueRound is a subscription whose round a tick starts, as it stands.
 type dueRound struct {
-	sub meta.Subscription
+	// sub points at the listing or at the state's copy: both change
+	// only in the dispatcher's loop, so a round copies it before it
+	// starts.
+	sub *meta.Subscription
 	st  *subState
 }
 
@@ -398,7 +402,7 @@ func (d *Dispatcher) dueRounds(fresh bool) []dueRound {
 			continue
 		}
 		st.running = true
-		rounds = append(rounds, dueRound{sub: *s, st: st})
+		rounds = append(rounds, dueRound{sub: s, st: st})
 	}
 	if fresh {
 		d.forgetRemoved()
@@ -480,7 +484,7 @@ type roundPlan struct {
 // when there is nothing to send, or the events could not be read.
 func (d *Dispatcher) plan(ctx context.Context, s meta.Subscription, st *subState, pg *feedPage) (roundPlan, bool) {
 	now := d.clock.Now()
-	es, shared := pg.eventsFor(s, d.cfg.Batch)
+	es, shared := pg.eventsFor(&s, d.cfg.Batch)
 	if shared {
 		// The look is the page's read: the round is as of its time, so
 		// an event settled since is the next look's, and a quiet

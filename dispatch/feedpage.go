@@ -143,7 +143,7 @@ func (d *Dispatcher) quietThrough(tenant string, pg *feedPage) {
 // limit of its tenant after its cursor, with labels only when its filter
 // names some), and whether the page holds them all; false: s reads its
 // own.
-func (pg *feedPage) eventsFor(s meta.Subscription, limit int) ([]meta.FeedEvent, bool) {
+func (pg *feedPage) eventsFor(s *meta.Subscription, limit int) ([]meta.FeedEvent, bool) {
 	if pg == nil || pg.quiet.from(s.Cursor) < pg.after || (len(s.Labels) > 0 && !pg.labels) {
 		return nil, false
 	}

@@ -54,7 +54,7 @@ func TestFeedPageAnswersAsOwnRead(t *testing.T) {
 		{"cursor before the page, in a quiet span reaching it", quietPage(page(100, false, 11), quietSpan{2, 10}), sub(5, false), 3, []int64{11}, true},
 		{"cursor before a quiet span", quietPage(page(100, false, 11), quietSpan{6, 10}), sub(5, false), 3, nil, false},
 	} {
-		got, ok := c.pg.eventsFor(c.s, c.batch)
+		got, ok := c.pg.eventsFor(&c.s, c.batch)
 		if ok != c.wantOK || (ok && !slices.Equal(seqsOf(got), c.want)) {
 			t.Errorf("%s: got %v, %v; want %v, %v", c.name, seqsOf(got), ok, c.want, c.wantOK)
 		}

@@ -581,25 +581,28 @@ func (d *Dispatcher) deliver(ctx context.Context, p roundPlan) {
 // After a request fails, the claims it carried send nothing more this
 // round, so nothing of a claim goes ahead of an earlier event of it; the
 // lane's other claims go on.
+//
+// A request of several claims that the receiver answers with a refusal
+// is sent again at once one claim a request (sendEach): a receiver that
+// refuses one claim's event refuses the whole batch, and only that way
+// are the other claims delivered and the one refused parked alone (ADR
+// 0277); a receiver refusing all of them refuses each, and the round
+// backs off as a whole. Parked events (retries, after the batch's) go in
+// requests of one claim each from the start.
 func (d *Dispatcher) deliverLane(ctx context.Context, p roundPlan, ln *lane) {
 	clear(ln.failed)
 	ln.held = ln.held[:0]
+	heldClaim := "" // the claim of the held parked events
 	flush := func() {
+		heldClaim = ""
 		if len(ln.held) == 0 {
 			return
 		}
-		ln.batch = ln.batch[:0]
-		for _, i := range ln.held {
-			ln.batch = append(ln.batch, p.events[i])
-		}
-		err := d.send(ctx, p.target, ln)
-		for _, i := range ln.held {
-			if err == nil {
-				p.done[i] = true
-			} else {
-				p.errs[i] = err
-				ln.failed[laneKey(p.events[i])] = true
-			}
+		err := d.sendHeld(ctx, p, ln, ln.held)
+		if errors.Is(err, errRefused) && !oneClaim(p, ln.held) {
+			d.sendEach(ctx, p, ln)
+		} else {
+			d.record(p, ln, ln.held, err)
 		}
 		ln.held = ln.held[:0]
 	}
@@ -607,8 +610,15 @@ func (d *Dispatcher) deliverLane(ctx context.Context, p roundPlan, ln *lane) {
 		if ctx.Err() != nil {
 			return
 		}
-		if ln.failed[laneKey(p.events[i])] {
+		k := laneKey(p.events[i])
+		if ln.failed[k] {
 			continue
+		}
+		if i >= p.batch {
+			if len(ln.held) > 0 && heldClaim != k {
+				flush()
+			}
+			heldClaim = k
 		}
 		ln.held = append(ln.held, i)
 		if len(ln.held) == p.per {
@@ -616,6 +626,63 @@ func (d *Dispatcher) deliverLane(ctx context.Context, p roundPlan, ln *lane) {
 		}
 	}
 	flush()
+}
+
+// sendHeld sends the events at idx in one request.
+func (d *Dispatcher) sendHeld(ctx context.Context, p roundPlan, ln *lane, idx []int) error {
+	ln.batch = ln.batch[:0]
+	for _, i := range idx {
+		ln.batch = append(ln.batch, p.events[i])
+	}
+	return d.send(ctx, p.target, ln)
+}
+
+// record notes the outcome of the request that carried the events at idx.
+func (d *Dispatcher) record(p roundPlan, ln *lane, idx []int, err error) {
+	for _, i := range idx {
+		if err == nil {
+			p.done[i] = true
+		} else {
+			p.errs[i] = err
+			ln.failed[laneKey(p.events[i])] = true
+		}
+	}
+}
+
+// sendEach sends the held events again one claim a request, in the order
+// of each claim's first event.
+func (d *Dispatcher) sendEach(ctx context.Context, p roundPlan, ln *lane) {
+	held := slices.Clone(ln.held)
+	sent := map[string]bool{}
+	var one []int
+	for _, first := range held {
+		k := laneKey(p.events[first])
+		if sent[k] {
+			continue
+		}
+		sent[k] = true
+		one = one[:0]
+		for _, i := range held {
+			if laneKey(p.events[i]) == k {
+				one = append(one, i)
+			}
+		}
+		if ctx.Err() != nil {
+			d.record(p, ln, one, ctx.Err())
+			continue
+		}
+		d.record(p, ln, one, d.sendHeld(ctx, p, ln, one))
+	}
+}
+
+// oneClaim reports whether the events at idx are all of one claim.
+func oneClaim(p roundPlan, idx []int) bool {
+	for _, i := range idx[1:] {
+		if laneKey(p.events[i]) != laneKey(p.events[idx[0]]) {
+			return false
+		}
+	}
+	return true
 }
 
 // settlement is what a round leaves to store: the progress, the events

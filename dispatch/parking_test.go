@@ -40,22 +40,36 @@ func newRefusingReceiver(t *testing.T) *refusingReceiver {
 	return r
 }
 
+// ServeHTTP takes a structured or a batched request, refusing the whole
+// of one that carries a refused event.
 func (r *refusingReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	var ce dispatch.CloudEvent
-	if err := json.Unmarshal(body, &ce); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
+	var ces []dispatch.CloudEvent
+	if req.Header.Get("Content-Type") == "application/cloudevents-batch+json" {
+		if err := json.Unmarshal(body, &ces); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+	} else {
+		ces = make([]dispatch.CloudEvent, 1)
+		if err := json.Unmarshal(body, &ces[0]); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.refuse[ce.Subject] || r.refuse[ce.Subject+"/"+ce.Data.Kind] {
-		r.refused++
-		w.WriteHeader(http.StatusInternalServerError)
-		return
+	for _, ce := range ces {
+		if r.refuse[ce.Subject] || r.refuse[ce.Subject+"/"+ce.Data.Kind] {
+			r.refused++
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
 	}
-	r.got[ce.Subject] = append(r.got[ce.Subject], ce.Data.Kind)
-	r.seqs[ce.Subject] = append(r.seqs[ce.Subject], ce.ID)
+	for _, ce := range ces {
+		r.got[ce.Subject] = append(r.got[ce.Subject], ce.Data.Kind)
+		r.seqs[ce.Subject] = append(r.seqs[ce.Subject], ce.ID)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -258,5 +272,58 @@ func TestDeadLetterReleasesTheLane(t *testing.T) {
 	}
 	if _, err := c.RetrySubscription(ctx, "nosuch"); !errors.Is(err, claimcheck.ErrNotFound) {
 		t.Errorf("retry of no subscription: %v, want not found", err)
+	}
+}
+
+// TestRefusedBatchRetriesClaimByClaim: in the batched mode, a request of
+// several claims that the receiver refuses for one claim's event is sent
+// again one claim a request: the others are delivered and only the
+// refused claim is parked. Before, the whole batch was taken for the
+// receiver failing: the cursor stayed and the subscription retried the
+// same batch, delivering nothing, until it was dead-lettered.
+func TestRefusedBatchRetriesClaimByClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *engine.Config) {
+		c.Subscriptions.MaxAttempts = 3
+		c.Subscriptions.Concurrency = 1 // one lane: every claim in one request
+		c.Subscriptions.EventsPerRequest = 100
+	})
+	r := newRefusingReceiver(t)
+	ctx := context.Background()
+	sub, err := e.store.CreateSubscription(ctx, claimcheck.DefaultTenant, claimcheck.SubscriptionSpec{URL: r.url,
+		EventFilter: claimcheck.EventFilter{Types: []string{"created"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Millisecond)
+	bad := e.put(t, "orders", claimcheck.PutOptions{})
+	r.setRefused(bad.ID, true)
+	var others []claimcheck.Ref
+	for range 5 {
+		others = append(others, e.put(t, "orders", claimcheck.PutOptions{}))
+	}
+	until(t, e, "every other claim's event", 500*time.Millisecond, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, o := range others {
+			if len(r.got[o.ID]) != 1 {
+				return false
+			}
+		}
+		return r.refused > 0
+	})
+	page, err := e.store.SubscriptionAttempts(ctx, claimcheck.DefaultTenant, sub.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range page.Attempts {
+		if a.Event.ClaimID != bad.ID {
+			t.Errorf("claim %s is %s after %d attempts; only %s was refused", a.Event.ClaimID, a.State, a.Attempts, bad.ID)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got[bad.ID]) != 0 {
+		t.Errorf("the refused claim's event was taken: %v", r.got[bad.ID])
 	}
 }

@@ -108,10 +108,15 @@ func TestMeasurePushedEvents(t *testing.T) {
 	}
 }
 
+// lagReceiver records each event's lag (its time to the answer). A
+// request carrying an event of the claim in refuse is answered 500 and
+// counted in refused; only the other claims' lags are recorded.
 type lagReceiver struct {
-	url  string
-	mu   sync.Mutex
-	lags []time.Duration
+	url     string
+	mu      sync.Mutex
+	lags    []time.Duration
+	refuse  atomic.Value // string: a claim id
+	refused atomic.Int64
 }
 
 func newLagReceiver(t *testing.T) *lagReceiver {
@@ -119,7 +124,8 @@ func newLagReceiver(t *testing.T) *lagReceiver {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		type event struct {
-			Time time.Time `json:"time"`
+			Time    time.Time `json:"time"`
+			Subject string    `json:"subject"`
 		}
 		var ces []event
 		if req.Header.Get("Content-Type") == "application/cloudevents-batch+json" {
@@ -127,6 +133,11 @@ func newLagReceiver(t *testing.T) *lagReceiver {
 		} else {
 			ces = make([]event, 1)
 			_ = json.Unmarshal(body, &ces[0])
+		}
+		if bad, _ := r.refuse.Load().(string); bad != "" && slices.ContainsFunc(ces, func(e event) bool { return e.Subject == bad }) {
+			r.refused.Add(1)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
 		}
 		r.mu.Lock()
 		for _, ce := range ces {

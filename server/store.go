@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -20,6 +21,11 @@ type Store interface {
 	// The subscriptions of a tenant and its live stream of events
 	// (subscriptions.go, ADR 0240).
 	subscriptionStore
+
+	// OldestDue is the earliest due time over claims and blobs, the zero
+	// time when nothing is due ever: what GET /v1/sweeper measures the
+	// sweeper's lag from (sweeper.go).
+	OldestDue(ctx context.Context) (time.Time, error)
 
 	// PutWithPolicy is Put that also answers the effective policy of ns
 	// the put was stored under, so that one call gives the server both

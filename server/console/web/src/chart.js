@@ -25,7 +25,9 @@ export function timeChart(title, times, series, fmt) {
       width, height: 180,
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      // At least the last five minutes, so that the first samples do not
+      // stretch over years.
+      scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 300), max + 5] } },
       axes: [{}, { values: (_u, vals) => vals.map(fmt), size: 70 }],
       series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: colors[i % colors.length], width: 2, value: (_u, v) => (v == null ? '' : fmt(v)) }))],
     };

@@ -26,10 +26,24 @@ export function onSample(f) {
   return () => listeners.delete(f);
 }
 
-/** Seconds a subscription's delivery is behind: since its failures began. */
-export function deliveryLag(sub, nowMs = Date.now()) {
-  if (!sub.failing_since) return 0;
-  return Math.max(0, (nowMs - Date.parse(sub.failing_since)) / 1000);
+/**
+ * Seconds a subscription's delivery is behind: since every delivery
+ * began to fail (the subscription's failing_since), or since its oldest
+ * parked event began to fail (ADR 0277: the other claims' events flow
+ * meanwhile); 0 when nothing waits. attempts are the first of
+ * GET /v1/subscriptions/{id}/attempts, oldest first.
+ */
+export function deliveryLag(sub, attempts = [], nowMs = Date.now()) {
+  const since = [sub.failing_since, attempts.find((a) => a.state === 'parked')?.failing_since]
+    .filter(Boolean).map((t) => Date.parse(t));
+  if (!since.length) return 0;
+  return Math.max(0, (nowMs - Math.min(...since)) / 1000);
+}
+
+// The first parked events of the first subscriptions: enough for the lag.
+async function firstAttempts(subs) {
+  return Promise.all(subs.slice(0, 50).map((s) =>
+    api('/v1/subscriptions/' + encodeURIComponent(s.id) + '/attempts', { query: { limit: 20 } }).then((p) => p.attempts, () => [])));
 }
 
 async function sample() {
@@ -46,9 +60,11 @@ async function sample() {
       used[n.name] = n.usage.used_bytes;
     }
     const now = Date.parse(sweeper.now);
+    const attempts = await firstAttempts(subs);
     samples.push({
       t: now / 1000, lag: sweeper.lag_seconds, live, used,
-      deliveryLag: Math.max(0, ...subs.map((s) => deliveryLag(s, now))),
+      deliveryLag: Math.max(0, ...subs.map((s, i) => deliveryLag(s, attempts[i], now))),
+      waiting: subs.map((s, i) => deliveryLag(s, attempts[i], now) > 0),
       namespaces, sweeper, subs,
     });
     if (samples.length > KEEP) samples.shift();

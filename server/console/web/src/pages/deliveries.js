@@ -18,6 +18,13 @@ function attemptsTable(sub, attempts) {
       h('td', { class: 'err' }, a.last_error ?? ''))));
 }
 
+function lag(sub, attempts) {
+  const s = deliveryLag(sub, attempts);
+  if (!s) return 'none';
+  if (sub.failing_since) return `${duration(s)} (every delivery failing since ${when(sub.failing_since)})`;
+  return `${duration(s)} (oldest parked event failing since ${when(attempts.find((a) => a.state === 'parked').failing_since)})`;
+}
+
 async function subscription(sub, reload) {
   const attempts = await all('/v1/subscriptions/' + encodeURIComponent(sub.id) + '/attempts', 'attempts', { max: 200 });
   const status = h('p', { role: 'status', class: 'status' });
@@ -32,7 +39,7 @@ async function subscription(sub, reload) {
       h('dt', {}, 'url'), h('dd', { class: 'mono' }, sub.url),
       h('dt', {}, 'state'), h('dd', {}, h('span', { class: 'state ' + sub.state }, sub.state), sub.enabled ? '' : ' (disabled)'),
       h('dt', {}, 'delivered'), h('dd', {}, String(sub.delivered)),
-      h('dt', {}, 'lag'), h('dd', { class: 'lag' }, sub.failing_since ? `${duration(deliveryLag(sub))} (failing since ${when(sub.failing_since)})` : 'none'),
+      h('dt', {}, 'lag'), h('dd', { class: 'lag' }, lag(sub, attempts)),
       sub.last_error ? [h('dt', {}, 'last error'), h('dd', { class: 'err' }, sub.last_error)] : null),
     attemptsTable(sub, attempts),
     configured ? h('p', { class: 'note' }, 'A target of the config file: retried and replayed there only.') :
@@ -62,5 +69,5 @@ export async function deliveries(main, { reload }) {
   const subs = await all('/v1/subscriptions', 'subscriptions', { query: { limit: 1000 } });
   const parts = await Promise.all(subs.map((s) => subscription(s, reload)));
   main.replaceChildren(h('h1', {}, 'Deliveries'),
-    subs.length ? parts : h('p', {}, 'No subscriptions. Make one with POST /v1/subscriptions or claimcheck subscriptions create.'));
+    ...(subs.length ? parts : [h('p', {}, 'No subscriptions. Make one with POST /v1/subscriptions or claimcheck subscriptions create.')]));
 }

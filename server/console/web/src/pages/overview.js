@@ -3,7 +3,7 @@
 // transactions that change them), the sweeper's lag, delivery lag, and
 // how these moved while the console was open (sampler.js).
 
-import { h, table, bytes, duration, failure } from '../dom.js';
+import { h, table, bytes, duration, when, failure } from '../dom.js';
 import { timeChart } from '../chart.js';
 import { samples, onSample, next, samplingError } from '../sampler.js';
 
@@ -37,16 +37,16 @@ function render(main) {
   }
   const times = samples.map((s) => s.t);
   const names = last.namespaces.map((n) => n.name).slice(0, 6);
-  const failing = last.subs.filter((s) => s.failing_since || s.state !== 'active');
+  const failing = last.subs.filter((s, i) => last.waiting[i] || s.state !== 'active');
   main.replaceChildren(
     h('h1', {}, 'Overview'),
     h('section', { 'aria-labelledby': 'health' },
       h('h2', { id: 'health' }, 'Health'),
       h('ul', { class: 'cards' },
         h('li', { class: 'card' }, h('span', { class: 'big', id: 'sweeper-lag' }, duration(last.lag)), ' sweeper lag',
-          h('small', {}, last.sweeper.oldest_due ? ` oldest due ${last.sweeper.oldest_due}` : ' nothing due')),
+          h('small', {}, last.sweeper.oldest_due ? ` oldest due ${when(last.sweeper.oldest_due)}` : ' nothing due')),
         h('li', { class: 'card' }, h('span', { class: 'big', id: 'delivery-lag' }, duration(last.deliveryLag)), ' delivery lag',
-          h('small', {}, ` ${last.subs.length} subscriptions, ${failing.length} failing or stopped`)),
+          h('small', {}, ` ${last.subs.length} subscriptions, ${failing.length} with events waiting or stopped`)),
         h('li', { class: 'card' }, h('span', { class: 'big' }, String(last.namespaces.reduce((a, n) => a + n.usage.active_claims + n.usage.pending_claims, 0))), ' live claims'))),
     h('section', { 'aria-labelledby': 'nss' },
       h('h2', { id: 'nss' }, 'Namespaces'),
@@ -58,7 +58,7 @@ function render(main) {
     h('section', { 'aria-labelledby': 'trends', class: 'charts' },
       h('h2', { id: 'trends' }, 'Since this console opened'),
       timeChart('Sweeper lag (age of the oldest due item)', times, [{ label: 'lag', values: samples.map((s) => s.lag) }], duration),
-      timeChart('Delivery lag (longest failing subscription)', times, [{ label: 'lag', values: samples.map((s) => s.deliveryLag) }], duration),
+      timeChart('Delivery lag (oldest event waiting)', times, [{ label: 'lag', values: samples.map((s) => s.deliveryLag) }], duration),
       timeChart('Live claims', times, names.map((n) => ({ label: n, values: samples.map((s) => s.live[n] ?? 0) })), (v) => String(Math.round(v)))));
 }
 

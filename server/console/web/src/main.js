@@ -56,7 +56,9 @@ async function signIn() {
   sessionStorage.setItem('claimcheck.console.signed-in', '1');
   nav.hidden = false;
   const k = apiKey.get();
-  who.textContent = k ? 'key ' + k.slice(0, 12) + '…' : 'no key (auth off)';
+  // A token is cck_ + key id + _ + secret: only the public id is shown.
+  const id = /^cck_([^_]+)_/.exec(k)?.[1];
+  who.textContent = k ? 'key ' + (id ?? '…') : 'no key (auth off)';
   sampler.start();
   show();
 }

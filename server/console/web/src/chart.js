@@ -27,7 +27,7 @@ export function timeChart(title, times, series, fmt) {
       cursor: { drag: { x: false, y: false } },
       // At least the last five minutes, so that the first samples do not
       // stretch over years.
-      scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 300), max + 5] } },
+      scales: { x: { time: true, auto: false, range: [Math.min(times[0] ?? 0, (times.at(-1) ?? 0) - 300), (times.at(-1) ?? 0) + 5] } },
       axes: [{}, { values: (_u, vals) => vals.map(fmt), size: 70 }],
       series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: colors[i % colors.length], width: 2, value: (_u, v) => (v == null ? '' : fmt(v)) }))],
     };

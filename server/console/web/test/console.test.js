@@ -179,6 +179,18 @@ describe('the console', { skip }, () => {
     await ctx.close();
   });
 
+  test('a producer key of acme signs in and sees its namespaces, without the admin figures', async () => {
+    const created = await acme('POST', '/v1/keys', { json: { role: 'producer' } });
+    const { page, problems, close } = await open(created.token, 'desktop');
+    try {
+      await page.locator('[data-live="orders"]').waitFor();
+      assert.match(await page.locator('main').textContent(), /not readable with this key/);
+    } finally {
+      await close();
+    }
+    assert.deepEqual(problems.filter((p) => !/403/.test(p)), [], 'no CSP report or page error');
+  });
+
   for (const size of Object.keys(sizes)) {
     test(`acme walks every page (${size})`, async () => {
       const { page, problems, close } = await open(server.keys.acme, size);

@@ -37,16 +37,18 @@ function render(main) {
   }
   const times = samples.map((s) => s.t);
   const names = last.namespaces.map((n) => n.name).slice(0, 6);
-  const failing = last.subs.filter((s, i) => last.waiting[i] || s.state !== 'active');
+  const subs = last.subs ?? [];
+  const failing = subs.filter((s, i) => last.waiting[i] || s.state !== 'active');
+  const notAdmin = 'not readable with this key (a tenant-wide admin key)';
   main.replaceChildren(
     h('h1', {}, 'Overview'),
     h('section', { 'aria-labelledby': 'health' },
       h('h2', { id: 'health' }, 'Health'),
       h('ul', { class: 'cards' },
-        h('li', { class: 'card' }, h('span', { class: 'big', id: 'sweeper-lag' }, duration(last.lag)), ' sweeper lag',
-          h('small', {}, last.sweeper.oldest_due ? ` oldest due ${when(last.sweeper.oldest_due)}` : ' nothing due')),
-        h('li', { class: 'card' }, h('span', { class: 'big', id: 'delivery-lag' }, duration(last.deliveryLag)), ' delivery lag',
-          h('small', {}, ` ${last.subs.length} subscriptions, ${failing.length} with events waiting or stopped`)),
+        h('li', { class: 'card' }, h('span', { class: 'big', id: 'sweeper-lag' }, last.sweeper ? duration(last.lag) : '–'), ' sweeper lag',
+          h('small', {}, !last.sweeper ? ' ' + notAdmin : last.sweeper.oldest_due ? ` oldest due ${when(last.sweeper.oldest_due)}` : ' nothing due')),
+        h('li', { class: 'card' }, h('span', { class: 'big', id: 'delivery-lag' }, last.subs ? duration(last.deliveryLag) : '–'), ' delivery lag',
+          h('small', {}, last.subs ? ` ${subs.length} subscriptions, ${failing.length} with events waiting or stopped` : ' ' + notAdmin)),
         h('li', { class: 'card' }, h('span', { class: 'big' }, String(last.namespaces.reduce((a, n) => a + n.usage.active_claims + n.usage.pending_claims, 0))), ' live claims'))),
     h('section', { 'aria-labelledby': 'nss' },
       h('h2', { id: 'nss' }, 'Namespaces'),

@@ -270,7 +270,7 @@ describe('the console', { skip }, () => {
 
         // Live events: a put made now shows up.
         await go(page, '#/live', '#stream-state');
-        await page.locator('#stream-state >> text=connected').waitFor();
+        await page.locator('#stream-state', { hasText: /^connected$/ }).waitFor();
         const ref = await acme('PUT', '/v1/namespaces/invoices/claims', { body: 'live ' + size });
         seen.acme.push(ref.id);
         await page.locator(`.live-event >> text=${ref.id}`).first().waitFor();
@@ -295,7 +295,7 @@ describe('the console', { skip }, () => {
       await go(page, '#/deliveries', 'h1');
       await go(page, '#/holds', 'button.place-ns-hold');
       await go(page, '#/live', '#stream-state');
-      await page.locator('#stream-state >> text=connected').waitFor();
+      await page.locator('#stream-state', { hasText: /^connected$/ }).waitFor();
       await acme('PUT', '/v1/namespaces/orders/claims', { body: 'not for globex' });
       const own = await globex('PUT', '/v1/namespaces/payroll/claims', { body: 'for globex' });
       await page.locator(`.live-event >> text=${own.id}`).first().waitFor();

@@ -46,6 +46,7 @@ const (
 	opDedupCandidate
 	opDeleteSubscription
 	opDestroyDataKey
+	opDueBacklog
 	opEvents
 	opExtendClaim
 	opExtendPending
@@ -145,6 +146,7 @@ var opNames = [numOps]string{
 	opDedupCandidate:          "DedupCandidate",
 	opDeleteSubscription:      "DeleteSubscription",
 	opDestroyDataKey:          "DestroyDataKey",
+	opDueBacklog:              "DueBacklog",
 	opEvents:                  "Events",
 	opExtendClaim:             "ExtendClaim",
 	opExtendPending:           "ExtendPending",
@@ -407,6 +409,12 @@ func (w *instrumented) DeleteSubscription(ctx context.Context, tenant string, id
 func (w *instrumented) DestroyDataKey(ctx context.Context, ns string, now time.Time) (DataKey, error) {
 	ctx, call := w.begin(ctx, opDestroyDataKey)
 	r0, err := w.next.DestroyDataKey(ctx, ns, now)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error) {
+	ctx, call := w.begin(ctx, opDueBacklog)
+	r0, err := w.next.DueBacklog(ctx, now, bound)
 	return r0, call.end(err)
 }
 

@@ -26,6 +26,10 @@ type Store interface {
 	// time when nothing is due ever: what GET /v1/sweeper measures the
 	// sweeper's lag from (sweeper.go).
 	OldestDue(ctx context.Context) (time.Time, error)
+	// DueBacklog is the number of claims and blobs due now, counted up
+	// to the bound it answers (engine.DueBacklogBound): a bounded read of
+	// the due indexes, never a scan of the backlog.
+	DueBacklog(ctx context.Context) (n, bound int64, err error)
 
 	// PutWithPolicy is Put that also answers the effective policy of ns
 	// the put was stored under, so that one call gives the server both

@@ -44,7 +44,7 @@ func TestSweeperStatusNeedsATenantWideAdminKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k := range fields {
-			if k != "now" && k != "oldest_due" && k != "lag_seconds" {
+			if k != "now" && k != "oldest_due" && k != "lag_seconds" && k != "due" && k != "due_bound" {
 				t.Errorf("%s: the answer has %q: %s", c.name, k, body)
 			}
 		}
@@ -53,12 +53,14 @@ func TestSweeperStatusNeedsATenantWideAdminKey(t *testing.T) {
 
 // TestSweeperStatusMeasuresTheOldestDue: the answer's oldest_due is the
 // earliest due time of the store (a claim's expiry here) and lag_seconds
-// its age once it has passed; with nothing due there is no oldest_due and
-// no lag.
+// its age once it has passed; due counts what is due by the store's
+// clock, bounded by due_bound; with nothing due there is no oldest_due,
+// no lag and nothing due.
 func TestSweeperStatusMeasuresTheOldestDue(t *testing.T) {
 	start := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC) // long past: the claim is overdue by the server's clock
+	fake := clock.NewFake(start)
 	b := setupAuthWith(t, server.Limits{}, func(c *engine.Config) {
-		c.Clock = clock.NewFake(start)
+		c.Clock = fake
 		c.Sweeper.Disabled = true
 		p := c.Namespaces["a2"]
 		p.TTL.MaxAge = claimcheck.Duration(time.Hour)
@@ -77,14 +79,21 @@ func TestSweeperStatusMeasuresTheOldestDue(t *testing.T) {
 		}
 		return st
 	}
-	if st := read(); st.OldestDue != nil || st.LagSeconds != 0 {
-		t.Fatalf("an empty store: %+v; want nothing due", st)
+	if st := read(); st.OldestDue != nil || st.LagSeconds != 0 || st.Due != 0 || st.DueBound != engine.DueBacklogBound {
+		t.Fatalf("an empty store: %+v; want nothing due, counted up to %d", st, engine.DueBacklogBound)
 	}
 	resp, body := b.do(t, admin, http.MethodPut, "/v1/namespaces/a2/claims", strings.NewReader("payload"))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("put: %s %s", resp.Status, body)
 	}
+	if st := read(); st.Due != 0 {
+		t.Fatalf("due %d before the claim's expiry; want 0", st.Due)
+	}
+	fake.Advance(2 * time.Hour)
 	st := read()
+	if st.Due != 1 {
+		t.Fatalf("due %d after the claim's expiry (the sweeper off); want 1", st.Due)
+	}
 	if st.OldestDue == nil || !st.OldestDue.Equal(start.Add(time.Hour)) {
 		t.Fatalf("oldest_due %v; want the claim's expiry %v", st.OldestDue, start.Add(time.Hour))
 	}

@@ -16,4 +16,8 @@ type SweeperStatus struct {
 	// nothing is overdue), the value of claimcheck_sweeper_lag_seconds
 	// at the sweeper's last tick.
 	LagSeconds float64 `json:"lag_seconds"`
+	// Due is how many claims (not held) and blobs are due now, counted
+	// up to DueBound: at DueBound there may be more.
+	Due      int64 `json:"due"`
+	DueBound int64 `json:"due_bound"`
 }

@@ -1,6 +1,7 @@
 // The overview's figures over time. The store keeps counters, not
 // history, so the console samples them while it is open: every few
-// seconds it asks the API for the sweeper's lag (GET /v1/sweeper), the
+// seconds it asks the API for the sweeper's lag and due backlog
+// (GET /v1/sweeper: bounded reads of the due indexes), the
 // namespaces' counters (GET /v1/namespaces) and the subscriptions'
 // delivery state (GET /v1/subscriptions), each one read of counters or
 // an index, never a scan, and keeps the last samples in memory. Closing
@@ -11,7 +12,7 @@ import { api, all } from './api.js';
 const EVERY_MS = 5000;
 const KEEP = 720; // an hour at one sample per 5 s
 
-/** @type {{t: number, lag: number, deliveryLag: number, live: Record<string, number>, used: Record<string, number>}[]} */
+/** @type {{t: number, lag: number|null, due: number|null, deliveryLag: number|null, live: Record<string, number>, used: Record<string, number>}[]} */
 export const samples = [];
 let timer;
 let listeners = new Set();
@@ -71,7 +72,7 @@ async function sample() {
     const now = sweeper ? Date.parse(sweeper.now) : Date.now();
     const attempts = subs ? await firstAttempts(subs) : [];
     samples.push({
-      t: now / 1000, lag: sweeper?.lag_seconds ?? null, live, used,
+      t: now / 1000, lag: sweeper?.lag_seconds ?? null, due: sweeper?.due ?? null, live, used,
       deliveryLag: subs ? Math.max(0, ...subs.map((s, i) => deliveryLag(s, attempts[i], now))) : null,
       waiting: (subs ?? []).map((s, i) => deliveryLag(s, attempts[i], now) > 0),
       namespaces, sweeper, subs,

@@ -204,7 +204,8 @@ describe('the console', { skip }, () => {
         }
         assert.ok(Number(await page.locator('[data-live="orders"]').textContent()) >= 59);
         assert.equal(await page.locator('[data-live="payroll"]').count(), 0);
-        assert.ok(await page.locator('.chart canvas').count() >= 3, 'uPlot drew the charts');
+        assert.ok(await page.locator('.chart canvas').count() >= 4, 'uPlot drew the charts');
+        assert.match(await page.locator('#due').textContent(), /^\d+$/, 'the due backlog');
         await check(page, 'overview', size);
 
         // A namespace: the first page of 50, the next, a state filter, a label filter.

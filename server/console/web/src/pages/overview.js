@@ -15,6 +15,11 @@ function meter(label, used, limit, fmt) {
     ` ${fmt(used)} of ${fmt(limit)} (${pct}%)`);
 }
 
+// The due count, which the server reads up to a bound.
+function dueText(sweeper) {
+  return sweeper.due >= sweeper.due_bound ? `≥ ${sweeper.due_bound}` : String(sweeper.due);
+}
+
 function namespaceRow(n) {
   const u = n.usage;
   const live = u.active_claims + u.pending_claims;
@@ -47,6 +52,8 @@ function render(main) {
       h('ul', { class: 'cards' },
         h('li', { class: 'card' }, h('span', { class: 'big', id: 'sweeper-lag' }, last.sweeper ? duration(last.lag) : '–'), ' sweeper lag',
           h('small', {}, !last.sweeper ? ' ' + notAdmin : last.sweeper.oldest_due ? ` oldest due ${when(last.sweeper.oldest_due)}` : ' nothing due')),
+        h('li', { class: 'card' }, h('span', { class: 'big', id: 'due' }, last.sweeper ? dueText(last.sweeper) : '–'), ' due now',
+          h('small', {}, last.sweeper ? ' claims and blobs the sweeper has yet to finish or collect' : ' ' + notAdmin)),
         h('li', { class: 'card' }, h('span', { class: 'big', id: 'delivery-lag' }, last.subs ? duration(last.deliveryLag) : '–'), ' delivery lag',
           h('small', {}, last.subs ? ` ${subs.length} subscriptions, ${failing.length} with events waiting or stopped` : ' ' + notAdmin)),
         h('li', { class: 'card' }, h('span', { class: 'big' }, String(last.namespaces.reduce((a, n) => a + n.usage.active_claims + n.usage.pending_claims, 0))), ' live claims'))),
@@ -55,11 +62,12 @@ function render(main) {
       table('Namespaces, their live claims and usage against quota',
         ['namespace', 'tenant', 'live', 'active', 'pending', 'bytes', 'claims'],
         last.namespaces.map(namespaceRow)),
-      h('p', { class: 'note' }, 'Due claims are finished by the sweeper as their deadlines pass; how far it is behind is the sweeper lag. ' +
+      h('p', { class: 'note' }, 'Live claims are the namespace\'s counters. The due backlog and the sweeper lag are store-wide. ' +
         'Finished claims are in each claim\'s timeline and in the namespace list (state deleted).')),
     h('section', { 'aria-labelledby': 'trends', class: 'charts' },
       h('h2', { id: 'trends' }, 'Since this console opened'),
       timeChart('Sweeper lag (age of the oldest due item)', times, [{ label: 'lag', values: samples.map((s) => s.lag) }], duration),
+      timeChart('Due backlog (claims and blobs due)', times, [{ label: 'due', values: samples.map((s) => s.due) }], (v) => String(Math.round(v))),
       timeChart('Delivery lag (oldest event waiting)', times, [{ label: 'lag', values: samples.map((s) => s.deliveryLag) }], duration),
       timeChart('Live claims', times, names.map((n) => ({ label: n, values: samples.map((s) => s.live[n] ?? 0) })), (v) => String(Math.round(v)))));
 }

@@ -490,7 +490,7 @@ func (w *instrumented) Keys(ctx context.Context, tenant string) ([]APIKey, error
 	return r0, call.end(err)
 }
 
-func (w *instrumented) ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, error) {
+func (w *instrumented) ListClaims(ctx context.Context, p ListParams) (ListPage, error) {
 	ctx, call := w.begin(ctx, opListClaims)
 	r0, err := w.next.ListClaims(ctx, p)
 	return r0, call.end(err)

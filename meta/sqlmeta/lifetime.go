@@ -141,6 +141,16 @@ func rangeOf(p meta.ListParams) listRange {
 		// 0023), so that SQLite matches it to claims_ns_expiring.
 		r = listRange{from: `claims`, at: `claims.expires_at`, id: `claims.id`, order: `claims.expires_at, claims.id`,
 			where: []string{`claims.namespace = ?`, `claims.state IN ('pending', 'active')`}, args: []any{p.Namespace}}
+		// The expiry window bounds this range's own key: the index stops
+		// at its end, rather than a filter reading past it.
+		if !p.ExpiresAfter.IsZero() {
+			r.where = append(r.where, `claims.expires_at >= ?`)
+			r.args = append(r.args, p.ExpiresAfter.UnixNano())
+		}
+		if !p.ExpiresBefore.IsZero() {
+			r.where = append(r.where, `claims.expires_at < ?`)
+			r.args = append(r.args, p.ExpiresBefore.UnixNano())
+		}
 		if cursor {
 			r.where = append(r.where, `(claims.expires_at, claims.id) > (?, ?)`)
 		}
@@ -170,6 +180,9 @@ func listFilters(p meta.ListParams, t string) ([]string, []any) {
 	if p.State != "" {
 		where = append(where, t+`.state = ?`)
 		args = append(args, string(p.State))
+	}
+	if p.Order == meta.OrderExpiring {
+		return where, args // the expiry window is the range's (rangeOf)
 	}
 	if !p.ExpiresAfter.IsZero() {
 		where = append(where, t+`.expires_at >= ?`)

@@ -59,6 +59,9 @@ export async function namespace(main, { params, query }) {
         h('td', {}, when(c.ref.created_at)),
         h('td', {}, when(c.delete_at)),
         h('td', {}, c.delete_reason ? `${c.delete_reason} ${when(c.deleted_at)}` : '')))),
+    page.next && page.claims.length < PAGE
+      ? h('p', { class: 'note' }, 'Fewer matches than a page among the claims this page read (a page reads at most 10,000); the next page reads on.')
+      : null,
     h('nav', { class: 'pager', 'aria-label': 'Pages' },
       cursor ? h('a', { href: link('') }, 'First page') : null, ' ',
       page.next ? h('a', { href: link(page.next), rel: 'next' }, 'Next page') : null));

@@ -2,7 +2,7 @@
 // is described to screen readers by its label and the latest values.
 
 import uPlot from 'uplot';
-import { h } from './dom.js';
+import { h, fill } from './dom.js';
 
 const colors = ['#1f5fae', '#b3541e', '#2e7d32', '#8e24aa', '#00838f', '#6d4c41'];
 
@@ -31,7 +31,7 @@ export function timeChart(title, times, series, fmt) {
       axes: [{}, { values: (_u, vals) => vals.map(fmt), size: 70 }],
       series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: colors[i % colors.length], width: 2, value: (_u, v) => (v == null ? '' : fmt(v)) }))],
     };
-    plot.replaceChildren();
+    fill(plot);
     new uPlot(opts, [times, ...series.map((s) => s.values)], plot);
   };
   // Drawn once the figure is in the page, at the width it got.

@@ -22,6 +22,18 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/**
+ * fill replaces el's children with children as h takes them (arrays
+ * flattened, null and false skipped): replaceChildren itself would write
+ * "null" for a child that is absent.
+ * @param {Element} el
+ * @param {...any} children
+ */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+}
+
 function append(el, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;

@@ -4,7 +4,7 @@
 // (it carries no key).
 
 import { api, apiKey } from './api.js';
-import { h, failure } from './dom.js';
+import { h, failure, fill } from './dom.js';
 import * as sampler from './sampler.js';
 import { overview } from './pages/overview.js';
 import { namespace } from './pages/namespace.js';
@@ -29,7 +29,7 @@ let current = new AbortController();
 
 function keyForm(message) {
   const input = h('input', { id: 'key', name: 'key', type: 'password', autocomplete: 'off', spellcheck: 'false', required: false });
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Sign in with an API key'),
     message ? failure(message) : null,
     h('form', { id: 'key-form', onsubmit: async (e) => {
@@ -78,13 +78,13 @@ async function show() {
     try {
       await page(main, { params, query: new URLSearchParams(qs ?? ''), signal, reload: show });
     } catch (err) {
-      if (!signal.aborted) main.replaceChildren(h('h1', {}, title), failure(err));
+      if (!signal.aborted) fill(main, h('h1', {}, title), failure(err));
     } finally {
       if (!signal.aborted) main.removeAttribute('aria-busy');
     }
     return;
   }
-  main.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, 'No such page: ', path));
+  fill(main, h('h1', {}, 'Not found'), h('p', {}, 'No such page: ', path));
 }
 
 document.getElementById('sign-out').addEventListener('click', () => {

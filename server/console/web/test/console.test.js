@@ -127,6 +127,8 @@ async function open(token, size) {
 
 // check runs axe-core on what the page shows and saves its screenshot.
 async function check(page, name, size) {
+  const text = await page.locator('body').textContent();
+  assert.doesNotMatch(text, /\bnull\b|\bundefined\b|\[object /, `${name} (${size}) shows a value that is not one`);
   await page.evaluate(axeSource); // through DevTools, not a <script>: the CSP allows none inline
   const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');

@@ -6,7 +6,7 @@
 // read.
 
 import { api, all, download } from '../api.js';
-import { h, facts, bytes, when, confirm, failure } from '../dom.js';
+import { h, facts, bytes, when, confirm, failure, fill } from '../dom.js';
 
 // What each audit kind means on a timeline, in the operator's words.
 const kinds = {
@@ -47,7 +47,7 @@ export async function claim(main, { params, query, reload }) {
   ]);
   const own = (info.holds ?? []).find((x) => x.scope === 'claim');
   const status = h('p', { role: 'status', class: 'status' });
-  const act = (fn) => async () => { try { await fn(); } catch (err) { status.replaceChildren(failure(err)); } };
+  const act = (fn) => async () => { try { await fn(); } catch (err) { fill(status, failure(err)); } };
   const holdReason = h('input', { id: 'hold-reason', name: 'reason', maxlength: 512, autocomplete: 'off' });
   const buttons = [];
   if (info.state === 'active') {
@@ -66,11 +66,11 @@ export async function claim(main, { params, query, reload }) {
     buttons.push(h('button', { type: 'button', id: 'download', onclick: act(async () => {
       if (!(await confirm('Downloading is a redeem: it counts as a read (a delete-after-read window starts on the first one).', 'Download'))) return;
       await download(id, info.ref.ns);
-      status.replaceChildren('Downloaded through the API.');
+      fill(status, 'Downloaded through the API.');
     }) }, 'Download payload'));
   }
   const r = info.ref;
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Claim ', h('span', { class: 'mono' }, id)),
     h('p', {}, h('a', { href: '#/ns/' + encodeURIComponent(r.ns) }, '← namespace ' + r.ns)),
     facts([

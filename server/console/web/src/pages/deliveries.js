@@ -3,7 +3,7 @@
 // with retry, replay and resume through the API.
 
 import { api, all } from '../api.js';
-import { h, table, when, duration, confirm, failure } from '../dom.js';
+import { h, table, when, duration, confirm, failure, fill } from '../dom.js';
 import { deliveryLag } from '../sampler.js';
 
 function attemptsTable(sub, attempts) {
@@ -28,7 +28,7 @@ function lag(sub, attempts) {
 async function subscription(sub, reload) {
   const attempts = await all('/v1/subscriptions/' + encodeURIComponent(sub.id) + '/attempts', 'attempts', { max: 200 });
   const status = h('p', { role: 'status', class: 'status' });
-  const act = (fn) => async () => { try { await fn(); } catch (err) { status.replaceChildren(failure(err)); } };
+  const act = (fn) => async () => { try { await fn(); } catch (err) { fill(status, failure(err)); } };
   const path = '/v1/subscriptions/' + encodeURIComponent(sub.id);
   const sinceId = 'since-' + sub.id;
   const since = h('input', { id: sinceId, name: 'since', placeholder: '2026-03-01T12:00:00Z or a seq', autocomplete: 'off' });
@@ -46,7 +46,7 @@ async function subscription(sub, reload) {
       h('div', { class: 'buttons' },
         h('button', { type: 'button', class: 'retry', disabled: attempts.length === 0, onclick: act(async () => {
           const r = await api(path + '/retry', { method: 'POST' });
-          status.replaceChildren(`Retrying ${r.retried} event${r.retried === 1 ? '' : 's'} now.`);
+          fill(status, `Retrying ${r.retried} event${r.retried === 1 ? '' : 's'} now.`);
           setTimeout(reload, 1500);
         }) }, `Retry ${attempts.length} now`),
         sub.state === 'dead_lettered' ? h('button', { type: 'button', onclick: act(async () => {
@@ -56,10 +56,10 @@ async function subscription(sub, reload) {
         }) }, 'Resume') : null,
         h('span', { class: 'replay' }, h('label', { for: sinceId }, 'Replay since '), since, ' ',
           h('button', { type: 'button', onclick: act(async () => {
-            if (!since.value.trim()) { status.replaceChildren('Say since when: an RFC 3339 time or an event seq.'); return; }
+            if (!since.value.trim()) { fill(status, 'Say since when: an RFC 3339 time or an event seq.'); return; }
             if (!(await confirm(`Deliver again to ${sub.url} every event after ${since.value.trim()}?`, 'Replay'))) return;
             const r = await api(path + '/replay', { method: 'POST', query: { since: since.value.trim() } });
-            status.replaceChildren(`Replaying from cursor ${r.cursor}.`);
+            fill(status, `Replaying from cursor ${r.cursor}.`);
           }) }, 'Replay'))),
     status);
 }
@@ -68,6 +68,6 @@ async function subscription(sub, reload) {
 export async function deliveries(main, { reload }) {
   const subs = await all('/v1/subscriptions', 'subscriptions', { query: { limit: 1000 } });
   const parts = await Promise.all(subs.map((s) => subscription(s, reload)));
-  main.replaceChildren(h('h1', {}, 'Deliveries'),
+  fill(main, h('h1', {}, 'Deliveries'),
     ...(subs.length ? parts : [h('p', {}, 'No subscriptions. Make one with POST /v1/subscriptions or claimcheck subscriptions create.')]));
 }

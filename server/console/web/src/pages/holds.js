@@ -4,12 +4,12 @@
 // is placed and lifted on the claim's page.
 
 import { api, all } from '../api.js';
-import { h, table, bytes, when, confirm, failure } from '../dom.js';
+import { h, table, bytes, when, confirm, failure, fill } from '../dom.js';
 
 /** Shows the key's dead letters and its namespaces' holds. */
 export async function holds(main, { reload }) {
   const status = h('p', { role: 'status', class: 'status' });
-  const act = (fn) => async () => { try { await fn(); } catch (err) { status.replaceChildren(failure(err)); } };
+  const act = (fn) => async () => { try { await fn(); } catch (err) { fill(status, failure(err)); } };
   const [dead, namespaces] = await Promise.all([
     all('/v1/dead-letters', 'dead_letters', { cursorParam: 'after', max: 500 }),
     all('/v1/namespaces', 'namespaces', { query: { limit: 1000 } }),
@@ -48,7 +48,7 @@ export async function holds(main, { reload }) {
       await api('/v1/dead-letters/' + encodeURIComponent(d.blob_id) + '/retry', { method: 'POST' });
       reload();
     }) }, 'Retry'))));
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Dead letters and holds'),
     status,
     h('h2', {}, 'Namespace holds'),

@@ -2,7 +2,7 @@
 // while the page is shown.
 
 import { stream } from '../api.js';
-import { h, when } from '../dom.js';
+import { h, when, fill } from '../dom.js';
 
 const KEEP = 200;
 
@@ -16,7 +16,7 @@ export async function live(main, { signal }) {
     pause.setAttribute('aria-pressed', String(paused));
     pause.textContent = paused ? 'Resume' : 'Pause';
   } }, 'Pause');
-  main.replaceChildren(h('h1', {}, 'Live events'), h('div', { class: 'buttons' }, pause), state,
+  fill(main, h('h1', {}, 'Live events'), h('div', { class: 'buttons' }, pause), state,
     h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Events as they happen' },
       h('table', {}, h('caption', {}, 'Events as they happen, newest first'),
         h('thead', {}, h('tr', {}, ['time', 'kind', 'namespace', 'claim', 'reason', 'actor'].map((t) => h('th', { scope: 'col' }, t)))),

@@ -3,7 +3,7 @@
 // page, ADR 0100).
 
 import { api } from '../api.js';
-import { h, table, bytes, when, facts } from '../dom.js';
+import { h, table, bytes, when, facts, fill } from '../dom.js';
 
 const PAGE = 50;
 
@@ -39,7 +39,7 @@ export async function namespace(main, { params, query }) {
   if (label) base.set('label', label);
   const link = (c) => { const q = new URLSearchParams(base); if (c) q.set('cursor', c); return '#/ns/' + encodeURIComponent(ns) + (q.size ? '?' + q : ''); };
   const u = info.usage;
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Namespace ', h('span', { class: 'mono' }, ns)),
     facts([
       ['tenant', info.policy?.tenant], ['live claims', String(u.active_claims + u.pending_claims)],

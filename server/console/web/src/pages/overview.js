@@ -3,7 +3,7 @@
 // transactions that change them), the sweeper's lag, delivery lag, and
 // how these moved while the console was open (sampler.js).
 
-import { h, table, bytes, duration, when, failure } from '../dom.js';
+import { h, table, bytes, duration, when, failure, fill } from '../dom.js';
 import { timeChart } from '../chart.js';
 import { samples, onSample, next, samplingError } from '../sampler.js';
 
@@ -37,7 +37,7 @@ function render(main) {
   const last = samples.at(-1);
   if (!last) {
     const err = samplingError();
-    main.replaceChildren(h('h1', {}, 'Overview'), err ? failure(err) : h('p', {}, 'Loading…'));
+    fill(main, h('h1', {}, 'Overview'), err ? failure(err) : h('p', {}, 'Loading…'));
     return;
   }
   const times = samples.map((s) => s.t);
@@ -45,7 +45,7 @@ function render(main) {
   const subs = last.subs ?? [];
   const failing = subs.filter((s, i) => last.waiting[i] || s.state !== 'active');
   const notAdmin = 'not readable with this key (a tenant-wide admin key)';
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Overview'),
     h('section', { 'aria-labelledby': 'health' },
       h('h2', { id: 'health' }, 'Health'),
@@ -75,7 +75,7 @@ function render(main) {
 /** Shows the overview, redrawn at every sample while it is shown. */
 export async function overview(main, { signal }) {
   if (!samples.length) {
-    main.replaceChildren(h('h1', {}, 'Overview'), h('p', {}, 'Loading…'));
+    fill(main, h('h1', {}, 'Overview'), h('p', {}, 'Loading…'));
     await next();
   }
   render(main);

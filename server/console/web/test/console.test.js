@@ -9,6 +9,7 @@
 // screenshot of every page, and checks that one tenant's key never shows
 // the other tenant's namespaces, claims or events.
 //
+// CLAIMCHECK_TEST_LONG=1 walks a tablet and a small phone size too.
 // Screenshots go to CLAIMCHECK_TEST_ARTIFACTS/console (scripts/test.sh
 // sets it to a directory it keeps), else to a temporary directory, named
 // in the output. Without a Chromium the suite skips, saying so.
@@ -30,7 +31,11 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 const shots = process.env.CLAIMCHECK_TEST_ARTIFACTS
   ? join(process.env.CLAIMCHECK_TEST_ARTIFACTS, 'console')
   : mkdtempSync(join(tmpdir(), 'claimcheck-console-shots-'));
-const sizes = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
+// CLAIMCHECK_TEST_LONG=1 (scripts/test.sh's long mode) walks two more sizes.
+const sizes = {
+  desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 },
+  ...(process.env.CLAIMCHECK_TEST_LONG === '1' ? { tablet: { width: 768, height: 1024 }, small: { width: 320, height: 640 } } : {}),
+};
 
 let browser;
 let server;
@@ -133,7 +138,7 @@ async function check(page, name, size) {
   const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `axe on ${name} (${size})`);
-  await page.screenshot({ path: join(shots, `${name}-${size}.png`), fullPage: size === 'phone' });
+  await page.screenshot({ path: join(shots, `${name}-${size}.png`), fullPage: size !== 'desktop' });
 }
 
 async function go(page, hash, ready) {
@@ -236,7 +241,7 @@ describe('the console', { skip }, () => {
         await check(page, 'claim', size);
 
         // Hold and release a live claim, each behind its confirmation.
-        const held = seen.acme[size === 'desktop' ? 5 : 6];
+        const held = seen.acme[5 + Object.keys(sizes).indexOf(size)];
         await go(page, `#/claim/${held}?ns=orders`, '#place-hold');
         await page.locator('#place-hold').click();
         await page.getByLabel('Reason').fill('case 42');

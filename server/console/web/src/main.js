@@ -76,7 +76,10 @@ async function show() {
     const params = m.slice(1).map(decodeURIComponent);
     main.setAttribute('aria-busy', 'true');
     try {
-      await page(main, { params, query: new URLSearchParams(qs ?? ''), signal, reload: show });
+      // reload redraws this page only while it is shown: a late call (a
+      // retry's redraw after the operator moved on) does nothing.
+      const reload = () => { if (!signal.aborted) show(); };
+      await page(main, { params, query: new URLSearchParams(qs ?? ''), signal, reload });
     } catch (err) {
       if (!signal.aborted) fill(main, h('h1', {}, title), failure(err));
     } finally {

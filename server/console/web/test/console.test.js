@@ -254,6 +254,17 @@ describe('the console', { skip }, () => {
         await page.locator('#place-hold').waitFor();
         assert.equal((await acme('GET', `/v1/claims/${held}/meta`)).holds, undefined);
 
+        // Download: a redeem through the API, after the confirmation
+        // that it counts as a read; the bytes go to a file, not the page.
+        const reads = (await acme('GET', `/v1/claims/${held}/meta`)).reads;
+        await page.locator('#download').click();
+        const [file] = await Promise.all([page.waitForEvent('download'), confirmDialog(page, 'Download')]);
+        assert.ok(file.suggestedFilename().startsWith(held), file.suggestedFilename()); // the browser may add an extension for the type
+        const i = seen.acme.indexOf(held);
+        assert.equal(readFileSync(await file.path(), 'utf8'), `order ${i} `.repeat(50));
+        assert.equal((await acme('GET', `/v1/claims/${held}/meta`)).reads, reads + 1, 'the download counted as a read');
+        assert.ok(!(await page.locator('main').textContent()).includes(`order ${i} order`), 'the page never shows the bytes');
+
         // Deliveries: the failing subscription, its parked events, retry.
         await go(page, '#/deliveries', '.sub');
         assert.match(await page.locator('.sub').textContent(), /parked/);
@@ -263,6 +274,11 @@ describe('the console', { skip }, () => {
         await page.locator('button.retry').click();
         await page.locator('.sub .status >> text=Retrying').waitFor();
         await until('a delivery after retry', () => receiver.posts() > before);
+        // Replay from a time, behind its confirmation.
+        await page.getByLabel('Replay since').fill(new Date(Date.now() - 3_600_000).toISOString());
+        await page.getByRole('button', { name: 'Replay', exact: true }).click();
+        await confirmDialog(page, 'Replay');
+        await page.locator('.sub .status >> text=Replaying from cursor').waitFor();
 
         // Holds: place and release the namespace hold of invoices.
         await go(page, '#/holds', 'button.place-ns-hold');

@@ -14,3 +14,12 @@ func SetSeekTableRead(n int64) int64 { return storedform.SetSeekTableRead(n) }
 // SetAfterObjectWrite sets the hook every put of s runs after its object
 // is written and before its commit (nil: none).
 func (s *Store) SetAfterObjectWrite(h func(ctx context.Context) error) { s.hooks.afterObjectWrite = h }
+
+// SetListWindow sets how many rows of its index range one page of a
+// listing reads, so that a test sees short pages without putting ten
+// thousand claims. It returns the old value.
+func SetListWindow(n int) int {
+	old := listWindow
+	listWindow = n
+	return old
+}

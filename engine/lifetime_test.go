@@ -200,6 +200,55 @@ func TestLifecycleRuleFollowsMaxLifetime(t *testing.T) {
 	}
 }
 
+// TestListReadsABoundedWindowPerPage: a page reads at most the listing's
+// window of rows, so a filter that matches none of them answers a short
+// (here empty) page with a Next that continues after the last row read,
+// and following Next lists exactly what one unbounded walk would. Before,
+// a page of a state no claim was in read the whole namespace.
+func TestListReadsABoundedWindowPerPage(t *testing.T) {
+	b := setup(t, lifeNamespaces)
+	ctx := context.Background()
+	var refs []claimcheck.Ref
+	for i := range 7 {
+		ref, err := b.store.Put(ctx, "life", bytes.NewReader(jsonDoc(1<<10+i)), claimcheck.PutOptions{
+			Labels: map[string]string{"run": []string{"a", "b", "b"}[i%3]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+		b.clock.Advance(time.Minute)
+	}
+	defer engine.SetListWindow(engine.SetListWindow(2))
+	page, err := b.store.List(ctx, "life", claimcheck.ListOptions{State: "deleted", Limit: 2})
+	if err != nil || len(page.Claims) != 0 || page.Next == "" {
+		t.Fatalf("state=deleted, none deleted, a window of 2 of 7 claims: %d claims, next %q, %v; want an empty page and a next", len(page.Claims), page.Next, err)
+	}
+	list := func(opts claimcheck.ListOptions) (ids []string, pages int) {
+		t.Helper()
+		for {
+			page, err := b.store.List(ctx, "life", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, c := range page.Claims {
+				ids = append(ids, c.Ref.ID)
+			}
+			if page.Next == "" {
+				return ids, pages
+			}
+			opts.Cursor = page.Next
+		}
+	}
+	if ids, pages := list(claimcheck.ListOptions{State: "deleted", Limit: 2}); len(ids) != 0 || pages != 4 {
+		t.Fatalf("state=deleted: %v in %d pages; want none in 4 pages of at most 2 rows read", ids, pages)
+	}
+	got, _ := list(claimcheck.ListOptions{State: "active", Labels: map[string]string{"run": "a"}, Limit: 1})
+	if want := []string{refs[6].ID, refs[3].ID, refs[0].ID}; !slices.Equal(got, want) {
+		t.Fatalf("run=a, active: %v, want newest first %v", got, want)
+	}
+}
+
 func TestListPagesAndFilters(t *testing.T) {
 	b := setup(t, lifeNamespaces)
 	ctx := context.Background()

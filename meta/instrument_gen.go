@@ -46,6 +46,7 @@ const (
 	opDedupCandidate
 	opDeleteSubscription
 	opDestroyDataKey
+	opDueBacklog
 	opEvents
 	opExtendClaim
 	opExtendPending
@@ -146,6 +147,7 @@ var opNames = [numOps]string{
 	opDedupCandidate:          "DedupCandidate",
 	opDeleteSubscription:      "DeleteSubscription",
 	opDestroyDataKey:          "DestroyDataKey",
+	opDueBacklog:              "DueBacklog",
 	opEvents:                  "Events",
 	opExtendClaim:             "ExtendClaim",
 	opExtendPending:           "ExtendPending",
@@ -412,6 +414,12 @@ func (w *instrumented) DestroyDataKey(ctx context.Context, ns string, now time.T
 	return r0, call.end(err)
 }
 
+func (w *instrumented) DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error) {
+	ctx, call := w.begin(ctx, opDueBacklog)
+	r0, err := w.next.DueBacklog(ctx, now, bound)
+	return r0, call.end(err)
+}
+
 func (w *instrumented) Events(ctx context.Context, afterSeq int64, limit int) ([]Event, error) {
 	ctx, call := w.begin(ctx, opEvents)
 	r0, err := w.next.Events(ctx, afterSeq, limit)
@@ -490,7 +498,7 @@ func (w *instrumented) Leases(ctx context.Context, prefix string, now time.Time)
 	return r0, call.end(err)
 }
 
-func (w *instrumented) ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, error) {
+func (w *instrumented) ListClaims(ctx context.Context, p ListParams) (ListPage, error) {
 	ctx, call := w.begin(ctx, opListClaims)
 	r0, err := w.next.ListClaims(ctx, p)
 	return r0, call.end(err)

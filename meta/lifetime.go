@@ -40,6 +40,24 @@ type ListParams struct {
 	AfterAt time.Time
 	AfterID string
 	Limit   int
+	// Window, when above 0, bounds the rows of the index range one page
+	// reads: a filter the index does not hold (a state, an expiry
+	// window, a further label) is checked on at most Window rows, so a
+	// filter that few claims match costs a bounded read per page, not a
+	// walk of the whole namespace. A page that read Window rows before
+	// it had Limit claims ends short, and ListPage.Resume* say where
+	// the next one continues.
+	Window int
+}
+
+// ListPage is a page of ListClaims: its claims, and, when the page ended
+// at its Window with fewer than Limit claims, the position of the last
+// row it read (its created_at or expires_at, by the order, and id), after
+// which the next page continues. ResumeID is empty when the range ended.
+type ListPage struct {
+	Claims   []ListedClaim
+	ResumeAt time.Time
+	ResumeID string
 }
 
 // ListedClaim is a claim of a listing with what its reference needs of
@@ -67,8 +85,9 @@ type LifetimeStore interface {
 	// filters, in p.Order, after p.AfterAt/AfterID. It is answered from
 	// indexes: the claim_labels index when there is a label selector,
 	// else the claims index of the order; never a scan of every claim.
-	// ReleasedBy is not filled.
-	ListClaims(ctx context.Context, p ListParams) ([]ListedClaim, error)
+	// ReleasedBy is not filled. With p.Window it reads at most that many
+	// rows of the range (see ListParams.Window).
+	ListClaims(ctx context.Context, p ListParams) (ListPage, error)
 
 	// ExtendClaim moves an active claim's expiry to p.ExpiresAt in one
 	// transaction, with an extended event: expires_at = p.ExpiresAt, and

@@ -451,6 +451,12 @@ type Store interface {
 	// the zero time if nothing is due ever.
 	OldestDue(ctx context.Context) (time.Time, error)
 
+	// DueBacklog counts the claims (not held) and blobs due at or before
+	// now, reading at most bound entries of each one's due index, and
+	// answers at most bound: a figure for operators ("at least bound"),
+	// never a scan of a backlog however large.
+	DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error)
+
 	// TryLease takes or renews the named lease for holder until now+ttl.
 	// It succeeds when the lease is free, expired at now, or already held
 	// by holder, and reports false (no error) when another holder has it.

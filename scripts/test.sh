@@ -155,6 +155,14 @@ if [ -f "$CLAIMCHECK_TEST_MATRIX_REPORT" ]; then cat "$CLAIMCHECK_TEST_MATRIX_RE
 echo "== clients/js"
 ./scripts/js-test.sh
 
+# The operator console (server/console): its committed build checked
+# against its sources, then headless Chromium walks every page against a
+# real server. Its screenshots are kept in .artifacts/console (ignored by
+# git, left after the run) unless CLAIMCHECK_TEST_ARTIFACTS names another
+# directory.
+echo "== operator console (server/console)"
+CLAIMCHECK_TEST_ARTIFACTS="${CLAIMCHECK_TEST_ARTIFACTS:-$PWD/.artifacts}" ./scripts/console-test.sh
+
 # The stress tests at full size, without the race detector (which slows
 # the pure-Go SQLite driver tenfold); -race above ran them at short size.
 echo "== stress tests at full size"

@@ -95,6 +95,9 @@ var routes = []route{
 	{pattern: "GET /v1/events", handler: (*Server).tenantEvents, op: auth.OpAdmin, target: targetNone,
 		doc: "the tenant's administrative events (API keys, failed authentications)"},
 
+	{pattern: "GET /v1/sweeper", handler: (*Server).sweeperStatus, op: auth.OpAdmin, target: targetNone,
+		doc: "how far the background sweeper is behind: the oldest due time, its age (`lag_seconds`) and the due backlog up to a bound, store-wide"},
+
 	// Subscriptions and the live stream (subscriptions.go): the key's own
 	// tenant only, like GET /v1/events.
 	{pattern: "GET /v1/events/stream", handler: (*Server).eventStream, op: auth.OpAdmin, target: targetNone,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 )
@@ -20,6 +21,15 @@ type Store interface {
 	// The subscriptions of a tenant and its live stream of events
 	// (subscriptions.go, ADR 0240).
 	subscriptionStore
+
+	// OldestDue is the earliest due time over claims and blobs, the zero
+	// time when nothing is due ever: what GET /v1/sweeper measures the
+	// sweeper's lag from (sweeper.go).
+	OldestDue(ctx context.Context) (time.Time, error)
+	// DueBacklog is the number of claims and blobs due now, counted up
+	// to the bound it answers (engine.DueBacklogBound): a bounded read of
+	// the due indexes, never a scan of the backlog.
+	DueBacklog(ctx context.Context) (n, bound int64, err error)
 
 	// PutWithPolicy is Put that also answers the effective policy of ns
 	// the put was stored under, so that one call gives the server both

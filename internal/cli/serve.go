@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck/internal/config"
 	"github.com/claimcheck/claimcheck/internal/tracing"
 	"github.com/claimcheck/claimcheck/server"
+	"github.com/claimcheck/claimcheck/server/console"
 )
 
 // The server serves the embedded store.
@@ -37,6 +39,19 @@ type fileConfig struct {
 	HTTP httpConfig `yaml:"http"`
 	// Metrics says where /metrics is served (serve_metrics.go, ADR 0271).
 	Metrics metricsConfig `yaml:"metrics"`
+	// Console is the operator console at /console/ (server/console,
+	// ADR 0282).
+	Console consoleConfig `yaml:"console"`
+}
+
+// consoleConfig is the config file's console section.
+//
+//	console:
+//	  disabled: true   # /console/ answers 404, as any unknown path
+type consoleConfig struct {
+	// Disabled leaves the console out: its paths are the API's, which
+	// does not serve them.
+	Disabled bool `yaml:"disabled"`
 }
 
 // storeFlags locate the store: a config file and the data directory.
@@ -207,7 +222,10 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if err != nil {
 		return err
 	}
-	h := server.New(scfg)
+	var h http.Handler = server.New(scfg)
+	if !fc.Console.Disabled {
+		h = console.Mount(h)
+	}
 	err = server.ServeWith(sctx, ln, h, logger, server.Options{Limits: limits, TLS: tlsConf})
 	stop()
 	return errors.Join(err, waitMetrics())

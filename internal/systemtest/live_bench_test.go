@@ -92,6 +92,7 @@ func envCount(b *testing.B, name string, def, least int) int {
 
 // liveServer is one filled store behind a running serve.
 type liveServer struct {
+	url    string
 	c      *client.Client
 	sample []claimcheck.Ref
 	next   int
@@ -148,11 +149,12 @@ func liveStore(b *testing.B, bin, backend string, n int) *liveServer {
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	c, err := client.New(startServer(b, bin, dir, "--data", dir, "--config", path))
+	url := startServer(b, bin, dir, "--data", dir, "--config", path)
+	c, err := client.New(url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &liveServer{c: c, sample: sample, times: map[string][]float64{}}
+	return &liveServer{url: url, c: c, sample: sample, times: map[string][]float64{}}
 }
 
 func (s *liveServer) put(b *testing.B, payload []byte) {

@@ -233,6 +233,39 @@ func testOldestDue(t *testing.T, h *harness) {
 	wantTime(t, "OldestDue after collection", oldest(), epoch.Add(24*time.Hour))
 }
 
+func testDueBacklog(t *testing.T, h *harness) {
+	backlog := func(bound int) int64 {
+		t.Helper()
+		n, err := h.s.DueBacklog(h.ctx(), h.now(), bound)
+		if err != nil {
+			t.Fatalf("DueBacklog: %v", err)
+		}
+		return n
+	}
+	if got := backlog(100); got != 0 {
+		t.Errorf("DueBacklog of an empty store = %d, want 0", got)
+	}
+	p := put{MaxAge: time.Hour}.withDefaults()
+	for range 3 {
+		h.commit(h.pending(p), p) // due at epoch+1h
+	}
+	if got := backlog(100); got != 0 {
+		t.Errorf("DueBacklog before the deadlines = %d, want 0", got)
+	}
+	h.clock.Advance(time.Hour)
+	if got := backlog(100); got != 3 {
+		t.Errorf("DueBacklog at the deadlines = %d, want the 3 claims", got)
+	}
+	if got := backlog(2); got != 2 {
+		t.Errorf("DueBacklog bounded by 2 = %d, want 2", got)
+	}
+	b := h.orphan(time.Minute)
+	h.clock.Set(b.CollectAt)
+	if got := backlog(100); got != 4 {
+		t.Errorf("DueBacklog with a due orphan blob = %d, want 4", got)
+	}
+}
+
 func testNotFound(t *testing.T, h *harness) {
 	_, err := h.s.Claim(h.ctx(), "c_missing")
 	wantErr(t, "Claim", err, meta.ErrNotFound)

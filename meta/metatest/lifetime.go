@@ -33,17 +33,35 @@ var lifetimeTests = []struct {
 func lbl(k, v string) meta.Label { return meta.Label{Key: k, Value: v} }
 
 // listAll pages through a listing with limit rows a page and returns the
-// ids in order, failing on a repeated id.
+// ids in order, failing on a repeated id. It lists again with windows of
+// 1, 2 and 5 rows (ListParams.Window: short pages that resume after the
+// last row read) and fails unless they list the same claims in the same
+// order.
 func (h *harness) listAll(p meta.ListParams, limit int) []string {
+	h.t.Helper()
+	ids := h.listPages(p, limit)
+	for _, w := range []int{1, 2, 5} {
+		p.Window = w
+		if got := h.listPages(p, limit); !slices.Equal(got, ids) {
+			h.t.Fatalf("ListClaims(%+v) with a window of %d rows listed %v, without one %v", p, w, got, ids)
+		}
+	}
+	return ids
+}
+
+// listPages pages through a listing, following the resume position of
+// short pages that ended at their window.
+func (h *harness) listPages(p meta.ListParams, limit int) []string {
 	h.t.Helper()
 	p.Limit = limit
 	var ids []string
 	seen := map[string]bool{}
 	for range 1000 {
-		cs, err := h.s.ListClaims(h.ctx(), p)
+		page, err := h.s.ListClaims(h.ctx(), p)
 		if err != nil {
 			h.t.Fatalf("ListClaims(%+v): %v", p, err)
 		}
+		cs := page.Claims
 		for _, c := range cs {
 			if seen[c.ID] {
 				h.t.Fatalf("ListClaims: claim %s on two pages", c.ID)
@@ -52,7 +70,11 @@ func (h *harness) listAll(p meta.ListParams, limit int) []string {
 			ids = append(ids, c.ID)
 		}
 		if len(cs) < limit {
-			return ids
+			if page.ResumeID == "" {
+				return ids
+			}
+			p.AfterAt, p.AfterID = page.ResumeAt, page.ResumeID
+			continue
 		}
 		last := cs[len(cs)-1]
 		p.AfterID = last.ID
@@ -84,8 +106,8 @@ func testListNewestPaging(t *testing.T, h *harness) {
 			t.Fatalf("limit %d: listed %v, want newest first %v", limit, got, want)
 		}
 	}
-	if cs, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "nobody", Limit: 10}); err != nil || len(cs) != 0 {
-		t.Fatalf("unknown namespace: %d claims, %v", len(cs), err)
+	if page, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "nobody", Limit: 10}); err != nil || len(page.Claims) != 0 {
+		t.Fatalf("unknown namespace: %d claims, %v", len(page.Claims), err)
 	}
 }
 
@@ -133,7 +155,8 @@ func testListLabelSelector(t *testing.T, h *harness) {
 		}
 	}
 	// Labels come back on the listed rows.
-	cs, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "ns", Labels: []meta.Label{lbl("env", "prod"), lbl("team", "a")}, Limit: 5})
+	page, err := h.s.ListClaims(h.ctx(), meta.ListParams{Namespace: "ns", Labels: []meta.Label{lbl("env", "prod"), lbl("team", "a")}, Limit: 5})
+	cs := page.Claims
 	if err != nil || len(cs) != 1 || cs[0].Labels["env"] != "prod" || cs[0].Labels["team"] != "a" {
 		t.Fatalf("listed %+v, %v", cs, err)
 	}

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"FinishCollect", testFinishCollect},
 		{"CollectFailed", testCollectFailed},
 		{"OldestDue", testOldestDue},
+		{"DueBacklog", testDueBacklog},
 		{"Lease", testLease},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"LeaseRelease", testLeaseRelease},

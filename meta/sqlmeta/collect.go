@@ -180,3 +180,31 @@ func (s *Store) OldestDue(ctx context.Context) (time.Time, error) {
 	}
 	return oldest, nil
 }
+
+// DueBacklog counts due claims and blobs, at most bound of each read;
+// see meta.Store. The predicates are the partial indexes' (claims_due_at,
+// blobs_collect_at), so each count is one bounded index range.
+func (s *Store) DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error) {
+	if bound <= 0 {
+		return 0, nil
+	}
+	var total int64
+	err := s.read(ctx, func(q *txq) error {
+		total = 0
+		for _, query := range []string{
+			`SELECT COUNT(*) FROM (SELECT 1 FROM claims WHERE due_at IS NOT NULL AND parked = 0 AND due_at <= ? LIMIT ?) AS due`,
+			`SELECT COUNT(*) FROM (SELECT 1 FROM blobs WHERE collect_at IS NOT NULL AND collect_at <= ? LIMIT ?) AS due`,
+		} {
+			var n int64
+			if err := q.queryRow(query, now.UnixNano(), bound).Scan(&n); err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlmeta: due backlog: %w", err)
+	}
+	return min(total, int64(bound)), nil
+}

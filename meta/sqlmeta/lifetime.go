@@ -94,113 +94,200 @@ func backfillLabels(q *txq) error {
 // qualifiedClaimColumns is claimColumns with every column prefixed by
 // "claims.", for queries that join claim_labels (which has namespace and
 // created_at columns of its own).
-var qualifiedClaimColumns = func() string {
+var qualifiedClaimColumns = claimColumnsOf("claims")
+
+// claimColumnsOf is claimColumns with every column prefixed by table and
+// a dot.
+func claimColumnsOf(table string) string {
 	cols := strings.Split(claimColumns, ",")
 	for i, c := range cols {
-		cols[i] = "claims." + strings.TrimSpace(c)
+		cols[i] = table + "." + strings.TrimSpace(c)
 	}
 	return strings.Join(cols, ", ")
-}()
+}
 
-// listQuery builds the listing's statement; see meta.LifetimeStore.
-func listQuery(p meta.ListParams) (string, []any) {
+// listRange is the index range a listing reads, in its order: the
+// claim_labels index of the selector's first label, or the claims index
+// of the order, from the cursor on. at and id name its sort key and claim
+// id columns.
+type listRange struct {
+	from, at, id, order string
+	where               []string
+	args                []any
+}
+
+// rangeOf is the range of p's listing.
+func rangeOf(p meta.ListParams) listRange {
+	cursor := !p.AfterAt.IsZero() || p.AfterID != ""
+	var r listRange
+	switch {
+	case p.Order == meta.OrderNewest && len(p.Labels) > 0:
+		// The selector's first label drives: one range of
+		// claim_labels_select, already in (created_at, claim_id) order.
+		r = listRange{from: `claim_labels l`, at: `l.created_at`, id: `l.claim_id`, order: `l.created_at DESC, l.claim_id DESC`,
+			where: []string{`l.namespace = ?`, `l.label_key = ?`, `l.label_value = ?`},
+			args:  []any{p.Namespace, p.Labels[0].Key, p.Labels[0].Value}}
+		if cursor {
+			r.where = append(r.where, `(l.created_at, l.claim_id) < (?, ?)`)
+		}
+	case p.Order == meta.OrderNewest:
+		r = listRange{from: `claims`, at: `claims.created_at`, id: `claims.id`, order: `claims.created_at DESC, claims.id DESC`,
+			where: []string{`claims.namespace = ?`}, args: []any{p.Namespace}}
+		if cursor {
+			r.where = append(r.where, `(claims.created_at, claims.id) < (?, ?)`)
+		}
+	default: // OrderExpiring
+		// Written exactly as the partial index's predicate (migration
+		// 0023), so that SQLite matches it to claims_ns_expiring.
+		r = listRange{from: `claims`, at: `claims.expires_at`, id: `claims.id`, order: `claims.expires_at, claims.id`,
+			where: []string{`claims.namespace = ?`, `claims.state IN ('pending', 'active')`}, args: []any{p.Namespace}}
+		// The expiry window bounds this range's own key: the index stops
+		// at its end, rather than a filter reading past it.
+		if !p.ExpiresAfter.IsZero() {
+			r.where = append(r.where, `claims.expires_at >= ?`)
+			r.args = append(r.args, p.ExpiresAfter.UnixNano())
+		}
+		if !p.ExpiresBefore.IsZero() {
+			r.where = append(r.where, `claims.expires_at < ?`)
+			r.args = append(r.args, p.ExpiresBefore.UnixNano())
+		}
+		if cursor {
+			r.where = append(r.where, `(claims.expires_at, claims.id) > (?, ?)`)
+		}
+	}
+	if cursor {
+		r.args = append(r.args, p.AfterAt.UnixNano(), p.AfterID)
+	}
+	return r
+}
+
+// listFilters are the conditions of p the range's index does not hold,
+// checked on each claim row of the range, which t names (claims, or the
+// window's subquery).
+func listFilters(p meta.ListParams, t string) ([]string, []any) {
 	var (
 		where []string
 		args  []any
-		from  string
-		order string
 	)
-	cursor := !p.AfterAt.IsZero() || p.AfterID != ""
 	labels := p.Labels
-	switch {
-	case p.Order == meta.OrderNewest && len(labels) > 0:
-		// The selector's first label drives: one range of
-		// claim_labels_select, already in (created_at, claim_id) order.
-		from = `claim_labels l JOIN claims ON claims.id = l.claim_id`
-		where = append(where, `l.namespace = ?`, `l.label_key = ?`, `l.label_value = ?`)
-		args = append(args, p.Namespace, labels[0].Key, labels[0].Value)
-		if cursor {
-			where = append(where, `(l.created_at, l.claim_id) < (?, ?)`)
-			args = append(args, p.AfterAt.UnixNano(), p.AfterID)
-		}
-		labels = labels[1:]
-		order = `l.created_at DESC, l.claim_id DESC`
-	case p.Order == meta.OrderNewest:
-		from = `claims`
-		where = append(where, `claims.namespace = ?`)
-		args = append(args, p.Namespace)
-		if cursor {
-			where = append(where, `(claims.created_at, claims.id) < (?, ?)`)
-			args = append(args, p.AfterAt.UnixNano(), p.AfterID)
-		}
-		order = `claims.created_at DESC, claims.id DESC`
-	default: // OrderExpiring
-		from = `claims`
-		// Written exactly as the partial index's predicate (migration
-		// 0023), so that SQLite matches it to claims_ns_expiring.
-		where = append(where, `claims.namespace = ?`, `claims.state IN ('pending', 'active')`)
-		args = append(args, p.Namespace)
-		if cursor {
-			where = append(where, `(claims.expires_at, claims.id) > (?, ?)`)
-			args = append(args, p.AfterAt.UnixNano(), p.AfterID)
-		}
-		order = `claims.expires_at, claims.id`
+	if p.Order == meta.OrderNewest && len(labels) > 0 {
+		labels = labels[1:] // the range's
 	}
 	for _, l := range labels {
-		where = append(where, `EXISTS (SELECT 1 FROM claim_labels x WHERE x.claim_id = claims.id AND x.label_key = ? AND x.label_value = ?)`)
+		where = append(where, `EXISTS (SELECT 1 FROM claim_labels x WHERE x.claim_id = `+t+`.id AND x.label_key = ? AND x.label_value = ?)`)
 		args = append(args, l.Key, l.Value)
 	}
 	if p.State != "" {
-		where = append(where, `claims.state = ?`)
+		where = append(where, t+`.state = ?`)
 		args = append(args, string(p.State))
 	}
+	if p.Order == meta.OrderExpiring {
+		return where, args // the expiry window is the range's (rangeOf)
+	}
 	if !p.ExpiresAfter.IsZero() {
-		where = append(where, `claims.expires_at >= ?`)
+		where = append(where, t+`.expires_at >= ?`)
 		args = append(args, p.ExpiresAfter.UnixNano())
 	}
 	if !p.ExpiresBefore.IsZero() {
-		where = append(where, `claims.expires_at < ?`)
+		where = append(where, t+`.expires_at < ?`)
 		args = append(args, p.ExpiresBefore.UnixNano())
 	}
-	args = append(args, p.Limit)
-	from += ` JOIN blobs ON blobs.id = claims.blob_id`
-	return `SELECT ` + qualifiedClaimColumns + `, blobs.digest, blobs.stored_size, blobs.compression FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY ` + order + ` LIMIT ?`, args
+	return where, args
+}
+
+// listQuery builds the listing's statement; see meta.LifetimeStore.
+// Without a window, or without a filter for one to bound, it is one
+// walk of the range that stops at the limit. With both, the range is
+// first cut to its window's claim rows in a subquery (w), and the filters
+// are checked on those only: neither database pushes a condition into a
+// subquery with a LIMIT, so none can turn the window into a scan of
+// claims.
+func listQuery(p meta.ListParams) (string, []any) {
+	r := rangeOf(p)
+	from := r.from
+	if r.from != `claims` {
+		from += ` JOIN claims ON claims.id = ` + r.id
+	}
+	if filters, fargs := listFilters(p, "claims"); p.Window <= 0 || len(filters) == 0 {
+		where := append(slices.Clone(r.where), filters...)
+		args := append(append(slices.Clone(r.args), fargs...), p.Limit)
+		return `SELECT ` + qualifiedClaimColumns + `, blobs.digest, blobs.stored_size, blobs.compression FROM ` + from +
+			` JOIN blobs ON blobs.id = claims.blob_id WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + r.order + ` LIMIT ?`, args
+	}
+	filters, fargs := listFilters(p, "w")
+	window := `(SELECT claims.* FROM ` + from + ` WHERE ` + strings.Join(r.where, " AND ") +
+		` ORDER BY ` + r.order + ` LIMIT ?) AS w`
+	order := `w.created_at DESC, w.id DESC` // a label's created_at is its claim's
+	if p.Order == meta.OrderExpiring {
+		order = `w.expires_at, w.id`
+	}
+	args := append(append(append(slices.Clone(r.args), p.Window), fargs...), p.Limit)
+	return `SELECT ` + claimColumnsOf("w") + `, blobs.digest, blobs.stored_size, blobs.compression FROM ` + window +
+		` JOIN blobs ON blobs.id = w.blob_id WHERE ` + strings.Join(filters, " AND ") + ` ORDER BY ` + order + ` LIMIT ?`, args
+}
+
+// windowEnd builds the statement of the last row of p's window (its sort
+// key and id), which exists only when the range has Window rows.
+func windowEnd(p meta.ListParams) (string, []any) {
+	r := rangeOf(p)
+	return `SELECT ` + r.at + `, ` + r.id + ` FROM ` + r.from + ` WHERE ` + strings.Join(r.where, " AND ") +
+		` ORDER BY ` + r.order + ` LIMIT 1 OFFSET ?`, append(slices.Clone(r.args), p.Window-1)
 }
 
 // ListClaims returns a page of a namespace's claims; see
 // meta.LifetimeStore.
-func (s *Store) ListClaims(ctx context.Context, p meta.ListParams) ([]meta.ListedClaim, error) {
+func (s *Store) ListClaims(ctx context.Context, p meta.ListParams) (meta.ListPage, error) {
 	if p.Limit <= 0 {
-		return nil, nil
+		return meta.ListPage{}, nil
 	}
 	query, args := listQuery(p)
-	var out []meta.ListedClaim
+	var out meta.ListPage
 	err := s.read(ctx, func(q *txq) error {
-		out = out[:0]
-		rows, err := q.query(query, args...)
+		out = meta.ListPage{}
+		if err := q.listRows(query, args, &out); err != nil {
+			return err
+		}
+		if len(out.Claims) >= p.Limit || p.Window <= 0 {
+			return nil
+		}
+		if where, _ := listFilters(p, "claims"); len(where) == 0 {
+			return nil // the range itself ended: nothing was left unread
+		}
+		endQuery, endArgs := windowEnd(p)
+		var at int64
+		err := q.queryRow(endQuery, endArgs...).Scan(&at, &out.ResumeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // the range ended inside the window
+		}
+		out.ResumeAt = time.Unix(0, at)
+		return err
+	})
+	if err != nil {
+		return meta.ListPage{}, fmt.Errorf("sqlmeta: list claims of %s: %w", p.Namespace, err)
+	}
+	return out, nil
+}
+
+// listRows appends the claims of the listing's statement to page.
+func (q *txq) listRows(query string, args []any, page *meta.ListPage) error {
+	rows, err := q.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			lc     meta.ListedClaim
+			digest sql.NullString
+		)
+		lc.Claim, err = scanClaim(withExtra{rows, []any{&digest, &lc.StoredSize, &lc.Compression}})
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				lc     meta.ListedClaim
-				digest sql.NullString
-			)
-			lc.Claim, err = scanClaim(withExtra{rows, []any{&digest, &lc.StoredSize, &lc.Compression}})
-			if err != nil {
-				return err
-			}
-			lc.Digest = digest.String
-			out = append(out, lc)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlmeta: list claims of %s: %w", p.Namespace, err)
+		lc.Digest = digest.String
+		page.Claims = append(page.Claims, lc)
 	}
-	return out, nil
+	return rows.Err()
 }
 
 // ExtendClaim moves an active claim's expiry; see meta.LifetimeStore.

@@ -48,6 +48,10 @@ func TestListUsesIndex(t *testing.T) {
 					AfterAt: base.Add(time.Hour), AfterID: "c999", Limit: 100}, "claim_labels_select"},
 				{"newest", meta.ListParams{Namespace: "big", Limit: 100}, "claims_ns_created"},
 				{"expiring", meta.ListParams{Namespace: "big", Order: meta.OrderExpiring, ExpiresBefore: base.Add(time.Hour), Limit: 100}, "claims_ns_expiring"},
+				// A window cuts the range first, and the filters read its rows only.
+				{"newest, a state, a window", meta.ListParams{Namespace: "big", State: meta.ClaimDeleted, Window: 1000, Limit: 100}, "claims_ns_created"},
+				{"label, a state, a window", meta.ListParams{Namespace: "big", Labels: []meta.Label{{Key: "run", Value: "needle"}}, State: meta.ClaimActive, Window: 1000, Limit: 100}, "claim_labels_select"},
+				{"expiring, a window", meta.ListParams{Namespace: "big", Order: meta.OrderExpiring, ExpiresBefore: base.Add(time.Hour), Window: 1000, Limit: 100}, "claims_ns_expiring"},
 			} {
 				plan := explainList(t, s, tc.p)
 				if !strings.Contains(plan, tc.index) || strings.Contains(plan, "SCAN claims\n") || strings.Contains(plan, "Seq Scan on claims") {
@@ -56,9 +60,9 @@ func TestListUsesIndex(t *testing.T) {
 					t.Logf("%s on %d claims:\n%s", tc.name, n, plan)
 				}
 			}
-			cs, err := s.ListClaims(context.Background(), meta.ListParams{Namespace: "big", Labels: []meta.Label{{Key: "run", Value: "needle"}}, Limit: 100})
-			if err != nil || len(cs) != 10 {
-				t.Fatalf("label listing: %d claims, %v; want 10", len(cs), err)
+			page, err := s.ListClaims(context.Background(), meta.ListParams{Namespace: "big", Labels: []meta.Label{{Key: "run", Value: "needle"}}, Limit: 100})
+			if err != nil || len(page.Claims) != 10 {
+				t.Fatalf("label listing: %d claims, %v; want 10", len(page.Claims), err)
 			}
 		})
 	}
@@ -182,10 +186,11 @@ func TestBackfillLabels(t *testing.T) {
 	if err := s.write(ctx, backfillLabels); err != nil {
 		t.Fatalf("backfill: %v", err)
 	}
-	cs, err := s.ListClaims(ctx, meta.ListParams{Namespace: "big", Labels: []meta.Label{{Key: "run", Value: "old"}, {Key: "wf", Value: "w"}}, Limit: 1000})
+	page, err := s.ListClaims(ctx, meta.ListParams{Namespace: "big", Labels: []meta.Label{{Key: "run", Value: "old"}, {Key: "wf", Value: "w"}}, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cs := page.Claims
 	var n int
 	if err := s.read(ctx, func(q *txq) error {
 		return q.queryRow(`SELECT COUNT(*) FROM claim_labels`).Scan(&n)

@@ -12,7 +12,8 @@ import { injectTraceContext } from './tracecontext.js';
 
 /**
  * @import { ClaimEvent, ClaimInfo, ClaimPage, ClientOptions, FollowOptions, ListOptions, NamespaceInfo, OffloadOptions,
- *   PutBody, PutOptions, Ref, RefLike, ResumableUploadOptions, SignalOptions, UploadOptions } from './types.js'
+ *   PageOptions, PutBody, PutOptions, Ref, RefLike, ResumableUploadOptions, SignalOptions, Subscription, SubscriptionAttemptPage,
+ *   SubscriptionPage, SubscriptionSpec, UploadOptions } from './types.js'
  */
 /** @import { FetchLike, Runtime, UploadTarget } from './runtime.js' */
 /** @import { OpenTelemetryAPI } from './tracecontext.js' */
@@ -251,6 +252,116 @@ export class BaseClient {
     const resp = await this.#send(`list ${ns}`, u, { headers: this.#headers(), signal }, 200);
     const page = await resp.json();
     return { claims: page.claims ?? [], next: page.next };
+  }
+
+  // Subscriptions (docs/HTTP.md, "Pushed events"): they need a
+  // tenant-wide admin key.
+
+  /**
+   * Makes a subscription of the key's tenant; the answer carries its
+   * secret, which is never shown again.
+   * @param {SubscriptionSpec} spec
+   * @param {SignalOptions} [options]
+   * @returns {Promise<Subscription>}
+   */
+  async createSubscription(spec, { signal } = {}) {
+    const h = this.#headers();
+    h.set('Content-Type', 'application/json');
+    const init = { method: 'POST', headers: h, body: JSON.stringify(spec), signal };
+    const resp = await this.#send('create subscription', this.#url('v1/subscriptions'), init, 201);
+    return resp.json();
+  }
+
+  /**
+   * One page of the key's tenant's subscriptions, by id: {subscriptions,
+   * next}; pass next as cursor for the following page.
+   * @param {PageOptions} [options]
+   * @returns {Promise<SubscriptionPage>}
+   */
+  async subscriptions({ cursor, limit, signal } = {}) {
+    const u = this.#paged(this.#url('v1/subscriptions'), cursor, limit);
+    const resp = await this.#send('list subscriptions', u, { headers: this.#headers(), signal }, 200);
+    const page = await resp.json();
+    return { subscriptions: page.subscriptions ?? [], next: page.next };
+  }
+
+  /**
+   * Deletes a subscription made over the API.
+   * @param {string} id
+   * @param {SignalOptions} [options]
+   */
+  async deleteSubscription(id, { signal } = {}) {
+    await this.#send(`delete subscription ${id}`, this.#subscriptionURL(id), { method: 'DELETE', headers: this.#headers(), signal }, 204);
+  }
+
+  /**
+   * Delivers again to a dead-lettered subscription.
+   * @param {string} id
+   * @param {SignalOptions} [options]
+   */
+  async resumeSubscription(id, { signal } = {}) {
+    await this.#send(`resume subscription ${id}`, this.#subscriptionURL(id, 'resume'), { method: 'POST', headers: this.#headers(), signal }, 204);
+  }
+
+  /**
+   * One page of a subscription's parked and dead-lettered events, by seq:
+   * {attempts, next}.
+   * @param {string} id
+   * @param {PageOptions} [options]
+   * @returns {Promise<SubscriptionAttemptPage>}
+   */
+  async subscriptionAttempts(id, { cursor, limit, signal } = {}) {
+    const u = this.#paged(this.#subscriptionURL(id, 'attempts'), cursor, limit);
+    const resp = await this.#send(`subscription attempts ${id}`, u, { headers: this.#headers(), signal }, 200);
+    const page = await resp.json();
+    return { attempts: page.attempts ?? [], next: page.next };
+  }
+
+  /**
+   * Has a subscription's parked and dead-lettered events delivered now:
+   * {retried}, how many.
+   * @param {string} id
+   * @param {SignalOptions} [options]
+   * @returns {Promise<{ retried: number }>}
+   */
+  async retrySubscription(id, { signal } = {}) {
+    const resp = await this.#send(`retry subscription ${id}`, this.#subscriptionURL(id, 'retry'), { method: 'POST', headers: this.#headers(), signal }, 200);
+    return resp.json();
+  }
+
+  /**
+   * Has a subscription's events after since delivered again: since is a
+   * time (a Date or RFC 3339) or an event seq. Answers {cursor}, the
+   * cursor the server set (a string).
+   * @param {string} id
+   * @param {Date | string} since
+   * @param {SignalOptions} [options]
+   * @returns {Promise<{ cursor: string }>}
+   */
+  async replaySubscription(id, since, { signal } = {}) {
+    const u = this.#subscriptionURL(id, 'replay');
+    u.searchParams.set('since', since instanceof Date ? since.toISOString() : String(since));
+    const resp = await this.#send(`replay subscription ${id}`, u, { method: 'POST', headers: this.#headers(), signal }, 200);
+    return resp.json();
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} [action]
+   */
+  #subscriptionURL(id, action) {
+    return this.#url(`v1/subscriptions/${encodeURIComponent(id)}${action ? '/' + action : ''}`);
+  }
+
+  /**
+   * @param {URL} u
+   * @param {string} [cursor]
+   * @param {number} [limit]
+   */
+  #paged(u, cursor, limit) {
+    if (cursor) u.searchParams.set('cursor', cursor);
+    if (limit) u.searchParams.set('limit', String(limit));
+    return u;
   }
 
   /**

@@ -207,4 +207,64 @@
 
 /** @typedef {{ signal?: AbortSignal }} SignalOptions */
 
+/**
+ * What a subscription is made from (POST /v1/subscriptions).
+ * @typedef {object} SubscriptionSpec
+ * @property {string} url The receiver: http or https.
+ * @property {string} [id] Letters, digits, '-', '_' and '.', at most 64; made up when absent.
+ * @property {string[]} [types] Event kinds delivered; all when absent.
+ * @property {string[]} [namespaces] Namespaces delivered; all of the tenant's when absent.
+ * @property {Record<string, string>} [labels] Labels a claim must all have.
+ * @property {string} [secret] The signing secret ("whsec_" and base64); made up when absent.
+ * @property {number} [events_per_request] 1: one CloudEvent a request; above 1: batched; 0 or absent: the server's default.
+ */
+
+/**
+ * A subscription and how its delivery stands. The secret is answered
+ * once, by the create.
+ * @typedef {object} Subscription
+ * @property {string} id
+ * @property {string} tenant
+ * @property {string} url
+ * @property {string[]} [types]
+ * @property {string[]} [namespaces]
+ * @property {Record<string, string>} [labels]
+ * @property {string} [secret]
+ * @property {boolean} enabled
+ * @property {number} [events_per_request]
+ * @property {'api' | 'config'} source
+ * @property {'active' | 'lagging' | 'dead_lettered'} state
+ * @property {string} cursor The seq delivery resumes after (a string: it has 19 digits).
+ * @property {number} delivered
+ * @property {number} [attempts]
+ * @property {string} [last_error]
+ * @property {string} [failing_since]
+ * @property {string} created_at
+ */
+
+/**
+ * @typedef {object} SubscriptionPage
+ * @property {Subscription[]} subscriptions
+ * @property {string} [next] The cursor of the next page; absent on the last one.
+ */
+
+/**
+ * A parked or dead-lettered event of a subscription.
+ * @typedef {object} SubscriptionAttempt
+ * @property {ClaimEvent} event
+ * @property {'parked' | 'dead_lettered'} state
+ * @property {number} attempts
+ * @property {string} [failing_since]
+ * @property {string} [next_attempt]
+ * @property {string} [last_error]
+ */
+
+/**
+ * @typedef {object} SubscriptionAttemptPage
+ * @property {SubscriptionAttempt[]} attempts
+ * @property {string} [next] The cursor of the next page; absent on the last one.
+ */
+
+/** @typedef {{ cursor?: string, limit?: number, signal?: AbortSignal }} PageOptions */
+
 export {};

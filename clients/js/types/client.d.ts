@@ -75,6 +75,63 @@ export class BaseClient {
      */
     list(ns: string, { labels, state, expiresAfter, expiresBefore, order, cursor, limit, signal }?: ListOptions): Promise<ClaimPage>;
     /**
+     * Makes a subscription of the key's tenant; the answer carries its
+     * secret, which is never shown again.
+     * @param {SubscriptionSpec} spec
+     * @param {SignalOptions} [options]
+     * @returns {Promise<Subscription>}
+     */
+    createSubscription(spec: SubscriptionSpec, { signal }?: SignalOptions): Promise<Subscription>;
+    /**
+     * One page of the key's tenant's subscriptions, by id: {subscriptions,
+     * next}; pass next as cursor for the following page.
+     * @param {PageOptions} [options]
+     * @returns {Promise<SubscriptionPage>}
+     */
+    subscriptions({ cursor, limit, signal }?: PageOptions): Promise<SubscriptionPage>;
+    /**
+     * Deletes a subscription made over the API.
+     * @param {string} id
+     * @param {SignalOptions} [options]
+     */
+    deleteSubscription(id: string, { signal }?: SignalOptions): Promise<void>;
+    /**
+     * Delivers again to a dead-lettered subscription.
+     * @param {string} id
+     * @param {SignalOptions} [options]
+     */
+    resumeSubscription(id: string, { signal }?: SignalOptions): Promise<void>;
+    /**
+     * One page of a subscription's parked and dead-lettered events, by seq:
+     * {attempts, next}.
+     * @param {string} id
+     * @param {PageOptions} [options]
+     * @returns {Promise<SubscriptionAttemptPage>}
+     */
+    subscriptionAttempts(id: string, { cursor, limit, signal }?: PageOptions): Promise<SubscriptionAttemptPage>;
+    /**
+     * Has a subscription's parked and dead-lettered events delivered now:
+     * {retried}, how many.
+     * @param {string} id
+     * @param {SignalOptions} [options]
+     * @returns {Promise<{ retried: number }>}
+     */
+    retrySubscription(id: string, { signal }?: SignalOptions): Promise<{
+        retried: number;
+    }>;
+    /**
+     * Has a subscription's events after since delivered again: since is a
+     * time (a Date or RFC 3339) or an event seq. Answers {cursor}, the
+     * cursor the server set (a string).
+     * @param {string} id
+     * @param {Date | string} since
+     * @param {SignalOptions} [options]
+     * @returns {Promise<{ cursor: string }>}
+     */
+    replaySubscription(id: string, since: Date | string, { signal }?: SignalOptions): Promise<{
+        cursor: string;
+    }>;
+    /**
      * The namespace's effective policy, limits and usage.
      * @param {string} ns
      * @param {SignalOptions} [options]
@@ -160,6 +217,11 @@ import { Payload } from './payload.js';
 import type { ClaimInfo } from './types.js';
 import type { ListOptions } from './types.js';
 import type { ClaimPage } from './types.js';
+import type { SubscriptionSpec } from './types.js';
+import type { Subscription } from './types.js';
+import type { PageOptions } from './types.js';
+import type { SubscriptionPage } from './types.js';
+import type { SubscriptionAttemptPage } from './types.js';
 import type { NamespaceInfo } from './types.js';
 import type { UploadOptions } from './types.js';
 import type { ResumableUploadOptions } from './types.js';

@@ -293,3 +293,92 @@ export type ClaimPage = {
 export type SignalOptions = {
     signal?: AbortSignal;
 };
+/**
+ * What a subscription is made from (POST /v1/subscriptions).
+ */
+export type SubscriptionSpec = {
+    /**
+     * The receiver: http or https.
+     */
+    url: string;
+    /**
+     * Letters, digits, '-', '_' and '.', at most 64; made up when absent.
+     */
+    id?: string | undefined;
+    /**
+     * Event kinds delivered; all when absent.
+     */
+    types?: string[] | undefined;
+    /**
+     * Namespaces delivered; all of the tenant's when absent.
+     */
+    namespaces?: string[] | undefined;
+    /**
+     * Labels a claim must all have.
+     */
+    labels?: Record<string, string> | undefined;
+    /**
+     * The signing secret ("whsec_" and base64); made up when absent.
+     */
+    secret?: string | undefined;
+    /**
+     * 1: one CloudEvent a request; above 1: batched; 0 or absent: the server's default.
+     */
+    events_per_request?: number | undefined;
+};
+/**
+ * A subscription and how its delivery stands. The secret is answered
+ * once, by the create.
+ */
+export type Subscription = {
+    id: string;
+    tenant: string;
+    url: string;
+    types?: string[] | undefined;
+    namespaces?: string[] | undefined;
+    labels?: Record<string, string> | undefined;
+    secret?: string | undefined;
+    enabled: boolean;
+    events_per_request?: number | undefined;
+    source: "api" | "config";
+    state: "active" | "lagging" | "dead_lettered";
+    /**
+     * The seq delivery resumes after (a string: it has 19 digits).
+     */
+    cursor: string;
+    delivered: number;
+    attempts?: number | undefined;
+    last_error?: string | undefined;
+    failing_since?: string | undefined;
+    created_at: string;
+};
+export type SubscriptionPage = {
+    subscriptions: Subscription[];
+    /**
+     * The cursor of the next page; absent on the last one.
+     */
+    next?: string | undefined;
+};
+/**
+ * A parked or dead-lettered event of a subscription.
+ */
+export type SubscriptionAttempt = {
+    event: ClaimEvent;
+    state: "parked" | "dead_lettered";
+    attempts: number;
+    failing_since?: string | undefined;
+    next_attempt?: string | undefined;
+    last_error?: string | undefined;
+};
+export type SubscriptionAttemptPage = {
+    attempts: SubscriptionAttempt[];
+    /**
+     * The cursor of the next page; absent on the last one.
+     */
+    next?: string | undefined;
+};
+export type PageOptions = {
+    cursor?: string;
+    limit?: number;
+    signal?: AbortSignal;
+};

@@ -343,6 +343,56 @@ class Client:
                 return
             cursor = page.next
 
+    # -- subscriptions (docs/HTTP.md, "Pushed events"; a tenant-wide admin key)
+
+    def create_subscription(self, url: str, *, id: Optional[str] = None, types: Optional[Sequence[str]] = None,
+                            namespaces: Optional[Sequence[str]] = None, labels: Optional[Mapping[str, str]] = None,
+                            secret: Optional[str] = None, events_per_request: Optional[int] = None) -> dict[str, Any]:
+        """Makes a subscription of the key's tenant and returns it as the API
+        answers it (a dict); its ``secret`` is answered this once. Refusals
+        raise :class:`InvalidArgument` naming the field."""
+        spec: dict[str, Any] = {"url": url}
+        for name, value in (("id", id), ("types", types), ("namespaces", namespaces), ("labels", labels),
+                            ("secret", secret), ("events_per_request", events_per_request)):
+            if value is not None:
+                spec[name] = list(value) if name in ("types", "namespaces") else value
+        _, _, data = self._call("POST", "/v1/subscriptions", headers={"Content-Type": "application/json"},
+                                body=json.dumps(spec).encode(), ok=(201,))
+        return json.loads(data)
+
+    def subscriptions(self, *, cursor: Optional[str] = None, limit: Optional[int] = None) -> dict[str, Any]:
+        """One page of the tenant's subscriptions, by id: ``{"subscriptions":
+        [...], "next": cursor}`` (``next`` absent on the last page). Cursors
+        and seqs are strings."""
+        return self._json("GET", "/v1/subscriptions", query=_page_query(cursor, limit))
+
+    def delete_subscription(self, id: str) -> None:
+        """Deletes a subscription made over the API."""
+        self._call("DELETE", f"/v1/subscriptions/{_quote(id)}", ok=(204,))
+
+    def resume_subscription(self, id: str) -> None:
+        """Delivers again to a dead-lettered subscription."""
+        self._call("POST", f"/v1/subscriptions/{_quote(id)}/resume", ok=(204,))
+
+    def subscription_attempts(self, id: str, *, cursor: Optional[str] = None,
+                              limit: Optional[int] = None) -> dict[str, Any]:
+        """One page of the subscription's parked and dead-lettered events, by
+        seq: ``{"attempts": [{"event", "state", "attempts", "last_error",
+        ...}], "next": cursor}``."""
+        return self._json("GET", f"/v1/subscriptions/{_quote(id)}/attempts", query=_page_query(cursor, limit))
+
+    def retry_subscription(self, id: str) -> int:
+        """Has the subscription's parked and dead-lettered events delivered
+        now; returns how many."""
+        return int(self._json("POST", f"/v1/subscriptions/{_quote(id)}/retry")["retried"])
+
+    def replay_subscription(self, id: str, since: Union[When, str]) -> str:
+        """Has the subscription's events after ``since`` (a datetime with a
+        time zone, Unix seconds, or an event seq as a string) delivered
+        again; returns the cursor the server set (a string)."""
+        value = since if isinstance(since, str) else _rfc3339("since", since)
+        return str(self._json("POST", f"/v1/subscriptions/{_quote(id)}/replay", query={"since": value})["cursor"])
+
     def extend(self, ref: RefLike, *, expires_at: Optional[When] = None,
                by: Optional[Union[timedelta, int, float]] = None, ns: Optional[str] = None) -> ClaimInfo:
         """Moves the claim's expiry later and answers its :class:`ClaimInfo` (the
@@ -1572,6 +1622,12 @@ def _go_duration(by: Any) -> str:
     if us <= 0:
         raise InvalidArgument(f"extend: by {by!r}: must be positive")
     return f"{us // 1_000_000}s" if us % 1_000_000 == 0 else f"{us}us"
+
+
+def _page_query(cursor: Optional[str], limit: Optional[int]) -> dict[str, Optional[str]]:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise InvalidArgument(f"limit {limit!r}: want an integer from 1 to 1000")
+    return {"cursor": cursor, "limit": str(limit) if limit is not None else None}
 
 
 def _quote(s: str) -> str:

@@ -266,9 +266,13 @@ describe('the console', { skip }, () => {
         assert.ok(!(await page.locator('main').textContent()).includes(`order ${i} order`), 'the page never shows the bytes');
 
         // Deliveries: the failing subscription, its parked events, retry.
-        await go(page, '#/deliveries', '.sub');
-        assert.match(await page.locator('.sub').textContent(), /parked/);
-        assert.match(await page.locator(".sub .lag").textContent(), /failing since/);
+        // A walk before this one retried and replayed: its events fail
+        // again a moment later, and the page shows them once reloaded.
+        await until('a parked event failing again on the deliveries page', async () => {
+          await page.reload();
+          await go(page, '#/deliveries', '.sub');
+          return /parked/.test(await page.locator('.sub').textContent()) && /failing since/.test(await page.locator('.sub .lag').textContent());
+        });
         await check(page, 'deliveries', size);
         const before = receiver.posts();
         await page.locator('button.retry').click();

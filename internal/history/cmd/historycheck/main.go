@@ -8,33 +8,42 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/claimcheck/claimcheck/internal/history"
 )
 
-func main() {
-	skew := flag.Duration("skew", 2*time.Second, "allowance around every deadline for the clocks' distance")
-	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: historycheck [-skew 2s] FILE")
-		os.Exit(2)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command with its arguments, returning the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("historycheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	skew := fs.Duration("skew", 2*time.Second, "allowance around every deadline for the clocks' distance")
+	if err := fs.Parse(args); err != nil {
+		return 2
 	}
-	f, err := os.Open(flag.Arg(0))
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: historycheck [-skew 2s] FILE")
+		return 2
+	}
+	f, err := os.Open(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	evs, err := history.Read(f)
 	_ = f.Close()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", flag.Arg(0), err)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
+		return 2
 	}
 	rep := history.Check(evs, history.Options{Skew: *skew})
-	fmt.Print(rep)
+	fmt.Fprint(stdout, rep)
 	if !rep.OK() {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

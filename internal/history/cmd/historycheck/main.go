@@ -26,22 +26,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: historycheck [-skew 2s] FILE")
+		_, _ = fmt.Fprintln(stderr, "usage: historycheck [-skew 2s] FILE")
 		return 2
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		_, _ = fmt.Fprintln(stderr, err)
 		return 2
 	}
 	evs, err := history.Read(f)
 	_ = f.Close()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
 		return 2
 	}
 	rep := history.Check(evs, history.Options{Skew: *skew})
-	fmt.Fprint(stdout, rep)
+	_, _ = fmt.Fprint(stdout, rep)
 	if !rep.OK() {
 		return 1
 	}

@@ -66,7 +66,9 @@ func TestStalledCommitAnswers503(t *testing.T) {
 	}
 
 	setStandbyNames(t, admin, "nobody")
+	began := time.Now()
 	status, header, text := rawPut(t, r.url, []byte("stalled put"))
+	t.Logf("put with commits stalled: %d after %s (metadata_timeout 2s)", status, time.Since(began).Round(time.Millisecond))
 	if status != http.StatusServiceUnavailable || header.Get("Retry-After") == "" || !strings.Contains(text, "metadata_timeout") {
 		t.Errorf("put with commits stalled = %d, Retry-After %q, %s; want 503 with Retry-After naming metadata_timeout", status, header.Get("Retry-After"), text)
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 
@@ -27,6 +28,12 @@ import (
 
 // DefaultDataDir is where the embedded defaults keep their files.
 const DefaultDataDir = "./data"
+
+// DefaultMetadataTimeout is Config.MetadataTimeout's default: long
+// enough for the slowest page of the background jobs on a loaded
+// database, short enough that a client's retry, not its own timeout,
+// is what answers a database that stopped answering.
+const DefaultMetadataTimeout = 10 * time.Second
 
 // Config configures a Store. The zero value is valid: SQLite metadata and
 // file blobs under ./data, and every namespace on the built-in policy.
@@ -46,6 +53,12 @@ type Config struct {
 	// Metadata is the metadata database: "sqlite:PATH" (default
 	// sqlite:<data>/claimcheck.db) or a postgres:// URL.
 	Metadata string `yaml:"metadata"`
+	// MetadataTimeout bounds every metadata operation (a request's, and
+	// the background jobs'): past it the operation is cancelled and
+	// answers unavailable (503 with Retry-After over HTTP) naming this
+	// key, rather than waiting on a database that stopped answering
+	// (ADR 0286). 0: DefaultMetadataTimeout; negative: unbounded.
+	MetadataTimeout time.Duration `yaml:"metadata_timeout"`
 	// Storage is the blob storage URL: file:///DIR (default
 	// <data>/blobs), mem://, or s3://BUCKET?endpoint=…&region=….
 	Storage string `yaml:"storage"`
@@ -233,6 +246,9 @@ func (c Config) WithDefaults() Config {
 			dir = filepath.Join(c.Data, "blobs")
 		}
 		c.Storage = "file://" + filepath.ToSlash(dir)
+	}
+	if c.MetadataTimeout == 0 {
+		c.MetadataTimeout = DefaultMetadataTimeout
 	}
 	if c.Lifecycle == "" {
 		c.Lifecycle = LifecycleManage

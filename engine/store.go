@@ -147,7 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// measures the store's call itself (tracing.go). The metadata store
 	// has one layer for both.
 	s.tracer = tracing.NewTracer(cfg.TracerProvider, cfg.Tracing.RecordLabels)
-	s.meta = meta.Instrument(metaStore, meta.Instrumentation{Registerer: reg, TracerProvider: cfg.TracerProvider, System: metaSystem(cfg)})
+	s.meta = meta.Instrument(metaStore, meta.Instrumentation{Registerer: reg, TracerProvider: cfg.TracerProvider, System: metaSystem(cfg), Timeout: max(cfg.MetadataTimeout, 0)})
 	s.blobs = blob.WithMetrics(blob.WithTracing(blobStore, cfg.TracerProvider), reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)

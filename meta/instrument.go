@@ -3,7 +3,10 @@ package meta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/claimcheck/claimcheck"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,7 +27,21 @@ type Instrumentation struct {
 	// System is the spans' db.system.name ("sqlite", "postgresql"; empty:
 	// left out).
 	System string
+	// Timeout bounds every operation (0: unbounded). An operation still
+	// running when it passes is cancelled and fails with an error that
+	// wraps claimcheck.ErrUnavailable and names the setting
+	// (metadata_timeout), so that a database that stops answering costs a
+	// request this long, then a 503, and a background job's lease call
+	// fails instead of hanging (ADR 0286).
+	Timeout time.Duration
 }
+
+// TimeoutSetting is the config key Instrumentation.Timeout comes from,
+// named in the error of an operation that ran out of it.
+const TimeoutSetting = "metadata_timeout"
+
+// errTimedOut is the cause of a context Instrumentation.Timeout ended.
+var errTimedOut = errors.New("metadata operation timed out")
 
 // Instrument returns s with Prometheus metrics and, given a tracer
 // provider, OpenTelemetry spans around every operation: every method but
@@ -73,7 +90,7 @@ func Instrument(s Store, in Instrumentation) Store {
 	if in.Registerer != nil {
 		in.Registerer.MustRegister(total, duration)
 	}
-	w := &instrumented{next: s}
+	w := &instrumented{next: s, timeout: in.Timeout}
 	if in.TracerProvider != nil {
 		w.tracer = in.TracerProvider.Tracer("github.com/claimcheck/claimcheck/meta")
 	}
@@ -108,9 +125,10 @@ type operation struct {
 // instrument_gen.go, are each the wrapped one between begin and end,
 // nothing else.
 type instrumented struct {
-	next   Store
-	tracer trace.Tracer // nil: tracing off
-	ops    [numOps]operation
+	next    Store
+	tracer  trace.Tracer // nil: tracing off
+	ops     [numOps]operation
+	timeout time.Duration // Instrumentation.Timeout
 }
 
 var _ Store = (*instrumented)(nil)
@@ -125,6 +143,10 @@ type call struct {
 	o     *operation
 	start time.Time
 	span  trace.Span
+	// ctx and cancel are the operation's bounded context (nil: no bound).
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timeout time.Duration
 }
 
 var noSpan trace.Span = noop.Span{}
@@ -137,7 +159,26 @@ func (w *instrumented) begin(ctx context.Context, op int) (context.Context, call
 	if w.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
 		ctx, c.span = w.tracer.Start(ctx, o.spanName, o.spanOpts...)
 	}
+	if w.timeout > 0 {
+		ctx, c.cancel = context.WithTimeoutCause(ctx, w.timeout, errTimedOut)
+		c.ctx, c.timeout = ctx, w.timeout
+	}
 	return ctx, c
+}
+
+// bounded returns err as unavailable when the operation's own bound
+// ended it (not the caller's context): whatever the driver reported
+// (a cancelled statement, a closed connection, a rolled-back
+// transaction), the database did not answer in time.
+func (c call) bounded(err error) error {
+	if c.cancel == nil {
+		return err
+	}
+	c.cancel()
+	if err == nil || !errors.Is(context.Cause(c.ctx), errTimedOut) {
+		return err
+	}
+	return fmt.Errorf("%w: metadata: no answer within %s (%s): %v", claimcheck.ErrUnavailable, c.timeout, TimeoutSetting, err)
 }
 
 var resultKey = attribute.Key("claimcheck.result")
@@ -145,6 +186,7 @@ var resultKey = attribute.Key("claimcheck.result")
 // end records the call's result on its span and its metrics, and
 // returns err unchanged.
 func (c call) end(err error) error {
+	err = c.bounded(err)
 	r := result(err)
 	if c.span.IsRecording() {
 		c.span.SetAttributes(resultKey.String(resultNames[r]))

@@ -131,6 +131,10 @@ fi
 # The conformance matrix writes its table here; it is printed after the
 # Go tests, whatever their outcome.
 export CLAIMCHECK_TEST_MATRIX_REPORT="$work/conformance-matrix.txt"
+# The chaos tests record their clients' calls and write the lifecycle
+# history checker's report here (internal/history, ADR 0287); printed
+# after the Go tests too.
+export TEST_HISTORY_DIR="$work/history"
 
 echo "== go test -race $short"
 for i in "${!modules[@]}"; do
@@ -148,6 +152,11 @@ done
 
 echo "== conformance matrix (internal/conformance)"
 if [ -f "$CLAIMCHECK_TEST_MATRIX_REPORT" ]; then cat "$CLAIMCHECK_TEST_MATRIX_REPORT"; else echo "no table: TestConformanceMatrix did not run"; fi
+
+echo "== lifecycle history checks (internal/history)"
+for f in "$TEST_HISTORY_DIR"/*.report; do
+  if [ -f "$f" ]; then echo "-- $(basename "$f" .report)"; cat "$f"; else echo "no report: no chaos test recorded a history"; fi
+done
 
 # The JavaScript client (clients/js): Node and headless Chromium against
 # a real server, and MinIO while it is up. node --test prints its own

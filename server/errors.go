@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/server/api"
@@ -58,10 +59,21 @@ func serverSideText(err error, text string) string {
 // writeError answers err as a JSON error. It is the only function that
 // turns an error into a response (the payload stream's trailer uses
 // errorBody too).
+//
+// Every 503 carries Retry-After: the server, its database or its storage
+// could not answer now (a metadata operation past metadata_timeout, ADR
+// 0286), and a client's retry after a pause is what fixes that.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body, status := s.errorBody(r, err)
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryAfterSeconds(unavailableRetryAfter))
+	}
 	writeJSON(w, status, body)
 }
+
+// unavailableRetryAfter is the Retry-After of a 503: short, because the
+// request already waited up to its bound before it was answered.
+const unavailableRetryAfter = time.Second
 
 // writeJSON answers v as JSON with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -90,8 +90,35 @@ func (l *Lease) Name() string { return l.cfg.Name }
 // reports whether this holder has it. A lease taken and never released
 // lapses TTL after the last Take: a job that runs every few intervals
 // holds it that way across runs.
+//
+// A take that cannot complete within TTL is cancelled and fails: by
+// then the lease it asked for would have lapsed anyway, and a holder
+// must not go on working behind a renewal that hangs (ADR 0286).
 func (l *Lease) Take(ctx context.Context) (bool, error) {
-	return l.store.TryLease(ctx, l.cfg.Name, l.cfg.Holder, l.cfg.Clock.Now(), l.cfg.TTL)
+	return l.tryWithin(ctx, l.cfg.Clock.Now(), l.cfg.TTL)
+}
+
+// tryWithin asks the store for the lease at now, cancelled after bound.
+func (l *Lease) tryWithin(ctx context.Context, now time.Time, bound time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	ok, err := l.store.TryLease(ctx, l.cfg.Name, l.cfg.Holder, now, l.cfg.TTL)
+	if err != nil {
+		return false, fmt.Errorf("lease %s: %w", l.cfg.Name, err)
+	}
+	return ok, nil
+}
+
+// termLeft is how long a held lease has before it lapses (Keep's bound
+// on its renewal: one that completes later renews a lease another holder
+// may have taken meanwhile); the whole TTL when none is held. The
+// caller holds l.mu.
+func (l *Lease) termLeft(now time.Time) time.Duration {
+	left := l.cfg.TTL - now.Sub(l.renewed)
+	if !l.held || left <= 0 || left > l.cfg.TTL {
+		return l.cfg.TTL
+	}
+	return left
 }
 
 // Release gives the lease up, also when ctx has ended (a stopping holder
@@ -159,7 +186,7 @@ func (l *Lease) Keep(ctx context.Context) (Term, error) {
 	if l.held && now.Sub(l.renewed) <= l.cfg.RenewAfter {
 		return Term{Held: true}, nil
 	}
-	ok, err := l.store.TryLease(ctx, l.cfg.Name, l.cfg.Holder, now, l.cfg.TTL)
+	ok, err := l.tryWithin(ctx, now, l.termLeft(now))
 	t := Term{Held: ok, Tried: true, Began: ok && !l.held}
 	l.held, l.renewed = ok, now
 	return t, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
+	"github.com/claimcheck/claimcheck/internal/history"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
@@ -206,6 +207,10 @@ func TestReplicasConcurrent(t *testing.T) {
 	// Start one first so that the schema migrations run once, then the others.
 	replicas := []*replica{startReplica(t, bin, cfg)}
 	replicas = append(replicas, startReplica(t, bin, cfg), startReplica(t, bin, cfg))
+	// Every call is recorded; the lifecycle history checker judges the
+	// run at the end (ADR 0287).
+	hist := recordHistory(t, "replicas-kill9")
+	recs := []*history.Recorder{hist.rec.With(replicas[0].client), hist.rec.With(replicas[1].client), hist.rec.With(replicas[2].client)}
 
 	load := 12 * time.Second
 	if testing.Short() {
@@ -245,7 +250,7 @@ func TestReplicasConcurrent(t *testing.T) {
 				if isKilled {
 					continue
 				}
-				c := replicas[i].client
+				c := recs[i]
 				// An error from the replica being killed is expected.
 				fail := func(format string, args ...any) {
 					if i == 0 {
@@ -271,7 +276,7 @@ func TestReplicasConcurrent(t *testing.T) {
 							data[j] = byte(rnd.Uint32())
 						}
 					}
-					ref, err := c.Put(ctx, "load", bytes.NewReader(data), claimcheck.PutOptions{})
+					ref, err := c.Put(ctx, "load", data, claimcheck.PutOptions{})
 					if err != nil {
 						fail("put: %v", err)
 						continue
@@ -308,13 +313,12 @@ func TestReplicasConcurrent(t *testing.T) {
 						mu.Unlock()
 						continue
 					}
-					p, err := c.Redeem(ctx, cl.ref)
+					got, err := c.Redeem(ctx, cl.ref)
 					if err != nil {
 						fail("redeem live claim %s (expires %s): %v", cl.ref.ID, cl.ref.ExpiresAt, err)
 						continue
 					}
-					got, err := p.Bytes()
-					if err != nil || !bytes.Equal(got, cl.data) {
+					if !bytes.Equal(got, cl.data) {
 						fail("redeem %s: %d bytes, %v", cl.ref.ID, len(got), err)
 					}
 					mu.Lock()
@@ -345,6 +349,10 @@ func TestReplicasConcurrent(t *testing.T) {
 		return
 	}
 	survivors := replicas[1:]
+	if _, err := recs[1].Usage(context.Background(), "load"); err != nil {
+		t.Errorf("usage of load: %v", err)
+	}
+	hist.check(t)
 
 	// Counters equal the sums over claims, in one snapshot.
 	checkCounters(t, db)

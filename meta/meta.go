@@ -122,6 +122,10 @@ type Namespace struct {
 	ReservedBytes int64 // reservations of pending claims
 	ActiveClaims  int64
 	PendingClaims int64
+	// FinishedClaims counts the claims finished for any reason since the
+	// counter was added (migration 0064): history, not quota, so
+	// CountNamespaces and QuotaDrift leave it out (0 there).
+	FinishedClaims int64
 }
 
 // Claim is one row of the claims table.

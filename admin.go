@@ -333,6 +333,11 @@ type NamespaceUsage struct {
 	ReservedBytes int64 `json:"reserved_bytes"`
 	ActiveClaims  int64 `json:"active_claims"`
 	PendingClaims int64 `json:"pending_claims"`
+	// FinishedClaims counts the namespace's claims finished for any
+	// reason (expired, deleted, released, never confirmed), kept in the
+	// transaction that finishes each: history, not quota. Claims finished
+	// before the version that added it are not counted.
+	FinishedClaims int64 `json:"finished_claims"`
 }
 
 // DefaultTenant owns every namespace whose policy names no tenant. It

@@ -39,7 +39,7 @@ func testNamespaces(t *testing.T, e *env) {
 	if err := e.c().Delete(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	if info, err = nr.Namespace(ctx, "quota"); err != nil || info.Usage != (claimcheck.NamespaceUsage{UsedBytes: 200, ActiveClaims: 1}) {
+	if info, err = nr.Namespace(ctx, "quota"); err != nil || info.Usage != (claimcheck.NamespaceUsage{UsedBytes: 200, ActiveClaims: 1, FinishedClaims: 1}) {
 		t.Fatalf("usage after a delete: %+v, %v", info.Usage, err)
 	}
 

@@ -26,7 +26,7 @@ func TestNamespaceUsageOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Namespace(raw): %v", err)
 	}
-	want := claimcheck.NamespaceUsage{UsedBytes: 1000, ActiveClaims: 1}
+	want := claimcheck.NamespaceUsage{UsedBytes: 1000, ActiveClaims: 1, FinishedClaims: 1} // the deleted claim finished
 	if info.Name != "raw" || info.Usage != want || info.Policy.Compression != claimcheck.CompressionNone {
 		t.Errorf("Namespace(raw) = %+v, want usage %+v and the raw policy", info, want)
 	}

@@ -142,6 +142,9 @@ func TestResumableUpload(t *testing.T) {
 		if !errors.Is(err, claimcheck.ErrChecksumMismatch) {
 			t.Fatalf("upload with a wrong digest = %v", err)
 		}
+		// The refused upload's claim finished: counted once, the quota
+		// figures as they were.
+		before.FinishedClaims++
 		if after := b.usage(t, "raw"); after != before {
 			t.Fatalf("usage %+v after a refused upload, was %+v", after, before)
 		}
@@ -159,6 +162,7 @@ func TestResumableUpload(t *testing.T) {
 		if err := c.AbortResumable(ctx, up.ID); err != nil {
 			t.Fatal(err)
 		}
+		before.FinishedClaims++ // the aborted upload's claim finished
 		if after := b.usage(t, "raw"); after != before {
 			t.Fatalf("usage %+v after abort, was %+v", after, before)
 		}
@@ -176,6 +180,7 @@ func TestResumableUpload(t *testing.T) {
 		if _, err := c.ResumableUpload(ctx, saved); !errors.Is(err, claimcheck.ErrGone) {
 			t.Fatalf("status of the upload whose Created failed = %v", err)
 		}
+		before.FinishedClaims++ // the dropped upload's claim finished
 		if after := b.usage(t, "raw"); after != before {
 			t.Fatalf("usage %+v after the dropped upload, was %+v", after, before)
 		}

@@ -68,6 +68,7 @@ func (s *Store) namespaceInfo(ctx context.Context, n meta.Namespace, tenants map
 	info := claimcheck.NamespaceInfo{Name: n.Name, Usage: claimcheck.NamespaceUsage{
 		UsedBytes: n.UsedBytes, ReservedBytes: n.ReservedBytes,
 		ActiveClaims: n.ActiveClaims, PendingClaims: n.PendingClaims,
+		FinishedClaims: n.FinishedClaims,
 	}}
 	pol, err := s.Policy(ctx, n.Name)
 	switch {

@@ -286,7 +286,7 @@ func TestReaperKilledAndRestarted(t *testing.T) {
 			if total := refundedBefore + e.refunded(); total != 1000 {
 				t.Errorf("bytes refunded over both processes = %v, want 1000 exactly once (after restart: %+v)", total, res)
 			}
-			if got := e.usage(); got != (claimcheck.NamespaceUsage{UsedBytes: kept.Size, ActiveClaims: 1}) {
+			if got := e.usage(); got != (claimcheck.NamespaceUsage{UsedBytes: kept.Size, ActiveClaims: 1, FinishedClaims: 1}) {
 				t.Errorf("usage after reaping = %+v, want only the kept claim", got)
 			}
 			if n := e.objectCount(); n != 1 {
@@ -342,8 +342,8 @@ func TestFailureRightAfterInsertNeverStrandsARow(t *testing.T) {
 			if res := e.sweep(); res.ClaimsFinished != 1 {
 				t.Fatalf("the stranded claim was not reaped: %+v", res)
 			}
-			if got := e.usage(); got != (claimcheck.NamespaceUsage{}) {
-				t.Errorf("usage after reaping = %+v, want nothing", got)
+			if got := e.usage(); got != (claimcheck.NamespaceUsage{FinishedClaims: 1}) {
+				t.Errorf("usage after reaping = %+v, want nothing but the one finished claim", got)
 			}
 			if got := testutil.ToFloat64(e.store.sweepMetrics.Reaper.Reaped.WithLabelValues(meta.ReasonAborted)); got != 1 {
 				t.Errorf("reaped metric = %v, want 1", got)
@@ -482,7 +482,7 @@ func TestReapedUploadDeleteEndsInDeadLetter(t *testing.T) {
 	if res := e.sweep(); res.Ops() != 0 || res.DeleteFailures != 0 {
 		t.Errorf("a parked blob was retried: %+v", res)
 	}
-	if got := e.usage(); got != (claimcheck.NamespaceUsage{}) {
+	if got := e.usage(); got != (claimcheck.NamespaceUsage{FinishedClaims: 1}) {
 		t.Errorf("usage with a dead letter = %+v, want nothing: the refund happened when the claim was reaped", got)
 	}
 	if got := e.refunded(); got != 500 {

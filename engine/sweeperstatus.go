@@ -20,8 +20,10 @@ func (s *Store) OldestDue(ctx context.Context) (time.Time, error) {
 
 // DueBacklog is the number of claims (not held) and blobs due now, at
 // most bound (DueBacklogBound): the sweeper's backlog as an operator
-// reads it.
-func (s *Store) DueBacklog(ctx context.Context) (n, bound int64, err error) {
-	n, err = s.meta.DueBacklog(ctx, s.clock.Now(), DueBacklogBound)
-	return n, DueBacklogBound, err
+// reads it. byNamespace counts the first bound due claims (earliest
+// first) per namespace, from the same read; capped says that read
+// stopped at the bound, so a namespace may have more due.
+func (s *Store) DueBacklog(ctx context.Context) (n, bound int64, byNamespace map[string]int64, capped bool, err error) {
+	d, err := s.meta.DueBacklog(ctx, s.clock.Now(), DueBacklogBound)
+	return d.Total, DueBacklogBound, d.ByNamespace, d.ClaimsCapped, err
 }

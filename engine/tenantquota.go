@@ -49,7 +49,8 @@ func (s *Store) Tenants(ctx context.Context) ([]claimcheck.TenantInfo, error) {
 	for _, u := range usage {
 		seen[u.Name] = true
 		out = append(out, claimcheck.TenantInfo{Name: u.Name, Limits: s.tenants[u.Name].Quota, Namespaces: u.Namespaces,
-			Usage: claimcheck.NamespaceUsage{UsedBytes: u.UsedBytes, ReservedBytes: u.ReservedBytes, ActiveClaims: u.ActiveClaims, PendingClaims: u.PendingClaims}})
+			Usage: claimcheck.NamespaceUsage{UsedBytes: u.UsedBytes, ReservedBytes: u.ReservedBytes, ActiveClaims: u.ActiveClaims, PendingClaims: u.PendingClaims,
+				FinishedClaims: u.FinishedClaims}})
 	}
 	for name, t := range s.tenants {
 		if !seen[name] {

@@ -414,7 +414,7 @@ func (w *instrumented) DestroyDataKey(ctx context.Context, ns string, now time.T
 	return r0, call.end(err)
 }
 
-func (w *instrumented) DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error) {
+func (w *instrumented) DueBacklog(ctx context.Context, now time.Time, bound int) (DueBacklog, error) {
 	ctx, call := w.begin(ctx, opDueBacklog)
 	r0, err := w.next.DueBacklog(ctx, now, bound)
 	return r0, call.end(err)

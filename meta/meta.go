@@ -122,6 +122,23 @@ type Namespace struct {
 	ReservedBytes int64 // reservations of pending claims
 	ActiveClaims  int64
 	PendingClaims int64
+	// FinishedClaims counts the claims finished for any reason since the
+	// counter was added (migration 0064): history, not quota, so
+	// CountNamespaces and QuotaDrift leave it out (0 there).
+	FinishedClaims int64
+}
+
+// DueBacklog is Store.DueBacklog's answer: bounded counts of what is due.
+type DueBacklog struct {
+	// Total counts due claims (not held) and blobs, at most the bound.
+	Total int64
+	// ByNamespace counts the due claims among the first bound of the
+	// claims' due index (earliest first) per namespace; blobs belong to
+	// no namespace and are not in it.
+	ByNamespace map[string]int64
+	// ClaimsCapped says the claims' read stopped at the bound: there may
+	// be more due claims than ByNamespace sums to.
+	ClaimsCapped bool
 }
 
 // Claim is one row of the claims table.
@@ -454,8 +471,10 @@ type Store interface {
 	// DueBacklog counts the claims (not held) and blobs due at or before
 	// now, reading at most bound entries of each one's due index, and
 	// answers at most bound: a figure for operators ("at least bound"),
-	// never a scan of a backlog however large.
-	DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error)
+	// never a scan of a backlog however large. The same read of the
+	// claims' index, the first bound due claims by due time, is counted
+	// per namespace too.
+	DueBacklog(ctx context.Context, now time.Time, bound int) (DueBacklog, error)
 
 	// TryLease takes or renews the named lease for holder until now+ttl.
 	// It succeeds when the lease is free, expired at now, or already held

@@ -29,6 +29,9 @@ type TenantUsage struct {
 	ReservedBytes int64
 	ActiveClaims  int64
 	PendingClaims int64
+	// FinishedClaims sums the namespaces' finished counters (history,
+	// not quota).
+	FinishedClaims int64
 }
 
 // TenantStore records which tenant owns each namespace and reads tenant

@@ -96,7 +96,7 @@ var routes = []route{
 		doc: "the tenant's administrative events (API keys, failed authentications)"},
 
 	{pattern: "GET /v1/sweeper", handler: (*Server).sweeperStatus, op: auth.OpAdmin, target: targetNone,
-		doc: "how far the background sweeper is behind: the oldest due time, its age (`lag_seconds`) and the due backlog up to a bound, store-wide"},
+		doc: "how far the background sweeper is behind: the oldest due time, its age (`lag_seconds`) and the due backlog up to a bound, store-wide, with the due claims per namespace of the key's tenant"},
 
 	// Subscriptions and the live stream (subscriptions.go): the key's own
 	// tenant only, like GET /v1/events.

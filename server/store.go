@@ -28,8 +28,10 @@ type Store interface {
 	OldestDue(ctx context.Context) (time.Time, error)
 	// DueBacklog is the number of claims and blobs due now, counted up
 	// to the bound it answers (engine.DueBacklogBound): a bounded read of
-	// the due indexes, never a scan of the backlog.
-	DueBacklog(ctx context.Context) (n, bound int64, err error)
+	// the due indexes, never a scan of the backlog. The same read of the
+	// claims' index is counted per namespace (byNamespace); capped says
+	// it stopped at the bound.
+	DueBacklog(ctx context.Context) (n, bound int64, byNamespace map[string]int64, capped bool, err error)
 
 	// PutWithPolicy is Put that also answers the effective policy of ns
 	// the put was stored under, so that one call gives the server both

@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -234,13 +235,15 @@ func testOldestDue(t *testing.T, h *harness) {
 }
 
 func testDueBacklog(t *testing.T, h *harness) {
+	last := meta.DueBacklog{}
 	backlog := func(bound int) int64 {
 		t.Helper()
-		n, err := h.s.DueBacklog(h.ctx(), h.now(), bound)
+		d, err := h.s.DueBacklog(h.ctx(), h.now(), bound)
 		if err != nil {
 			t.Fatalf("DueBacklog: %v", err)
 		}
-		return n
+		last = d
+		return d.Total
 	}
 	if got := backlog(100); got != 0 {
 		t.Errorf("DueBacklog of an empty store = %d, want 0", got)
@@ -253,16 +256,31 @@ func testDueBacklog(t *testing.T, h *harness) {
 		t.Errorf("DueBacklog before the deadlines = %d, want 0", got)
 	}
 	h.clock.Advance(time.Hour)
+	h.put(put{NS: "later", MaxAge: 30 * time.Minute}) // due after the others
 	if got := backlog(100); got != 3 {
 		t.Errorf("DueBacklog at the deadlines = %d, want the 3 claims", got)
+	}
+	if !maps.Equal(last.ByNamespace, map[string]int64{p.NS: 3}) || last.ClaimsCapped {
+		t.Errorf("DueBacklog by namespace = %v (capped %v), want %s: 3, not capped", last.ByNamespace, last.ClaimsCapped, p.NS)
 	}
 	if got := backlog(2); got != 2 {
 		t.Errorf("DueBacklog bounded by 2 = %d, want 2", got)
 	}
+	if !maps.Equal(last.ByNamespace, map[string]int64{p.NS: 2}) || !last.ClaimsCapped {
+		t.Errorf("DueBacklog by namespace bounded by 2 = %v (capped %v), want %s: 2, capped", last.ByNamespace, last.ClaimsCapped, p.NS)
+	}
+	h.clock.Advance(time.Hour)
+	backlog(3) // the first 3 by due time are the earlier namespace's
+	if !maps.Equal(last.ByNamespace, map[string]int64{p.NS: 3}) || !last.ClaimsCapped {
+		t.Errorf("DueBacklog by namespace bounded by 3 = %v (capped %v), want the 3 earliest, capped", last.ByNamespace, last.ClaimsCapped)
+	}
+	if backlog(100); !maps.Equal(last.ByNamespace, map[string]int64{p.NS: 3, "later": 1}) {
+		t.Errorf("DueBacklog by namespace = %v, want %s: 3, later: 1", last.ByNamespace, p.NS)
+	}
 	b := h.orphan(time.Minute)
 	h.clock.Set(b.CollectAt)
-	if got := backlog(100); got != 4 {
-		t.Errorf("DueBacklog with a due orphan blob = %d, want 4", got)
+	if got := backlog(100); got != 5 {
+		t.Errorf("DueBacklog with a due orphan blob = %d, want 5", got)
 	}
 }
 

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"CollectFailed", testCollectFailed},
 		{"OldestDue", testOldestDue},
 		{"DueBacklog", testDueBacklog},
+		{"FinishedClaims", testFinishedClaims},
 		{"Lease", testLease},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"LeaseRelease", testLeaseRelease},

@@ -100,7 +100,7 @@ func testTenantQuota(t *testing.T, h *harness) {
 		t.Fatalf("Tenants: %v", err)
 	}
 	want := []meta.TenantUsage{
-		{Name: "acme", Namespaces: 3, UsedBytes: 400, ReservedBytes: 100, ActiveClaims: 1, PendingClaims: 2},
+		{Name: "acme", Namespaces: 3, UsedBytes: 400, ReservedBytes: 100, ActiveClaims: 1, PendingClaims: 2, FinishedClaims: 1},
 		{Name: "other", Namespaces: 1, ReservedBytes: 900, PendingClaims: 1},
 	}
 	if !slices.Equal(got, want) {

@@ -733,8 +733,8 @@ func (s *Store) Namespace(ctx context.Context, name string) (meta.Namespace, err
 // an unknown name).
 func (q *txq) namespace(name string) (meta.Namespace, error) {
 	n := meta.Namespace{Name: name}
-	err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces WHERE name = ?`, name).
-		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims)
+	err := q.queryRow(`SELECT used_bytes, reserved_bytes, active_claims, pending_claims, finished_claims FROM namespaces WHERE name = ?`, name).
+		Scan(&n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims, &n.FinishedClaims)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}

@@ -183,28 +183,47 @@ func (s *Store) OldestDue(ctx context.Context) (time.Time, error) {
 
 // DueBacklog counts due claims and blobs, at most bound of each read;
 // see meta.Store. The predicates are the partial indexes' (claims_due_at,
-// blobs_collect_at), so each count is one bounded index range.
-func (s *Store) DueBacklog(ctx context.Context, now time.Time, bound int) (int64, error) {
+// blobs_collect_at), so each count is one bounded index range; the
+// claims' range, earliest due first, is grouped by namespace as it is
+// read, so the breakdown costs no second read.
+func (s *Store) DueBacklog(ctx context.Context, now time.Time, bound int) (meta.DueBacklog, error) {
 	if bound <= 0 {
-		return 0, nil
+		return meta.DueBacklog{ByNamespace: map[string]int64{}}, nil
 	}
-	var total int64
+	var out meta.DueBacklog
 	err := s.read(ctx, func(q *txq) error {
-		total = 0
-		for _, query := range []string{
-			`SELECT COUNT(*) FROM (SELECT 1 FROM claims WHERE due_at IS NOT NULL AND parked = 0 AND due_at <= ? LIMIT ?) AS due`,
-			`SELECT COUNT(*) FROM (SELECT 1 FROM blobs WHERE collect_at IS NOT NULL AND collect_at <= ? LIMIT ?) AS due`,
-		} {
+		out = meta.DueBacklog{ByNamespace: map[string]int64{}}
+		rows, err := q.query(`SELECT namespace, COUNT(*) FROM (SELECT namespace FROM claims
+			WHERE due_at IS NOT NULL AND parked = 0 AND due_at <= ? ORDER BY due_at LIMIT ?) AS due
+			GROUP BY namespace`, now.UnixNano(), bound)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var claims int64
+		for rows.Next() {
+			var ns string
 			var n int64
-			if err := q.queryRow(query, now.UnixNano(), bound).Scan(&n); err != nil {
+			if err := rows.Scan(&ns, &n); err != nil {
 				return err
 			}
-			total += n
+			out.ByNamespace[ns] = n
+			claims += n
 		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		out.ClaimsCapped = claims >= int64(bound)
+		var blobs int64
+		if err := q.queryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM blobs WHERE collect_at IS NOT NULL AND collect_at <= ? LIMIT ?) AS due`,
+			now.UnixNano(), bound).Scan(&blobs); err != nil {
+			return err
+		}
+		out.Total = min(claims+blobs, int64(bound))
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlmeta: due backlog: %w", err)
+		return meta.DueBacklog{}, fmt.Errorf("sqlmeta: due backlog: %w", err)
 	}
-	return min(total, int64(bound)), nil
+	return out, nil
 }

@@ -223,6 +223,7 @@ func (f *finishing) tally(cs []meta.Claim, reasons []string, finished map[string
 		c.State, c.DueAt, c.DeletedAt, c.DeleteReason = meta.ClaimDeleted, time.Time{}, f.now, reasons[i]
 		f.res = append(f.res, meta.FinishResult{Claim: c, PreviousState: prev})
 		d := f.deltas[c.Namespace]
+		d.finished++ // counted here, once per claim moved to deleted
 		switch prev {
 		case meta.ClaimPending:
 			d.reserved -= c.ReservedBytes

@@ -10,7 +10,7 @@ import (
 // Namespaces returns every namespace's counters; see meta.QuotaStore.
 func (s *Store) Namespaces(ctx context.Context) ([]meta.Namespace, error) {
 	return s.namespaceRows(ctx, "list namespaces",
-		`SELECT name, used_bytes, reserved_bytes, active_claims, pending_claims FROM namespaces ORDER BY name`)
+		`SELECT name, used_bytes, reserved_bytes, active_claims, pending_claims, finished_claims FROM namespaces ORDER BY name`)
 }
 
 // CountNamespaces recomputes the counters from the live claims; see
@@ -20,13 +20,14 @@ func (s *Store) CountNamespaces(ctx context.Context) ([]meta.Namespace, error) {
 			COALESCE(SUM(CASE WHEN state = 'active' THEN size ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN state = 'pending' THEN reserved_bytes ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0)
+			COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0),
+			0
 		FROM claims WHERE state IN ('pending', 'active')
 		GROUP BY namespace ORDER BY namespace`)
 }
 
 // namespaceRows runs a read query whose rows are namespace counters (name,
-// used bytes, reserved bytes, active claims, pending claims), in one read
+// used bytes, reserved bytes, active claims, pending claims, finished claims), in one read
 // transaction; what names the query in the error.
 func (s *Store) namespaceRows(ctx context.Context, what, query string) ([]meta.Namespace, error) {
 	var out []meta.Namespace
@@ -39,7 +40,7 @@ func (s *Store) namespaceRows(ctx context.Context, what, query string) ([]meta.N
 		defer rows.Close()
 		for rows.Next() {
 			var n meta.Namespace
-			if err := rows.Scan(&n.Name, &n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims); err != nil {
+			if err := rows.Scan(&n.Name, &n.UsedBytes, &n.ReservedBytes, &n.ActiveClaims, &n.PendingClaims, &n.FinishedClaims); err != nil {
 				return err
 			}
 			out = append(out, n)

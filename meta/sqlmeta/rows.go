@@ -290,6 +290,7 @@ func (q *txq) ensureNamespace(name string) error {
 // claims so that each namespace row is written once per transaction.
 type nsDelta struct {
 	used, reserved, active, pending int64
+	finished                        int64 // claims finished; only applyNamespace writes it
 }
 
 // nsChange returns an INSERT of the change d to namespace name's
@@ -364,7 +365,8 @@ func (q *txq) applyNamespace(name string, d nsDelta) error {
 		return nil
 	}
 	_, err := q.exec(`UPDATE namespaces SET used_bytes = used_bytes + ?, reserved_bytes = reserved_bytes + ?,
-		active_claims = active_claims + ?, pending_claims = pending_claims + ? WHERE name = ?`,
-		d.used, d.reserved, d.active, d.pending, name)
+		active_claims = active_claims + ?, pending_claims = pending_claims + ?,
+		finished_claims = finished_claims + ? WHERE name = ?`,
+		d.used, d.reserved, d.active, d.pending, d.finished, name)
 	return err
 }

@@ -180,7 +180,7 @@ func (s *Store) Tenants(ctx context.Context) ([]meta.TenantUsage, error) {
 	err := s.read(ctx, func(q *txq) error {
 		out = nil
 		rows, err := q.query(`SELECT tenant, COUNT(*), COALESCE(SUM(used_bytes), 0), COALESCE(SUM(reserved_bytes), 0),
-				COALESCE(SUM(active_claims), 0), COALESCE(SUM(pending_claims), 0)
+				COALESCE(SUM(active_claims), 0), COALESCE(SUM(pending_claims), 0), COALESCE(SUM(finished_claims), 0)
 			FROM namespaces GROUP BY tenant ORDER BY tenant`)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (s *Store) Tenants(ctx context.Context) ([]meta.TenantUsage, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var u meta.TenantUsage
-			if err := rows.Scan(&u.Name, &u.Namespaces, &u.UsedBytes, &u.ReservedBytes, &u.ActiveClaims, &u.PendingClaims); err != nil {
+			if err := rows.Scan(&u.Name, &u.Namespaces, &u.UsedBytes, &u.ReservedBytes, &u.ActiveClaims, &u.PendingClaims, &u.FinishedClaims); err != nil {
 				return err
 			}
 			out = append(out, u)

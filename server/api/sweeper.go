@@ -3,9 +3,10 @@ package api
 import "time"
 
 // SweeperStatus is the answer of GET /v1/sweeper: how far the background
-// sweeper is behind, from the due index the sweeper itself reads. It is
-// a store-wide figure, like /readyz: it names no claim, namespace or
-// tenant.
+// sweeper is behind, from the due index the sweeper itself reads. The
+// oldest due time and Due are store-wide figures, like /readyz: they name
+// no claim, namespace or tenant; DueByNamespace names only the
+// namespaces the caller's key covers.
 type SweeperStatus struct {
 	// Now is the server's clock when it answered.
 	Now time.Time `json:"now"`
@@ -20,4 +21,12 @@ type SweeperStatus struct {
 	// up to DueBound: at DueBound there may be more.
 	Due      int64 `json:"due"`
 	DueBound int64 `json:"due_bound"`
+	// DueByNamespace counts the due claims among the first DueBound of
+	// the claims' due index (earliest first) per namespace, for the
+	// namespaces the key covers only; a namespace with nothing due there
+	// is absent.
+	DueByNamespace map[string]int64 `json:"due_by_namespace"`
+	// DueByNamespaceCapped says that read stopped at DueBound: a
+	// namespace may have more due claims than DueByNamespace says.
+	DueByNamespaceCapped bool `json:"due_by_namespace_capped"`
 }

@@ -62,6 +62,7 @@
  * @property {number} reserved_bytes
  * @property {number} active_claims
  * @property {number} pending_claims
+ * @property {number} finished_claims claims finished for any reason (history, not quota)
  */
 
 /**

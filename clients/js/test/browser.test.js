@@ -160,7 +160,7 @@ function scenario(name, env, { putsTo }) {
       // page learns nothing either way.
       for (const a of attacks) assert.match(a, /^(cors Failed to fetch|no-cors opaque 0)$/);
       assert.deepEqual((await cc.namespace('evil')).usage, before);
-      assert.deepEqual(before, { used_bytes: 0, reserved_bytes: 0, active_claims: 0, pending_claims: 0 });
+      assert.deepEqual(before, { used_bytes: 0, reserved_bytes: 0, active_claims: 0, pending_claims: 0, finished_claims: 0 });
       const info = await cc.stat(victim);
       assert.equal(info.state, 'active');
       assert.equal(info.reads, 0, 'no cross-site read counted');

@@ -57,6 +57,10 @@ export type NamespaceUsage = {
     reserved_bytes: number;
     active_claims: number;
     pending_claims: number;
+    /**
+     * claims finished for any reason (history, not quota)
+     */
+    finished_claims: number;
 };
 export type Limits = {
     bytes: number;

@@ -115,13 +115,15 @@ class Usage(_Answer):
     reserved_bytes: int
     active_claims: int
     pending_claims: int
+    finished_claims: int = 0  # claims finished for any reason (history, not quota)
     raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Usage":
         return cls(used_bytes=int(d.get("used_bytes", 0)), reserved_bytes=int(d.get("reserved_bytes", 0)),
                    active_claims=int(d.get("active_claims", 0)),
-                   pending_claims=int(d.get("pending_claims", 0)), raw=d)
+                   pending_claims=int(d.get("pending_claims", 0)),
+                   finished_claims=int(d.get("finished_claims", 0)), raw=d)
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,10 @@ describe('the console', { skip }, () => {
         for (const ns of ['orders', 'invoices']) {
           const u = (await acme('GET', '/v1/namespaces/' + ns)).usage;
           assert.equal(await page.locator(`[data-live="${ns}"]`).textContent(), String(u.active_claims + u.pending_claims), ns);
+          assert.equal(await page.locator(`[data-finished="${ns}"]`).textContent(), String(u.finished_claims), ns + ' finished');
+          assert.match(await page.locator(`[data-due="${ns}"]`).textContent(), /^\d+$/, ns + ' due');
         }
+        assert.ok(Number(await page.locator('[data-finished="orders"]').textContent()) >= 1, 'the deleted claim of orders finished');
         assert.ok(Number(await page.locator('[data-live="orders"]').textContent()) >= 59);
         assert.equal(await page.locator('[data-live="payroll"]').count(), 0);
         assert.ok(await page.locator('.chart canvas').count() >= 4, 'uPlot drew the charts');

@@ -1,7 +1,9 @@
 // Overview: every namespace the key may see with its usage against its
-// quota and its live claims (the store's own counters, kept by the
-// transactions that change them), the sweeper's lag, delivery lag, and
-// how these moved while the console was open (sampler.js).
+// quota, its live and finished claims (the store's own counters, kept by
+// the transactions that change them) and its due claims (from the
+// sweeper status's bounded read of the due index), the sweeper's lag,
+// delivery lag, and how these moved while the console was open
+// (sampler.js).
 
 import { h, table, bytes, duration, when, failure, fill } from '../dom.js';
 import { timeChart } from '../chart.js';
@@ -20,7 +22,15 @@ function dueText(sweeper) {
   return sweeper.due >= sweeper.due_bound ? `≥ ${sweeper.due_bound}` : String(sweeper.due);
 }
 
-function namespaceRow(n) {
+// A namespace's due claims from GET /v1/sweeper: absent there means none
+// among the claims read, which is "at least 0" when the read was capped.
+function nsDueText(sweeper, name) {
+  if (!sweeper) return '–';
+  const n = sweeper.due_by_namespace?.[name] ?? 0;
+  return sweeper.due_by_namespace_capped ? `≥ ${n}` : String(n);
+}
+
+function namespaceRow(n, sweeper) {
   const u = n.usage;
   const live = u.active_claims + u.pending_claims;
   return h('tr', {},
@@ -29,6 +39,8 @@ function namespaceRow(n) {
     h('td', { class: 'num', 'data-live': n.name }, String(live)),
     h('td', { class: 'num' }, String(u.active_claims)),
     h('td', { class: 'num' }, String(u.pending_claims)),
+    h('td', { class: 'num', 'data-due': n.name }, nsDueText(sweeper, n.name)),
+    h('td', { class: 'num', 'data-finished': n.name }, String(u.finished_claims ?? 0)),
     h('td', {}, meter(`${n.name} bytes used`, u.used_bytes, n.limits?.bytes, bytes)),
     h('td', {}, meter(`${n.name} claims used`, live, n.limits?.claims, String)));
 }
@@ -59,11 +71,12 @@ function render(main) {
         h('li', { class: 'card' }, h('span', { class: 'big' }, String(last.namespaces.reduce((a, n) => a + n.usage.active_claims + n.usage.pending_claims, 0))), ' live claims'))),
     h('section', { 'aria-labelledby': 'nss' },
       h('h2', { id: 'nss' }, 'Namespaces'),
-      table('Namespaces, their live claims and usage against quota',
-        ['namespace', 'tenant', 'live', 'active', 'pending', 'bytes', 'claims'],
-        last.namespaces.map(namespaceRow)),
-      h('p', { class: 'note' }, 'Live claims are the namespace\'s counters. The due backlog and the sweeper lag are store-wide. ' +
-        'Finished claims are in each claim\'s timeline and in the namespace list (state deleted).')),
+      table('Namespaces, their live, due and finished claims and usage against quota',
+        ['namespace', 'tenant', 'live', 'active', 'pending', 'due', 'finished', 'bytes', 'claims'],
+        last.namespaces.map((n) => namespaceRow(n, last.sweeper))),
+      h('p', { class: 'note' }, 'Live and finished claims are the namespace\'s counters (finished: for any reason, since the version ' +
+        'that added the counter). Due claims are counted among the first ' + (last.sweeper ? String(last.sweeper.due_bound) : 'few thousand') +
+        ' due by due time (≥ when that read was capped). The due backlog card and the sweeper lag are store-wide.')),
     h('section', { 'aria-labelledby': 'trends', class: 'charts' },
       h('h2', { id: 'trends' }, 'Since this console opened'),
       timeChart('Sweeper lag (age of the oldest due item)', times, [{ label: 'lag', values: samples.map((s) => s.lag) }], duration),

@@ -81,8 +81,11 @@ func TestIdleCostsOneLookPerTick(t *testing.T) {
 	if err := m.ResumeSubscription(ctx, "t00", "s000"); err != nil {
 		t.Fatal(err)
 	}
-	step(20)
-	if cs.lists.Load() == lists {
-		t.Error("a change of the subscriptions was not read")
+	// Read once the dispatcher next looks at the cursor (a second of the
+	// clock): step until it has, however slowly the loop runs here.
+	for deadline := time.Now().Add(30 * time.Second); cs.lists.Load() == lists; step(1) {
+		if time.Now().After(deadline) {
+			t.Fatal("a change of the subscriptions was not read")
+		}
 	}
 }

@@ -236,15 +236,7 @@ func resolve(ctx context.Context, claims claimcheck.Claims, large *LargeMessageC
 	}
 	if raw == nil && large != nil {
 		body, err := DecodeLarge(ctx, *large, rec.Value, rec.Headers, false)
-		switch {
-		case err == nil:
-			m.Body = body
-		case claimcheck.Permanent(err):
-			m.Err = err
-		default:
-			return nil, err
-		}
-		return m, nil
+		return withBody(m, body, err)
 	}
 	if raw == nil {
 		m.Body = rec.Value
@@ -257,6 +249,13 @@ func resolve(ctx context.Context, claims claimcheck.Claims, large *LargeMessageC
 	}
 	m.Ref = &ref
 	body, err := claimcheck.Resolve(contextOf(ctx, rec), claims, claimcheck.Value{Ref: &ref})
+	return withBody(m, body, err)
+}
+
+// withBody records on m the body a fetch answered: a permanent failure
+// is the message's own error (it goes to the dead-letter topic), any
+// other is returned, so the poll stops and the record is read again.
+func withBody(m *Message, body []byte, err error) (*Message, error) {
 	switch {
 	case err == nil:
 		m.Body = body

@@ -55,6 +55,15 @@ func (h *harness) now() time.Time { return h.clock.Now() }
 // runs in Cleanup, after t.Context is cancelled.
 func (h *harness) ctx() context.Context { return context.Background() }
 
+// takeLease takes the named lease for holder at the clock's now, failing
+// the test when it is not given.
+func (h *harness) takeLease(name, holder string, ttl time.Duration) {
+	h.t.Helper()
+	if ok, err := h.s.TryLease(h.ctx(), name, holder, h.now(), ttl); err != nil || !ok {
+		h.t.Fatalf("TryLease(%s, %s) = %v, %v; want the lease", name, holder, ok, err)
+	}
+}
+
 // put describes one put. The zero value is a valid put of 100 fresh bytes
 // into namespace "ns", due 24h after creation, with no grace period and no
 // retention.

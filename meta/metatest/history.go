@@ -40,12 +40,7 @@ func (h *harness) wantClaimGone(id string) {
 // after the cut, stays.
 func testPruneHistoryLeases(t *testing.T, h *harness) {
 	ctx := h.ctx()
-	take := func(name, holder string, ttl time.Duration) {
-		t.Helper()
-		if ok, err := h.s.TryLease(ctx, name, holder, h.now(), ttl); err != nil || !ok {
-			t.Fatalf("TryLease(%s, %s) = %v, %v; want the lease", name, holder, ok, err)
-		}
-	}
+	take := h.takeLease
 	start := h.now()
 	take("upload:dead", "crashed", time.Minute)
 	take("upload:late", "crashed", 3*time.Hour)

@@ -243,12 +243,7 @@ func testLeaseReleaseContended(t *testing.T, h *harness) {
 // prefix were taken as one.
 func testLeases(t *testing.T, h *harness) {
 	ctx := h.ctx()
-	take := func(name, holder string, ttl time.Duration) {
-		t.Helper()
-		if ok, err := h.s.TryLease(ctx, name, holder, h.now(), ttl); err != nil || !ok {
-			t.Fatalf("TryLease(%s, %s) = %v, %v; want the lease", name, holder, ok, err)
-		}
-	}
+	take := h.takeLease
 	take("shard_1/b", "r1", time.Minute)
 	take("shard_1/a", "r2", time.Minute)
 	take("shard_1/short", "r1", time.Second)

@@ -75,13 +75,19 @@ async function show() {
     document.title = title + ' · claimcheck console';
     const params = m.slice(1).map(decodeURIComponent);
     main.setAttribute('aria-busy', 'true');
+    // Each showing draws into a view of its own. A render that was
+    // superseded (the operator moved on, or reloaded, while it waited for
+    // the API) then fills a view no longer on the page instead of
+    // overwriting the page that replaced it.
+    const view = h('div', { class: 'view' });
+    main.replaceChildren(view);
     try {
       // reload redraws this page only while it is shown: a late call (a
       // retry's redraw after the operator moved on) does nothing.
       const reload = () => { if (!signal.aborted) show(); };
-      await page(main, { params, query: new URLSearchParams(qs ?? ''), signal, reload });
+      await page(view, { params, query: new URLSearchParams(qs ?? ''), signal, reload });
     } catch (err) {
-      if (!signal.aborted) fill(main, h('h1', {}, title), failure(err));
+      if (!signal.aborted) fill(view, h('h1', {}, title), failure(err));
     } finally {
       if (!signal.aborted) main.removeAttribute('aria-busy');
     }

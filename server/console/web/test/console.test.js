@@ -313,6 +313,36 @@ describe('the console', { skip }, () => {
     });
   }
 
+  test('a page left while it loads never draws over the page shown next', async () => {
+    const { page, problems, close } = await open(server.keys.acme, 'desktop');
+    try {
+      // The URLs of the API answers the page has read, so the test knows
+      // when the left page's render has had its turn.
+      await page.evaluate(() => {
+        window.readAnswers = [];
+        const text = Response.prototype.text;
+        Response.prototype.text = function () { return text.call(this).then((t) => { window.readAnswers.push(this.url); return t; }); };
+      });
+      // A claim's page waits for its /meta answer, which the test holds
+      // until the operator has moved on to the holds page.
+      let release;
+      const held = new Promise((resolve) => { release = resolve; });
+      await page.route((u) => u.pathname.endsWith('/meta'), async (route) => { await held; await route.continue(); });
+      const asked = page.waitForRequest((r) => r.url().includes('/meta'));
+      await page.evaluate((h) => { location.hash = h; }, `#/claim/${seen.acme[2]}?ns=orders`);
+      await asked;
+      await go(page, '#/holds', 'button.place-ns-hold');
+      release();
+      await page.waitForFunction(() => window.readAnswers.some((u) => u.includes('/meta')));
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0))); // the render behind that answer runs first
+      assert.equal(await page.locator('main h1').textContent(), 'Dead letters and holds');
+      assert.equal(await page.locator('#download').count(), 0, 'the claim page drew over the holds page');
+    } finally {
+      await close();
+    }
+    assert.deepEqual(problems, [], 'no CSP report or page error');
+  });
+
   test("globex's key never shows acme's data", async () => {
     const { page, problems, close } = await open(server.keys.globex, 'desktop');
     try {

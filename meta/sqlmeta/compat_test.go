@@ -172,6 +172,9 @@ func migrated(t *testing.T, dsn string, through int64) *Store {
 // column that release uses, as it used them.
 func TestMigrationsKeepThePreviousReleaseRunning(t *testing.T) {
 	_, base := previousRelease(t)
+	if base != oldestReader {
+		t.Fatalf("PREVIOUS_RELEASE names schema %d, the migrations let programs of %d run (oldestReader): a release moves both", base, oldestReader)
+	}
 	onBothDialects(t, func(t *testing.T, dsn string) {
 		before := schemaColumns(t, migrated(t, dsn, base))
 		after := schemaColumns(t, migrated(t, dsn, 0))
@@ -212,6 +215,52 @@ func TestBreakingMigrationsAreCaught(t *testing.T) {
 				bad := breaksPreviousRelease(before, schemaColumns(t, s))
 				if !slices.ContainsFunc(bad, func(b string) bool { return strings.HasPrefix(b, tc.want) }) {
 					t.Fatalf("the check said %q, want %q", bad, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestNewerSchemaLetsOldestReaderRun: a database a newer program
+// migrated is served by this one when every migration it does not know
+// names this program's schema or an older one as its oldest reader, and
+// refused when one names a newer one or none.
+func TestNewerSchemaLetsOldestReaderRun(t *testing.T) {
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := ms[len(ms)-1].version
+	for _, tc := range []struct {
+		name    string
+		readers []int64
+		runs    bool
+	}{
+		{"readers up to this program", []int64{oldestReader, latest}, true},
+		{"a reader newer than this program", []int64{latest, latest + 1}, false},
+		{"a migration that names none", []int64{latest, 0}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onBothDialects(t, func(t *testing.T, dsn string) {
+				s := migrated(t, dsn, 0)
+				err := s.write(context.Background(), func(q *txq) error {
+					for i, r := range tc.readers {
+						if _, err := q.exec(`INSERT INTO schema_migrations (version, name, oldest_reader) VALUES (?, ?, ?)`,
+							latest+1+int64(i), "future", r); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := open(context.Background(), dsn, 0)
+				if err == nil {
+					_ = again.Close()
+				}
+				if runs := err == nil; runs != tc.runs {
+					t.Fatalf("open on schema %d with readers %v: %v, want it to run: %v", latest+int64(len(tc.readers)), tc.readers, err, tc.runs)
 				}
 			})
 		})

@@ -23,7 +23,7 @@ type Options struct {
 const (
 	KindLost  = "lost"        // an acknowledged put did not redeem before its earliest legitimate end
 	KindBytes = "wrong_bytes" // a redeem returned other bytes than the put stored
-	KindLate  = "late"        // a redeem succeeded after the claim's documented end
+	KindLate  = "late"        // a redeem succeeded after the claim's documented end (max_age, delete, read window, shred)
 	KindQuota = "quota"       // the usage reported is outside what the live set allows
 	KindBad   = "malformed"   // the history itself does not hold together
 	// The inventory's kinds.
@@ -88,6 +88,7 @@ func (c call) failedWith(classes ...string) bool {
 type claim struct {
 	put                                        call
 	redeems, releases, extends, deletes, holds []call
+	shreds                                     []call // of its namespace's key
 }
 
 // forever stands for "no end known".
@@ -102,9 +103,11 @@ func Check(evs []Event, opt Options) Report {
 	calls, bad := pair(evs)
 	rep.Violations = append(rep.Violations, bad...)
 	claims := map[string]*claim{}
-	var puts, usages []call
+	var puts, usages, shreds []call
 	for _, c := range calls {
 		switch c.inv.Op {
+		case OpShred:
+			shreds = append(shreds, c)
 		case OpInventory:
 			if c.ok() && c.done.Inventory != nil {
 				rep.Inventories++
@@ -139,6 +142,13 @@ func Check(evs []Event, opt Options) Report {
 			cl.deletes = append(cl.deletes, c)
 		case OpHold:
 			cl.holds = append(cl.holds, c)
+		}
+	}
+	for _, sh := range shreds {
+		for _, cl := range claims {
+			if cl.put.inv.NS == sh.inv.NS {
+				cl.shreds = append(cl.shreds, sh)
+			}
 		}
 	}
 	for _, c := range puts {
@@ -202,6 +212,26 @@ func (c *claim) earliestEnd() time.Time {
 			end = minTime(end, r.inv.Time.Add(w))
 		}
 	}
+	// A shred of its namespace's key not surely over before the put
+	// began may have taken the key the claim was put under.
+	for _, sh := range c.shreds {
+		if sh.done == nil || sh.done.Time.After(c.put.inv.Time) {
+			end = minTime(end, sh.inv.Time)
+		}
+	}
+	return end
+}
+
+// shredEnd is when a completed shred of its namespace's key, asked for
+// after the put was acknowledged, surely ended the claim (forever:
+// none). A hold does not keep a claim whose key is destroyed readable.
+func (c *claim) shredEnd() time.Time {
+	end := forever
+	for _, sh := range c.shreds {
+		if sh.ok() && sh.inv.Time.After(c.put.done.Time) {
+			end = minTime(end, sh.done.Time)
+		}
+	}
 	return end
 }
 
@@ -257,7 +287,7 @@ func (c *claim) latestEnd() time.Time {
 func (c *claim) check(skew time.Duration) []Violation {
 	var out []Violation
 	id, ack := c.put.done.ID, c.put.done.Time
-	early, late := c.earliestEnd().Add(-skew), c.latestEnd().Add(skew)
+	early, late := c.earliestEnd().Add(-skew), minTime(c.latestEnd(), c.shredEnd()).Add(skew)
 	for _, r := range c.redeems {
 		switch {
 		case r.done == nil:

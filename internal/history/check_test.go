@@ -138,6 +138,29 @@ func TestCheck(t *testing.T) {
 			h.usage(10, 2, 200)
 			h.usage(12, 1, 100)
 		}, nil},
+		{"late: redeemed after its namespace's key was destroyed", func(h *hist) {
+			h.put(0, "c1", 1000, 0)
+			h.op(10, history.OpHold, "c1", ok)
+			h.call(20, history.Event{Op: history.OpShred, NS: "ns"}, ok)
+			h.redeem(30, "c1", read(dA))
+		}, []string{history.KindLate}},
+		{"good: gone after a shred, and a put after it unharmed", func(h *hist) {
+			h.put(0, "c1", 1000, 0)
+			h.call(20, history.Event{Op: history.OpShred, NS: "ns"}, ok)
+			h.redeem(30, "c1", fail("gone"))
+			h.put(40, "c2", 1000, 0)
+			h.redeem(50, "c2", read(dA))
+		}, nil},
+		{"lost: a put after the shred gone", func(h *hist) {
+			h.call(20, history.Event{Op: history.OpShred, NS: "ns"}, ok)
+			h.put(40, "c2", 1000, 0)
+			h.redeem(50, "c2", fail("gone"))
+		}, []string{history.KindLost}},
+		{"good: a put during the shred may be shredded", func(h *hist) {
+			h.put(20, "c1", 1000, 0)
+			h.call(20, history.Event{Op: history.OpShred, NS: "ns"}, ok)
+			h.redeem(30, "c1", fail("gone"))
+		}, nil},
 		{"good: an inventory with a blob waiting within the bound", func(h *hist) {
 			h.put(0, "c1", 100, 0)
 			h.inventory(200, history.Inventory{Reclaim: 1}, 190)

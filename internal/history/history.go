@@ -30,7 +30,10 @@ const (
 	OpExtend  = "extend"
 	OpDelete  = "delete"
 	OpHold    = "hold"
-	OpUsage   = "usage" // the namespace's usage as the server reports it
+	// OpShred is the destruction of a namespace's data key
+	// (crypto-shredding): every claim put under it ends then.
+	OpShred = "shred"
+	OpUsage = "usage" // the namespace's usage as the server reports it
 	// OpInventory is what the store holds at the end of a run, as
 	// `claimcheck fsck --json` reports it (Recorder.Inventory).
 	OpInventory = "inventory"

@@ -177,6 +177,14 @@ func (r *Recorder) Hold(ctx context.Context, ref claimcheck.Ref, reason string) 
 	return err
 }
 
+// DestroyKey records the crypto-shredding of namespace ns.
+func (r *Recorder) DestroyKey(ctx context.Context, ns string) error {
+	of := r.write(Event{Op: OpShred, Phase: PhaseInvoke, NS: ns})
+	err := r.C.DestroyNamespaceKey(ctx, ns)
+	r.complete(of, Event{Op: OpShred, NS: ns}, err)
+	return err
+}
+
 // Usage records the namespace's usage as the server reports it.
 func (r *Recorder) Usage(ctx context.Context, ns string) (claimcheck.NamespaceUsage, error) {
 	of := r.write(Event{Op: OpUsage, Phase: PhaseInvoke, NS: ns})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,23 @@ func (h *recorded) check(t *testing.T) {
 	if !rep.OK() {
 		t.Errorf("history %s broke a lifecycle promise:\n%s", h.name, rep)
 	}
+}
+
+// faultSeed is the seed of a fault scenario's random choices:
+// CLAIMCHECK_TEST_FAULT_SEED (scripts/fleet-faults.sh draws one per run),
+// else 1, logged so a failure names what repeats it.
+func faultSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(1)
+	if v := os.Getenv("CLAIMCHECK_TEST_FAULT_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CLAIMCHECK_TEST_FAULT_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("fault seed %d (CLAIMCHECK_TEST_FAULT_SEED repeats it)", seed)
+	return seed
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.

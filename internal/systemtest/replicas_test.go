@@ -197,6 +197,10 @@ func TestServePostgresS3(t *testing.T) {
 // deadline passed and its object reclaimed after grace, and no claim
 // finished twice (every replica's finish counter, the killed one's as of
 // its last scrape, never adds up to more than the finished rows).
+//
+// The load runs 4 s in short mode, 12 s otherwise, and as long as
+// CLAIMCHECK_TEST_REPLICAS_LOAD says (a duration) in a long run; the
+// writers' choices follow CLAIMCHECK_TEST_FAULT_SEED.
 func TestReplicasConcurrent(t *testing.T) {
 	t.Parallel()
 	dsn, db := testsvc.Postgres(t)
@@ -216,6 +220,10 @@ func TestReplicasConcurrent(t *testing.T) {
 	if testing.Short() {
 		load = 4 * time.Second
 	}
+	if d, err := time.ParseDuration(os.Getenv("CLAIMCHECK_TEST_REPLICAS_LOAD")); err == nil && d > 0 {
+		load = d
+	}
+	seed := faultSeed(t)
 	type rec struct {
 		ref      claimcheck.Ref
 		data     []byte
@@ -237,7 +245,7 @@ func TestReplicasConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(w), 1))
+			rnd := rand.New(rand.NewPCG(uint64(w), seed))
 			ctx := context.Background()
 			for time.Now().Before(deadline) {
 				i := rnd.IntN(len(replicas))

@@ -27,10 +27,9 @@ type failoverLoad struct {
 
 	mu      sync.Mutex
 	acked   []ackedPut
-	checked int         // acked[:checked] were redeemed by a check
-	calls   []loadCall  // every call's outcome, in completion order
-	wrong   []string    // answers other than success or unavailable
-	rounds  []roundNote // what each scenario measured
+	checked int        // acked[:checked] were redeemed by a check
+	calls   []loadCall // every call's outcome, in completion order
+	wrong   []string   // answers other than success or unavailable
 }
 
 type ackedPut struct {
@@ -45,10 +44,10 @@ type loadCall struct {
 }
 
 type roundNote struct {
-	name                   string
-	recovered, firstOK     time.Duration
-	refusals, calls        int
-	firstRefused, lastGone time.Duration
+	name                      string
+	recovered                 time.Duration
+	refusals, calls           int
+	firstRefused, lastRefused time.Duration
 }
 
 func newFailoverLoad(h *recorded, servers []*replica) *failoverLoad {
@@ -177,25 +176,22 @@ func (l *failoverLoad) scenario(t *testing.T, name string, action func(), recove
 		}
 		n.calls++
 		if !c.refused {
-			if n.firstOK == 0 && c.start.After(at) && n.refusals > 0 {
-				n.firstOK = c.end.Sub(at)
-			}
 			continue
 		}
 		if n.refusals == 0 {
 			n.firstRefused = c.end.Sub(at)
 		}
 		n.refusals++
-		n.lastGone = c.end.Sub(at)
+		n.lastRefused = c.end.Sub(at)
 	}
 	wrong := append([]string(nil), l.wrong...)
 	l.mu.Unlock()
 	if n.refusals == 0 {
 		t.Logf("%s: cluster recovered after %s; none of %d calls refused", name, n.recovered.Round(time.Millisecond), n.calls)
 	} else {
-		t.Logf("%s: cluster recovered after %s; %d of %d calls refused (unavailable), ending from %s to %s after the action (a window of %s); first success after them %s after it",
+		t.Logf("%s: cluster recovered after %s; %d of %d calls refused (unavailable), ending from %s to %s after the action: a window of refusals of %s",
 			name, n.recovered.Round(time.Millisecond), n.refusals, n.calls, n.firstRefused.Round(time.Millisecond),
-			n.lastGone.Round(time.Millisecond), (n.lastGone - n.firstRefused).Round(time.Millisecond), n.firstOK.Round(time.Millisecond))
+			n.lastRefused.Round(time.Millisecond), (n.lastRefused - n.firstRefused).Round(time.Millisecond))
 	}
 	for _, w := range wrong {
 		t.Errorf("%s: a client saw %s", name, w)

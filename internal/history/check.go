@@ -13,6 +13,10 @@ type Options struct {
 	// between the client's clock and the server's, and for second
 	// precision of expires_at (default 2s).
 	Skew time.Duration
+	// BackstopBound is how long the object of a finished claim may
+	// outlive it: the grace period plus the sweeper's largest lag, as the
+	// run configured them (0: not checked).
+	BackstopBound time.Duration
 }
 
 // Violation kinds.
@@ -22,6 +26,10 @@ const (
 	KindLate  = "late"        // a redeem succeeded after the claim's documented end
 	KindQuota = "quota"       // the usage reported is outside what the live set allows
 	KindBad   = "malformed"   // the history itself does not hold together
+	// The inventory's kinds.
+	KindUnowned  = "unowned"  // an object no blob owns
+	KindMissing  = "missing"  // a blob whose object is gone
+	KindOutlived = "outlived" // an object of a finished claim kept past the backstop bound
 )
 
 // Violation is one broken promise, with the event that shows it.
@@ -34,8 +42,8 @@ type Violation struct {
 
 // Report is what Check found.
 type Report struct {
-	Events, Acknowledged, Indeterminate, Redeems, Usages int
-	Violations                                           []Violation
+	Events, Acknowledged, Indeterminate, Redeems, Usages, Inventories int
+	Violations                                                        []Violation
 }
 
 // OK reports a history without violations.
@@ -44,14 +52,14 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 // String is the report as a person reads it.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "history: %d events; %d puts acknowledged, %d without a definite answer; %d redeems; %d usage checks\n",
-		r.Events, r.Acknowledged, r.Indeterminate, r.Redeems, r.Usages)
+	fmt.Fprintf(&b, "history: %d events; %d puts acknowledged, %d without a definite answer; %d redeems; %d usage checks; %d inventories\n",
+		r.Events, r.Acknowledged, r.Indeterminate, r.Redeems, r.Usages, r.Inventories)
 	counts := map[string]int{}
 	for _, v := range r.Violations {
 		counts[v.Kind]++
 	}
 	fmt.Fprintf(&b, "violations: %d", len(r.Violations))
-	for _, k := range []string{KindLost, KindBytes, KindLate, KindQuota, KindBad} {
+	for _, k := range []string{KindLost, KindBytes, KindLate, KindQuota, KindUnowned, KindMissing, KindOutlived, KindBad} {
 		if counts[k] > 0 {
 			fmt.Fprintf(&b, " (%s %d)", k, counts[k])
 		}
@@ -97,6 +105,11 @@ func Check(evs []Event, opt Options) Report {
 	var puts, usages []call
 	for _, c := range calls {
 		switch c.inv.Op {
+		case OpInventory:
+			if c.ok() && c.done.Inventory != nil {
+				rep.Inventories++
+				rep.Violations = append(rep.Violations, checkInventory(c.done, opt.BackstopBound)...)
+			}
 		case OpPut:
 			puts = append(puts, c)
 			if c.ok() {
@@ -317,3 +330,25 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+// checkInventory judges what the store held at the end of a run: every
+// object owned, every owned object there, quota counters equal to the
+// live claims, and no object of a finished claim waiting longer than
+// bound (when given) for its collection.
+func checkInventory(e *Event, bound time.Duration) []Violation {
+	inv := e.Inventory
+	var out []Violation
+	add := func(kind string, n int, text string) {
+		if n > 0 {
+			out = append(out, Violation{Kind: kind, Seq: e.Seq, Text: fmt.Sprintf("%d %s", n, text)})
+		}
+	}
+	add(KindUnowned, inv.Unowned, "objects in the storage that no blob owns")
+	add(KindMissing, inv.Missing, "blobs whose object the storage does not have")
+	add(KindQuota, inv.QuotaDrift, "namespaces whose quota counters disagree with their live claims")
+	if bound > 0 && !inv.OldestReclaim.IsZero() && e.Time.Sub(inv.OldestReclaim) > bound {
+		add(KindOutlived, inv.Reclaim, fmt.Sprintf("objects of finished claims still stored, the oldest finished at %s, more than %s before the inventory at %s",
+			stamp(inv.OldestReclaim), bound, stamp(e.Time)))
+	}
+	return out
+}

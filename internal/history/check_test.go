@@ -56,6 +56,15 @@ func (h *hist) usage(at int, claims, bytes int64) {
 	h.call(at, history.Event{Op: history.OpUsage, NS: "ns"}, history.Event{Phase: history.PhaseOK, ActiveClaims: claims, UsedBytes: bytes})
 }
 
+// inventory records the store's inventory at seconds after t0; the
+// oldest reclaimable blob finished oldest seconds after t0 (-1: none).
+func (h *hist) inventory(at int, inv history.Inventory, oldest int) {
+	if oldest >= 0 {
+		inv.OldestReclaim = t0.Add(time.Duration(oldest) * time.Second)
+	}
+	h.call(at, history.Event{Op: history.OpInventory}, history.Event{Phase: history.PhaseOK, Inventory: &inv})
+}
+
 func read(digest string) history.Event { return history.Event{Phase: history.PhaseOK, Digest: digest} }
 
 func TestCheck(t *testing.T) {
@@ -129,6 +138,22 @@ func TestCheck(t *testing.T) {
 			h.usage(10, 2, 200)
 			h.usage(12, 1, 100)
 		}, nil},
+		{"good: an inventory with a blob waiting within the bound", func(h *hist) {
+			h.put(0, "c1", 100, 0)
+			h.inventory(200, history.Inventory{Reclaim: 1}, 190)
+		}, nil},
+		{"unowned: an object no blob owns", func(h *hist) {
+			h.inventory(200, history.Inventory{Unowned: 2}, -1)
+		}, []string{history.KindUnowned}},
+		{"missing: a blob without its object", func(h *hist) {
+			h.inventory(200, history.Inventory{Missing: 1}, -1)
+		}, []string{history.KindMissing}},
+		{"quota: counters that drifted from the live claims", func(h *hist) {
+			h.inventory(200, history.Inventory{QuotaDrift: 1}, -1)
+		}, []string{history.KindQuota}},
+		{"outlived: an object kept past the backstop bound", func(h *hist) {
+			h.inventory(200, history.Inventory{Reclaim: 3}, 100)
+		}, []string{history.KindOutlived}},
 		{"malformed: a completion of nothing", func(h *hist) {
 			h.evs = append(h.evs, history.Event{Seq: 1, Of: 7, Op: history.OpRedeem, Phase: history.PhaseOK})
 		}, []string{history.KindBad}},
@@ -136,7 +161,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &hist{}
 			tc.build(h)
-			rep := history.Check(roundTrip(t, h.evs), history.Options{})
+			rep := history.Check(roundTrip(t, h.evs), history.Options{BackstopBound: 30 * time.Second})
 			var got []string
 			for _, v := range rep.Violations {
 				got = append(got, v.Kind)

@@ -2,7 +2,9 @@
 // were answered, and checks the record against the lifecycle promises
 // after a run (ADR 0287): every acknowledged put redeems its bytes until
 // its earliest legitimate end, nothing redeems after its documented end,
-// and the usage the server reports equals the live set.
+// the usage the server reports equals the live set, and the store's
+// inventory at the end has no unowned or missing object and no object
+// of a finished claim kept past the backstop bound.
 //
 // A record is JSON lines of Event, one line when an operation is invoked
 // and one when it completes (Recorder writes them around the Go client);
@@ -29,6 +31,9 @@ const (
 	OpDelete  = "delete"
 	OpHold    = "hold"
 	OpUsage   = "usage" // the namespace's usage as the server reports it
+	// OpInventory is what the store holds at the end of a run, as
+	// `claimcheck fsck --json` reports it (Recorder.Inventory).
+	OpInventory = "inventory"
 )
 
 // Phases, the Event.Phase values: an invocation, then one completion.
@@ -67,6 +72,22 @@ type Event struct {
 	// ActiveClaims and UsedBytes are a usage answer.
 	ActiveClaims int64 `json:"active_claims,omitempty"`
 	UsedBytes    int64 `json:"used_bytes,omitempty"`
+	// Inventory is an inventory's findings.
+	Inventory *Inventory `json:"inventory,omitempty"`
+}
+
+// Inventory is what the store holds beside the clients' view: objects
+// no blob owns, blobs of finished claims whose objects wait for
+// collection, blobs whose object is missing, namespaces whose quota
+// counters disagree with their live claims.
+type Inventory struct {
+	Unowned    int `json:"unowned,omitempty"`
+	Missing    int `json:"missing,omitempty"`
+	QuotaDrift int `json:"quota_drift,omitempty"`
+	Reclaim    int `json:"reclaimable,omitempty"`
+	// OldestReclaim is when the oldest blob waiting for collection
+	// lost its last claim (zero: none waits).
+	OldestReclaim time.Time `json:"oldest_reclaimable,omitzero"`
 }
 
 // Read reads a history of JSON lines; the error names the line.

@@ -184,3 +184,10 @@ func (r *Recorder) Usage(ctx context.Context, ns string) (claimcheck.NamespaceUs
 	r.complete(of, Event{Op: OpUsage, NS: ns, ActiveClaims: info.Usage.ActiveClaims, UsedBytes: info.Usage.UsedBytes}, err)
 	return info.Usage, err
 }
+
+// Inventory records what the store holds, as the caller read it (from
+// `claimcheck fsck --json` once the load has stopped).
+func (r *Recorder) Inventory(inv Inventory) {
+	of := r.write(Event{Op: OpInventory, Phase: PhaseInvoke})
+	r.complete(of, Event{Op: OpInventory, Inventory: &inv}, nil)
+}

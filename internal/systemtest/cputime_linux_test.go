@@ -3,6 +3,7 @@ package systemtest
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,4 +42,30 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// commandsCPU returns the CPU time used so far by every process whose
+// command name (/proc/PID/comm) is one of names: PostgreSQL's backends
+// and MinIO, say, which the benchmarks did not start themselves. A
+// process that ends between two readings drops out of the second.
+func commandsCPU(names ...string) time.Duration {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || !slices.Contains(names, strings.TrimSpace(string(comm))) {
+			continue
+		}
+		if d, ok := processCPU(pid); ok {
+			total += d
+		}
+	}
+	return total
 }

@@ -66,6 +66,15 @@ type benchSetup struct {
 // round in the server process (counted in the kernel's 10 ms ticks: run
 // enough rounds), and the -client-cpu-ms ones that of the Go client.
 //
+// In the PostgreSQL + MinIO setup two floors run in the same rounds
+// (floor_bench_test.go): the storage calls and the fewest statements a
+// claim needs, from this process, with (floor-intent) and without
+// (floor-1commit) a row that owns the object before it is written. Every
+// row of the setup also reports what PostgreSQL and MinIO spent per put
+// + redeem pair (WHO-pg-cpu-us/pair, WHO-minio-cpu-us/pair: every process
+// of that command name on the machine, so run nothing else) and
+// PostgreSQL's writing transactions and WAL bytes per pair.
+//
 //	go test -run '^$' -bench VersusMinIO -benchtime 20x ./internal/systemtest
 func BenchmarkVersusMinIO(b *testing.B) {
 	_, s3c, bucket := testsvc.S3(b)
@@ -93,6 +102,10 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			}
 			servers = append(servers, serve(name, other, config))
 		}
+		var floors []*putFloor
+		if setup.name == "postgres-minio" {
+			floors = newPutFloors(b, s3c, bucket)
+		}
 		for _, tc := range []struct {
 			name    string
 			size    int
@@ -105,7 +118,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			{"64KiB-64w", 64 << 10, 64, false},
 		} {
 			b.Run(setup.name+"/"+tc.name, func(b *testing.B) {
-				benchVersusMinIO(b, servers, s3c, bucket, tc.size, tc.workers, tc.json)
+				benchVersusMinIO(b, benchStack{servers, floors, newStackMeter(b)}, s3c, bucket, tc.size, tc.workers, tc.json)
 			})
 		}
 	}
@@ -144,7 +157,17 @@ func serveBench(b *testing.B, name, bin, config string) served {
 // the previous one again (which would be dedup hits).
 var benchSeq atomic.Uint64
 
-func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket string, size, workers int, json bool) {
+// benchStack is what a benchmark of BenchmarkVersusMinIO compares with
+// MinIO: the servers, the floors of the PostgreSQL + MinIO setup
+// (floor_bench_test.go), and the meter of the stack under them.
+type benchStack struct {
+	servers []served
+	floors  []*putFloor
+	meter   *stackMeter
+}
+
+func benchVersusMinIO(b *testing.B, stack benchStack, s3c *s3.Client, bucket string, size, workers int, json bool) {
+	servers := stack.servers
 	ctx := context.Background()
 	payloads := make([][]byte, workers)
 	for i := range payloads {
@@ -217,16 +240,30 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 	srvCPU := make([]time.Duration, len(servers))
 	cliCPU := make([]time.Duration, len(servers))
 	cpuOK := true
+	// What PostgreSQL and MinIO spent in each one's rounds.
+	var minioUse stackUse
+	srvUse := make([]stackUse, len(servers))
+	floorUse := make([]stackUse, len(stack.floors))
+	floorRounds := make([][]time.Duration, len(stack.floors))
+	metered := func(use *stackUse, op func(int) error) time.Duration {
+		r0 := stack.meter.read()
+		d := round(op)
+		use.add(r0, stack.meter.read())
+		return d
+	}
 	for b.Loop() {
-		minio = append(minio, round(viaMinIO))
+		minio = append(minio, metered(&minioUse, viaMinIO))
 		for i, s := range servers {
 			s0, ok0 := processCPU(s.pid)
 			c0 := selfCPU()
-			rounds[i] = append(rounds[i], round(viaClaimcheck(s.c)))
+			rounds[i] = append(rounds[i], metered(&srvUse[i], viaClaimcheck(s.c)))
 			s1, ok1 := processCPU(s.pid)
 			srvCPU[i] += s1 - s0
 			cliCPU[i] += selfCPU() - c0
 			cpuOK = cpuOK && ok0 && ok1
+		}
+		for i, f := range stack.floors {
+			floorRounds[i] = append(floorRounds[i], metered(&floorUse[i], func(w int) error { return f.op(ctx, fresh(payloads[w])) }))
 		}
 	}
 	sum := func(ds []time.Duration) (t time.Duration) {
@@ -244,6 +281,13 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 	}
 	ms := func(ds []time.Duration) float64 { return sum(ds).Seconds() * 1000 / float64(len(ds)) }
 	b.ReportMetric(ms(minio), "minio-ms")
+	pairs := len(minio) * workers
+	minioUse.report(b, "minio", pairs)
+	for i, f := range stack.floors {
+		b.ReportMetric(ms(floorRounds[i]), f.name+"-ms")
+		b.ReportMetric(sum(minio).Seconds()/sum(floorRounds[i]).Seconds(), "ratio-"+f.name)
+		floorUse[i].report(b, f.name, pairs)
+	}
 	for i, s := range servers {
 		name, suffix := "claimcheck", ""
 		if s.name != "" {
@@ -254,6 +298,7 @@ func benchVersusMinIO(b *testing.B, servers []served, s3c *s3.Client, bucket str
 			b.ReportMetric(srvCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-server-cpu-ms")
 			b.ReportMetric(cliCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-client-cpu-ms")
 		}
+		srvUse[i].report(b, name, pairs)
 		b.ReportMetric(sum(minio).Seconds()/sum(rounds[i]).Seconds(), "ratio"+suffix)
 		b.ReportMetric(median(minio).Seconds()/median(rounds[i]).Seconds(), "ratio-p50"+suffix)
 	}

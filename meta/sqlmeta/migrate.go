@@ -85,6 +85,17 @@ func deferNamespaceKeys(q *txq) error {
 	return nil
 }
 
+// oldestReader is the oldest schema version whose programs may run on a
+// database this program migrated: the previous release's (PREVIOUS_RELEASE
+// at the top of the repository). Every migration after it only adds, so a
+// replica of that release serves on beside this one (ADR 0291;
+// compat_test.go holds both). A migration that drops, renames or retypes
+// what that release uses, or changes what its rows mean, raises it.
+const oldestReader = 61
+
+// oldestReaderMigration adds schema_migrations.oldest_reader.
+const oldestReaderMigration = 65
+
 type migration struct {
 	version int64
 	name    string
@@ -160,24 +171,43 @@ func (s *Store) migrate(ctx context.Context, through int64) error {
 					return err
 				}
 			}
-			_, err = q.exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name)
+			if m.version < oldestReaderMigration {
+				_, err = q.exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name)
+				return err
+			}
+			_, err = q.exec(`INSERT INTO schema_migrations (version, name, oldest_reader) VALUES (?, ?, ?)`,
+				m.version, m.name, oldestReader)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("sqlmeta: migration %s: %w", m.name, err)
 		}
 	}
-	// A database migrated by a newer binary may have tables or states this
-	// one does not know; refuse rather than corrupt it.
+	return s.checkNewerSchema(ctx, ms[len(ms)-1].version)
+}
+
+// checkNewerSchema refuses a database migrated by a newer program unless
+// every migration this program does not know says programs of its schema
+// may still run on it (ADR 0291): a newer schema may have tables or
+// states this program would misread, and only its migrations know.
+func (s *Store) checkNewerSchema(ctx context.Context, latest int64) error {
 	var newest sql.NullInt64
-	err = s.read(ctx, func(q *txq) error {
-		return q.queryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&newest)
+	var lowest, highest int64
+	err := s.read(ctx, func(q *txq) error {
+		if err := q.queryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil || newest.Int64 <= latest {
+			return err
+		}
+		// A database newer than this program has had migration 0065,
+		// which every program that knows it has applied.
+		return q.queryRow(`SELECT MIN(oldest_reader), MAX(oldest_reader) FROM schema_migrations WHERE version > ?`, latest).
+			Scan(&lowest, &highest)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlmeta: read schema version: %w", err)
 	}
-	if latest := ms[len(ms)-1].version; newest.Int64 > latest {
-		return fmt.Errorf("sqlmeta: database schema version %d is newer than this program's %d: upgrade claimcheck", newest.Int64, latest)
+	if newest.Int64 > latest && (lowest == 0 || highest > latest) {
+		return fmt.Errorf("sqlmeta: database schema version %d is newer than this program's %d, and its migrations after %d do not let this program run on it: upgrade claimcheck",
+			newest.Int64, latest, latest)
 	}
 	return nil
 }

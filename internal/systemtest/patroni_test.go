@@ -39,7 +39,8 @@ import (
 // successes or unavailable (503: retry), never a 500 or wrong bytes, and
 // a lease row is renewed by a holder on the new primary (the sweeper's
 // leases follow the failover). The window of refusals is logged, not
-// asserted. The history checker judges the whole run at the end.
+// asserted. The history checker judges the whole run at the end, with
+// the store's inventory (fsck): every object owned.
 //
 // One round (a, b, c) by default; CLAIMCHECK_TEST_PATRONI_ROUNDS=N runs
 // N rounds, each against the leader of the moment.
@@ -94,6 +95,12 @@ func TestPatroniFailover(t *testing.T) {
 	}
 	load.stop()
 	load.report(t)
+	if _, err := load.recs[0].Usage(context.Background(), "load"); err != nil {
+		t.Errorf("usage of load: %v", err)
+	}
+	// The store itself at the end: every object owned by a row, however
+	// the puts refused during the failovers ended.
+	hist.inventory(t, bin, cfg, 30*time.Second)
 	hist.check(t)
 }
 

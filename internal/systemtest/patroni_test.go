@@ -77,10 +77,10 @@ func TestPatroniFailover(t *testing.T) {
 		}, func() bool { return ha.leaderOtherThan(killed) != "" })
 		checkAfterFailover(t, load, admin, leases)
 
-		from := ha.leader(t)
+		var from string
 		leases = leaseExpiries(t, admin)
-		load.scenario(t, fmt.Sprintf("round %d (b) switchover from %s", round, from), func() {
-			ha.switchover(t, from)
+		load.scenario(t, fmt.Sprintf("round %d (b) switchover", round), func() {
+			from = ha.switchover(t)
 		}, func() bool { return ha.leaderOtherThan(from) != "" })
 		checkAfterFailover(t, load, admin, leases)
 
@@ -184,16 +184,19 @@ func (p *patroni) kill(t *testing.T, node string) {
 }
 
 // switchover asks the leader's REST API to hand leadership to its
-// synchronous standby (the only candidate in synchronous mode).
-func (p *patroni) switchover(t *testing.T, leader string) {
+// synchronous standby (the only candidate in synchronous mode) and
+// returns the node that led. The leader is looked up at each attempt:
+// one refused while the cluster settles is tried again.
+func (p *patroni) switchover(t *testing.T) string {
 	t.Helper()
-	body := fmt.Sprintf(`{"leader": %q}`, leader)
-	for attempt := 0; ; attempt++ { // refused while the cluster settles after the last scenario
-		resp, err := p.hc.Post(p.rest[leader]+"/switchover", "application/json", strings.NewReader(body))
+	for attempt := 0; ; attempt++ {
+		leader := p.leader(t)
+		resp, err := p.hc.Post(p.rest[leader]+"/switchover", "application/json", strings.NewReader(fmt.Sprintf(`{"leader": %q}`, leader)))
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				t.Logf("switchover from %s accepted", leader)
+				return leader
 			}
 			err = fmt.Errorf("answered %s", resp.Status)
 		}

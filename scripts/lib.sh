@@ -59,3 +59,49 @@ stop_recorded() {
   fi
   rm -f "$1"
 }
+
+# pg_find_bindir prints the directory of the PostgreSQL server binaries
+# (Debian: /usr/lib/postgresql/*/bin, newest first; else the PATH);
+# pg_bindir installs the postgresql package with apt-get when they are
+# missing and we are root.
+pg_find_bindir() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then
+      echo "$d"; return 0
+    fi
+  done
+  if command -v initdb >/dev/null && command -v postgres >/dev/null && command -v pg_ctl >/dev/null; then
+    dirname "$(command -v initdb)"; return 0
+  fi
+  return 1
+}
+
+pg_bindir() {
+  if pg_find_bindir; then return 0; fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    log "PostgreSQL server binaries not found (initdb, pg_ctl, postgres); install the postgresql package"
+    return 1
+  fi
+  log "PostgreSQL server binaries not found: installing the postgresql package with apt-get"
+  # The package's post-install may create and start a default cluster on
+  # port 5432; we never use it (our own cluster runs on a free port).
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+  pg_find_bindir
+}
+
+# pg_run_user prints the user PostgreSQL (and Patroni) run as: this one,
+# or as root (PostgreSQL refuses to run as root) "postgres" when it
+# exists, else a system user "claimcheck-pg" created here (idempotently).
+pg_run_user() {
+  if [ "$(id -u)" != 0 ]; then id -un; return 0; fi
+  if getent passwd postgres >/dev/null; then echo postgres; return 0; fi
+  local u=claimcheck-pg
+  if ! getent passwd "$u" >/dev/null; then
+    log "creating system user $u to run PostgreSQL (it refuses to run as root)"
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$u" 2>/dev/null ||
+      getent passwd "$u" >/dev/null
+  fi
+  echo "$u"
+}

@@ -18,33 +18,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/lib.sh
 . "$here/lib.sh"
 
-find_bindir() {
-  local d
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then
-      echo "$d"; return 0
-    fi
-  done
-  if command -v initdb >/dev/null && command -v postgres >/dev/null && command -v pg_ctl >/dev/null; then
-    dirname "$(command -v initdb)"; return 0
-  fi
-  return 1
-}
-
-bindir() {
-  if find_bindir; then return 0; fi
-  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-    log "PostgreSQL server binaries not found (initdb, pg_ctl, postgres); install the postgresql package"
-    return 1
-  fi
-  log "PostgreSQL server binaries not found: installing the postgresql package with apt-get"
-  # The package's post-install may create and start a default cluster on
-  # port 5432; we never use it (our own cluster runs on a free port).
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
-  find_bindir
-}
-
 # as_pg_user runs a command as the cluster's owner.
 as_pg_user() {
   if [ "$(id -u)" = 0 ]; then
@@ -57,20 +30,8 @@ as_pg_user() {
 
 start() {
   local dir=$1
-  local bin; bin=$(bindir)
-  pguser=$(id -un)
-  if [ "$(id -u)" = 0 ]; then
-    if getent passwd postgres >/dev/null; then
-      pguser=postgres
-    else
-      pguser=claimcheck-pg
-      if ! getent passwd "$pguser" >/dev/null; then
-        log "creating system user $pguser to run PostgreSQL (it refuses to run as root)"
-        useradd --system --no-create-home --shell /usr/sbin/nologin "$pguser" 2>/dev/null ||
-          getent passwd "$pguser" >/dev/null
-      fi
-    fi
-  fi
+  local bin; bin=$(pg_bindir)
+  pguser=$(pg_run_user)
   mkdir -p "$dir/pg"
   chmod 755 "$dir"
   chown "$pguser" "$dir/pg"

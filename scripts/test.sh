@@ -55,6 +55,7 @@ cleanup() {
     ./scripts/jaeger.sh stop "$work" || true
     ./scripts/minio.sh stop "$work" || true
     ./scripts/postgres.sh stop "$work" || true
+    ./scripts/patroni.sh stop "$work" || true
     ./scripts/goaws.sh stop "$work" || true
   fi
   rm -rf "$work"
@@ -71,6 +72,11 @@ if [ "${CLAIMCHECK_TEST_SERVICES:-1}" != 0 ]; then
   echo "== services"
   services_started=1
   if [ -z "${TEST_DATABASE_URL:-}" ]; then env=$(./scripts/postgres.sh start "$work"); eval "$env"; fi
+  # Three Patroni nodes and etcd, for the failover test (TestPatroniFailover),
+  # where PostgreSQL's server binaries are installed.
+  if [ -z "${TEST_PATRONI_DSN:-}" ] && compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+    env=$(./scripts/patroni.sh start "$work"); eval "$env"
+  fi
   if [ -z "${TEST_S3_URL:-}" ]; then env=$(./scripts/minio.sh start "$work"); eval "$env"; fi
   # goaws (SQS and SNS) for integrations/sqs, beside MinIO for its S3 side.
   if [ -z "${TEST_SQS_ENDPOINT:-}" ]; then env=$(./scripts/goaws.sh start "$work"); eval "$env"; fi

@@ -12,8 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -327,10 +328,12 @@ func openPostgres(ctx context.Context, dsn string) (w, r *sql.DB, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("sqlmeta: %s: %w", redact(dsn), err)
 	}
+	dropReadOnly(cfg)
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pool.maxConns)
 	db.SetMaxIdleConns(pool.maxConns)
 	db.SetConnMaxLifetime(pool.maxLifetime)
@@ -341,6 +344,31 @@ func openPostgres(ctx context.Context, dsn string) (w, r *sql.DB, err error) {
 	}
 	return db, db, nil
 }
+
+// dropReadOnly makes a connection close itself when the server refuses
+// a write as read-only, so that the pool dials again rather than keeping
+// it. A multi-host URL with target_session_attrs=read-write (how
+// claimcheck follows a failover, ADR 0288) checks the server only when a
+// connection is made: a connection made to the primary stays open to the
+// same server when that server becomes a standby without a restart, and
+// a pool would keep handing it out, every write refused, until its
+// lifetime ran out. Closed, it is dropped by the pool (database/sql asks
+// the driver whether a connection is still good before reusing it), and
+// the refused write reports unavailable (503, retry) like any other
+// metadata error (meta.PublicError); the retry dials the new primary.
+func dropReadOnly(cfg *pgx.ConnConfig) {
+	fatalCloses := cfg.OnPgError // pgx's own: a FATAL error closes
+	cfg.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == errReadOnly {
+			return false
+		}
+		return fatalCloses == nil || fatalCloses(c, e)
+	}
+}
+
+// errReadOnly is PostgreSQL's read_only_sql_transaction: a write sent
+// to a server that is (or has just become) a standby.
+const errReadOnly = "25006"
 
 func pgCode(err error) string {
 	var e *pgconn.PgError

@@ -32,7 +32,7 @@ echo "== fleet faults: seed $seed, for $duration, reports in $out"
 
 work=$(mktemp -d)
 cleanup() {
-  if [ -x scripts/patroni.sh ]; then ./scripts/patroni.sh stop "$work" || true; fi
+  ./scripts/patroni.sh stop "$work" || true
   ./scripts/minio.sh stop "$work" || true
   ./scripts/postgres.sh stop "$work" || true
   rm -rf "$work"
@@ -41,7 +41,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 if [ -z "${TEST_DATABASE_URL:-}" ]; then eval "$(./scripts/postgres.sh start "$work")"; fi
 if [ -z "${TEST_S3_URL:-}" ]; then eval "$(./scripts/minio.sh start "$work")"; fi
-if [ -x scripts/patroni.sh ] && [ -z "${TEST_PATRONI_DSN:-}" ]; then
+if [ -z "${TEST_PATRONI_DSN:-}" ]; then
   if env=$(./scripts/patroni.sh start "$work"); then eval "$env"; else log "no Patroni cluster: its scenario skips"; fi
 fi
 
@@ -52,15 +52,8 @@ scenarios=(
   "rolling-upgrade|TestRollingUpgradeFromPreviousRelease|CLAIMCHECK_TEST_UPGRADE_LOAD=20s"
   "stalled-commit|TestStalledCommitAnswers503|"
   "shred|TestShreddingUnderLoad|"
+  "patroni-failover|TestPatroniFailover|CLAIMCHECK_TEST_PATRONI_ROUNDS=3"
 )
-# Scenarios the fleet's other suites add (fleet_scenarios.txt, the same
-# format), when present.
-if [ -f internal/systemtest/testdata/fleet_scenarios.txt ]; then
-  while IFS= read -r line; do
-    case "$line" in ''|'#'*) continue ;; esac
-    scenarios+=("$line")
-  done < internal/systemtest/testdata/fleet_scenarios.txt
-fi
 
 end=$(( $(date +%s) + seconds ))
 round=0 failed=0

@@ -90,6 +90,7 @@ export async function overview(main, { signal }) {
   if (!samples.length) {
     fill(main, h('h1', {}, 'Overview'), h('p', {}, 'Loading…'));
     await next();
+    if (signal.aborted) return; // left while loading: never subscribe
   }
   render(main);
   const off = onSample(() => render(main));

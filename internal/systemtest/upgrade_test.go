@@ -54,7 +54,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	replicas = append(replicas, startReplica(t, prev, cfg))
 	front := newFront(t, replicas[0].url, replicas[1].url)
 	hist := recordHistory(t, "rolling-upgrade")
-	load := startUpgradeLoad(t, hist.rec, front.url())
+	load := startUpgradeLoad(t, hist.rec, front.url(), faultSeed(t))
 
 	for i := range replicas {
 		time.Sleep(phase)
@@ -131,7 +131,7 @@ type putClaim struct {
 	data []byte
 }
 
-func startUpgradeLoad(t *testing.T, rec *history.Recorder, url string) *upgradeLoad {
+func startUpgradeLoad(t *testing.T, rec *history.Recorder, url string, seed uint64) *upgradeLoad {
 	t.Helper()
 	l := &upgradeLoad{stopped: make(chan struct{})}
 	shared := photosJSON(24 << 10) // deduplicated across both versions
@@ -144,7 +144,7 @@ func startUpgradeLoad(t *testing.T, rec *history.Recorder, url string) *upgradeL
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(w), 7))
+			rnd := rand.New(rand.NewPCG(uint64(w), seed))
 			for {
 				select {
 				case <-l.stopped:

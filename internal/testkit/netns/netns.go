@@ -215,13 +215,13 @@ func (n *Node) enter(f func() error) error {
 		runtime.UnlockOSThread()
 		return err
 	}
-	defer own.Close()
+	defer func() { _ = own.Close() }()
 	target, err := os.Open("/var/run/netns/" + n.Name)
 	if err != nil {
 		runtime.UnlockOSThread()
 		return err
 	}
-	defer target.Close()
+	defer func() { _ = target.Close() }()
 	if err := setns(target); err != nil {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("netns: enter %s: %w", n.Name, err)

@@ -67,7 +67,7 @@ sweeper: { interval: 1s }
 	for i := range recs {
 		recs[i] = hist.rec.With(srv.client)
 	}
-	load := startLoad("load", recs)
+	load := startLoad("load", recs, false)
 	f := &minioFaults{t: t, c: cluster, net: network, load: load, plan: plan, rec: hist.rec.With(srv.client)}
 	time.Sleep(3 * time.Second) // healthy load before the first fault
 	if plan.long {

@@ -390,7 +390,12 @@ func (s *phaseStats) fail(what string) {
 // they put, through recorders of the history checker, while a test
 // injects faults; it keeps every acknowledged put for the end.
 type faultLoad struct {
-	ns     string
+	ns string
+	// churn: every other put is of one of a few recurring payloads and
+	// is deleted once redeemed, so that the sweeper collects blobs while
+	// puts of the same bytes share them (dedup) under the faults.
+	churn  bool
+	paused atomic.Bool
 	phase  atomic.Pointer[phaseStats]
 	phases []*phaseStats
 	mu     sync.Mutex
@@ -400,8 +405,8 @@ type faultLoad struct {
 }
 
 // startLoad starts one writer per recorder.
-func startLoad(ns string, recs []*history.Recorder) *faultLoad {
-	l := &faultLoad{ns: ns, acked: map[claimcheck.Ref]putKey{}, stop: make(chan struct{})}
+func startLoad(ns string, recs []*history.Recorder, churn bool) *faultLoad {
+	l := &faultLoad{ns: ns, churn: churn, acked: map[claimcheck.Ref]putKey{}, stop: make(chan struct{})}
 	l.enter("healthy")
 	for w, rec := range recs {
 		l.wg.Add(1)
@@ -421,47 +426,68 @@ func (l *faultLoad) enter(name string) {
 
 func (l *faultLoad) write(w int, rec *history.Recorder) {
 	defer l.wg.Done()
-	ctx := context.Background()
 	for seq := 0; ; seq++ {
 		select {
 		case <-l.stop:
 			return
 		default:
 		}
-		st := l.phase.Load()
-		body := payloadOf(w, seq)
-		began := time.Now()
-		ref, err := rec.Put(ctx, l.ns, body, claimcheck.PutOptions{})
-		took := time.Since(began).Nanoseconds()
-		for old := st.maxPutNanos.Load(); took > old && !st.maxPutNanos.CompareAndSwap(old, took); old = st.maxPutNanos.Load() {
-		}
-		switch {
-		case err == nil:
-			st.putOK.Add(1)
-			l.mu.Lock()
-			l.acked[ref] = putKey{w, seq}
-			l.mu.Unlock()
-		case errors.Is(err, claimcheck.ErrUnavailable):
-			st.putRefused.Add(1)
-			time.Sleep(100 * time.Millisecond) // a client's pause before its retry
-			continue
-		default:
-			st.putFail.Add(1)
-			st.fail(fmt.Sprintf("put: %v", err))
-			time.Sleep(100 * time.Millisecond)
+		if l.paused.Load() {
+			time.Sleep(50 * time.Millisecond) // the store idles while the test waits for its sweeper
 			continue
 		}
-		got, err := rec.Redeem(ctx, ref)
-		if err == nil && string(got) == string(body) {
-			st.redeemOK.Add(1)
-		} else {
-			st.redeemFail.Add(1)
-			if err == nil {
-				err = fmt.Errorf("%d bytes differ from the %d put", len(got), len(body))
-			}
-			if !errors.Is(err, claimcheck.ErrUnavailable) {
-				st.fail(fmt.Sprintf("redeem %s: %v", ref.ID, err))
-			}
+		l.once(rec, w, seq)
+	}
+}
+
+// once is one put, its redeem and, for a churned payload, its delete.
+func (l *faultLoad) once(rec *history.Recorder, w, seq int) {
+	ctx := context.Background()
+	st := l.phase.Load()
+	churned := l.churn && seq%2 == 1
+	k := putKey{w, seq}
+	if churned {
+		k.seq = 1<<20 + seq%10
+	}
+	body := payloadOf(k.w, k.seq)
+	began := time.Now()
+	ref, err := rec.Put(ctx, l.ns, body, claimcheck.PutOptions{})
+	took := time.Since(began).Nanoseconds()
+	for old := st.maxPutNanos.Load(); took > old && !st.maxPutNanos.CompareAndSwap(old, took); old = st.maxPutNanos.Load() {
+	}
+	switch {
+	case err == nil:
+		st.putOK.Add(1)
+	case errors.Is(err, claimcheck.ErrUnavailable):
+		st.putRefused.Add(1)
+		time.Sleep(100 * time.Millisecond) // a client's pause before its retry
+		return
+	default:
+		st.putFail.Add(1)
+		st.fail(fmt.Sprintf("put: %v", err))
+		time.Sleep(100 * time.Millisecond)
+		return
+	}
+	if !churned {
+		l.mu.Lock()
+		l.acked[ref] = k
+		l.mu.Unlock()
+	}
+	got, err := rec.Redeem(ctx, ref)
+	if err == nil && string(got) == string(body) {
+		st.redeemOK.Add(1)
+	} else {
+		st.redeemFail.Add(1)
+		if err == nil {
+			err = fmt.Errorf("%d bytes differ from the %d put", len(got), len(body))
+		}
+		if !errors.Is(err, claimcheck.ErrUnavailable) {
+			st.fail(fmt.Sprintf("redeem %s: %v", ref.ID, err))
+		}
+	}
+	if churned {
+		if err := rec.Delete(ctx, ref); err != nil && !errors.Is(err, claimcheck.ErrUnavailable) {
+			st.fail(fmt.Sprintf("delete %s: %v", ref.ID, err))
 		}
 	}
 }

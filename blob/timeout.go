@@ -14,23 +14,20 @@ import (
 const TimeoutSetting = "storage_timeout"
 
 // NoProgressError is the error of a storage call that WithTimeout
-// cancelled because the storage made no progress for its bound. It
-// matches context.DeadlineExceeded (errors.Is), so FaultOf reads it as
-// the storage being unavailable, never as damage to the object.
+// cancelled because the storage made no progress for its bound. FaultOf
+// reads it as the storage being unavailable, never as damage to the
+// object. It does not unwrap to what the cancelled call returned (a
+// context's cancellation, as a rule): callers treat a cancellation as
+// their own caller gone away, and this is the storage's failure.
 type NoProgressError struct {
 	Op    string        // the operation's name (get, put, attributes, ...)
 	Bound time.Duration // the bound that passed
-	Err   error         // what the cancelled call returned
+	Err   error         // what the cancelled call returned, for the message
 }
 
 func (e *NoProgressError) Error() string {
 	return fmt.Sprintf("storage %s made no progress within %s (%s): %v", e.Op, e.Bound, TimeoutSetting, e.Err)
 }
-
-func (e *NoProgressError) Unwrap() error { return e.Err }
-
-// Is makes the error match context.DeadlineExceeded.
-func (e *NoProgressError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // errStalled is the cause of a context WithTimeout's watchdog ended.
 var errStalled = errors.New("blob: storage made no progress")

@@ -229,11 +229,7 @@ func (c *minioCluster) waitHealthy(from *netns.Node, bound time.Duration) time.D
 // refuses.
 func (c *minioCluster) makeBucket(from *netns.Node) {
 	c.t.Helper()
-	s3c := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(c.endpoint()), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(minioUser, minioSecret, ""),
-		HTTPClient:  nodeHTTP(from, 10*time.Second),
-	})
+	s3c := c.client(from)
 	var err error
 	for try := 0; try < 50; try++ {
 		if _, err = s3c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(faultBucket)}); err == nil {
@@ -242,6 +238,16 @@ func (c *minioCluster) makeBucket(from *netns.Node) {
 		time.Sleep(200 * time.Millisecond) // retrying a starting server's refusal
 	}
 	c.t.Fatalf("create bucket: %v", err)
+}
+
+// client is an S3 client of the cluster whose connections are made
+// inside from.
+func (c *minioCluster) client(from *netns.Node) *s3.Client {
+	return s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(c.endpoint()), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(minioUser, minioSecret, ""),
+		HTTPClient:  nodeHTTP(from, 10*time.Second),
+	})
 }
 
 // nodeHTTP is an HTTP client whose connections are made inside node.

@@ -40,9 +40,6 @@ import (
 // and `claimcheck fsck` is clean. CLAIMCHECK_TEST_FAULT_DURATION repeats
 // both cuts on a random schedule from CLAIMCHECK_TEST_FAULT_SEED.
 func TestPartitions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping in -short: starts PostgreSQL, MinIO and two servers in network namespaces")
-	}
 	plan := newFaultPlan(t)
 	p := startPartitionRig(t)
 	hist := recordHistory(t, "partitions")

@@ -251,10 +251,12 @@ func objectsOn(drive string) int {
 	return n
 }
 
-// inSync waits up to bound until every drive holds as many objects of
-// the bucket as the fullest one: MinIO has healed what the last fault
-// left short.
+// inSync pauses the writers and waits up to bound until every drive
+// holds as many objects of the bucket as the fullest one: MinIO has
+// healed what the last fault left short.
 func (f *minioFaults) inSync(bound time.Duration) bool {
+	f.load.paused.Store(true)
+	defer f.load.paused.Store(false)
 	began := time.Now()
 	for {
 		lo, hi := -1, 0
@@ -285,7 +287,7 @@ func (f *minioFaults) inSync(bound time.Duration) bool {
 func (f *minioFaults) randomSchedule() {
 	end := time.Now().Add(f.plan.duration)
 	for time.Now().Before(end) {
-		if !f.inSync(3 * time.Minute) {
+		if !f.inSync(time.Minute) {
 			continue
 		}
 		i := 1 + f.plan.rng.IntN(3)

@@ -262,6 +262,8 @@ func (p *partitionRig) cutLeaseHolderFromDatabase(after time.Duration) {
 		p.t.Fatal(err)
 	}
 	began := time.Now()
+	time.Sleep(time.Second)
+	p.t.Logf("sessions of the cut replica PostgreSQL still has, by state: %s", p.sessionsOf(p.nodes[holder]))
 	p.waitHolder("else takes", other, func(h int) bool { return h == other })
 	p.t.Logf("replica %d cut from PostgreSQL holding the maintenance lease; replica %d took it %s later",
 		holder+1, other+1, time.Since(began).Round(100*time.Millisecond))
@@ -296,6 +298,28 @@ func (p *partitionRig) cutFromStorage(i int, down time.Duration) {
 	}
 	p.load.enter(fmt.Sprintf("replica %d healed from storage", i+1))
 	time.Sleep(3 * time.Second)
+}
+
+// sessionsOf lists the server's sessions from node by state: a client
+// cut off without a reset leaves its sessions, and their locks, until
+// the server notices.
+func (p *partitionRig) sessionsOf(node *netns.Node) string {
+	rows, err := p.db.QueryContext(context.Background(),
+		"SELECT coalesce(state, ''), count(*) FROM pg_stat_activity WHERE client_addr = $1::inet GROUP BY 1 ORDER BY 1", node.Addr.String())
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", state, n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // deletes is the object deletes replica i has made (its

@@ -110,7 +110,11 @@ func startPartitionRig(t *testing.T) *partitionRig {
 	c.makeBucket(p.net.Bridge)
 
 	// metadata_timeout under the maintenance lease's term, so a cut
-	// replica's renewal fails within it (ADR 0286).
+	// replica's renewal fails within it (ADR 0286). The server ends a
+	// session idle in a transaction for twice that bound, longer than
+	// any of claimcheck's: what a replica cut off without a reset left
+	// open (and locked) goes then (docs/OPERATIONS.md, "Network
+	// partitions").
 	p.cfg = filepath.Join(dir, "claimcheck.yaml")
 	yaml := fmt.Sprintf(`metadata: %q
 metadata_timeout: 2s
@@ -122,7 +126,7 @@ namespaces:
   load: { threshold: 1, ttl: { max_age: 24h, grace_period: 1s } }
   expiring: { threshold: 1, ttl: { max_age: 3s, retention_after_read: 1s, grace_period: 1s } }
 sweeper: { interval: 200ms, idle_grace: 500ms, max_runtime_per_run: 2s, backstop_interval: 2s, backstop_grace: 10s }
-`, dsn, c.storageURL(), distStorageTimeout)
+`, dsn+"&idle_in_transaction_session_timeout=4s", c.storageURL(), distStorageTimeout)
 	if err := os.WriteFile(p.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +269,8 @@ func (p *partitionRig) cutLeaseHolderFromDatabase(after time.Duration) {
 	time.Sleep(time.Second)
 	p.t.Logf("sessions of the cut replica PostgreSQL still has, by state: %s", p.sessionsOf(p.nodes[holder]))
 	p.waitHolder("else takes", other, func(h int) bool { return h == other })
-	p.t.Logf("replica %d cut from PostgreSQL holding the maintenance lease; replica %d took it %s later",
-		holder+1, other+1, time.Since(began).Round(100*time.Millisecond))
+	p.t.Logf("replica %d cut from PostgreSQL holding the maintenance lease; replica %d took it %s later; the cut replica's sessions then: %s",
+		holder+1, other+1, time.Since(began).Round(100*time.Millisecond), p.sessionsOf(p.nodes[holder]))
 	atLoss := p.deletes(holder)
 	time.Sleep(after) // load on both, the cut replica refusing
 	p.waitHolder("sweeps while idle and", other, func(h int) bool { return h == other })

@@ -109,8 +109,11 @@ func (f *minioFaults) fsckClean(bin, cfg string) {
 	out, code = runIn(t, f.net.Bridge, faultEnv(), bin, "fsck", "--verify", "--rate", "1073741824", "--config", cfg)
 	t.Logf("fsck --verify: exit %d\n%s", code, lastLines(out, 8))
 	m := goodAgain.FindStringSubmatch(out)
-	t.Logf("fsck after the faults: %d redeems answered a blob missing; fsck --verify found %v blobs good again", marked, m)
-	if !strings.Contains(out, "corrupt: 0;") || m == nil || m[1] == "0" {
+	if m == nil {
+		m = []string{"", "0"}
+	}
+	t.Logf("fsck after the faults: %d redeems answered a blob missing; fsck --verify found %s blobs good again", marked, m[1])
+	if !strings.Contains(out, "corrupt: 0;") || m[1] == "0" {
 		t.Errorf("fsck after the faults found problems that fsck --verify did not clear as objects reading back good:\n%s", lastLines(out, 30))
 	}
 	if out, code := runIn(t, f.net.Bridge, faultEnv(), bin, "fsck", "--config", cfg); code != 0 {

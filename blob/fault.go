@@ -34,8 +34,9 @@ const (
 	FaultObject
 	// FaultUnavailable: the service did not answer about the object:
 	// connection refused or reset, timeouts, cancelled requests, 502,
-	// 503, 504, 429, 408, refused credentials, and every error not known
-	// to be about the object.
+	// 503, 504, 429, 408, refused credentials, a call that made no
+	// progress within storage_timeout (NoProgressError), and every error
+	// not known to be about the object.
 	FaultUnavailable
 )
 
@@ -82,6 +83,9 @@ func FaultOf(err error) Fault {
 		return FaultUnavailable
 	case errors.Is(err, ErrObjectFault):
 		return FaultObject
+	}
+	if _, ok := errors.AsType[*NoProgressError](err); ok {
+		return FaultUnavailable
 	}
 	var hs interface{ HTTPStatusCode() int }
 	if errors.As(err, &hs) {

@@ -35,6 +35,12 @@ const DefaultDataDir = "./data"
 // is what answers a database that stopped answering.
 const DefaultMetadataTimeout = 10 * time.Second
 
+// DefaultStorageTimeout is Config.StorageTimeout's default: far above a
+// request to a storage that answers (a part of a multipart upload on a
+// slow link included), short enough that a client's retry, not its own
+// timeout, is what answers a storage that stopped answering.
+const DefaultStorageTimeout = 30 * time.Second
+
 // Config configures a Store. The zero value is valid: SQLite metadata and
 // file blobs under ./data, and every namespace on the built-in policy.
 // In a YAML file (docs/CONFIGURATION.md lists every key) the fields are:
@@ -70,6 +76,14 @@ type Config struct {
 	// only this store's rules, as always. Without it such a start fails,
 	// naming both stores (internal/bucketsetup/owner.go, ADR 0255).
 	StorageShared bool `yaml:"storage_shared"`
+	// StorageTimeout bounds every storage call by its progress: a call
+	// that makes none for this long (no answer to a request, no bytes of
+	// a stream taken or given) is cancelled and answers unavailable (503
+	// with Retry-After over HTTP) naming this key, rather than waiting
+	// on a storage that stopped answering; a large payload that keeps
+	// moving on a slow link is never cut (blob.WithTimeout, ADR 0289).
+	// 0: DefaultStorageTimeout; negative: unbounded.
+	StorageTimeout time.Duration `yaml:"storage_timeout"`
 	// Defaults is the policy of namespaces the config does not name, and
 	// the base every named namespace inherits unset fields from.
 	Defaults Defaults `yaml:"defaults"`
@@ -249,6 +263,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MetadataTimeout == 0 {
 		c.MetadataTimeout = DefaultMetadataTimeout
+	}
+	if c.StorageTimeout == 0 {
+		c.StorageTimeout = DefaultStorageTimeout
 	}
 	if c.Lifecycle == "" {
 		c.Lifecycle = LifecycleManage

@@ -130,6 +130,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		blobStore = b
 		s.closers = append(s.closers, b)
 	}
+	// Every storage call is bounded by its progress (ADR 0289), the
+	// owner marker's and the bucket set-up's at start included.
+	blobStore = blob.WithTimeout(blobStore, max(cfg.StorageTimeout, 0))
 	s.checkInTx = cfg.MetaStore == nil && strings.HasPrefix(cfg.Metadata, "sqlite:") &&
 		cfg.BlobStore == nil && localStorage(cfg.Storage)
 

@@ -53,6 +53,8 @@ scenarios=(
   "stalled-commit|TestStalledCommitAnswers503|"
   "shred|TestShreddingUnderLoad|"
   "patroni-failover|TestPatroniFailover|CLAIMCHECK_TEST_PATRONI_ROUNDS=3"
+  "distributed-minio|TestDistributedMinio|CLAIMCHECK_TEST_FAULT_DURATION=5m"
+  "partitions|TestPartitions|CLAIMCHECK_TEST_FAULT_DURATION=3m"
 )
 
 end=$(( $(date +%s) + seconds ))

@@ -3,6 +3,7 @@
 #
 #   eval "$(scripts/minio.sh start DIR)"   # prints export TEST_S3_URL=..., TEST_S3_DATA_DIR and the AWS keys
 #   scripts/minio.sh stop DIR
+#   scripts/minio.sh path                  # where the binary is kept (built or not)
 #
 # MinIO is built once with `go install` at a pinned version into a cache
 # directory outside the repository (${XDG_CACHE_HOME:-~/.cache}/claimcheck)
@@ -94,5 +95,6 @@ stop() {
 case "${1:-}" in
   start) start "${2:?usage: $0 start DIR}" ;;
   stop) stop "${2:?usage: $0 stop DIR}" ;;
-  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+  path) echo "$cache/minio" ;; # the distributed MinIO test runs it in namespaces of its own
+  *) echo "usage: $0 start|stop DIR | path" >&2; exit 2 ;;
 esac

@@ -12,6 +12,9 @@
 # unprivileged user: "postgres" when it exists, else a system user
 # "claimcheck-pg" created here (idempotently). PG_SETTINGS adds server
 # settings for a measurement, e.g. PG_SETTINGS="-c shared_buffers=4GB".
+# PG_HOST is the address it listens on (default 127.0.0.1): the partition
+# tests run the script inside a network namespace of their own and give
+# it the namespace's 10.x address.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,13 +41,17 @@ start() {
   chmod 700 "$dir/pg"
   as_pg_user "$bin/initdb" -D "$dir/pg/data" -U postgres --auth=trust -E UTF8 --no-instructions >"$dir/pg/initdb.log" 2>&1 ||
     { cat "$dir/pg/initdb.log" >&2; return 1; }
-  local port tries=0
+  local port tries=0 host=${PG_HOST:-127.0.0.1}
+  if [ "$host" != 127.0.0.1 ]; then
+    # initdb trusts loopback only; the namespace's subnet is the test's own.
+    echo "host all all samenet trust" >>"$dir/pg/data/pg_hba.conf"
+  fi
   while :; do
     port=$(free_port)
     # -k: the socket goes into our dir, not /var/run/postgresql (which
     # may not exist or not be writable by this user).
     if as_pg_user "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 \
-      -o "-h 127.0.0.1 -p $port -k $dir/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${PG_SETTINGS:-}" \
+      -o "-h $host -p $port -k $dir/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${PG_SETTINGS:-}" \
       start >/dev/null; then
       break
     fi
@@ -56,9 +63,9 @@ start() {
   done
   echo "$bin" >"$dir/pg/bindir"
   echo "$pguser" >"$dir/pg/user"
-  as_pg_user "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -q -c "CREATE DATABASE claimcheck_test" >/dev/null
-  log "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data in $dir/pg/data, run as $pguser)"
-  echo "export TEST_DATABASE_URL='postgres://postgres@127.0.0.1:$port/claimcheck_test?sslmode=disable'"
+  as_pg_user "$bin/psql" -h "$host" -p "$port" -U postgres -d postgres -q -c "CREATE DATABASE claimcheck_test" >/dev/null
+  log "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $host:$port (data in $dir/pg/data, run as $pguser)"
+  echo "export TEST_DATABASE_URL='postgres://postgres@$host:$port/claimcheck_test?sslmode=disable'"
 }
 
 stop() {

@@ -3,7 +3,6 @@
 package systemtest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -253,52 +252,9 @@ var servingAnyLine = regexp.MustCompile(`url=(http://[0-9.]+:\d+)`)
 func serveIn(t *testing.T, net *netns.Network, node *netns.Node, bin, cfg string, env []string) *replica {
 	t.Helper()
 	cmd := node.Command(bin, "serve", "--listen", node.Addr.String()+":0", "--config", cfg)
-	cmd.Dir = t.TempDir()
 	cmd.Env = append(append(os.Environ(), "CLAIMCHECK_SERVER="), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{cmd: cmd, done: make(chan struct{})}
-	urls := make(chan string, 1)
-	go func() {
-		defer close(r.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			r.mu.Lock()
-			r.logs.WriteString(sc.Text() + "\n")
-			r.mu.Unlock()
-			if m := servingAnyLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if t.Failed() {
-			logProblems(t, node.Name, r.log())
-		}
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-r.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-r.done
-		}
-		_ = cmd.Wait()
-	})
-	select {
-	case r.url = <-urls:
-	case <-r.done:
-		t.Fatalf("serve in %s exited before serving:\n%s", node.Name, r.log())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("serve in %s did not report its address:\n%s", node.Name, r.log())
-	}
+	r := launchReplica(t, cmd, "serve in "+node.Name, servingAnyLine, 2*time.Minute)
+	var err error
 	// The guard that turns a request that hangs into a failure: far
 	// past every bound of the server's.
 	r.client, err = client.New(r.url, client.WithHTTPClient(nodeHTTP(net.Bridge, 90*time.Second)))
@@ -314,7 +270,7 @@ func logProblems(t *testing.T, name, log string) {
 	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
 			if n++; n <= 20 {
-				t.Logf("serve in %s: %s", name, line)
+				t.Logf("%s: %s", name, line)
 			}
 		}
 	}

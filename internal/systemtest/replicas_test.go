@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,8 +44,24 @@ type replica struct {
 func startReplica(t *testing.T, bin, cfg string) *replica {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--config", cfg)
-	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "CLAIMCHECK_SERVER=")
+	r := launchReplica(t, cmd, "replica", servingLine, time.Minute)
+	var err error
+	r.client, err = client.New(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// launchReplica starts cmd, a `claimcheck serve`, in a temporary
+// directory and waits up to wait for the URL its log reports (the first
+// submatch of serving). Cleanup logs the server's errors and warnings if
+// the test failed, interrupts it (unless the test killed it), and kills
+// it if it has not ended 30 s later. name names it in messages.
+func launchReplica(t *testing.T, cmd *exec.Cmd, name string, serving *regexp.Regexp, wait time.Duration) *replica {
+	t.Helper()
+	cmd.Dir = t.TempDir()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +78,7 @@ func startReplica(t *testing.T, bin, cfg string) *replica {
 			r.mu.Lock()
 			r.logs.WriteString(sc.Text() + "\n")
 			r.mu.Unlock()
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m := serving.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case urls <- m[1]:
 				default:
@@ -70,20 +87,24 @@ func startReplica(t *testing.T, bin, cfg string) *replica {
 		}
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			logProblems(t, name, r.log())
+		}
 		_ = cmd.Process.Signal(os.Interrupt)
-		<-r.done
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-r.done
+		}
 		_ = cmd.Wait()
 	})
 	select {
 	case r.url = <-urls:
 	case <-r.done:
-		t.Fatalf("replica exited before serving:\n%s", r.log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("replica did not report its address:\n%s", r.log())
-	}
-	r.client, err = client.New(r.url)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s exited before serving:\n%s", name, r.log())
+	case <-time.After(wait):
+		t.Fatalf("%s did not report its address:\n%s", name, r.log())
 	}
 	return r
 }

@@ -40,27 +40,15 @@ func schemaColumns(t *testing.T, s *Store) map[string]map[string]schemaColumn {
 		out[table][name] = schemaColumn{typ: strings.ToLower(typ), notNull: notNull, hasDefault: hasDefault}
 	}
 	err := s.read(context.Background(), func(q *txq) error {
-		if q.d.writableCTEs { // PostgreSQL
-			rows, err := q.query(`SELECT table_name, column_name, data_type, is_nullable = 'NO', column_default IS NOT NULL
-				FROM information_schema.columns WHERE table_schema = current_schema()`)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var table, name, typ string
-				var notNull, hasDefault bool
-				if err := rows.Scan(&table, &name, &typ, &notNull, &hasDefault); err != nil {
-					return err
-				}
-				add(table, name, typ, notNull, hasDefault)
-			}
-			return rows.Err()
-		}
 		// A key column is never left out of an insert, so SQLite's
 		// nullable keys count as NOT NULL, as PostgreSQL's are.
-		rows, err := q.query(`SELECT m.name, p.name, p.type, p."notnull" OR p.pk > 0, p.dflt_value IS NOT NULL
-			FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'`)
+		query := `SELECT m.name, p.name, p.type, p."notnull" OR p.pk > 0, p.dflt_value IS NOT NULL
+			FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'`
+		if q.d.writableCTEs { // PostgreSQL
+			query = `SELECT table_name, column_name, data_type, is_nullable = 'NO', column_default IS NOT NULL
+				FROM information_schema.columns WHERE table_schema = current_schema()`
+		}
+		rows, err := q.query(query)
 		if err != nil {
 			return err
 		}

@@ -88,6 +88,25 @@ type KnownPayloadWriter interface {
 	SetKnownPayload(size int64, sum []byte) (streams bool)
 }
 
+// hintPasser gives a wrapper of an object writer (the metrics, tracing
+// and timeout wrappers) the optional hints of PayloadHasher and
+// KnownPayloadWriter, passed on to the writer it wraps when that one
+// takes them: every wrapper carries them the same way.
+type hintPasser struct{ inner io.Writer }
+
+// SetPayloadSHA256 passes the sum on (PayloadHasher).
+func (h hintPasser) SetPayloadSHA256(sum []byte) {
+	if ph, ok := h.inner.(PayloadHasher); ok {
+		ph.SetPayloadSHA256(sum)
+	}
+}
+
+// SetKnownPayload passes the announcement on (KnownPayloadWriter).
+func (h hintPasser) SetKnownPayload(size int64, sum []byte) bool {
+	kw, ok := h.inner.(KnownPayloadWriter)
+	return ok && kw.SetKnownPayload(size, sum)
+}
+
 // Store holds objects by key. Keys are "/"-separated paths of safe
 // characters; the engine builds them as "<namespace>/<blob id>".
 type Store interface {

@@ -168,32 +168,18 @@ func (m *meteredStore) NewWriter(ctx context.Context, key string) (io.WriteClose
 		m.ops[opPut].observe(start, err)
 		return nil, err
 	}
-	return &meteredWriter{w: w, op: &m.ops[opPut], start: start}, nil
+	return &meteredWriter{hintPasser: hintPasser{w}, w: w, op: &m.ops[opPut], start: start}, nil
 }
 
 // meteredWriter counts its put once, on the first Close, with the first
 // error of the stream.
 type meteredWriter struct {
+	hintPasser
 	w     io.WriteCloser
 	op    *opMetrics
 	start time.Time
 	err   error
 	done  bool
-}
-
-// SetPayloadSHA256 passes the sum on to the wrapped writer, if it takes
-// one (PayloadHasher).
-func (w *meteredWriter) SetPayloadSHA256(sum []byte) {
-	if ph, ok := w.w.(PayloadHasher); ok {
-		ph.SetPayloadSHA256(sum)
-	}
-}
-
-// SetKnownPayload passes the announcement on to the wrapped writer, if
-// it takes one (KnownPayloadWriter).
-func (w *meteredWriter) SetKnownPayload(size int64, sum []byte) bool {
-	kw, ok := w.w.(KnownPayloadWriter)
-	return ok && kw.SetKnownPayload(size, sum)
 }
 
 func (w *meteredWriter) Write(p []byte) (int, error) {

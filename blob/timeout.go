@@ -152,26 +152,14 @@ func (t *timedStore) NewWriter(ctx context.Context, key string) (io.WriteCloser,
 		return nil, w.failed(err)
 	}
 	w.disarm()
-	return &timedWriter{w: obj, dog: w}, nil
+	return &timedWriter{hintPasser: hintPasser{obj}, w: obj, dog: w}, nil
 }
 
 // timedWriter is a writer whose Write and Close calls are each bounded.
 type timedWriter struct {
+	hintPasser
 	w   io.WriteCloser
 	dog *watchdog
-}
-
-// SetPayloadSHA256 passes the sum on (PayloadHasher).
-func (w *timedWriter) SetPayloadSHA256(sum []byte) {
-	if ph, ok := w.w.(PayloadHasher); ok {
-		ph.SetPayloadSHA256(sum)
-	}
-}
-
-// SetKnownPayload passes the announcement on (KnownPayloadWriter).
-func (w *timedWriter) SetKnownPayload(size int64, sum []byte) bool {
-	kw, ok := w.w.(KnownPayloadWriter)
-	return ok && kw.SetKnownPayload(size, sum)
 }
 
 func (w *timedWriter) Write(p []byte) (int, error) {

@@ -103,30 +103,18 @@ func (t *tracedStore) NewWriter(ctx context.Context, key string) (io.WriteCloser
 		sp.End()
 		return w, nil
 	}
-	return &tracedWriter{w: w, sp: sp}, nil
+	return &tracedWriter{hintPasser: hintPasser{w}, w: w, sp: sp}, nil
 }
 
 // tracedWriter ends its span once, on the first Close, with the first
 // error of the stream.
 type tracedWriter struct {
+	hintPasser
 	w    io.WriteCloser
 	sp   trace.Span
 	n    int64
 	err  error
 	done bool
-}
-
-// SetPayloadSHA256 passes the sum on (PayloadHasher).
-func (w *tracedWriter) SetPayloadSHA256(sum []byte) {
-	if ph, ok := w.w.(PayloadHasher); ok {
-		ph.SetPayloadSHA256(sum)
-	}
-}
-
-// SetKnownPayload passes the announcement on (KnownPayloadWriter).
-func (w *tracedWriter) SetKnownPayload(size int64, sum []byte) bool {
-	kw, ok := w.w.(KnownPayloadWriter)
-	return ok && kw.SetKnownPayload(size, sum)
 }
 
 func (w *tracedWriter) Write(p []byte) (int, error) {

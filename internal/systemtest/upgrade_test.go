@@ -1,7 +1,6 @@
 package systemtest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/claimcheck/claimcheck"
 	"github.com/claimcheck/claimcheck/client"
 	"github.com/claimcheck/claimcheck/internal/history"
+	"github.com/claimcheck/claimcheck/internal/testkit/release"
 	"github.com/claimcheck/claimcheck/internal/testkit/testsvc"
 )
 
@@ -89,7 +88,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	hist.inventory(t, bin, cfg, 0) // max_age is 10m: nothing finishes but what was released
 	hist.check(t)
-	t.Logf("rolling upgrade from %s: %d claims put during it, all redeemed", prevCommit(t), len(claims))
+	t.Logf("rolling upgrade from %s: %d claims put during it, all redeemed", previousCommit(t), len(claims))
 }
 
 // exerciseReplica puts, redeems, releases and deletes through one
@@ -224,31 +223,13 @@ func (l *upgradeLoad) stop() ([]putClaim, int) {
 	return l.claims, l.failed
 }
 
-// prevCommit is the previous release's commit, from PREVIOUS_RELEASE.
-func prevCommit(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "PREVIOUS_RELEASE"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "commit "); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatal("PREVIOUS_RELEASE names no commit")
-	return ""
-}
-
 // previousReleaseBinary builds the previous release's claimcheck from
 // this repository's history, once per commit: the binary is kept in the
 // user's cache directory. It skips the test where the clone does not
 // hold the commit (a shallow clone).
 func previousReleaseBinary(t *testing.T) string {
 	t.Helper()
-	commit := prevCommit(t)
+	commit := previousCommit(t)
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -278,4 +259,11 @@ func previousReleaseBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// previousCommit is the previous release's commit (PREVIOUS_RELEASE).
+func previousCommit(t *testing.T) string {
+	t.Helper()
+	commit, _ := release.Previous(t)
+	return commit
 }

@@ -18,6 +18,8 @@
 //   - cutbody cuts a body short, to play a dropped connection.
 //   - depcheck checks that the light packages do not link the engine.
 //   - benchdata generates the payloads benchmarks share.
+//   - netns builds networks of Linux namespaces for the fault tests.
+//   - release reads PREVIOUS_RELEASE, the release upgrades are tested from.
 //   - servetest builds and runs the real binary for the tests that
 //     judge the server from outside (internal/securitytest).
 //   - livefill fills a metadata store with millions of live claims for

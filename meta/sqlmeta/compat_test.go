@@ -1,15 +1,15 @@
 package sqlmeta
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/claimcheck/claimcheck/internal/testkit/release"
 )
 
 // The expand/contract rule (ADR 0291): every migration after the
@@ -103,33 +103,6 @@ func breaksPreviousRelease(base, head map[string]map[string]schemaColumn) []stri
 	return out
 }
 
-// previousRelease reads the commit and schema version of the release
-// before this one from the repository's PREVIOUS_RELEASE file.
-func previousRelease(t *testing.T) (commit string, schema int64) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "PREVIOUS_RELEASE"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, value, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-		switch key {
-		case "commit":
-			commit = value
-		case "schema":
-			if schema, err = strconv.ParseInt(value, 10, 64); err != nil {
-				t.Fatalf("PREVIOUS_RELEASE: schema %q: %v", value, err)
-			}
-		}
-	}
-	if commit == "" || schema == 0 {
-		t.Fatal("PREVIOUS_RELEASE names no commit or no schema")
-	}
-	return commit, schema
-}
-
 // onBothDialects runs test on a SQLite file and, with TEST_DATABASE_URL,
 // on a PostgreSQL schema of its own; dsn names the empty database.
 func onBothDialects(t *testing.T, test func(t *testing.T, dsn string)) {
@@ -159,7 +132,7 @@ func migrated(t *testing.T, dsn string, through int64) *Store {
 // migration since the previous release still holds every table and
 // column that release uses, as it used them.
 func TestMigrationsKeepThePreviousReleaseRunning(t *testing.T) {
-	_, base := previousRelease(t)
+	_, base := release.Previous(t)
 	if base != oldestReader {
 		t.Fatalf("PREVIOUS_RELEASE names schema %d, the migrations let programs of %d run (oldestReader): a release moves both", base, oldestReader)
 	}
@@ -175,7 +148,7 @@ func TestMigrationsKeepThePreviousReleaseRunning(t *testing.T) {
 // TestBreakingMigrationsAreCaught: each contract step, run right after
 // the previous release's schema, is named by the check.
 func TestBreakingMigrationsAreCaught(t *testing.T) {
-	_, base := previousRelease(t)
+	_, base := release.Previous(t)
 	for _, tc := range []struct{ name, sql, want string }{
 		{"drop column", `ALTER TABLE namespaces DROP COLUMN allot_key`, "column namespaces.allot_key is gone"},
 		{"rename column", `ALTER TABLE namespaces RENAME COLUMN allot_key TO allotment_key`, "column namespaces.allot_key is gone"},

@@ -22,6 +22,9 @@ const (
 	DefaultURLTTL             Duration = Duration(15 * time.Minute)
 	DefaultConfirmWithin      Duration = Duration(time.Hour)
 
+	// MaxInlineBelow caps inline_below: a row of the metadata database
+	// is no place for large payloads (ADR 0292).
+	MaxInlineBelow Size = 1 << 20
 	// MaxMaxSize caps max_size so that sizes fit the reference budget.
 	MaxMaxSize Size = 1 << 40
 	// MaxNamespaceLen is the longest namespace name; see MaxRefSize.
@@ -69,6 +72,12 @@ type Policy struct {
 	// rest, or "none" (the default). It needs the config's master_key.
 	// See engine/crypt.go and ADR 0066.
 	Encryption string `yaml:"encryption" json:"encryption,omitempty"`
+	// InlineBelow keeps the bytes of a put that declares at most this
+	// many bytes in the metadata database instead of the object store:
+	// one transaction instead of an object write, for small payloads (0,
+	// the default: every payload is an object). At most MaxInlineBelow.
+	// See engine/inline.go and ADR 0292.
+	InlineBelow Size `yaml:"inline_below" json:"inline_below,omitzero"`
 }
 
 // TTLPolicy sets a claim's deadlines.
@@ -227,6 +236,7 @@ func (p Policy) WithDefaults(base Policy) Policy {
 	if p.Encryption == "" {
 		p.Encryption = base.Encryption
 	}
+	p.InlineBelow = pick(p.InlineBelow, base.InlineBelow)
 	return p
 }
 
@@ -286,6 +296,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Uploads.URLTTL >= p.Uploads.ConfirmWithin {
 		return fieldErr("uploads.url_ttl", p.Uploads.URLTTL.String(), "must be shorter than uploads.confirm_within "+p.Uploads.ConfirmWithin.String())
+	}
+	if p.InlineBelow < 0 || p.InlineBelow > MaxInlineBelow {
+		return fieldErr("inline_below", p.InlineBelow.String(), "want 0 (off) to "+MaxInlineBelow.String())
 	}
 	if p.Quota.Bytes < 0 {
 		return fieldErr("quota.bytes", p.Quota.Bytes.String(), "must not be negative")

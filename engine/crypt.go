@@ -44,8 +44,12 @@ func newSealKey(dk meta.DataKey, key []byte) (*sealKey, error) {
 
 // encryptedObjectKey is where an encrypted blob's bytes live.
 func encryptedObjectKey(ns, blobID, keyID string) string {
-	return objectKey(ns, blobID) + "." + keyID
+	return sealedKey(objectKey(ns, blobID), keyID)
 }
+
+// sealedKey is the key of an object, in the bucket or inline, whose
+// bytes are encrypted under data key keyID: the key names its data key.
+func sealedKey(key, keyID string) string { return key + "." + keyID }
 
 // dataKeyOfObject returns the data key id an object key names, if any.
 func dataKeyOfObject(key string) (string, bool) { return masterkey.DataKeyOfObject(key) }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/claimcheck/claimcheck/internal/storedform"
+	"github.com/claimcheck/claimcheck/meta"
 )
 
 // SetSeekTableRead sets how much of the end of a zstd stream a ranged
@@ -22,4 +23,16 @@ func SetListWindow(n int) int {
 	old := listWindow
 	listWindow = n
 	return old
+}
+
+// InlineObjects lists the inline objects (inline.go) whose keys start
+// with prefix, as the metadata store holds them.
+func (s *Store) InlineObjects(ctx context.Context, prefix string) ([]meta.InlineObject, error) {
+	return s.meta.ListInlineObjects(ctx, prefix, "", 1000)
+}
+
+// OverwriteInlineObject replaces the bytes of the inline object at key,
+// as damage to the metadata database would.
+func (s *Store) OverwriteInlineObject(ctx context.Context, key string, data []byte) error {
+	return s.meta.PutInlineObject(ctx, key, data, s.clock.Now())
 }

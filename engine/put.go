@@ -52,13 +52,20 @@ type putting struct {
 	span  trace.Span
 	start time.Time
 	rows  meta.CreatePendingParams // step 1's pending claim and staging blob
+	// size is the body's size when known before its bytes: declared, or
+	// the length of an in-memory reader. It decides an inline object
+	// (inline.go) and nothing else; only a declared size is checked.
+	size int64
 }
 
 // put is Put; when polOut is set, it receives the namespace's policy.
 func (s *Store) put(ctx context.Context, ns string, body io.Reader, opts claimcheck.PutOptions, polOut *claimcheck.Policy) (ref claimcheck.Ref, err error) {
 	ctx, span := s.startOp(ctx, spanPut, ns)
 	defer func() { endPut(span, ref, err) }()
-	p := &putting{ns: ns, opts: opts, span: span, start: s.clock.Now()}
+	p := &putting{ns: ns, opts: opts, span: span, start: s.clock.Now(), size: opts.Size}
+	if l, ok := body.(interface{ Len() int }); ok && p.size == 0 {
+		p.size = int64(l.Len()) // a bytes.Reader, bytes.Buffer or strings.Reader
+	}
 	s.touch()
 	if err := s.preparePut(ctx, p, polOut); err != nil {
 		return claimcheck.Ref{}, err
@@ -102,7 +109,7 @@ func (s *Store) preparePut(ctx context.Context, p *putting, polOut *claimcheck.P
 		}
 	}
 	p.rows = s.stage(ctx, stageParams{ns: p.ns, pol: pol, opts: p.opts, consumers: consumers,
-		now: s.clock.Now(), dueReason: meta.ReasonAborted, sk: p.sk})
+		now: s.clock.Now(), dueReason: meta.ReasonAborted, sk: p.sk, inline: putsInline(pol, p.size)})
 	return nil
 }
 

@@ -343,8 +343,9 @@ func infoOf(c meta.Claim, b meta.Blob) claimcheck.ClaimInfo {
 		ReleasedBy: c.ReleasedBy, DeleteAt: c.DueAt, DeletedAt: c.DeletedAt, DeleteReason: claimcheck.GoneReason(c.DeleteReason),
 	}
 	// The object is the payload as it is only when neither compressed nor
-	// sealed (an encrypted object's key names its data key).
-	if _, sealed := dataKeyOfObject(b.Key); b.Key != "" && !sealed && b.Compression == string(claimcheck.CompressionNone) {
+	// sealed (an encrypted object's key names its data key), and only an
+	// object in the bucket is one an operator can fetch.
+	if _, sealed := dataKeyOfObject(b.Key); b.Key != "" && !sealed && !isInlineKey(b.Key) && b.Compression == string(claimcheck.CompressionNone) {
 		info.Object = b.Key
 	}
 	return info

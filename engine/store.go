@@ -151,7 +151,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// has one layer for both.
 	s.tracer = tracing.NewTracer(cfg.TracerProvider, cfg.Tracing.RecordLabels)
 	s.meta = meta.Instrument(metaStore, meta.Instrumentation{Registerer: reg, TracerProvider: cfg.TracerProvider, System: metaSystem(cfg), Timeout: max(cfg.MetadataTimeout, 0)})
-	s.blobs = blob.WithMetrics(blob.WithTracing(blobStore, cfg.TracerProvider), reg)
+	// Inline objects (inline.go) are objects to everything above: measured
+	// and traced as the bucket's are.
+	s.blobs = blob.WithMetrics(blob.WithTracing(newInlineStore(blobStore, s.meta, s.clock), cfg.TracerProvider), reg)
 	s.metrics = newMetrics(reg, s.meta, s.log)
 	s.sweepMetrics = sweep.NewMetrics(reg)
 

@@ -81,6 +81,10 @@ type stageParams struct {
 	// sk is the namespace's data key when the object is written
 	// encrypted (its key then names the data key), nil otherwise.
 	sk *sealKey
+	// inline stages an inline object (inline.go): a put whose declared
+	// size is within the namespace's inline_below. Uploads never do: the
+	// client writes their bytes to the bucket.
+	inline bool
 }
 
 // stage builds the rows of step 1: the pending claim and its staging
@@ -110,8 +114,11 @@ func (s *Store) stage(ctx context.Context, p stageParams) meta.CreatePendingPara
 		ID: blobID, Namespace: p.ns, Key: objectKey(p.ns, blobID), State: meta.BlobStaging,
 		CreatedAt: p.now, StateAt: p.now, CollectAt: deadline,
 	}
+	if p.inline {
+		staging.Key = inlineObjectKey(p.ns, blobID)
+	}
 	if p.sk != nil {
-		staging.Key = encryptedObjectKey(p.ns, blobID, p.sk.ID())
+		staging.Key = sealedKey(staging.Key, p.sk.ID())
 	}
 	return meta.CreatePendingParams{
 		Claim: claim, Blob: staging, Now: p.now,

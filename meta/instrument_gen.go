@@ -44,6 +44,7 @@ const (
 	opDataKey
 	opDeadLetters
 	opDedupCandidate
+	opDeleteInlineObjects
 	opDeleteSubscription
 	opDestroyDataKey
 	opDueBacklog
@@ -56,11 +57,14 @@ const (
 	opFinishDueClaims
 	opFixRefcounts
 	opHeldClaims
+	opInlineObjectAttributes
+	opInlineObjectBytes
 	opKey
 	opKeyPage
 	opKeys
 	opLeases
 	opListClaims
+	opListInlineObjects
 	opLiveDataKey
 	opLiveDataKeys
 	opLiveRefs
@@ -77,6 +81,7 @@ const (
 	opPing
 	opPruneEvents
 	opPruneHistory
+	opPutInlineObject
 	opQuotaDrift
 	opRecordReads
 	opRecordReceived
@@ -145,6 +150,7 @@ var opNames = [numOps]string{
 	opDataKey:                 "DataKey",
 	opDeadLetters:             "DeadLetters",
 	opDedupCandidate:          "DedupCandidate",
+	opDeleteInlineObjects:     "DeleteInlineObjects",
 	opDeleteSubscription:      "DeleteSubscription",
 	opDestroyDataKey:          "DestroyDataKey",
 	opDueBacklog:              "DueBacklog",
@@ -157,11 +163,14 @@ var opNames = [numOps]string{
 	opFinishDueClaims:         "FinishDueClaims",
 	opFixRefcounts:            "FixRefcounts",
 	opHeldClaims:              "HeldClaims",
+	opInlineObjectAttributes:  "InlineObjectAttributes",
+	opInlineObjectBytes:       "InlineObjectBytes",
 	opKey:                     "Key",
 	opKeyPage:                 "KeyPage",
 	opKeys:                    "Keys",
 	opLeases:                  "Leases",
 	opListClaims:              "ListClaims",
+	opListInlineObjects:       "ListInlineObjects",
 	opLiveDataKey:             "LiveDataKey",
 	opLiveDataKeys:            "LiveDataKeys",
 	opLiveRefs:                "LiveRefs",
@@ -178,6 +187,7 @@ var opNames = [numOps]string{
 	opPing:                    "Ping",
 	opPruneEvents:             "PruneEvents",
 	opPruneHistory:            "PruneHistory",
+	opPutInlineObject:         "PutInlineObject",
 	opQuotaDrift:              "QuotaDrift",
 	opRecordReads:             "RecordReads",
 	opRecordReceived:          "RecordReceived",
@@ -402,6 +412,12 @@ func (w *instrumented) DedupCandidate(ctx context.Context, ns string, digest str
 	return r0, call.end(err)
 }
 
+func (w *instrumented) DeleteInlineObjects(ctx context.Context, keys []string) error {
+	ctx, call := w.begin(ctx, opDeleteInlineObjects)
+	err := w.next.DeleteInlineObjects(ctx, keys)
+	return call.end(err)
+}
+
 func (w *instrumented) DeleteSubscription(ctx context.Context, tenant string, id string) error {
 	ctx, call := w.begin(ctx, opDeleteSubscription)
 	err := w.next.DeleteSubscription(ctx, tenant, id)
@@ -474,6 +490,18 @@ func (w *instrumented) HeldClaims(ctx context.Context, ns string) (int64, error)
 	return r0, call.end(err)
 }
 
+func (w *instrumented) InlineObjectAttributes(ctx context.Context, key string) (InlineObject, error) {
+	ctx, call := w.begin(ctx, opInlineObjectAttributes)
+	r0, err := w.next.InlineObjectAttributes(ctx, key)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) InlineObjectBytes(ctx context.Context, key string) ([]byte, error) {
+	ctx, call := w.begin(ctx, opInlineObjectBytes)
+	r0, err := w.next.InlineObjectBytes(ctx, key)
+	return r0, call.end(err)
+}
+
 func (w *instrumented) Key(ctx context.Context, id string) (APIKey, error) {
 	ctx, call := w.begin(ctx, opKey)
 	r0, err := w.next.Key(ctx, id)
@@ -501,6 +529,12 @@ func (w *instrumented) Leases(ctx context.Context, prefix string, now time.Time)
 func (w *instrumented) ListClaims(ctx context.Context, p ListParams) (ListPage, error) {
 	ctx, call := w.begin(ctx, opListClaims)
 	r0, err := w.next.ListClaims(ctx, p)
+	return r0, call.end(err)
+}
+
+func (w *instrumented) ListInlineObjects(ctx context.Context, prefix string, after string, limit int) ([]InlineObject, error) {
+	ctx, call := w.begin(ctx, opListInlineObjects)
+	r0, err := w.next.ListInlineObjects(ctx, prefix, after, limit)
 	return r0, call.end(err)
 }
 
@@ -598,6 +632,12 @@ func (w *instrumented) PruneHistory(ctx context.Context, before time.Time, limit
 	ctx, call := w.begin(ctx, opPruneHistory)
 	r0, err := w.next.PruneHistory(ctx, before, limit)
 	return r0, call.end(err)
+}
+
+func (w *instrumented) PutInlineObject(ctx context.Context, key string, data []byte, now time.Time) error {
+	ctx, call := w.begin(ctx, opPutInlineObject)
+	err := w.next.PutInlineObject(ctx, key, data, now)
+	return call.end(err)
 }
 
 func (w *instrumented) QuotaDrift(ctx context.Context) ([]QuotaDrift, error) {

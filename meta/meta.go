@@ -563,10 +563,11 @@ type Store interface {
 
 	AuditStore // the events log of the audit trail (audit.go)
 
-	QuotaStore      // namespace listings and the quota audit (quota.go)
-	DeadLetterStore // blobs parked after repeated delete failures (deadletter.go)
-	TenantStore     // tenant usage over their namespaces (tenants.go)
-	HistoryStore    // pruning of finished claims and collected blobs (history.go)
-	LifetimeStore   // listing and extending claims (lifetime.go)
-	IntegrityStore  // damaged blobs and their repair (integrity.go)
+	QuotaStore        // namespace listings and the quota audit (quota.go)
+	DeadLetterStore   // blobs parked after repeated delete failures (deadletter.go)
+	TenantStore       // tenant usage over their namespaces (tenants.go)
+	HistoryStore      // pruning of finished claims and collected blobs (history.go)
+	LifetimeStore     // listing and extending claims (lifetime.go)
+	IntegrityStore    // damaged blobs and their repair (integrity.go)
+	InlineObjectStore // small objects kept in rows (inline.go)
 }

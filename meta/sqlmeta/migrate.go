@@ -29,10 +29,11 @@ var migrationFiles embed.FS
 var afterMigration = map[int64]func(q *txq) error{
 	22: backfillLabels, // claim_labels from claims.labels (0022_claim_labels.sql)
 	31: deferNamespaceKeys,
-	55: createTombstones, // claim_tombstones (0055_claim_tombstones.sql, history.go)
-	56: partitionEvents,  // events by day (0056_events_by_day.sql, events_days.go)
-	57: addTrailColumn,   // claim_tombstones.trail (0057_tombstone_trails.sql, trail_read.go)
-	60: distributionKeys, // (id, namespace) keys on PostgreSQL (0060_distribution_keys.sql)
+	55: createTombstones,          // claim_tombstones (0055_claim_tombstones.sql, history.go)
+	56: partitionEvents,           // events by day (0056_events_by_day.sql, events_days.go)
+	57: addTrailColumn,            // claim_tombstones.trail (0057_tombstone_trails.sql, trail_read.go)
+	60: distributionKeys,          // (id, namespace) keys on PostgreSQL (0060_distribution_keys.sql)
+	66: storeInlineBytesAsTheyAre, // inline_objects.data (0066_inline_objects.sql, inline.go)
 }
 
 // distributionKeys puts the namespace into every primary key of the

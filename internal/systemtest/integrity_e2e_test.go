@@ -54,6 +54,8 @@ type damageStore struct {
 	read   func(key string) []byte
 	write  func(key string, b []byte)
 	remove func(key string)
+	// exists reports whether the bucket holds an object at key.
+	exists func(key string) bool
 	// damageAt damages the object at key one way picked by r (from a
 	// worker goroutine: errors, not t.Fatal) and says how.
 	damageAt func(r *mrand.Rand, key string) (string, error)
@@ -130,6 +132,10 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 				t.Fatal(err)
 			}
 		}
+		d.exists = func(key string) bool {
+			_, err := os.Stat(path(key))
+			return err == nil
+		}
 		d.damageAt = func(r *mrand.Rand, key string) (string, error) {
 			b, err := os.ReadFile(path(key))
 			if err != nil || len(b) < 20 {
@@ -181,6 +187,10 @@ func startDamageStore(t *testing.T, pg bool, config string) *damageStore {
 			if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
 				t.Fatal(err)
 			}
+		}
+		d.exists = func(key string) bool {
+			_, err := s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+			return err == nil
 		}
 		// MinIO's own data directory, when known: an object whose
 		// xl.meta is cut answers 500 to every request (ADR 0255).

@@ -105,6 +105,10 @@ func BenchmarkVersusMinIO(b *testing.B) {
 		var floors []*putFloor
 		if setup.name == "postgres-minio" {
 			floors = newPutFloors(b, s3c, bucket)
+			// This tree's server again with payloads of up to 64 KiB kept
+			// in PostgreSQL (ADR 0292): the 64 KiB phases put inline, the
+			// 1 MiB ones go to MinIO as before.
+			servers = append(servers, serve("inline", bin, setup.config()+"defaults:\n  inline_below: 64KiB\n"))
 		}
 		for _, tc := range []struct {
 			name    string

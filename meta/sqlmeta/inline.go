@@ -36,12 +36,15 @@ func keyNamespace(key string) string {
 
 // PutInlineObject stores data at key; see meta.InlineObjectStore.
 func (s *Store) PutInlineObject(ctx context.Context, key string, data []byte, now time.Time) error {
-	err := s.write(ctx, func(q *txq) error {
-		_, err := q.exec(`INSERT INTO inline_objects (namespace, object_key, data, size, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (namespace, object_key) DO UPDATE SET data = excluded.data, size = excluded.size, created_at = excluded.created_at`,
-			keyNamespace(key), key, data, int64(len(data)), now.UnixNano())
-		return err
-	})
+	var err error
+	if s.d.writableCTEs {
+		err = s.putInlineGrouped(&inlineReq{ctx: ctx, key: key, data: data, now: now})
+	} else {
+		err = s.write(ctx, func(q *txq) error {
+			_, err := q.exec(upsertInline, keyNamespace(key), key, data, int64(len(data)), now.UnixNano())
+			return err
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("sqlmeta: store inline object %s: %w", key, err)
 	}

@@ -64,6 +64,8 @@ type Store struct {
 	pendingGroups statement.Groups[*pendingReq]
 	commitGroups  statement.Groups[*commitReq]
 	readGroups    statement.Groups[*readReq]
+	// And so do PutInlineObject calls (grouped_inline.go).
+	inlineGroups statement.Groups[*inlineReq]
 }
 
 // Open connects to the database named by dsn and applies pending

@@ -66,8 +66,12 @@ func TestConformanceMatrix(t *testing.T) {
 	bin := servetest.Build(t)
 	drivers := []driver{goDriver{}, newCLIDriver(bin), newHTTPDriver(), newJSDriver(), newPyDriver(), chromiumDriver{}}
 	m := newMatrix()
+	var clients []string
+	for _, d := range drivers {
+		clients = append(clients, d.name())
+	}
 	for _, b := range backends() {
-		tg, why := startTarget(t, bin, b)
+		tg, why := startTarget(t, bin, b, clients)
 		for _, d := range drivers {
 			for _, path := range paths {
 				m.set(d.name(), b.name, path, cell(t, tg, why, d, path))

@@ -67,7 +67,10 @@ type target struct {
 }
 
 // startTarget starts the backend's server, or says why it cannot.
-func startTarget(t *testing.T, bin string, b backend) (*target, string) {
+// The put path's namespaces keep their payloads inline (ADR 0292), so
+// that every client's put shows it sends the length that puts a payload
+// there; the other paths store objects in the backend.
+func startTarget(t *testing.T, bin string, b backend, clients []string) (*target, string) {
 	t.Helper()
 	if b.env != "" && os.Getenv(b.env) == "" {
 		return nil, b.env + " is not set (scripts/test.sh starts the service and sets it)"
@@ -76,6 +79,17 @@ func startTarget(t *testing.T, bin string, b backend) (*target, string) {
 	cfg := "auth: true\nlifecycle: off\nbucket_cors: off\n"
 	if s := b.storage(t); s != "" {
 		cfg += fmt.Sprintf("storage: %q\n", s)
+	}
+	cfg += "namespaces:\n"
+	declared := map[string]bool{}
+	for _, c := range clients {
+		// Stored as they are: stat names the object of a payload in the
+		// bucket, and none of an inline one (check). The JavaScript
+		// client's two drivers share a namespace.
+		if ns := namespace(c, "put"); !declared[ns] {
+			declared[ns] = true
+			cfg += fmt.Sprintf("  %s: { inline_below: 1MiB, compression: none }\n", ns)
+		}
 	}
 	cfgPath := filepath.Join(dir, "claimcheck.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -160,6 +174,15 @@ func (tg *target) check(ctx context.Context, ref claimcheck.Ref, want []byte, pa
 			return fail("after the release %s has releases=%d, want 1", ref.ID, info.Releases)
 		}
 		return pass()
+	}
+	if path == "put" {
+		info, err := tg.cc.Stat(ctx, ref)
+		if err != nil {
+			return failErr(err)
+		}
+		if info.Object != "" {
+			return fail("the put of %d bytes went to the bucket (%s), not inline: did the client send its length?", len(want), info.Object)
+		}
 	}
 	p, err := tg.cc.Redeem(ctx, ref)
 	if err != nil {

@@ -30,13 +30,30 @@ import (
 // after (two commits): the object is owned before its first byte exists,
 // the promise claimcheck keeps. Without, one row after the object (one
 // commit): what a store that leaves a crash's objects unowned could do.
+// Inline, the bytes go into the one row and MinIO is not called: the
+// floor under inline_below (ADR 0292), for payloads up to inlineFloorMax.
 type putFloor struct {
 	name   string
 	db     *sql.DB
 	s3c    *s3.Client
 	bucket string
 	intent bool
+	inline bool
 	seq    atomic.Int64
+}
+
+// inlineFloorMax is the largest payload the inline floor runs for.
+const inlineFloorMax = 64 << 10
+
+// floorsFor are the floors that run for payloads of size bytes.
+func floorsFor(floors []*putFloor, size int) []*putFloor {
+	var out []*putFloor
+	for _, f := range floors {
+		if !f.inline || size <= inlineFloorMax {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // newPutFloors makes both floors on a PostgreSQL schema of their own and
@@ -50,19 +67,50 @@ func newPutFloors(b *testing.B, s3c *s3.Client, bucket string) []*putFloor {
 		size       BIGINT NOT NULL,
 		state      TEXT NOT NULL,
 		created_at BIGINT NOT NULL,
-		expires_at BIGINT NOT NULL
+		expires_at BIGINT NOT NULL,
+		data       BYTEA
 	)`)
+	if err == nil {
+		_, err = db.Exec(`ALTER TABLE floor_claims ALTER COLUMN data SET STORAGE EXTERNAL`)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
 	one := &putFloor{name: "floor-1commit", db: db, s3c: s3c, bucket: bucket}
 	two := &putFloor{name: "floor-intent", db: db, s3c: s3c, bucket: bucket, intent: true}
 	two.seq.Store(1 << 40) // one table, ids apart
-	return []*putFloor{one, two}
+	inline := &putFloor{name: "floor-inline", db: db, inline: true}
+	inline.seq.Store(2 << 40)
+	return []*putFloor{one, two, inline}
+}
+
+// inlineOp is op for the inline floor: one row with the bytes, read back
+// and verified.
+func (f *putFloor) inlineOp(ctx context.Context, p []byte) error {
+	id := f.seq.Add(1)
+	now := time.Now().UnixNano()
+	sum := sha256.Sum256(p)
+	if _, err := f.db.ExecContext(ctx, `INSERT INTO floor_claims (id, object_key, digest, size, state, created_at, expires_at, data)
+		VALUES ($1, '', $2, $3, 'active', $4, $5, $6)`, id, hex.EncodeToString(sum[:]), len(p), now, now+int64(time.Hour), p); err != nil {
+		return err
+	}
+	var want string
+	var data []byte
+	if err := f.db.QueryRowContext(ctx, `SELECT digest, data FROM floor_claims WHERE id = $1 AND state = 'active'`, id).
+		Scan(&want, &data); err != nil {
+		return err
+	}
+	if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != want {
+		return fmt.Errorf("floor: row %d read back %d bytes of another digest", id, len(data))
+	}
+	return nil
 }
 
 // op puts p and reads it back, verified.
 func (f *putFloor) op(ctx context.Context, p []byte) error {
+	if f.inline {
+		return f.inlineOp(ctx, p)
+	}
 	id := f.seq.Add(1)
 	key := fmt.Sprintf("floor/%d", id)
 	now := time.Now().UnixNano()

@@ -122,7 +122,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			{"64KiB-64w", 64 << 10, 64, false},
 		} {
 			b.Run(setup.name+"/"+tc.name, func(b *testing.B) {
-				benchVersusMinIO(b, benchStack{servers, floors, newStackMeter(b)}, s3c, bucket, tc.size, tc.workers, tc.json)
+				benchVersusMinIO(b, benchStack{servers, floorsFor(floors, tc.size), newStackMeter(b)}, s3c, bucket, tc.size, tc.workers, tc.json)
 			})
 		}
 	}

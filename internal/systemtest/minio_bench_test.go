@@ -201,19 +201,26 @@ func benchVersusMinIO(b *testing.B, stack benchStack, s3c *s3.Client, bucket str
 		defer out.Body.Close()
 		return readAll(out.Body, len(p))
 	}
-	viaClaimcheck := func(c *client.Client) func(int) error {
+	// Each server's redeems, timed from the request to the last byte
+	// read and verified: their p99 over the whole run.
+	redeems := make([]latencies, len(servers))
+	viaClaimcheck := func(i int) func(int) error {
+		c := servers[i].c
 		return func(w int) error {
 			p := fresh(payloads[w])
 			ref, err := c.Put(ctx, "bench", bytes.NewReader(p), claimcheck.PutOptions{})
 			if err != nil {
 				return err
 			}
+			start := time.Now()
 			r, err := c.Redeem(ctx, ref)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			return readAll(r, len(p))
+			err = readAll(r, len(p))
+			redeems[i].add(time.Since(start))
+			return err
 		}
 	}
 	round := func(op func(int) error) time.Duration {
@@ -260,7 +267,7 @@ func benchVersusMinIO(b *testing.B, stack benchStack, s3c *s3.Client, bucket str
 		for i, s := range servers {
 			s0, ok0 := processCPU(s.pid)
 			c0 := selfCPU()
-			rounds[i] = append(rounds[i], metered(&srvUse[i], viaClaimcheck(s.c)))
+			rounds[i] = append(rounds[i], metered(&srvUse[i], viaClaimcheck(i)))
 			s1, ok1 := processCPU(s.pid)
 			srvCPU[i] += s1 - s0
 			cliCPU[i] += selfCPU() - c0
@@ -298,6 +305,7 @@ func benchVersusMinIO(b *testing.B, stack benchStack, s3c *s3.Client, bucket str
 			name, suffix = s.name, "-"+s.name
 		}
 		b.ReportMetric(ms(rounds[i]), name+"-ms")
+		b.ReportMetric(redeems[i].p99().Seconds()*1000, name+"-redeem-p99-ms")
 		if cpuOK {
 			b.ReportMetric(srvCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-server-cpu-ms")
 			b.ReportMetric(cliCPU[i].Seconds()*1000/float64(len(rounds[i])), name+"-client-cpu-ms")
@@ -315,4 +323,24 @@ func readAll(r io.Reader, n int) error {
 		err = fmt.Errorf("read %d bytes, want %d", got, n)
 	}
 	return err
+}
+
+// latencies collects durations from concurrent workers.
+type latencies struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ds = append(l.ds, d)
+	l.mu.Unlock()
+}
+
+// p99 is the 99th percentile of the durations (0 without any).
+func (l *latencies) p99() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, p99 := quantiles(slices.Clone(l.ds))
+	return p99
 }

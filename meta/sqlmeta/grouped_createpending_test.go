@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claimcheck/claimcheck/meta"
+	"github.com/claimcheck/claimcheck/meta/sqlmeta/internal/statement"
 )
 
 // TestPendingGroupNewNamespaceQuota checks that a group of CreatePending
@@ -50,15 +51,7 @@ func TestPendingGroupNewNamespaceQuota(t *testing.T) {
 	// all of them as one group once the key is handed over.
 	key := pendingKey{namespace: ns, quotaBytes: quota}
 	g := &s.pendingGroups
-	holding, release, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(held)
-		g.Do(key, &pendingReq{}, func(*pendingReq) {
-			close(holding)
-			<-release
-		}, func([]*pendingReq) bool { return false })
-	}()
-	<-holding
+	release := holdGroupKey(g, key)
 
 	var (
 		wg                  sync.WaitGroup
@@ -85,8 +78,7 @@ func TestPendingGroupNewNamespaceQuota(t *testing.T) {
 	for g.Waiting(key) < calls {
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
-	<-held
+	release()
 	wg.Wait()
 
 	if made != wantMade || refused != calls-wantMade {
@@ -99,6 +91,26 @@ func TestPendingGroupNewNamespaceQuota(t *testing.T) {
 	if n.ReservedBytes != wantMade*reserve || n.PendingClaims != wantMade {
 		t.Errorf("namespace counters: %d bytes reserved by %d pending claims, want %d by %d",
 			n.ReservedBytes, n.PendingClaims, wantMade*reserve, wantMade)
+	}
+}
+
+// holdGroupKey runs a statement of key in g that lasts until release is
+// called, so that every call of key made meanwhile queues, and the first
+// of them leads them all as one group once the key is handed over.
+func holdGroupKey[T any](g *statement.Groups[T], key any) (release func()) {
+	holding, done, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(held)
+		var zero T
+		g.Do(key, zero, func(T) {
+			close(holding)
+			<-done
+		}, func([]T) bool { return false })
+	}()
+	<-holding
+	return func() {
+		close(done)
+		<-held
 	}
 }
 

@@ -40,15 +40,7 @@ func TestInlineGroupStoresEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &s.inlineGroups
-	holding, release, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(held)
-		g.Do(ns, &inlineReq{}, func(*inlineReq) {
-			close(holding)
-			<-release
-		}, func([]*inlineReq) bool { return false })
-	}()
-	<-holding
+	release := holdGroupKey(g, ns)
 
 	type write struct {
 		key  string
@@ -71,8 +63,7 @@ func TestInlineGroupStoresEveryRow(t *testing.T) {
 	for g.Waiting(ns) < len(writes) {
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
-	<-held
+	release()
 	wg.Wait()
 
 	for _, w := range writes[:6] {

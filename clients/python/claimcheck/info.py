@@ -130,7 +130,9 @@ class Usage(_Answer):
 class Policy(_Answer):
     """A namespace's effective policy: sizes in bytes, durations in Go
     syntax (``"24h"``). ``ttl`` and ``uploads`` are the sections as the
-    server writes them; ``dedup`` and ``digest_first`` are None when unset."""
+    server writes them; ``dedup`` and ``digest_first`` are None when unset.
+    ``inline_below``: puts of at most that many bytes are kept in the
+    metadata database (0: none)."""
 
     threshold: int
     max_size: int
@@ -142,6 +144,7 @@ class Policy(_Answer):
     digest_first: Optional[bool] = None
     encryption: Optional[str] = None
     tenant: Optional[str] = None
+    inline_below: int = 0
     raw: Mapping[str, Any] = _raw()
 
     @classmethod
@@ -150,7 +153,8 @@ class Policy(_Answer):
                    compression=d.get("compression", ""), quota=Quota.from_dict(d.get("quota") or {}),
                    ttl=dict(d.get("ttl") or {}), uploads=dict(d.get("uploads") or {}),
                    dedup=d.get("dedup"), digest_first=d.get("digest_first"),
-                   encryption=d.get("encryption"), tenant=d.get("tenant"), raw=d)
+                   encryption=d.get("encryption"), tenant=d.get("tenant"),
+                   inline_below=int(d.get("inline_below", 0)), raw=d)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ namespaces:
   gz: {compression: gzip}
   keep: {ttl: {max_age: 1h, max_lifetime: 48h}}
   nodf: {digest_first: false}
+  small: {inline_below: 4KiB}
 """
 
 

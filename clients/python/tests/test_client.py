@@ -112,6 +112,7 @@ class ClaimsTest(unittest.TestCase):
         self.assertEqual(ns.policy.threshold, ns["policy"]["threshold"])
         self.assertEqual(ns.usage.active_claims, ns["usage"]["active_claims"])
         self.assertGreaterEqual(ns.usage.active_claims, 1)
+        self.assertEqual((ns.policy.inline_below, self.c.namespace("small").policy.inline_below), (0, 4096))
 
     def test_errors_are_typed_by_code(self) -> None:
         unknown = "cc_AAAAAAAAAAAAAAAAAAAAAA"

@@ -203,6 +203,7 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if tlsConf != nil {
 		scheme = "https://"
 	}
+	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	scfg := server.Config{
 		Claims: store, Ready: store.Ready, Registerer: reg, Logger: logger, Limits: limits,
 		TracerProvider: tp.TracerProvider,
@@ -225,9 +226,6 @@ func (s *serveCmd) run(cmd *cobra.Command, env Env) error {
 	if !fc.Console.Disabled {
 		h = console.Mount(h)
 	}
-	// Said once everything serve binds is bound and the keys are read, so
-	// whoever waits for this line finds every listener it names answering.
-	logger.Info("claimcheck serving", "url", scheme+ln.Addr().String(), "metadata", engine.RedactURL(cfg.Metadata), "storage", engine.RedactURL(cfg.Storage), "auth", fc.Auth, "tls", tlsConf != nil, "public_url", limits.PublicURL)
 	err = server.ServeWith(sctx, ln, h, logger, server.Options{Limits: limits, TLS: tlsConf})
 	stop()
 	return errors.Join(err, waitMetrics())

@@ -111,6 +111,11 @@ func TestMetricsFollowAuth(t *testing.T) {
 	t.Run("auth on, metrics.listen", func(t *testing.T) {
 		logs := serveInProcess(t, "auth: true\nmetrics: { listen: 127.0.0.1:0 }\n")
 		api := apiLine.FindStringSubmatch(logs.String())[1]
+		// The API port answers first: the metrics listener is bound, and
+		// its line written, once the keys are read after it.
+		if code, _ := status(t, api+"/healthz"); code != http.StatusOK {
+			t.Fatalf("GET /healthz: %d", code)
+		}
 		m := metricsLine.FindStringSubmatch(logs.String())
 		if m == nil {
 			t.Fatalf("no metrics listener:\n%s", logs.String())

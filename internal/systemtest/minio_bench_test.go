@@ -120,6 +120,7 @@ func BenchmarkVersusMinIO(b *testing.B) {
 			{"random-1MiB", 1 << 20, 1, false},
 			{"64KiB-16w", 64 << 10, 16, false},
 			{"64KiB-64w", 64 << 10, 64, false},
+			{"4KiB-16w", 4 << 10, 16, false},
 		} {
 			b.Run(setup.name+"/"+tc.name, func(b *testing.B) {
 				benchVersusMinIO(b, benchStack{servers, floorsFor(floors, tc.size), newStackMeter(b)}, s3c, bucket, tc.size, tc.workers, tc.json)

@@ -148,3 +148,33 @@ func TestInlineBelowValidated(t *testing.T) {
 		t.Fatalf("inline_below past the limit: %v", err)
 	}
 }
+
+// TestInlineObjectsShredded: destroying an encrypted namespace's data key
+// makes its inline payloads gone (key_destroyed) as it does its objects,
+// and the sweeper deletes their rows after the grace period; a new put
+// is sealed under a new key and never shares the shredded row.
+func TestInlineObjectsShredded(t *testing.T) {
+	b := setup(t, inlineNamespaces)
+	ctx := t.Context()
+	data := randomBytes(t, 3000)
+	ref := b.put(t, "inlsealed", data)
+	before, err := b.store.InlineObjects(ctx, "inlsealed/")
+	if err != nil || len(before) != 1 {
+		t.Fatalf("inline objects before the shred: %+v, %v", before, err)
+	}
+	if err := b.store.DestroyNamespaceKey(ctx, "inlsealed"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.redeem(t, ref)
+	wantGone(t, err, claimcheck.ReasonKeyDestroyed)
+	again := b.put(t, "inlsealed", data)
+	if got, err := b.redeem(t, again); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("put after the shred: %v", err)
+	}
+	b.clock.Advance(2 * time.Hour) // past the grace period
+	b.sweep(t)
+	after, err := b.store.InlineObjects(ctx, "inlsealed/")
+	if err != nil || len(after) != 1 || after[0].Key == before[0].Key {
+		t.Fatalf("inline objects after the shred and a sweep: %+v, %v; want only the new put's, not %s", after, err, before[0].Key)
+	}
+}

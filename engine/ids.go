@@ -41,7 +41,8 @@ func newBlobID(now time.Time) string  { return newID("b_", now) }
 // id: the id itself is time-ordered, so without it every write of a
 // namespace lands at the end of one key range, which an object store
 // serves from one partition; with it, writes fall evenly over 256
-// ranges. The key is stored in the blob row and never parsed back, so
+// ranges. The key is stored in the blob row and never parsed back (but
+// for the second segment that marks an inline object, inline.go), so
 // objects written under the older <namespace>/<blob id> layout keep
 // working beside the new ones.
 func objectKey(ns, blobID string) string {

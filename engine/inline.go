@@ -54,8 +54,11 @@ func putsInline(pol claimcheck.Policy, size int64) bool {
 const maxInlineObject = 2 * int64(claimcheck.MaxInlineBelow)
 
 // inlineListToken starts a listing's pages over the rows, after the
-// bucket's: no object key of the bucket begins with a NUL.
-const inlineListToken = "\x00inline:"
+// bucket's. The backstop keeps the token as text in the metadata database
+// between its runs, so it is printable; no bucket's token begins with a
+// tilde (object keys are made of [A-Za-z0-9/._-], and the backends'
+// continuation tokens of base64 or digits and '!').
+const inlineListToken = "~inline:"
 
 // inlineStore is the object store the engine uses: inline keys go to
 // rows of the metadata database, every other key to objects. The

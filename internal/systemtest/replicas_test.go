@@ -143,8 +143,12 @@ func (r *replica) metric(t *testing.T, name string) float64 {
 // writeConfig writes a serve config on PostgreSQL and S3 with the given
 // namespace TTLs; the servers use the wall clock, so short TTLs stand in
 // for a moving clock.
-func writeConfig(t *testing.T, dsn, storage, ttl string) string {
+func writeConfig(t *testing.T, dsn, storage, ttl string, settings ...string) string {
 	t.Helper()
+	var more strings.Builder
+	for _, s := range settings {
+		more.WriteString("    " + s + "\n")
+	}
 	cfg := fmt.Sprintf(`metadata: %q
 storage: %q
 defaults: false
@@ -152,11 +156,11 @@ namespaces:
   load:
     threshold: 1
     ttl: %s
-sweeper:
+%ssweeper:
   interval: 100ms
   idle_grace: 50ms
   max_lag: 200ms
-`, dsn, storage, ttl)
+`, dsn, storage, ttl, more.String())
 	path := filepath.Join(t.TempDir(), "claimcheck.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -228,7 +232,9 @@ func TestReplicasConcurrent(t *testing.T) {
 	storage, s3c, bucket := testsvc.S3(t)
 	bin := buildBinary(t)
 	const maxAge, grace = 3 * time.Second, time.Second
-	cfg := writeConfig(t, dsn, storage, `{max_age: 3s, retention_after_read: 500ms, grace_period: 1s}`)
+	// Payloads up to 32 KiB of the 1 B to 64 KiB the writers put are
+	// inline (ADR 0292): the checks below hold for both forms at once.
+	cfg := writeConfig(t, dsn, storage, `{max_age: 3s, retention_after_read: 500ms, grace_period: 1s}`, "inline_below: 32KiB")
 	// Start one first so that the schema migrations run once, then the others.
 	replicas := []*replica{startReplica(t, bin, cfg)}
 	replicas = append(replicas, startReplica(t, bin, cfg), startReplica(t, bin, cfg))
@@ -388,6 +394,11 @@ func TestReplicasConcurrent(t *testing.T) {
 
 	// Counters equal the sums over claims, in one snapshot.
 	checkCounters(t, db)
+	var inline, objects int
+	if err := db.QueryRow(`SELECT COUNT(*) FILTER (WHERE object_key LIKE 'load/inline/%'), COUNT(*) FILTER (WHERE object_key NOT LIKE 'load/inline/%')
+		FROM blobs`).Scan(&inline, &objects); err != nil || inline == 0 || objects == 0 {
+		t.Errorf("blobs: %d inline, %d in the bucket (%v); want the load to have made both", inline, objects, err)
+	}
 
 	// Every live claim is still there, through a survivor.
 	ctx := context.Background()
@@ -456,19 +467,20 @@ func TestReplicasConcurrent(t *testing.T) {
 }
 
 // remaining describes the due work not done yet ("" when none): claims
-// not finished, blobs not deleted, objects left in the bucket.
+// not finished, blobs not deleted, objects left in the bucket or inline.
 func remaining(t *testing.T, db *sql.DB, s3c *s3.Client, bucket string) string {
 	t.Helper()
-	var claims, blobs int
-	err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM claims WHERE state <> 'deleted'), (SELECT COUNT(*) FROM blobs WHERE state <> 'deleted')`).Scan(&claims, &blobs)
+	var claims, blobs, inline int
+	err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM claims WHERE state <> 'deleted'), (SELECT COUNT(*) FROM blobs WHERE state <> 'deleted'),
+		(SELECT COUNT(*) FROM inline_objects)`).Scan(&claims, &blobs, &inline)
 	if err != nil {
 		t.Fatal(err)
 	}
 	objects := testsvc.CountObjects(t, s3c, bucket)
-	if claims == 0 && blobs == 0 && objects == 0 {
+	if claims == 0 && blobs == 0 && objects == 0 && inline == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d claims, %d blobs, %d objects", claims, blobs, objects)
+	return fmt.Sprintf("%d claims, %d blobs, %d objects, %d inline objects", claims, blobs, objects, inline)
 }
 
 // checkCounters compares every namespace row with the sums over its

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/claimcheck/claimcheck"
@@ -52,13 +53,6 @@ func putsInline(pol claimcheck.Policy, size int64) bool {
 // largest inline_below, with room for the encryption framing and a
 // compressor's worst case.
 const maxInlineObject = 2 * int64(claimcheck.MaxInlineBelow)
-
-// inlineListToken starts a listing's pages over the rows, after the
-// bucket's. The backstop keeps the token as text in the metadata database
-// between its runs, so it is printable; no bucket's token begins with a
-// tilde (object keys are made of [A-Za-z0-9/._-], and the backends'
-// continuation tokens of base64 or digits and '!').
-const inlineListToken = "~inline:"
 
 // inlineStore is the object store the engine uses: inline keys go to
 // rows of the metadata database, every other key to objects. The
@@ -136,34 +130,38 @@ func (s *inlineStore) Delete(ctx context.Context, key string) error {
 	return s.rows.DeleteInlineObjects(ctx, []string{key})
 }
 
-// List lists the bucket's objects, then the rows' (the backstop and
-// fsck see both): the pages of the rows follow the bucket's last page,
-// their tokens marked with inlineListToken.
+// List merges the bucket's listing with the rows' in key order (the
+// backstop and fsck see both), the token the last key of the page before,
+// as for every store: each side's first pageSize keys after the token
+// hold the merged page's.
 func (s *inlineStore) List(ctx context.Context, prefix, token string, pageSize int) ([]blob.Object, string, error) {
-	after, inRows := strings.CutPrefix(token, inlineListToken)
-	if !inRows {
-		objs, next, err := s.objects.List(ctx, prefix, token, pageSize)
-		if err == nil && next == "" {
-			next = inlineListToken
-		}
-		return objs, next, err
-	}
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
-	rows, err := s.rows.ListInlineObjects(ctx, prefix, after, pageSize)
+	objs, next, err := s.objects.List(ctx, prefix, token, pageSize)
+	missing := errors.Is(err, blob.ErrNotFound) // the file backend's directory is not there yet
+	if err != nil && !missing {
+		return nil, "", err
+	}
+	rows, err := s.rows.ListInlineObjects(ctx, prefix, token, pageSize+1)
 	if err != nil {
 		return nil, "", err
 	}
-	objs := make([]blob.Object, len(rows))
-	for i, r := range rows {
-		objs[i] = blob.Object{Key: r.Key, Size: r.Size, ModTime: r.CreatedAt}
+	if missing && len(rows) == 0 {
+		return nil, "", blob.ErrNotFound
 	}
-	next := ""
-	if len(rows) == pageSize {
-		next = inlineListToken + rows[len(rows)-1].Key
+	more := next != "" || len(rows) > pageSize
+	for _, r := range rows {
+		objs = append(objs, blob.Object{Key: r.Key, Size: r.Size, ModTime: r.CreatedAt})
 	}
-	return objs, next, nil
+	slices.SortFunc(objs, func(a, b blob.Object) int { return strings.Compare(a.Key, b.Key) })
+	if len(objs) > pageSize {
+		objs, more = objs[:pageSize], true
+	}
+	if !more || len(objs) == 0 {
+		return objs, "", nil
+	}
+	return objs, objs[len(objs)-1].Key, nil
 }
 
 // Close does nothing: the engine closes the bucket and the metadata

@@ -2,19 +2,44 @@ package engine
 
 import (
 	"bytes"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/claimcheck/claimcheck/blob"
+	"github.com/claimcheck/claimcheck/blob/blobtest"
 	"github.com/claimcheck/claimcheck/blob/memstore"
 	"github.com/claimcheck/claimcheck/clock"
 	"github.com/claimcheck/claimcheck/meta/sqlmeta"
 )
 
+// TestInlineStoreConformance: the blob conformance suite, with every key
+// in the inline form, runs against the rows of a real SQLite database,
+// and of PostgreSQL when TEST_DATABASE_URL names one.
+func TestInlineStoreConformance(t *testing.T) {
+	dsns := map[string]string{"sqlite": "sqlite::memory:"}
+	if dsn := os.Getenv("TEST_DATABASE_URL"); dsn != "" {
+		dsns["postgres"] = dsn
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			blobtest.RunWith(t, func(t *testing.T) blob.Store {
+				m, err := sqlmeta.Open(t.Context(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = m.Close() })
+				return newInlineStore(memstore.New(), m, clock.NewFake(time.Now()))
+			}, blobtest.Options{KeyPrefix: "ns/" + inlineSegment + "/", MaxObjectSize: int(maxInlineObject)})
+		})
+	}
+}
+
 // TestInlineStoreListsBothInPages: a listing walked page by page gives
-// the bucket's objects, then the rows', each once, and every token is
+// the bucket's objects and the rows', each once, and every token is
 // printable text (the backstop keeps it in the metadata database, and
 // PostgreSQL refuses a NUL in text).
 func TestInlineStoreListsBothInPages(t *testing.T) {

@@ -37,6 +37,6 @@ type InlineObjectStore interface {
 	DeleteInlineObjects(ctx context.Context, keys []string) error
 
 	// ListInlineObjects returns up to limit objects whose keys start with
-	// prefix and sort after after, in key order.
+	// prefix and sort after after, in key order (byte by byte).
 	ListInlineObjects(ctx context.Context, prefix, after string, limit int) ([]InlineObject, error)
 }

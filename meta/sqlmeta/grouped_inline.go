@@ -68,8 +68,5 @@ func (s *Store) putInlineGroupOnce(batch []*inlineReq) error {
 	if err != nil {
 		return fmt.Errorf("sqlmeta: store %d inline objects in one statement: %w", n, err)
 	}
-	for _, r := range batch {
-		r.err = nil
-	}
-	return nil
+	return nil // each call's err stays nil: its row is written
 }

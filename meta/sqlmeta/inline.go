@@ -36,6 +36,9 @@ func keyNamespace(key string) string {
 
 // PutInlineObject stores data at key; see meta.InlineObjectStore.
 func (s *Store) PutInlineObject(ctx context.Context, key string, data []byte, now time.Time) error {
+	if data == nil {
+		data = []byte{} // an empty object: a value, not NULL
+	}
 	var err error
 	if s.d.writableCTEs {
 		err = s.putInlineGrouped(&inlineReq{ctx: ctx, key: key, data: data, now: now})
@@ -107,13 +110,19 @@ func (s *Store) DeleteInlineObjects(ctx context.Context, keys []string) error {
 
 // ListInlineObjects lists objects by key prefix; see
 // meta.InlineObjectStore. The prefix is compared as a substring, not
-// with LIKE, whose case rules differ between the dialects.
+// with LIKE, whose case rules differ between the dialects; keys compare
+// byte by byte, as object stores list them (PostgreSQL's collation of
+// the database may order otherwise; SQLite's default already does).
 func (s *Store) ListInlineObjects(ctx context.Context, prefix, after string, limit int) ([]meta.InlineObject, error) {
+	bytewise := ""
+	if s.d.writableCTEs { // PostgreSQL
+		bytewise = ` COLLATE "C"`
+	}
 	var out []meta.InlineObject
 	err := s.read(ctx, func(q *txq) error {
 		var err error
 		out, err = queryAll(q, scanInlineObject, `SELECT object_key, size, created_at FROM inline_objects
-			WHERE substr(object_key, 1, ?) = ? AND object_key > ? ORDER BY object_key LIMIT ?`,
+			WHERE substr(object_key, 1, ?) = ? AND object_key`+bytewise+` > ? ORDER BY object_key`+bytewise+` LIMIT ?`,
 			len(prefix), prefix, after, limit)
 		return err
 	})
